@@ -1,0 +1,35 @@
+"""Reference NumPy implementation of the attention lecture — the answer key.
+
+Everything is float64 and batch-agnostic: arrays are (..., L, d) with any leading batch axes.
+Projections are x @ W + b with W (d_in, d_out). Boolean masks mean True = may attend.
+Imports numpy only.
+"""
+
+from .alignment import (ALIGNMENT_SCORES, AlignmentStep, ScoreFunction, additive_score, attend,
+                        bahdanau_step, concat_score, content_score, dot_score, general_score,
+                        location_score, luong_step, scaled_dot_score)
+from .attention import (AttentionSteps, attention_backward, attention_forward,
+                        scaled_dot_product_attention)
+from .bert import (MLMSelection, bert_pretraining_loss, mlm_loss, mlm_select, nsp_loss)
+from .feed_forward import ffn, ffn_backward, ffn_forward, relu
+from .layer_norm import layer_norm, layer_norm_backward, layer_norm_forward
+from .linear import linear, linear_backward, linear_forward
+from .losses import (cross_entropy, softmax_cross_entropy_backward,
+                     softmax_cross_entropy_forward)
+from .masks import additive_mask, apply_mask, causal_mask, combine_masks, padding_mask
+from .misconceptions import (MISCONCEPTIONS, Misconception, get_misconception,
+                             misconceptions_for)
+from .model import Transformer, TransformerConfig, decoder_stack, encoder_stack, parameter_shapes
+from .multihead import (merge_heads, mha_backward, mha_forward, mha_weights,
+                        multi_head_attention, split_heads)
+from .param_counts import (bert_param_count, decoder_layer_param_count,
+                           encoder_layer_param_count, ffn_param_count, layer_norm_param_count,
+                           mha_param_count, transformer_param_count)
+from .positional import embed, positional_encoding
+from .scaling import (ScalingReport, attention_entropy, dot_product_variance,
+                      scaling_comparison, softmax_jacobian)
+from .softmax import log_softmax, softmax, softmax_backward, softmax_forward
+from .torch_layout import (decoder_layer_params_from_torch, encoder_layer_params_from_torch,
+                           key_padding_mask_from_torch, linear_from_torch, mask_from_torch,
+                           mha_params_from_torch, transformer_weights_from_torch)
+from .transformer_layers import add_and_norm, decoder_layer, encoder_layer

@@ -1,0 +1,82 @@
+"""BERT's pre-training objectives (Devlin et al. 2019): masked LM and next-sentence prediction.
+
+Both are ordinary cross-entropy. MLM corrupts 15% of the positions — 80% become [MASK], 10% a
+random token, 10% stay unchanged — and the loss is taken **on those selected positions only**.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import numpy as np
+
+from .losses import IGNORE_INDEX, cross_entropy
+
+KEEP, MASK, RANDOM, UNCHANGED = 0, 1, 2, 3  # what mlm_select did at each position
+ACTION_NAMES = {KEEP: "not selected", MASK: "[MASK]", RANDOM: "random token",
+                UNCHANGED: "unchanged"}
+
+
+@dataclass(frozen=True)
+class MLMSelection:
+    """inputs (T,) the corrupted ids fed to BERT; selected (T,) bool; labels (T,) the original
+    id at selected positions and −100 elsewhere; actions (T,) KEEP/MASK/RANDOM/UNCHANGED."""
+
+    inputs: np.ndarray
+    selected: np.ndarray
+    labels: np.ndarray
+    actions: np.ndarray
+
+
+def mlm_select(tokens, rng, vocab_size: int, mask_id: int, special_ids=(),
+               select_prob: float = 0.15) -> MLMSelection:
+    """Choose MLM positions the way Google's ``create_pretraining_data.py`` does.
+
+    Exactly max(1, round(select_prob · T)) positions (at most the number of non-special ones)
+    are drawn without replacement, never a special token ([CLS], [SEP], [PAD]). Each selected
+    position independently becomes [MASK] with p = 0.8, a uniformly random vocabulary id with
+    p = 0.1, or stays unchanged with p = 0.1.
+
+    Shapes: tokens (T,) ids → an ``MLMSelection``. ``rng``: a ``np.random.Generator`` or a seed;
+    the same seed gives the same selection.
+    """
+    tokens = np.asarray(tokens)
+    if tokens.ndim != 1 or not np.issubdtype(tokens.dtype, np.integer):
+        raise ValueError(f"tokens: expected a (T,) integer array, got shape {tokens.shape}, "
+                         f"dtype {tokens.dtype}")
+    rng = np.random.default_rng(rng)
+    candidates = np.flatnonzero(~np.isin(tokens, list(special_ids)))
+    count = min(len(candidates), max(1, int(round(select_prob * len(tokens)))))
+    positions = np.sort(rng.choice(candidates, size=count, replace=False))
+    u = rng.random(count)
+    random_ids = rng.integers(0, vocab_size, size=count)
+
+    inputs, actions = tokens.copy(), np.full(len(tokens), KEEP)
+    actions[positions] = np.where(u < 0.8, MASK, np.where(u < 0.9, RANDOM, UNCHANGED))
+    inputs[positions] = np.where(u < 0.8, mask_id, np.where(u < 0.9, random_ids, tokens[positions]))
+    selected = actions != KEEP
+    labels = np.where(selected, tokens, IGNORE_INDEX)
+    return MLMSelection(inputs, selected, labels, actions)
+
+
+def mlm_loss(logits, tokens, selected) -> float:
+    """L_MLM = −(1/|M|) Σ_{i∈M} log p(x_i | corrupted input), M = the selected positions.
+
+    Shapes: logits (..., T, V), tokens (..., T) the *original* ids, selected (..., T) bool.
+    Positions outside M contribute nothing, not even to the denominator.
+    """
+    tokens, selected = np.asarray(tokens), np.asarray(selected, dtype=bool)
+    if selected.shape != tokens.shape:
+        raise ValueError(f"selected: expected shape {tokens.shape} like tokens, got {selected.shape}")
+    return cross_entropy(logits, np.where(selected, tokens, IGNORE_INDEX))
+
+
+def nsp_loss(logits, labels) -> float:
+    """L_NSP = mean cross-entropy of the binary IsNext/NotNext classifier on [CLS].
+    Shapes: logits (..., 2), labels (...) with 0 = IsNext, 1 = NotNext (Google's convention)."""
+    return cross_entropy(logits, labels)
+
+
+def bert_pretraining_loss(mlm_logits, tokens, selected, nsp_logits, nsp_labels) -> float:
+    """L = L_MLM + L_NSP, the sum of the two mean losses."""
+    return mlm_loss(mlm_logits, tokens, selected) + nsp_loss(nsp_logits, nsp_labels)

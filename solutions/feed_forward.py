@@ -1,0 +1,44 @@
+"""Position-wise feed-forward network FFN(x) = max(0, xW₁ + b₁) W₂ + b₂."""
+
+from __future__ import annotations
+
+import numpy as np
+
+from ._shapes import as_float, check_shapes
+from .linear import linear_backward, linear_forward
+
+
+def relu(x) -> np.ndarray:
+    """max(0, x), elementwise."""
+    return np.maximum(as_float(x, "x"), 0.0)
+
+
+def ffn_forward(x, W1, b1, W2, b2) -> tuple[np.ndarray, tuple]:
+    """FFN(x) = max(0, xW₁ + b₁) W₂ + b₂, applied to every position independently.
+
+    Shapes: x (..., d_model), W₁ (d_model, d_ff), b₁ (d_ff,), W₂ (d_ff, d_model),
+    b₂ (d_model,) → (..., d_model). Returns ``(y, cache)``.
+    """
+    check_shapes(x=(x, "... d_model"), W1=(W1, "d_model d_ff"), b1=(b1, "d_ff"),
+                 W2=(W2, "d_ff d_model"), b2=(b2, "d_model"))
+    h, cache1 = linear_forward(x, W1, b1)
+    a = relu(h)
+    y, cache2 = linear_forward(a, W2, b2)
+    return y, (cache1, h, cache2)
+
+
+def ffn(x, W1, b1, W2, b2) -> np.ndarray:
+    """FFN(x) = max(0, xW₁ + b₁) W₂ + b₂. Shapes: x (..., d_model) → (..., d_model)."""
+    return ffn_forward(x, W1, b1, W2, b2)[0]
+
+
+def ffn_backward(dy, cache):
+    """da = dy W₂ᵀ,  dh = da ⊙ 1[h > 0] (0 at h = 0, as PyTorch),  dx = dh W₁ᵀ.
+
+    Returns ``(dx, dW1, db1, dW2, db2)``.
+    """
+    cache1, h, cache2 = cache
+    da, dW2, db2 = linear_backward(dy, cache2)
+    dh = da * (h > 0)
+    dx, dW1, db1 = linear_backward(dh, cache1)
+    return dx, dW1, db1, dW2, db2

@@ -1,0 +1,44 @@
+"""Layer normalization over the feature axis of each token (as ``nn.LayerNorm``)."""
+
+from __future__ import annotations
+
+import numpy as np
+
+from ._shapes import as_float, check_shapes
+
+
+def layer_norm_forward(x, gamma, beta, eps: float = 1e-5) -> tuple[np.ndarray, tuple]:
+    """y = γ ⊙ (x − μ) / √(σ² + ε) + β, with μ, σ² over the last axis (biased variance,
+    ε inside the square root, as PyTorch). Shapes: x (..., D), γ (D,), β (D,) → y (..., D).
+    Returns ``(y, cache)``."""
+    x, gamma, beta = as_float(x, "x"), as_float(gamma, "gamma"), as_float(beta, "beta")
+    check_shapes(x=(x, "... D"), gamma=(gamma, "D"), beta=(beta, "D"))
+    mu = x.mean(axis=-1, keepdims=True)
+    var = x.var(axis=-1, keepdims=True)
+    r = 1.0 / np.sqrt(var + eps)
+    x_hat = (x - mu) * r
+    return gamma * x_hat + beta, (x_hat, r, gamma)
+
+
+def layer_norm(x, gamma, beta, eps: float = 1e-5) -> np.ndarray:
+    """LayerNorm(x) = γ ⊙ (x − μ)/√(σ² + ε) + β per token. Shapes: x (..., D) → (..., D)."""
+    return layer_norm_forward(x, gamma, beta, eps)[0]
+
+
+def layer_norm_backward(dy, cache) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """With x̂ = (x − μ) r, r = (σ² + ε)^−½ and g = dy ⊙ γ:
+
+    dβ = Σ dy,  dγ = Σ dy ⊙ x̂,  dx = (r / D) (D g − Σ_D g − x̂ Σ_D g ⊙ x̂).
+
+    Shapes: dy (..., D) → dx (..., D), dγ (D,), dβ (D,).
+    """
+    x_hat, r, gamma = cache
+    dy = as_float(dy, "dy")
+    check_shapes(y=(x_hat, "... D"), dy=(dy, "... D"))
+    D = x_hat.shape[-1]
+    g = dy * gamma
+    dx = (r / D) * (D * g - g.sum(axis=-1, keepdims=True)
+                    - x_hat * np.sum(g * x_hat, axis=-1, keepdims=True))
+    dgamma = np.sum(dy * x_hat, axis=tuple(range(dy.ndim - 1)))
+    dbeta = np.sum(dy, axis=tuple(range(dy.ndim - 1)))
+    return dx, dgamma, dbeta

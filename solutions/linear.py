@@ -1,0 +1,42 @@
+"""Linear projection y = xW + b, the lecture's Q = X·W_Q.
+
+W has shape (d_in, d_out) so the code reads like the equation. PyTorch stores the transpose
+(``nn.Linear.weight`` is (d_out, d_in) and computes x Wᵀ + b); see ``torch_layout``.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+
+from ._shapes import as_float, check_shapes
+
+
+def linear(x, W, b=None) -> np.ndarray:
+    """y = xW + b.  Shapes: x (..., d_in), W (d_in, d_out), b (d_out,) → y (..., d_out)."""
+    x, W = as_float(x, "x"), as_float(W, "W")
+    if b is None:
+        check_shapes(x=(x, "... d_in"), W=(W, "d_in d_out"))
+        return x @ W
+    b = as_float(b, "b")
+    check_shapes(x=(x, "... d_in"), W=(W, "d_in d_out"), b=(b, "d_out"))
+    return x @ W + b
+
+
+def linear_forward(x, W, b) -> tuple[np.ndarray, tuple]:
+    """y = xW + b, returning ``(y, cache)`` for ``linear_backward``."""
+    x = as_float(x, "x")
+    return linear(x, W, b), (x, as_float(W, "W"))
+
+
+def linear_backward(dy, cache) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """dx = dy Wᵀ,  dW = xᵀ dy,  db = Σ dy (sums run over every batch and token axis).
+
+    Shapes: dy (..., d_out) → dx (..., d_in), dW (d_in, d_out), db (d_out,).
+    """
+    x, W = cache
+    dy = as_float(dy, "dy")
+    check_shapes(x=(x, "... d_in"), W=(W, "d_in d_out"), dy=(dy, "... d_out"))
+    dx = dy @ W.T
+    dW = x.reshape(-1, W.shape[0]).T @ dy.reshape(-1, W.shape[1])
+    db = dy.reshape(-1, W.shape[1]).sum(axis=0)
+    return dx, dW, db

@@ -1,0 +1,456 @@
+"""Misconception twins: named, deliberately wrong versions of the reference functions.
+
+Each twin has the signature of the function it shadows and makes exactly one mistake that
+students really make (see research/content.md §7 for where each was seen). The grader runs a
+student's wrong answer against the twins of the same function on the student's own variant;
+a match turns "wrong" into "your weights equal softmax(QKᵀ) without the 1/√d_k scale".
+
+Look twins up with ``MISCONCEPTIONS[name]`` or ``misconceptions_for("causal_mask")``.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Callable
+
+import numpy as np
+
+from . import attention, bert, layer_norm, losses, masks, multihead, positional, softmax
+from ._shapes import as_float
+from .alignment import AlignmentStep, attend
+from .feed_forward import ffn
+from .linear import linear
+from .transformer_layers import encoder_layer
+
+
+@dataclass(frozen=True)
+class Misconception:
+    """name: stable code stored in the gradebook; shadows: the correct function's name in
+    ``solutions``; summary: completes "your answer equals …"; explanation: why it is wrong
+    and what to do; code: the wrong line beside the right one."""
+
+    name: str
+    shadows: str
+    function: Callable
+    summary: str
+    explanation: str
+    code: str
+
+
+MISCONCEPTIONS: dict[str, Misconception] = {}
+
+
+def twin(shadows: str, summary: str, explanation: str, code: str):
+    """Register the decorated function as the twin named after it."""
+    def register(function):
+        name = function.__name__
+        if name in MISCONCEPTIONS:
+            raise ValueError(f"misconception {name!r} registered twice")
+        MISCONCEPTIONS[name] = Misconception(name, shadows, function, summary, explanation, code)
+        return function
+    return register
+
+
+def get_misconception(name: str) -> Misconception:
+    """The twin called ``name``; KeyError lists the known names."""
+    try:
+        return MISCONCEPTIONS[name]
+    except KeyError:
+        raise KeyError(f"unknown misconception {name!r}; known: {', '.join(sorted(MISCONCEPTIONS))}") from None
+
+
+def misconceptions_for(function_name: str) -> list[Misconception]:
+    """Every twin of the reference function ``function_name``, in registration order."""
+    return [m for m in MISCONCEPTIONS.values() if m.shadows == function_name]
+
+
+def _attention_result(Q, K, V, raw, scale, masked, weights, return_steps):
+    output = weights @ V
+    if return_steps:
+        return attention.AttentionSteps(raw, scale, raw * scale, masked, weights, output)
+    return output
+
+
+def _bool_mask(mask):
+    """A mask as bool, True = may attend (an additive mask is blocked where it is −inf)."""
+    mask = np.asarray(mask)
+    return mask if mask.dtype == bool else ~np.isneginf(mask)
+
+
+# --- scaled dot-product attention ---------------------------------------------------------
+
+@twin("scaled_dot_product_attention",
+      "softmax(QKᵀ)V without the 1/√d_k scale",
+      "The raw scores QKᵀ have variance ≈ d_k, so without dividing by √d_k the softmax "
+      "saturates: rows become nearly one-hot and gradients vanish. Scale before the softmax.",
+      "weights = softmax(Q @ K.T)            # should be softmax(Q @ K.T / np.sqrt(d_k))")
+def sdpa_no_scale(Q, K, V, mask=None, scale=None, return_steps=False):
+    return attention.scaled_dot_product_attention(Q, K, V, mask, 1.0, return_steps)
+
+
+@twin("scaled_dot_product_attention",
+      "softmax(QKᵀ/d_k)V: divided by d_k instead of √d_k",
+      "The scale is 1/√d_k, the inverse standard deviation of q·k; dividing by d_k flattens "
+      "every row towards uniform.",
+      "weights = softmax(Q @ K.T / d_k)      # should be / np.sqrt(d_k)")
+def sdpa_divide_by_d_k(Q, K, V, mask=None, scale=None, return_steps=False):
+    d_k = np.shape(Q)[-1]
+    return attention.scaled_dot_product_attention(Q, K, V, mask, 1.0 / d_k, return_steps)
+
+
+@twin("scaled_dot_product_attention",
+      "weights normalised over the queries (columns sum to 1) instead of over the keys",
+      "Each query's row of weights is a distribution over the keys, so the softmax runs over "
+      "the last axis (axis=-1); over axis 0/-2 the columns sum to 1 and the rows do not.",
+      "weights = softmax(scores, axis=0)     # should be axis=-1")
+def sdpa_softmax_over_queries(Q, K, V, mask=None, scale=None, return_steps=False):
+    Q, K, V, dims = attention.attention_shapes(Q, K, V)
+    scale = 1.0 / np.sqrt(dims["d_k"]) if scale is None else scale
+    raw = Q @ np.swapaxes(K, -1, -2)
+    masked = masks.apply_mask(raw * scale, mask)
+    weights = softmax.softmax(masked, axis=-2)
+    return _attention_result(Q, K, V, raw, scale, masked, weights, return_steps)
+
+
+@twin("scaled_dot_product_attention",
+      "the mask applied after the softmax (masked weights zeroed, rows no longer sum to 1)",
+      "Masking must happen before the softmax, by setting blocked scores to −inf, so that the "
+      "remaining weights are renormalised; zeroing weights afterwards leaves rows summing to < 1.",
+      "weights = softmax(scores) * mask      # should be softmax(np.where(mask, scores, -np.inf))")
+def sdpa_mask_after_softmax(Q, K, V, mask=None, scale=None, return_steps=False):
+    Q, K, V, dims = attention.attention_shapes(Q, K, V)
+    scale = 1.0 / np.sqrt(dims["d_k"]) if scale is None else scale
+    raw = Q @ np.swapaxes(K, -1, -2)
+    weights = softmax.softmax(raw * scale)
+    if mask is not None:
+        masks.check_mask_shape(np.asarray(mask), weights.shape)
+        weights = weights * _bool_mask(mask)
+    return _attention_result(Q, K, V, raw, scale, raw * scale, weights, return_steps)
+
+
+@twin("scaled_dot_product_attention",
+      "blocked scores set to 0 instead of −inf (masked positions still get weight)",
+      "A score of 0 is an ordinary score: exp(0) = 1, so 'masked' positions keep a share of "
+      "the weight. Blocked positions need −inf (or a very large negative number).",
+      "scores[~mask] = 0                     # should be scores[~mask] = -np.inf")
+def sdpa_mask_with_zero(Q, K, V, mask=None, scale=None, return_steps=False):
+    Q, K, V, dims = attention.attention_shapes(Q, K, V)
+    scale = 1.0 / np.sqrt(dims["d_k"]) if scale is None else scale
+    raw = Q @ np.swapaxes(K, -1, -2)
+    masked = raw * scale
+    if mask is not None:
+        masks.check_mask_shape(np.asarray(mask), masked.shape)
+        masked = np.where(_bool_mask(mask), masked, 0.0)
+    weights = softmax.softmax(masked)
+    return _attention_result(Q, K, V, raw, scale, masked, weights, return_steps)
+
+
+@twin("scaled_dot_product_attention",
+      "the mask read the other way round (True = blocked, the nn.MultiheadAttention convention)",
+      "F.scaled_dot_product_attention and this kit use True = may attend; nn.MultiheadAttention's "
+      "attn_mask uses True = blocked. Mixing them attends exactly where it should not.",
+      "scores = np.where(mask, -np.inf, scores)  # should be np.where(mask, scores, -np.inf)")
+def sdpa_inverted_mask(Q, K, V, mask=None, scale=None, return_steps=False):
+    inverted = None if mask is None else ~_bool_mask(mask)
+    return attention.scaled_dot_product_attention(Q, K, V, inverted, scale, return_steps)
+
+
+# --- softmax --------------------------------------------------------------------------------
+
+@twin("softmax",
+      "softmax computed as exp(x)/Σexp(x) without subtracting the max (overflows to NaN)",
+      "exp overflows above ~709.8 in float64 (~88.7 in float32), giving inf/inf = NaN. "
+      "Subtract the row max first: it changes nothing mathematically.",
+      "e = np.exp(x)                          # should be np.exp(x - x.max(axis, keepdims=True))")
+def softmax_no_max_subtraction(x, axis=-1):
+    x = as_float(x, "x")
+    with np.errstate(over="ignore", invalid="ignore"):
+        e = np.exp(x)
+        return e / np.sum(e, axis=axis, keepdims=True)
+
+
+@twin("softmax",
+      "softmax over axis=1 (as in the lecture demo), which for a batch (B, L, S) normalises over the queries",
+      "axis=1 is the key axis only for a single (L, S) matrix; with a batch axis in front it is "
+      "the query axis. Use axis=-1, which is the key axis whatever the batch shape.",
+      "softmax(scores, axis=1)                # should be axis=-1")
+def softmax_axis_1(x, axis=-1):
+    return softmax.softmax(x, axis=1)
+
+
+# --- masks ----------------------------------------------------------------------------------
+
+@twin("causal_mask",
+      "np.triu instead of np.tril: each token sees the future, not the past",
+      "Query i may attend to keys j ≤ i: the lower triangle. With triu, the first token sees "
+      "the whole sentence and the last token only itself.",
+      "np.triu(np.ones((L, S), bool))         # should be np.tril(...)")
+def causal_mask_triu(L, S=None):
+    S = L if S is None else S
+    return np.triu(np.ones((L, S), dtype=bool))
+
+
+@twin("causal_mask",
+      "the diagonal excluded: a token may not attend to itself (first row fully masked)",
+      "Causal masking hides only the future (j > i); position i itself is known. Excluding the "
+      "diagonal leaves the first row with nothing to attend to.",
+      "np.tril(np.ones((L, S), bool), k=-1)   # should be k=0")
+def causal_mask_no_diagonal(L, S=None):
+    S = L if S is None else S
+    return np.tril(np.ones((L, S), dtype=bool), k=-1)
+
+
+# --- multi-head attention -------------------------------------------------------------------
+
+def _split_without_transpose(x, num_heads):
+    *lead, L, d = x.shape
+    return x.reshape(*lead, num_heads, L, d // num_heads)
+
+
+def _merge_without_transpose(x):
+    *lead, H, L, d_head = x.shape
+    return x.reshape(*lead, L, H * d_head)
+
+
+@twin("multi_head_attention",
+      "heads split and merged with reshape alone, without the transpose (tokens are mixed across heads)",
+      "(…, L, h·d) must be reshaped to (…, L, h, d) and then transposed to (…, h, L, d); "
+      "reshaping straight to (…, h, L, d) cuts tokens across heads.",
+      "q.reshape(B, h, L, d_head)             # should be q.reshape(B, L, h, d_head).transpose(0, 2, 1, 3)")
+def mha_split_without_transpose(query, key, value, params, num_heads, mask=None):
+    q = linear(query, params["W_Q"], params["b_Q"])
+    k = linear(key, params["W_K"], params["b_K"])
+    v = linear(value, params["W_V"], params["b_V"])
+    steps = attention.scaled_dot_product_attention(
+        _split_without_transpose(q, num_heads), _split_without_transpose(k, num_heads),
+        _split_without_transpose(v, num_heads), mask=multihead.head_mask(mask), return_steps=True)
+    out = linear(_merge_without_transpose(steps.output), params["W_O"], params["b_O"])
+    return out, steps.weights
+
+
+def _mha_with_scale(query, key, value, params, num_heads, mask, scale):
+    heads = [linear(x, params[f"W_{n}"], params[f"b_{n}"]) for x, n in
+             ((query, "Q"), (key, "K"), (value, "V"))]
+    steps = attention.scaled_dot_product_attention(
+        *(multihead.split_heads(h, num_heads) for h in heads), mask=multihead.head_mask(mask),
+        scale=scale, return_steps=True)
+    return multihead.merge_heads(steps.output), steps.weights
+
+
+@twin("multi_head_attention",
+      "scores scaled by 1/√d_model instead of 1/√d_head",
+      "Each head attends in its own d_head = d_model/h dimensions, so the scale is 1/√d_head; "
+      "1/√d_model is too small by a factor √h and flattens every head.",
+      "scores / np.sqrt(d_model)              # should be / np.sqrt(d_model // num_heads)")
+def mha_scale_by_d_model(query, key, value, params, num_heads, mask=None):
+    d_model = np.shape(params["W_Q"])[1]
+    concat, weights = _mha_with_scale(query, key, value, params, num_heads, mask,
+                                      1.0 / np.sqrt(d_model))
+    return linear(concat, params["W_O"], params["b_O"]), weights
+
+
+@twin("multi_head_attention",
+      "the concatenated heads returned without the output projection W_O",
+      "MultiHead = Concat(head_1, …, head_h) W_O: the final projection mixes the heads' "
+      "outputs and is part of the layer.",
+      "return concat                          # should be return concat @ W_O + b_O")
+def mha_no_output_projection(query, key, value, params, num_heads, mask=None):
+    d_k = np.shape(params["W_Q"])[1] // num_heads
+    return _mha_with_scale(query, key, value, params, num_heads, mask, 1.0 / np.sqrt(d_k))
+
+
+# --- PyTorch layout -------------------------------------------------------------------------
+
+@twin("mha_params_from_torch",
+      "PyTorch weights used as x @ W without the transpose (PyTorch computes x @ W.T)",
+      "nn.Linear stores weight as (d_out, d_in) and computes x Wᵀ + b; to write x @ W you "
+      "must transpose it. Square weights hide the mistake from the shapes.",
+      "W_Q = w_q                              # should be W_Q = w_q.T")
+def mha_params_from_torch_no_transpose(in_proj_weight, in_proj_bias, out_proj_weight, out_proj_bias):
+    w_q, w_k, w_v = np.split(as_float(in_proj_weight, "in_proj_weight"), 3, axis=0)
+    b_q, b_k, b_v = np.split(as_float(in_proj_bias, "in_proj_bias"), 3)
+    return {"W_Q": w_q, "b_Q": b_q, "W_K": w_k, "b_K": b_k, "W_V": w_v, "b_V": b_v,
+            "W_O": as_float(out_proj_weight, "out_proj_weight"),
+            "b_O": as_float(out_proj_bias, "out_proj_bias")}
+
+
+# --- Bahdanau alignment ---------------------------------------------------------------------
+
+@twin("additive_score",
+      "additive scores without the tanh: vᵀ(sW + hU)",
+      "Bahdanau's alignment model is a one-hidden-layer network, vᵀ tanh(W s + U h); without "
+      "the tanh it collapses to a linear function of s and h.",
+      "(s @ W + H @ U) @ v                    # should be np.tanh(s @ W + H @ U) @ v")
+def additive_score_no_tanh(s, H, W, U, v):
+    s, H = as_float(s, "s"), as_float(H, "H")
+    return ((s @ as_float(W, "W"))[..., None, :] + H @ as_float(U, "U")) @ as_float(v, "v")
+
+
+@twin("bahdanau_step",
+      "the context built from the raw scores e instead of the softmax weights α",
+      "The scores e_ij are unnormalised; the context is c_i = Σ_j α_ij h_j with "
+      "α_ij = softmax_j(e_ij), a weighted average of the encoder states.",
+      "c = e @ H                              # should be c = softmax(e) @ H")
+def bahdanau_step_unnormalised(s_prev, H, W, U, v, mask=None):
+    from .alignment import additive_score
+    scores = additive_score(s_prev, H, W, U, v)
+    weights, _ = attend(scores, H, mask)
+    context = (scores[..., None, :] @ as_float(H, "H"))[..., 0, :]
+    return AlignmentStep(scores, weights, context)
+
+
+# --- layer norm, positions, embeddings, layers -----------------------------------------------
+
+@twin("layer_norm",
+      "layer norm computed over the tokens (axis -2) instead of over each token's features",
+      "LayerNorm normalises each token's d_model features (axis=-1); statistics over the "
+      "sequence axis are closer to batch norm and leak information between tokens.",
+      "mu = x.mean(axis=-2, keepdims=True)    # should be axis=-1")
+def layer_norm_over_tokens(x, gamma, beta, eps=1e-5):
+    x = as_float(x, "x")
+    mu = x.mean(axis=-2, keepdims=True)
+    var = x.var(axis=-2, keepdims=True)
+    return as_float(gamma, "gamma") * (x - mu) / np.sqrt(var + eps) + as_float(beta, "beta")
+
+
+@twin("layer_norm",
+      "normalised by the unbiased std with ε added to the std (Annotated-Transformer style)",
+      "nn.LayerNorm divides by √(σ² + ε) with the biased variance (÷D). The unbiased std "
+      "(÷(D−1)) shrinks every output by √((D−1)/D), 0.935 at D = 8.",
+      "(x - mu) / (x.std(-1, ddof=1) + eps)   # should be (x - mu) / np.sqrt(x.var(-1) + eps)")
+def layer_norm_unbiased_std(x, gamma, beta, eps=1e-5):
+    x = as_float(x, "x")
+    mu = x.mean(axis=-1, keepdims=True)
+    std = x.std(axis=-1, ddof=1, keepdims=True)
+    return as_float(gamma, "gamma") * (x - mu) / (std + eps) + as_float(beta, "beta")
+
+
+def _angles(L, d_model, exponent):
+    return np.arange(L)[:, None] / 10000.0 ** (exponent[None, :] / d_model)
+
+
+@twin("positional_encoding",
+      "sin and cos swapped (cos on even columns), so PE[0] = [1, 0, 1, 0, …]",
+      "PE(pos, 2i) = sin(…) and PE(pos, 2i+1) = cos(…): even columns take the sine.",
+      "pe[:, 0::2] = np.cos(angle)            # should be np.sin(angle)")
+def positional_encoding_sin_cos_swapped(L, d_model):
+    angle = _angles(L, d_model, np.arange(0, d_model, 2))
+    pe = np.empty((L, d_model))
+    pe[:, 0::2], pe[:, 1::2] = np.cos(angle), np.sin(angle)
+    return pe
+
+
+@twin("positional_encoding",
+      "sines and cosines concatenated in two halves instead of interleaved",
+      "The paper interleaves: column 2i is sin, 2i+1 is cos of the same frequency. "
+      "[sin | cos] halves give PE[0] = [0…0, 1…1] (seen in tensor2tensor #391).",
+      "np.concatenate([np.sin(angle), np.cos(angle)], -1)  # should interleave 0::2 / 1::2")
+def positional_encoding_concatenated(L, d_model):
+    angle = _angles(L, d_model, np.arange(0, d_model, 2))
+    return np.concatenate([np.sin(angle), np.cos(angle)], axis=-1)
+
+
+@twin("positional_encoding",
+      "frequency exponent j/d_model for column j instead of 2⌊j/2⌋/d_model",
+      "Columns 2i and 2i+1 share one frequency, 1/10000^(2i/d_model); using the column index j "
+      "gives every odd column the wrong frequency.",
+      "10000 ** (j / d_model)                 # should be 10000 ** (2 * (j // 2) / d_model)")
+def positional_encoding_exponent_j(L, d_model):
+    angle = _angles(L, d_model, np.arange(d_model))
+    pe = np.empty((L, d_model))
+    pe[:, 0::2], pe[:, 1::2] = np.sin(angle[:, 0::2]), np.cos(angle[:, 1::2])
+    return pe
+
+
+@twin("embed",
+      "token embeddings used without the ×√d_model scale",
+      "The Transformer multiplies embeddings by √d_model before adding the positional "
+      "encoding, so the two have comparable size.",
+      "table[tokens]                          # should be table[tokens] * np.sqrt(d_model)")
+def embed_no_sqrt_d_model(tokens, table):
+    return positional.embed(tokens, table) / np.sqrt(np.shape(table)[1])
+
+
+@twin("encoder_layer",
+      "pre-LN instead of post-LN: x + Sublayer(LayerNorm(x))",
+      "The lecture's (and the paper's) layer is post-LN: LayerNorm(x + Sublayer(x)). Pre-LN "
+      "normalises the sublayer input instead, and its output is not normalised.",
+      "h = x + attn(layer_norm(x))            # should be h = layer_norm(x + attn(x))")
+def encoder_layer_pre_ln(x, params, num_heads, mask=None, eps=1e-5, return_weights=False):
+    normed = layer_norm.layer_norm(x, **params["norm1"], eps=eps)
+    attended, weights = multihead.multi_head_attention(normed, normed, normed,
+                                                       params["self_attn"], num_heads, mask)
+    h = as_float(x, "x") + attended
+    out = h + ffn(layer_norm.layer_norm(h, **params["norm2"], eps=eps), **params["ffn"])
+    return (out, {"self_attn": weights}) if return_weights else out
+
+
+# --- BERT -----------------------------------------------------------------------------------
+
+@twin("mlm_loss",
+      "cross-entropy averaged over every position, not only the selected (masked) ones",
+      "MLM predicts only the ~15% selected positions; the other tokens were visible in the "
+      "input, and including them rewards copying.",
+      "cross_entropy(logits, tokens)          # should skip unselected positions (label −100)")
+def mlm_loss_every_position(logits, tokens, selected):
+    return losses.cross_entropy(logits, np.asarray(tokens))
+
+
+@twin("mlm_loss",
+      "the selected positions' loss summed but divided by all T positions (scaled by n_sel/T)",
+      "The mean runs over the selected positions only: Σ_{i∈M} CE_i / |M|. Dividing by T "
+      "shrinks the loss by |M|/T.",
+      "loss = ce[selected].sum() / T          # should be ce[selected].mean()")
+def mlm_loss_divided_by_all_tokens(logits, tokens, selected):
+    selected = np.asarray(selected, dtype=bool)
+    return bert.mlm_loss(logits, tokens, selected) * selected.sum() / selected.size
+
+
+@twin("mlm_select",
+      "80/10/10 applied to every token instead of to the 15% selected",
+      "First 15% of the positions are selected; only those are corrupted, 80% to [MASK], 10% to "
+      "a random token, 10% unchanged — and only those enter the loss.",
+      "for every position: u < 0.8 → [MASK] … # should first select 15% of the positions")
+def mlm_select_every_token(tokens, rng, vocab_size, mask_id, special_ids=(), select_prob=0.15):
+    tokens = np.asarray(tokens)
+    rng = np.random.default_rng(rng)
+    u = rng.random(len(tokens))
+    random_ids = rng.integers(0, vocab_size, size=len(tokens))
+    candidate = ~np.isin(tokens, list(special_ids))
+    actions = np.where(candidate, np.where(u < 0.8, bert.MASK,
+                                           np.where(u < 0.9, bert.RANDOM, bert.UNCHANGED)), bert.KEEP)
+    inputs = np.where(actions == bert.MASK, mask_id,
+                      np.where(actions == bert.RANDOM, random_ids, tokens))
+    selected = actions != bert.KEEP
+    return bert.MLMSelection(inputs, selected, np.where(selected, tokens, losses.IGNORE_INDEX), actions)
+
+
+# --- backward passes ------------------------------------------------------------------------
+
+@twin("softmax_backward",
+      "softmax gradient using only the Jacobian's diagonal p(1 − p)",
+      "∂p_i/∂z_j = p_i(δ_ij − p_j): every output depends on every input. Keeping only the "
+      "diagonal drops −p_i p_j, and the gradient rows stop summing to 0.",
+      "dz = dp * p * (1 - p)                  # should be p * (dp - (dp * p).sum(-1, keepdims=True))")
+def softmax_backward_diagonal_only(dp, cache):
+    p = cache
+    return as_float(dp, "dp") * p * (1.0 - p)
+
+
+@twin("softmax_cross_entropy_backward",
+      "cross-entropy gradient not divided by the number of targets N",
+      "The loss is a mean over N targets, so its gradient is (P − onehot)/N.",
+      "dz = P - onehot                        # should be (P - onehot) / N")
+def softmax_cross_entropy_backward_not_averaged(dloss, cache):
+    count = cache[3]
+    return losses.softmax_cross_entropy_backward(dloss, cache) * count
+
+
+@twin("attention_backward",
+      "dQ and dK without the 1/√d_k factor of the forward scale",
+      "S = QKᵀ/√d_k, so by the chain rule dQ = dS K/√d_k and dK = dSᵀQ/√d_k.",
+      "dQ = dS @ K                            # should be dS @ K / np.sqrt(d_k)")
+def attention_backward_no_scale(dZ, cache):
+    dQ, dK, dV = attention.attention_backward(dZ, cache)
+    scale = cache[4]
+    return dQ / scale, dK / scale, dV

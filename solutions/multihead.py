@@ -1,0 +1,116 @@
+"""Multi-head attention: MultiHead(Q, K, V) = Concat(head_1, …, head_h) W_O,
+head_i = Attention(Q W_Q^i, K W_K^i, V W_V^i).
+
+The per-head projections W_Q^i are the column blocks i·d_k:(i+1)·d_k of one (d_model, h·d_k)
+matrix, so all heads are projected with one matmul and then split — the same layout as
+``nn.MultiheadAttention``. Parameters are a dict with keys
+W_Q, b_Q, W_K, b_K, W_V, b_V (projections) and W_O, b_O (output), every W in (d_in, d_out) layout.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+
+from ._shapes import as_float, check_shapes
+from .attention import attention_backward, attention_forward
+from .linear import linear_backward, linear_forward
+
+MHA_PARAM_NAMES = ("W_Q", "b_Q", "W_K", "b_K", "W_V", "b_V", "W_O", "b_O")
+
+
+def split_heads(x, num_heads: int) -> np.ndarray:
+    """(..., L, h·d_head) → (..., h, L, d_head): head i takes columns i·d_head:(i+1)·d_head.
+
+    The reshape alone would give (..., L, h, d_head); the transpose moves heads in front of
+    the tokens so each head sees all L tokens.
+    """
+    x = as_float(x, "x")
+    if x.ndim < 2 or num_heads < 1 or x.shape[-1] % num_heads:
+        raise ValueError(f"split_heads: expected shape (..., L, h·d_head) with h={num_heads} "
+                         f"dividing the last axis, got {x.shape}")
+    x = x.reshape(*x.shape[:-1], num_heads, x.shape[-1] // num_heads)
+    return np.swapaxes(x, -2, -3)
+
+
+def merge_heads(x) -> np.ndarray:
+    """(..., h, L, d_head) → (..., L, h·d_head): the inverse of ``split_heads`` (Concat)."""
+    x = as_float(x, "x")
+    if x.ndim < 3:
+        raise ValueError(f"merge_heads: expected shape (..., h, L, d_head), got {x.shape}")
+    x = np.swapaxes(x, -2, -3)
+    return x.reshape(*x.shape[:-2], -1)
+
+
+def _check_mha(query, key, value, params, num_heads):
+    missing = [n for n in MHA_PARAM_NAMES if n not in params]
+    if missing:
+        raise ValueError(f"params: missing {', '.join(missing)} (expected {', '.join(MHA_PARAM_NAMES)})")
+    dims = check_shapes(
+        query=(query, "... L d_model"), key=(key, "... S d_model"), value=(value, "... S d_model"),
+        W_Q=(params["W_Q"], "d_model hd_k"), b_Q=(params["b_Q"], "hd_k"),
+        W_K=(params["W_K"], "d_model hd_k"), b_K=(params["b_K"], "hd_k"),
+        W_V=(params["W_V"], "d_model hd_v"), b_V=(params["b_V"], "hd_v"),
+        W_O=(params["W_O"], "hd_v d_model"), b_O=(params["b_O"], "d_model"),
+    )
+    if num_heads < 1 or dims["hd_k"] % num_heads or dims["hd_v"] % num_heads:
+        raise ValueError(f"num_heads={num_heads} must divide the projection widths "
+                         f"h·d_k={dims['hd_k']} and h·d_v={dims['hd_v']}")
+
+
+def head_mask(mask):
+    """A mask for (..., L, S) scores → one for (..., h, L, S): the same mask for every head."""
+    if mask is None:
+        return None
+    mask = np.asarray(mask)
+    return mask[..., None, :, :] if mask.ndim >= 2 else mask
+
+
+def mha_forward(query, key, value, params, num_heads: int, mask=None):
+    """Multi-head attention forward pass.
+
+    Shapes: query (..., L, d_model); key, value (..., S, d_model); ``mask`` bool
+    (True = may attend) or additive, broadcastable to (..., L, S) and shared by all heads.
+    Returns ``(out, cache)`` with out (..., L, d_model); ``cache`` feeds ``mha_backward`` and
+    ``mha_weights(cache)`` gives the per-head weights (..., h, L, S).
+    """
+    query, key, value = as_float(query, "query"), as_float(key, "key"), as_float(value, "value")
+    _check_mha(query, key, value, params, num_heads)
+    q, cache_q = linear_forward(query, params["W_Q"], params["b_Q"])
+    k, cache_k = linear_forward(key, params["W_K"], params["b_K"])
+    v, cache_v = linear_forward(value, params["W_V"], params["b_V"])
+    heads, cache_attn = attention_forward(split_heads(q, num_heads), split_heads(k, num_heads),
+                                          split_heads(v, num_heads), mask=head_mask(mask))
+    out, cache_o = linear_forward(merge_heads(heads), params["W_O"], params["b_O"])
+    return out, (cache_q, cache_k, cache_v, cache_attn, cache_o, num_heads)
+
+
+def mha_weights(cache) -> np.ndarray:
+    """The per-head attention weights (..., h, L, S) stored in an ``mha_forward`` cache."""
+    return cache[3][3]
+
+
+def multi_head_attention(query, key, value, params, num_heads: int, mask=None):
+    """Concat(head_1, …, head_h) W_O + b_O with head_i = softmax(Q_i K_iᵀ/√d_k) V_i.
+
+    Self-attention: ``query = key = value = x``. Cross-attention: query from the decoder,
+    key = value = the encoder output. Returns ``(out, weights)``: out (..., L, d_model),
+    weights (..., h, L, S) per head (not averaged, unlike PyTorch's default).
+    """
+    out, cache = mha_forward(query, key, value, params, num_heads, mask)
+    return out, mha_weights(cache)
+
+
+def mha_backward(dout, cache):
+    """Backward pass of ``mha_forward``.
+
+    Returns ``(dquery, dkey, dvalue, grads)`` with ``grads`` keyed like the params (dW_Q → "W_Q").
+    For self-attention the gradient w.r.t. x is dquery + dkey + dvalue.
+    """
+    cache_q, cache_k, cache_v, cache_attn, cache_o, num_heads = cache
+    grads = {}
+    dconcat, grads["W_O"], grads["b_O"] = linear_backward(dout, cache_o)
+    dQh, dKh, dVh = attention_backward(split_heads(dconcat, num_heads), cache_attn)
+    dquery, grads["W_Q"], grads["b_Q"] = linear_backward(merge_heads(dQh), cache_q)
+    dkey, grads["W_K"], grads["b_K"] = linear_backward(merge_heads(dKh), cache_k)
+    dvalue, grads["W_V"], grads["b_V"] = linear_backward(merge_heads(dVh), cache_v)
+    return dquery, dkey, dvalue, grads
