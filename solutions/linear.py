@@ -16,10 +16,14 @@ def linear(x, W, b=None) -> np.ndarray:
     x, W = as_float(x, "x"), as_float(W, "W")
     if b is None:
         check_shapes(x=(x, "... d_in"), W=(W, "d_in d_out"))
-        return x @ W
-    b = as_float(b, "b")
-    check_shapes(x=(x, "... d_in"), W=(W, "d_in d_out"), b=(b, "d_out"))
-    return x @ W + b
+    else:
+        b = as_float(b, "b")
+        check_shapes(x=(x, "... d_in"), W=(W, "d_in d_out"), b=(b, "d_out"))
+    # One (tokens × d_in) GEMM: a stacked (B, L, d_in) @ W runs B small matmuls instead.
+    y = (x.reshape(-1, W.shape[0]) @ W).reshape(*x.shape[:-1], W.shape[1])
+    if b is not None:
+        y += b  # in place: a fresh megabyte-sized temporary costs more than the add itself
+    return y
 
 
 def linear_forward(x, W, b) -> tuple[np.ndarray, tuple]:

@@ -15,12 +15,19 @@ from typing import Callable
 
 import numpy as np
 
-from . import attention, bert, layer_norm, losses, masks, multihead, positional, softmax
 from ._shapes import as_float
-from .alignment import AlignmentStep, attend
+from .alignment import AlignmentStep, additive_score, attend
+from .attention import (AttentionSteps, attention_backward, attention_shapes,
+                        scaled_dot_product_attention)
+from .bert import KEEP, MASK, RANDOM, UNCHANGED, MLMSelection, mlm_loss
 from .feed_forward import ffn
+from .layer_norm import layer_norm
 from .linear import linear
-from .transformer_layers import encoder_layer
+from .losses import IGNORE_INDEX, cross_entropy, softmax_cross_entropy_backward
+from .masks import apply_mask, check_mask_shape
+from .multihead import head_mask, merge_heads, multi_head_attention, split_heads
+from .positional import embed
+from .softmax import softmax
 
 
 @dataclass(frozen=True)
@@ -67,7 +74,7 @@ def misconceptions_for(function_name: str) -> list[Misconception]:
 def _attention_result(Q, K, V, raw, scale, masked, weights, return_steps):
     output = weights @ V
     if return_steps:
-        return attention.AttentionSteps(raw, scale, raw * scale, masked, weights, output)
+        return AttentionSteps(raw, scale, raw * scale, masked, weights, output)
     return output
 
 
@@ -85,7 +92,7 @@ def _bool_mask(mask):
       "saturates: rows become nearly one-hot and gradients vanish. Scale before the softmax.",
       "weights = softmax(Q @ K.T)            # should be softmax(Q @ K.T / np.sqrt(d_k))")
 def sdpa_no_scale(Q, K, V, mask=None, scale=None, return_steps=False):
-    return attention.scaled_dot_product_attention(Q, K, V, mask, 1.0, return_steps)
+    return scaled_dot_product_attention(Q, K, V, mask, 1.0, return_steps)
 
 
 @twin("scaled_dot_product_attention",
@@ -95,7 +102,7 @@ def sdpa_no_scale(Q, K, V, mask=None, scale=None, return_steps=False):
       "weights = softmax(Q @ K.T / d_k)      # should be / np.sqrt(d_k)")
 def sdpa_divide_by_d_k(Q, K, V, mask=None, scale=None, return_steps=False):
     d_k = np.shape(Q)[-1]
-    return attention.scaled_dot_product_attention(Q, K, V, mask, 1.0 / d_k, return_steps)
+    return scaled_dot_product_attention(Q, K, V, mask, 1.0 / d_k, return_steps)
 
 
 @twin("scaled_dot_product_attention",
@@ -104,11 +111,11 @@ def sdpa_divide_by_d_k(Q, K, V, mask=None, scale=None, return_steps=False):
       "the last axis (axis=-1); over axis 0/-2 the columns sum to 1 and the rows do not.",
       "weights = softmax(scores, axis=0)     # should be axis=-1")
 def sdpa_softmax_over_queries(Q, K, V, mask=None, scale=None, return_steps=False):
-    Q, K, V, dims = attention.attention_shapes(Q, K, V)
+    Q, K, V, dims = attention_shapes(Q, K, V)
     scale = 1.0 / np.sqrt(dims["d_k"]) if scale is None else scale
     raw = Q @ np.swapaxes(K, -1, -2)
-    masked = masks.apply_mask(raw * scale, mask)
-    weights = softmax.softmax(masked, axis=-2)
+    masked = apply_mask(raw * scale, mask)
+    weights = softmax(masked, axis=-2)
     return _attention_result(Q, K, V, raw, scale, masked, weights, return_steps)
 
 
@@ -118,12 +125,12 @@ def sdpa_softmax_over_queries(Q, K, V, mask=None, scale=None, return_steps=False
       "remaining weights are renormalised; zeroing weights afterwards leaves rows summing to < 1.",
       "weights = softmax(scores) * mask      # should be softmax(np.where(mask, scores, -np.inf))")
 def sdpa_mask_after_softmax(Q, K, V, mask=None, scale=None, return_steps=False):
-    Q, K, V, dims = attention.attention_shapes(Q, K, V)
+    Q, K, V, dims = attention_shapes(Q, K, V)
     scale = 1.0 / np.sqrt(dims["d_k"]) if scale is None else scale
     raw = Q @ np.swapaxes(K, -1, -2)
-    weights = softmax.softmax(raw * scale)
+    weights = softmax(raw * scale)
     if mask is not None:
-        masks.check_mask_shape(np.asarray(mask), weights.shape)
+        check_mask_shape(np.asarray(mask), weights.shape)
         weights = weights * _bool_mask(mask)
     return _attention_result(Q, K, V, raw, scale, raw * scale, weights, return_steps)
 
@@ -134,14 +141,14 @@ def sdpa_mask_after_softmax(Q, K, V, mask=None, scale=None, return_steps=False):
       "the weight. Blocked positions need −inf (or a very large negative number).",
       "scores[~mask] = 0                     # should be scores[~mask] = -np.inf")
 def sdpa_mask_with_zero(Q, K, V, mask=None, scale=None, return_steps=False):
-    Q, K, V, dims = attention.attention_shapes(Q, K, V)
+    Q, K, V, dims = attention_shapes(Q, K, V)
     scale = 1.0 / np.sqrt(dims["d_k"]) if scale is None else scale
     raw = Q @ np.swapaxes(K, -1, -2)
     masked = raw * scale
     if mask is not None:
-        masks.check_mask_shape(np.asarray(mask), masked.shape)
+        check_mask_shape(np.asarray(mask), masked.shape)
         masked = np.where(_bool_mask(mask), masked, 0.0)
-    weights = softmax.softmax(masked)
+    weights = softmax(masked)
     return _attention_result(Q, K, V, raw, scale, masked, weights, return_steps)
 
 
@@ -152,7 +159,7 @@ def sdpa_mask_with_zero(Q, K, V, mask=None, scale=None, return_steps=False):
       "scores = np.where(mask, -np.inf, scores)  # should be np.where(mask, scores, -np.inf)")
 def sdpa_inverted_mask(Q, K, V, mask=None, scale=None, return_steps=False):
     inverted = None if mask is None else ~_bool_mask(mask)
-    return attention.scaled_dot_product_attention(Q, K, V, inverted, scale, return_steps)
+    return scaled_dot_product_attention(Q, K, V, inverted, scale, return_steps)
 
 
 # --- softmax --------------------------------------------------------------------------------
@@ -175,7 +182,7 @@ def softmax_no_max_subtraction(x, axis=-1):
       "the query axis. Use axis=-1, which is the key axis whatever the batch shape.",
       "softmax(scores, axis=1)                # should be axis=-1")
 def softmax_axis_1(x, axis=-1):
-    return softmax.softmax(x, axis=1)
+    return softmax(x, axis=1)
 
 
 # --- masks ----------------------------------------------------------------------------------
@@ -221,9 +228,9 @@ def mha_split_without_transpose(query, key, value, params, num_heads, mask=None)
     q = linear(query, params["W_Q"], params["b_Q"])
     k = linear(key, params["W_K"], params["b_K"])
     v = linear(value, params["W_V"], params["b_V"])
-    steps = attention.scaled_dot_product_attention(
+    steps = scaled_dot_product_attention(
         _split_without_transpose(q, num_heads), _split_without_transpose(k, num_heads),
-        _split_without_transpose(v, num_heads), mask=multihead.head_mask(mask), return_steps=True)
+        _split_without_transpose(v, num_heads), mask=head_mask(mask), return_steps=True)
     out = linear(_merge_without_transpose(steps.output), params["W_O"], params["b_O"])
     return out, steps.weights
 
@@ -231,10 +238,10 @@ def mha_split_without_transpose(query, key, value, params, num_heads, mask=None)
 def _mha_with_scale(query, key, value, params, num_heads, mask, scale):
     heads = [linear(x, params[f"W_{n}"], params[f"b_{n}"]) for x, n in
              ((query, "Q"), (key, "K"), (value, "V"))]
-    steps = attention.scaled_dot_product_attention(
-        *(multihead.split_heads(h, num_heads) for h in heads), mask=multihead.head_mask(mask),
+    steps = scaled_dot_product_attention(
+        *(split_heads(h, num_heads) for h in heads), mask=head_mask(mask),
         scale=scale, return_steps=True)
-    return multihead.merge_heads(steps.output), steps.weights
+    return merge_heads(steps.output), steps.weights
 
 
 @twin("multi_head_attention",
@@ -243,7 +250,7 @@ def _mha_with_scale(query, key, value, params, num_heads, mask, scale):
       "1/√d_model is too small by a factor √h and flattens every head.",
       "scores / np.sqrt(d_model)              # should be / np.sqrt(d_model // num_heads)")
 def mha_scale_by_d_model(query, key, value, params, num_heads, mask=None):
-    d_model = np.shape(params["W_Q"])[1]
+    d_model = np.shape(query)[-1]
     concat, weights = _mha_with_scale(query, key, value, params, num_heads, mask,
                                       1.0 / np.sqrt(d_model))
     return linear(concat, params["W_O"], params["b_O"]), weights
@@ -292,7 +299,6 @@ def additive_score_no_tanh(s, H, W, U, v):
       "α_ij = softmax_j(e_ij), a weighted average of the encoder states.",
       "c = e @ H                              # should be c = softmax(e) @ H")
 def bahdanau_step_unnormalised(s_prev, H, W, U, v, mask=None):
-    from .alignment import additive_score
     scores = additive_score(s_prev, H, W, U, v)
     weights, _ = attend(scores, H, mask)
     context = (scores[..., None, :] @ as_float(H, "H"))[..., 0, :]
@@ -368,7 +374,7 @@ def positional_encoding_exponent_j(L, d_model):
       "encoding, so the two have comparable size.",
       "table[tokens]                          # should be table[tokens] * np.sqrt(d_model)")
 def embed_no_sqrt_d_model(tokens, table):
-    return positional.embed(tokens, table) / np.sqrt(np.shape(table)[1])
+    return embed(tokens, table) / np.sqrt(np.shape(table)[1])
 
 
 @twin("encoder_layer",
@@ -377,11 +383,11 @@ def embed_no_sqrt_d_model(tokens, table):
       "normalises the sublayer input instead, and its output is not normalised.",
       "h = x + attn(layer_norm(x))            # should be h = layer_norm(x + attn(x))")
 def encoder_layer_pre_ln(x, params, num_heads, mask=None, eps=1e-5, return_weights=False):
-    normed = layer_norm.layer_norm(x, **params["norm1"], eps=eps)
-    attended, weights = multihead.multi_head_attention(normed, normed, normed,
+    normed = layer_norm(x, **params["norm1"], eps=eps)
+    attended, weights = multi_head_attention(normed, normed, normed,
                                                        params["self_attn"], num_heads, mask)
     h = as_float(x, "x") + attended
-    out = h + ffn(layer_norm.layer_norm(h, **params["norm2"], eps=eps), **params["ffn"])
+    out = h + ffn(layer_norm(h, **params["norm2"], eps=eps), **params["ffn"])
     return (out, {"self_attn": weights}) if return_weights else out
 
 
@@ -393,7 +399,7 @@ def encoder_layer_pre_ln(x, params, num_heads, mask=None, eps=1e-5, return_weigh
       "input, and including them rewards copying.",
       "cross_entropy(logits, tokens)          # should skip unselected positions (label −100)")
 def mlm_loss_every_position(logits, tokens, selected):
-    return losses.cross_entropy(logits, np.asarray(tokens))
+    return cross_entropy(logits, np.asarray(tokens))
 
 
 @twin("mlm_loss",
@@ -403,7 +409,7 @@ def mlm_loss_every_position(logits, tokens, selected):
       "loss = ce[selected].sum() / T          # should be ce[selected].mean()")
 def mlm_loss_divided_by_all_tokens(logits, tokens, selected):
     selected = np.asarray(selected, dtype=bool)
-    return bert.mlm_loss(logits, tokens, selected) * selected.sum() / selected.size
+    return mlm_loss(logits, tokens, selected) * selected.sum() / selected.size
 
 
 @twin("mlm_select",
@@ -417,12 +423,12 @@ def mlm_select_every_token(tokens, rng, vocab_size, mask_id, special_ids=(), sel
     u = rng.random(len(tokens))
     random_ids = rng.integers(0, vocab_size, size=len(tokens))
     candidate = ~np.isin(tokens, list(special_ids))
-    actions = np.where(candidate, np.where(u < 0.8, bert.MASK,
-                                           np.where(u < 0.9, bert.RANDOM, bert.UNCHANGED)), bert.KEEP)
-    inputs = np.where(actions == bert.MASK, mask_id,
-                      np.where(actions == bert.RANDOM, random_ids, tokens))
-    selected = actions != bert.KEEP
-    return bert.MLMSelection(inputs, selected, np.where(selected, tokens, losses.IGNORE_INDEX), actions)
+    actions = np.where(candidate, np.where(u < 0.8, MASK,
+                                           np.where(u < 0.9, RANDOM, UNCHANGED)), KEEP)
+    inputs = np.where(actions == MASK, mask_id,
+                      np.where(actions == RANDOM, random_ids, tokens))
+    selected = actions != KEEP
+    return MLMSelection(inputs, selected, np.where(selected, tokens, IGNORE_INDEX), actions)
 
 
 # --- backward passes ------------------------------------------------------------------------
@@ -443,7 +449,7 @@ def softmax_backward_diagonal_only(dp, cache):
       "dz = P - onehot                        # should be (P - onehot) / N")
 def softmax_cross_entropy_backward_not_averaged(dloss, cache):
     count = cache[3]
-    return losses.softmax_cross_entropy_backward(dloss, cache) * count
+    return softmax_cross_entropy_backward(dloss, cache) * count
 
 
 @twin("attention_backward",
@@ -451,6 +457,6 @@ def softmax_cross_entropy_backward_not_averaged(dloss, cache):
       "S = QKᵀ/√d_k, so by the chain rule dQ = dS K/√d_k and dK = dSᵀQ/√d_k.",
       "dQ = dS @ K                            # should be dS @ K / np.sqrt(d_k)")
 def attention_backward_no_scale(dZ, cache):
-    dQ, dK, dV = attention.attention_backward(dZ, cache)
+    dQ, dK, dV = attention_backward(dZ, cache)
     scale = cache[4]
     return dQ / scale, dK / scale, dV

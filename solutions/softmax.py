@@ -20,12 +20,17 @@ def softmax(x, axis: int = -1) -> np.ndarray:
     Raises ValueError on NaN or +inf input: neither has a meaningful softmax.
     """
     x = as_float(x, "x")
-    if np.isnan(x).any() or np.isposinf(x).any():
-        raise ValueError("softmax: input contains NaN or +inf")
-    row_max = np.max(x, axis=axis, keepdims=True)
-    row_max = np.where(np.isfinite(row_max), row_max, 0.0)  # fully masked slice: exp(−inf) = 0
-    e = np.exp(x - row_max)
+    row_max = np.max(x, axis=axis, keepdims=True)  # NaN and +inf propagate into the max
+    if not np.isfinite(row_max).all():
+        if np.isnan(row_max).any() or np.isposinf(row_max).any():
+            raise ValueError("softmax: input contains NaN or +inf")
+        row_max = np.where(np.isneginf(row_max), 0.0, row_max)  # fully masked: exp(−inf) = 0
+    e = x - row_max
+    np.exp(e, out=e)  # in place: large temporaries are costly
     total = np.sum(e, axis=axis, keepdims=True)
+    if (total > 0).all():
+        e /= total
+        return e
     return np.divide(e, total, out=np.zeros_like(e), where=total > 0)
 
 
@@ -33,13 +38,17 @@ def log_softmax(x, axis: int = -1) -> np.ndarray:
     """log softmax(x)_i = (x_i − max x) − log Σ_j exp(x_j − max x).
 
     Shapes: any ``(...)`` → the same shape. Computed without forming softmax first, so tiny
-    probabilities keep their precision instead of becoming log(0).
+    probabilities keep their precision instead of becoming log(0). A −inf entry gets −inf;
+    NaN, +inf or an all −inf slice raise ValueError.
     """
     x = as_float(x, "x")
-    if not np.isfinite(x).all():
-        raise ValueError("log_softmax: input must be finite")
-    shifted = x - np.max(x, axis=axis, keepdims=True)
-    return shifted - np.log(np.sum(np.exp(shifted), axis=axis, keepdims=True))
+    row_max = np.max(x, axis=axis, keepdims=True)
+    if not np.isfinite(row_max).all():
+        raise ValueError("log_softmax: every slice needs a finite maximum (got NaN, +inf or all −inf)")
+    shifted = x - row_max
+    exp_shifted = np.exp(shifted)
+    shifted -= np.log(np.sum(exp_shifted, axis=axis, keepdims=True))
+    return shifted
 
 
 def softmax_forward(x) -> tuple[np.ndarray, np.ndarray]:

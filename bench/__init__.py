@@ -1,0 +1,1 @@
+"""Benchmarks: each prints ratios against a baseline measured in the same run."""

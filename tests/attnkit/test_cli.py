@@ -1,0 +1,53 @@
+"""The ``attnkit`` command as a user runs it: a real subprocess."""
+
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+import attnkit
+
+
+def run(*args):
+    return subprocess.run([sys.executable, "-m", "attnkit", *args], capture_output=True,
+                          text=True, timeout=60)
+
+
+def test_version():
+    result = run("--version")
+    assert result.returncode == 0
+    assert result.stdout.strip() == f"attnkit {attnkit.__version__}"
+
+
+def test_help_lists_the_commands():
+    result = run("--help")
+    assert result.returncode == 0
+    assert "demo" in result.stdout and "commands" in result.stdout
+
+
+def test_no_command_prints_help_and_fails():
+    result = run()
+    assert result.returncode == 2
+    assert "usage: attnkit" in result.stdout
+
+
+def test_unknown_command_fails_with_a_usage_error():
+    result = run("frobnicate")
+    assert result.returncode == 2
+    assert "invalid choice" in result.stderr
+
+
+def test_demo_prints_the_walkthrough():
+    result = run("demo")
+    assert result.returncode == 0
+    assert "The dog ran fast" in result.stdout
+    assert "110/√768 = 3.97" in result.stdout
+
+
+def test_console_script_is_installed():
+    script = Path(sys.executable).parent / "attnkit"
+    if not script.exists():
+        pytest.skip("not running inside the project's virtualenv (make test creates it)")
+    result = subprocess.run([str(script), "--version"], capture_output=True, text=True, timeout=60)
+    assert result.returncode == 0 and "attnkit" in result.stdout
