@@ -165,9 +165,13 @@ def luong_step(h_t, H, W_c, score=dot_score, mask=None, **score_params) -> Align
 
     Shapes: h_t (..., n), H (..., S, n_h), W_c (n_h + n, n_out) → scores, weights (..., S),
     context (..., n_h), attentional_state (..., n_out). ``score`` is one of the score
-    functions (``dot_score``, ``general_score`` with W_a=…, ``concat_score`` with W_a=, v=…).
+    functions (``dot_score``, ``general_score`` with W_a=…, ``concat_score`` with W_a=, v=…,
+    ``location_score`` with W_a=…, which looks at h_t alone).
     """
-    scores = score(h_t, H, **score_params)
+    if score is location_score:
+        scores = location_score(h_t, **score_params)
+    else:
+        scores = score(h_t, H, **score_params)
     weights, context = attend(scores, H, mask)
     W_c = as_float(W_c, "W_c")
     joined = np.concatenate([context, as_float(h_t, "h_t")], axis=-1)

@@ -22,9 +22,9 @@ def ffn_forward(x, W1, b1, W2, b2) -> tuple[np.ndarray, tuple]:
     check_shapes(x=(x, "... d_model"), W1=(W1, "d_model d_ff"), b1=(b1, "d_ff"),
                  W2=(W2, "d_ff d_model"), b2=(b2, "d_model"))
     h, cache1 = linear_forward(x, W1, b1)
-    a = relu(h)
+    a = np.maximum(h, 0.0, out=h)  # ReLU in place: h itself is not needed again, as h > 0 ⇔ a > 0
     y, cache2 = linear_forward(a, W2, b2)
-    return y, (cache1, h, cache2)
+    return y, (cache1, a, cache2)
 
 
 def ffn(x, W1, b1, W2, b2) -> np.ndarray:
@@ -37,8 +37,8 @@ def ffn_backward(dy, cache):
 
     Returns ``(dx, dW1, db1, dW2, db2)``.
     """
-    cache1, h, cache2 = cache
+    cache1, a, cache2 = cache
     da, dW2, db2 = linear_backward(dy, cache2)
-    dh = da * (h > 0)
+    dh = da * (a > 0)
     dx, dW1, db1 = linear_backward(dh, cache1)
     return dx, dW1, db1, dW2, db2

@@ -13,11 +13,13 @@ def layer_norm_forward(x, gamma, beta, eps: float = 1e-5) -> tuple[np.ndarray, t
     Returns ``(y, cache)``."""
     x, gamma, beta = as_float(x, "x"), as_float(gamma, "gamma"), as_float(beta, "beta")
     check_shapes(x=(x, "... D"), gamma=(gamma, "D"), beta=(beta, "D"))
-    mu = x.mean(axis=-1, keepdims=True)
-    var = x.var(axis=-1, keepdims=True)
+    x_hat = x - x.mean(axis=-1, keepdims=True)
+    var = np.mean(x_hat * x_hat, axis=-1, keepdims=True)  # biased: divides by D
     r = 1.0 / np.sqrt(var + eps)
-    x_hat = (x - mu) * r
-    return gamma * x_hat + beta, (x_hat, r, gamma)
+    x_hat *= r
+    y = x_hat * gamma
+    y += beta
+    return y, (x_hat, r, gamma)
 
 
 def layer_norm(x, gamma, beta, eps: float = 1e-5) -> np.ndarray:
