@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import argparse
+import json
 import sys
 
 from . import __version__
@@ -12,6 +13,31 @@ def _demo(args: argparse.Namespace) -> int:
     from .walkthrough import lecture_walkthrough
 
     print(lecture_walkthrough())
+    return 0
+
+
+def _misconceptions(args: argparse.Namespace) -> int:
+    from solutions import MISCONCEPTIONS
+
+    twins = [m for m in MISCONCEPTIONS.values() if not args.function or m.shadows == args.function]
+    if not twins:
+        known = sorted({m.shadows for m in MISCONCEPTIONS.values()})
+        print(f"attnkit: no misconceptions for '{args.function}'; functions with twins: "
+              f"{', '.join(known)}", file=sys.stderr)
+        return 1
+    if args.json:
+        print(json.dumps([{"name": m.name, "shadows": m.shadows, "summary": m.summary,
+                           "explanation": m.explanation, "code": m.code} for m in twins], indent=2,
+                         ensure_ascii=False))
+        return 0
+    width = max(len(m.name) for m in twins)
+    for shadows in dict.fromkeys(m.shadows for m in twins):
+        print(f"{shadows}:")
+        for m in (m for m in twins if m.shadows == shadows):
+            print(f"  {m.name:<{width}}  {m.summary}")
+            if args.verbose:
+                print(f"  {'':<{width}}  why: {m.explanation}")
+                print(f"  {'':<{width}}  code: {m.code}")
     return 0
 
 
@@ -29,6 +55,16 @@ def build_parser() -> argparse.ArgumentParser:
         description="The lecture's 'The dog ran fast' walkthrough: raw scores → ÷√d_k → "
                     "softmax → Z, every number computed by the reference implementation.")
     demo.set_defaults(handler=_demo)
+    twins = commands.add_parser(
+        "misconceptions", help="list the student mistakes the kit can diagnose",
+        description="The misconception twins: deliberately wrong versions of the reference "
+                    "functions, each modelling one mistake students make. A wrong answer that "
+                    "matches a twin gets the twin's explanation as feedback.")
+    twins.add_argument("function", nargs="?", help="only the twins of this reference function")
+    twins.add_argument("-v", "--verbose", action="store_true",
+                       help="also print each explanation and the wrong line of code")
+    twins.add_argument("--json", action="store_true", help="machine-readable output")
+    twins.set_defaults(handler=_misconceptions)
     return parser
 
 

@@ -78,6 +78,13 @@ def _attention_result(Q, K, V, raw, scale, masked, weights, return_steps):
     return output
 
 
+def _raw_scores(Q, K, V, scale):
+    """Validated Q, K, V, the raw scores QKᵀ and the scale in use (1/√d_k by default)."""
+    Q, K, V, dims = attention_shapes(Q, K, V)
+    scale = 1.0 / np.sqrt(dims["d_k"]) if scale is None else scale
+    return Q, K, V, Q @ np.swapaxes(K, -1, -2), scale
+
+
 def _bool_mask(mask):
     """A mask as bool, True = may attend (an additive mask is blocked where it is −inf)."""
     mask = np.asarray(mask)
@@ -111,9 +118,7 @@ def sdpa_divide_by_d_k(Q, K, V, mask=None, scale=None, return_steps=False):
       "the last axis (axis=-1); over axis 0/-2 the columns sum to 1 and the rows do not.",
       "weights = softmax(scores, axis=0)     # should be axis=-1")
 def sdpa_softmax_over_queries(Q, K, V, mask=None, scale=None, return_steps=False):
-    Q, K, V, dims = attention_shapes(Q, K, V)
-    scale = 1.0 / np.sqrt(dims["d_k"]) if scale is None else scale
-    raw = Q @ np.swapaxes(K, -1, -2)
+    Q, K, V, raw, scale = _raw_scores(Q, K, V, scale)
     masked = apply_mask(raw * scale, mask)
     weights = softmax(masked, axis=-2)
     return _attention_result(Q, K, V, raw, scale, masked, weights, return_steps)
@@ -125,9 +130,7 @@ def sdpa_softmax_over_queries(Q, K, V, mask=None, scale=None, return_steps=False
       "remaining weights are renormalised; zeroing weights afterwards leaves rows summing to < 1.",
       "weights = softmax(scores) * mask      # should be softmax(np.where(mask, scores, -np.inf))")
 def sdpa_mask_after_softmax(Q, K, V, mask=None, scale=None, return_steps=False):
-    Q, K, V, dims = attention_shapes(Q, K, V)
-    scale = 1.0 / np.sqrt(dims["d_k"]) if scale is None else scale
-    raw = Q @ np.swapaxes(K, -1, -2)
+    Q, K, V, raw, scale = _raw_scores(Q, K, V, scale)
     weights = softmax(raw * scale)
     if mask is not None:
         check_mask_shape(np.asarray(mask), weights.shape)
@@ -141,9 +144,7 @@ def sdpa_mask_after_softmax(Q, K, V, mask=None, scale=None, return_steps=False):
       "the weight. Blocked positions need −inf (or a very large negative number).",
       "scores[~mask] = 0                     # should be scores[~mask] = -np.inf")
 def sdpa_mask_with_zero(Q, K, V, mask=None, scale=None, return_steps=False):
-    Q, K, V, dims = attention_shapes(Q, K, V)
-    scale = 1.0 / np.sqrt(dims["d_k"]) if scale is None else scale
-    raw = Q @ np.swapaxes(K, -1, -2)
+    Q, K, V, raw, scale = _raw_scores(Q, K, V, scale)
     masked = raw * scale
     if mask is not None:
         check_mask_shape(np.asarray(mask), masked.shape)

@@ -51,3 +51,29 @@ def test_console_script_is_installed():
         pytest.skip("not running inside the project's virtualenv (make test creates it)")
     result = subprocess.run([str(script), "--version"], capture_output=True, text=True, timeout=60)
     assert result.returncode == 0 and "attnkit" in result.stdout
+
+
+def test_misconceptions_lists_every_twin_by_function():
+    from solutions import MISCONCEPTIONS
+
+    result = run("misconceptions")
+    assert result.returncode == 0
+    for name in MISCONCEPTIONS:
+        assert name in result.stdout
+    assert "scaled_dot_product_attention:" in result.stdout
+
+
+def test_misconceptions_json_for_one_function():
+    import json
+
+    result = run("misconceptions", "causal_mask", "--json")
+    assert result.returncode == 0
+    twins = json.loads(result.stdout)
+    assert [t["name"] for t in twins] == ["causal_mask_triu", "causal_mask_no_diagonal"]
+    assert all(t["explanation"] and t["code"] for t in twins)
+
+
+def test_misconceptions_for_an_unknown_function_fails_and_lists_the_known_ones():
+    result = run("misconceptions", "no_such_function")
+    assert result.returncode == 1
+    assert "causal_mask" in result.stderr
