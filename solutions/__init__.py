@@ -9,8 +9,9 @@ from .alignment import (ALIGNMENT_SCORES, AlignmentStep, ScoreFunction, additive
                         bahdanau_step, concat_score, content_score, dot_score, general_score,
                         location_score, luong_step, scaled_dot_score)
 from .attention import (AttentionSteps, attention_backward, attention_forward,
-                        scaled_dot_product_attention)
-from .bert import (MLMSelection, bert_pretraining_loss, mlm_loss, mlm_select, nsp_loss)
+                        scaled_dot_product_attention, self_attention)
+from .bert import (MLMSelection, bert_pretraining_loss, mlm_loss, mlm_select, nsp_head,
+                   nsp_loss)
 from .feed_forward import ffn, ffn_backward, ffn_forward, relu
 from .layer_norm import layer_norm, layer_norm_backward, layer_norm_forward
 from .linear import linear, linear_backward, linear_forward
@@ -20,7 +21,7 @@ from .masks import additive_mask, apply_mask, causal_mask, combine_masks, paddin
 from .misconceptions import (MISCONCEPTIONS, Misconception, get_misconception,
                              misconceptions_for)
 from .model import Transformer, TransformerConfig, decoder_stack, encoder_stack, parameter_shapes
-from .multihead import (merge_heads, mha_backward, mha_forward, mha_weights,
+from .multihead import (head_projection, merge_heads, mha_backward, mha_forward, mha_weights,
                         multi_head_attention, split_heads)
 from .param_counts import (bert_param_count, decoder_layer_param_count,
                            encoder_layer_param_count, ffn_param_count, layer_norm_param_count,

@@ -60,8 +60,10 @@ def concat_score(s, H, W_a, v) -> np.ndarray:
     if W_a.ndim != 2 or W_a.shape[0] != dims["n_s"] + dims["n_h"]:
         raise ValueError(f"W_a: expected shape (n_s + n_h = {dims['n_s'] + dims['n_h']}, n_a), "
                          f"got {W_a.shape}")
+    v = as_float(v, "v")
+    check_shapes(W_a=(W_a, "n_in n_a"), v=(v, "n_a"))
     s_repeated = np.broadcast_to(s[..., None, :], H.shape[:-1] + (dims["n_s"],))
-    return np.tanh(np.concatenate([s_repeated, H], axis=-1) @ W_a) @ as_float(v, "v")
+    return np.tanh(np.concatenate([s_repeated, H], axis=-1) @ W_a) @ v
 
 
 def location_score(s, W_a) -> np.ndarray:
@@ -111,8 +113,8 @@ class ScoreFunction:
 ALIGNMENT_SCORES: dict[str, ScoreFunction] = {f.name: f for f in (
     ScoreFunction("content", content_score, (), "cosine[s_t, h_i]", "Graves et al. 2014 (NTM)"),
     ScoreFunction("additive", additive_score, ("W", "U", "v"),
-                  "v_aᵀ tanh(W_a s_{t−1} + U_a h_i)", "Bahdanau et al. 2015"),
-    ScoreFunction("concat", concat_score, ("W_a", "v"), "v_aᵀ tanh(W_a [s_{t−1}; h_i])",
+                  "vᵀ tanh(W s_{t−1} + U h_i)", "Bahdanau et al. 2015"),
+    ScoreFunction("concat", concat_score, ("W_a", "v"), "vᵀ tanh(W_a [s_{t−1}; h_i])",
                   "Bahdanau et al. 2015"),
     ScoreFunction("location", location_score, ("W_a",), "α_t = softmax(W_a s_t)",
                   "Luong et al. 2015"),
@@ -158,16 +160,21 @@ def bahdanau_step(s_prev, H, W, U, v, mask=None) -> AlignmentStep:
     return AlignmentStep(scores, weights, context)
 
 
-def luong_step(h_t, H, W_c, score=dot_score, mask=None, **score_params) -> AlignmentStep:
+def luong_step(h_t, H, W_c, score="dot", mask=None, **score_params) -> AlignmentStep:
     """One Luong step, from the *current* decoder state h_t:
 
     a_t = softmax_s(score(h_t, h̄_s)),  c_t = Σ_s a_t(s) h̄_s,  h̃_t = tanh([c_t; h_t] W_c).
 
     Shapes: h_t (..., n), H (..., S, n_h), W_c (n_h + n, n_out) → scores, weights (..., S),
-    context (..., n_h), attentional_state (..., n_out). ``score`` is one of the score
-    functions (``dot_score``, ``general_score`` with W_a=…, ``concat_score`` with W_a=, v=…,
-    ``location_score`` with W_a=…, which looks at h_t alone).
+    context (..., n_h), attentional_state (..., n_out). ``score``: a name from
+    ``ALIGNMENT_SCORES`` ("dot", "general" with W_a=…, "concat" with W_a=, v=…, "location" with
+    W_a=…, which looks at h_t alone) or a score function taking (h_t, H, **score_params).
     """
+    if isinstance(score, str):
+        if score not in ALIGNMENT_SCORES:
+            raise ValueError(f"score: unknown score function {score!r}; known: "
+                             f"{', '.join(ALIGNMENT_SCORES)}")
+        score = ALIGNMENT_SCORES[score].function
     if score is location_score:
         scores = location_score(h_t, **score_params)
     else:

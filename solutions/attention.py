@@ -1,7 +1,7 @@
 """Scaled dot-product attention: Attention(Q, K, V) = softmax(QKᵀ / √d_k) V.
 
-The four steps of the lecture's Section 4, one line each: raw scores QKᵀ, scale by 1/√d_k,
-mask, softmax over the keys, weighted sum of the values.
+The lecture's Section 4, one line per step: raw scores QKᵀ, scale by 1/√d_k, mask, softmax
+over the keys, weighted sum of the values.
 """
 
 from __future__ import annotations
@@ -11,6 +11,7 @@ from dataclasses import dataclass
 import numpy as np
 
 from ._shapes import as_float, check_shapes
+from .linear import linear
 from .masks import apply_mask
 from .softmax import softmax
 
@@ -33,6 +34,18 @@ class AttentionSteps:
     masked_scores: np.ndarray
     weights: np.ndarray
     output: np.ndarray
+
+    @property
+    def exp_scores(self) -> np.ndarray:
+        """exp of the masked scores, as worked by hand (Step 3b): blocked entries give 0.
+        Unshifted, so it overflows to inf for scores above ~709; the weights never do."""
+        with np.errstate(over="ignore"):
+            return np.exp(self.masked_scores)
+
+    @property
+    def row_sums(self) -> np.ndarray:
+        """Σ_j exp(score_ij) per query row, (..., L, 1): the softmax denominators."""
+        return np.sum(self.exp_scores, axis=-1, keepdims=True)
 
 
 def attention_shapes(Q, K, V) -> tuple[np.ndarray, np.ndarray, np.ndarray, dict[str, int]]:
@@ -62,6 +75,21 @@ def scaled_dot_product_attention(Q, K, V, mask=None, scale=None, return_steps=Fa
     return output
 
 
+def self_attention(X, W_Q, W_K, W_V, mask=None, return_steps=False):
+    """Single-head self-attention of the lecture: Q = XW_Q, K = XW_K, V = XW_V, then
+    Z = softmax(QKᵀ/√d_k) V. The same weights on another sentence give other K and V — which
+    is what makes the output contextual.
+
+    Shapes: X (..., L, d_model), W_Q, W_K (d_model, d_k), W_V (d_model, d_v) → Z (..., L, d_v);
+    ``AttentionSteps`` with ``return_steps`` (Q, K, V are ``X @ W``).
+    """
+    X = as_float(X, "X")
+    check_shapes(X=(X, "... L d_model"), W_Q=(W_Q, "d_model d_k"), W_K=(W_K, "d_model d_k"),
+                 W_V=(W_V, "d_model d_v"))
+    Q, K, V = (linear(X, W) for W in (W_Q, W_K, W_V))
+    return scaled_dot_product_attention(Q, K, V, mask=mask, return_steps=return_steps)
+
+
 def attention_forward(Q, K, V, mask=None, scale=None):
     """Forward pass kept for backprop. Returns ``(Z, cache)``; shapes as in
     ``scaled_dot_product_attention``."""
@@ -80,7 +108,7 @@ def attention_backward(dZ, cache):
     """
     Q, K, V, P, scale = cache
     dZ = as_float(dZ, "dZ")
-    check_shapes(Z=(P @ V, "... L d_v"), dZ=(dZ, "... L d_v"))
+    check_shapes(P=(P, "... L S"), V=(V, "... S d_v"), dZ=(dZ, "... L d_v"))
     dV = np.swapaxes(P, -1, -2) @ dZ
     dP = dZ @ np.swapaxes(V, -1, -2)
     dS = P * (dP - np.sum(dP * P, axis=-1, keepdims=True))

@@ -10,6 +10,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
+from .linear import linear
 from .losses import IGNORE_INDEX, cross_entropy
 
 KEEP, MASK, RANDOM, UNCHANGED = 0, 1, 2, 3  # what mlm_select did at each position
@@ -65,16 +66,31 @@ def mlm_loss(logits, tokens, selected) -> float:
     Shapes: logits (..., T, V), tokens (..., T) the *original* ids, selected (..., T) bool.
     Positions outside M contribute nothing, not even to the denominator.
     """
-    tokens, selected = np.asarray(tokens), np.asarray(selected, dtype=bool)
-    if selected.shape != tokens.shape:
-        raise ValueError(f"selected: expected shape {tokens.shape} like tokens, got {selected.shape}")
+    tokens, selected = np.asarray(tokens), np.asarray(selected)
+    if selected.dtype != bool or selected.shape != tokens.shape:
+        raise ValueError(f"selected: expected a bool array of shape {tokens.shape} like tokens, "
+                         f"got dtype {selected.dtype} and shape {selected.shape}")
     return cross_entropy(logits, np.where(selected, tokens, IGNORE_INDEX))
 
 
 def nsp_loss(logits, labels) -> float:
     """L_NSP = mean cross-entropy of the binary IsNext/NotNext classifier on [CLS].
     Shapes: logits (..., 2), labels (...) with 0 = IsNext, 1 = NotNext (Google's convention)."""
+    logits, labels = np.asarray(logits), np.asarray(labels)
+    if logits.ndim < 1 or logits.shape[-1] != 2:
+        raise ValueError(f"logits: expected shape (..., 2) (IsNext, NotNext), got {logits.shape}")
+    if not np.isin(labels, (0, 1)).all():
+        raise ValueError(f"labels: expected 0 (IsNext) or 1 (NotNext), got {np.unique(labels).tolist()}")
     return cross_entropy(logits, labels)
+
+
+def nsp_head(C, W_pool, b_pool, W_cls, b_cls) -> np.ndarray:
+    """NSP logits from the final [CLS] vector C: tanh(C W_pool + b_pool) W_cls + b_cls.
+
+    Shapes: C (..., d), W_pool (d, d), b_pool (d,), W_cls (d, 2), b_cls (2,) → (..., 2).
+    The tanh layer is BERT's pooler; index 0 of the output is IsNext.
+    """
+    return linear(np.tanh(linear(C, W_pool, b_pool)), W_cls, b_cls)
 
 
 def bert_pretraining_loss(mlm_logits, tokens, selected, nsp_logits, nsp_labels) -> float:

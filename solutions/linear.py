@@ -26,8 +26,9 @@ def linear(x, W, b=None) -> np.ndarray:
     return y
 
 
-def linear_forward(x, W, b) -> tuple[np.ndarray, tuple]:
-    """y = xW + b, returning ``(y, cache)`` for ``linear_backward``."""
+def linear_forward(x, W, b=None) -> tuple[np.ndarray, tuple]:
+    """y = xW + b, returning ``(y, cache)`` for ``linear_backward``. The cache keeps references
+    to x and W, not copies: don't modify them in place before the backward pass."""
     x = as_float(x, "x")
     return linear(x, W, b), (x, as_float(W, "W"))
 

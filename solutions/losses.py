@@ -33,10 +33,11 @@ def softmax_cross_entropy_forward(logits, targets, ignore_index: int = IGNORE_IN
     """
     logits = as_float(logits, "logits")
     safe_targets, valid = _targets(logits, targets, ignore_index)
-    log_p = log_softmax(logits, axis=-1)
+    # Ignored rows never reach the loss, so whatever they hold (even −inf) cannot turn it NaN.
+    log_p = log_softmax(np.where(valid[..., None], logits, 0.0), axis=-1)
     picked = np.take_along_axis(log_p, safe_targets[..., None], axis=-1)[..., 0]
     count = int(valid.sum())
-    loss = -float(np.sum(picked * valid)) / count
+    loss = -float(np.sum(picked, where=valid)) / count
     return loss, (log_p, safe_targets, valid, count)
 
 

@@ -42,13 +42,20 @@ def combine_masks(*masks) -> np.ndarray:
     """Logical AND of boolean masks: a position is visible only if every mask allows it.
 
     Example: ``combine_masks(causal_mask(L), padding_mask(lengths, L))`` → (B, L, L).
+    Every mask must have the same key axis S; query axes must be L or 1.
     """
     if not masks:
         raise ValueError("combine_masks: expected at least one mask")
     arrays = [np.asarray(m) for m in masks]
     for i, m in enumerate(arrays):
-        if m.dtype != bool:
-            raise ValueError(f"combine_masks: mask {i} has dtype {m.dtype}, expected bool")
+        if m.dtype != bool or m.ndim < 1:
+            raise ValueError(f"combine_masks: mask {i} must be a bool array (True = may attend), "
+                             f"got dtype {m.dtype} and shape {m.shape}")
+    key_sizes = {m.shape[-1] for m in arrays}
+    query_sizes = {m.shape[-2] for m in arrays if m.ndim >= 2} - {1}
+    if len(key_sizes) > 1 or len(query_sizes) > 1:
+        raise ValueError(f"combine_masks: masks must share the key axis S and the query axis L "
+                         f"(or have 1 there), got shapes {[m.shape for m in arrays]}")
     return np.logical_and.reduce(np.broadcast_arrays(*arrays))
 
 
@@ -61,23 +68,21 @@ def additive_mask(mask) -> np.ndarray:
 
 
 def check_mask_shape(mask: np.ndarray, scores_shape: tuple[int, ...]) -> None:
-    """Raise ValueError unless ``mask`` broadcasts onto scores of shape (..., L, S).
+    """Raise ValueError unless ``mask`` fits scores of shape (..., L, S).
 
-    The key axis must match S exactly and the query axis must be L or 1, so a mask built for
-    the wrong sequence length is an error, not a silent broadcast.
+    Accepted: (S,) or (L|1, S) for every batch element alike, or a mask with the scores'
+    full rank whose axes equal the scores' or are 1. The key axis must be S exactly. A batched
+    mask of lower rank is refused rather than broadcast, because its batch axis would silently
+    line up with the wrong axis (e.g. a (B, 1, S) padding mask against (B, h, L, S) scores).
     """
     L, S = scores_shape[-2:]
-    ok = (mask.ndim >= 1 and mask.shape[-1] == S
-          and (mask.ndim == 1 or mask.shape[-2] in (1, L))
-          and mask.ndim <= len(scores_shape))
-    if ok:
-        try:
-            ok = np.broadcast_shapes(mask.shape, scores_shape) == tuple(scores_shape)
-        except ValueError:
-            ok = False
+    expected = (f"(S={S},), (L={L} or 1, S={S}) or {tuple(scores_shape)} with 1 allowed on any axis")
+    ok = mask.ndim >= 1 and mask.shape[-1] == S and (mask.ndim == 1 or mask.shape[-2] in (1, L))
+    if ok and mask.ndim > 2:
+        ok = mask.ndim == len(scores_shape) and all(
+            m in (1, s) for m, s in zip(mask.shape, scores_shape))
     if not ok:
-        raise ValueError(f"mask: expected a shape broadcastable to the scores (..., L={L}, S={S}) "
-                         f"with last axis S={S}, got {mask.shape}")
+        raise ValueError(f"mask: expected shape {expected}, got {mask.shape}")
 
 
 def apply_mask(scores: np.ndarray, mask) -> np.ndarray:
@@ -94,4 +99,7 @@ def apply_mask(scores: np.ndarray, mask) -> np.ndarray:
     if not np.issubdtype(mask.dtype, np.floating):
         raise ValueError(f"mask: expected bool (True = may attend) or a float additive mask, "
                          f"got dtype {mask.dtype}")
+    if (mask > 0).any() or np.isnan(mask).any():
+        raise ValueError("mask: an additive float mask holds 0 (may attend) and −inf (blocked); "
+                         "it has positive or NaN entries — a 0/1 mask must be given as bool")
     return scores + mask

@@ -6,6 +6,12 @@ student's wrong answer against the twins of the same function on the student's o
 a match turns "wrong" into "your weights equal softmax(QKᵀ) without the 1/√d_k scale".
 
 Look twins up with ``MISCONCEPTIONS[name]`` or ``misconceptions_for("causal_mask")``.
+
+A twin coincides with the reference where its mistake has nothing to act on — no mask for the
+masking twins, d_k = 1 for the scaling twins, one head for the head-splitting twins, 2-D input
+for ``softmax_axis_1``, N = 1 for the unaveraged gradient. A problem variant that is meant to
+diagnose a twin must avoid those cases; the variant validation checks that each listed twin's
+answer is outside the tolerance.
 """
 
 from __future__ import annotations
@@ -85,10 +91,13 @@ def _raw_scores(Q, K, V, scale):
     return Q, K, V, Q @ np.swapaxes(K, -1, -2), scale
 
 
+BLOCKED_SCORE = -1e4  # an additive mask at or below this blocks (−inf, or the −1e9 fill)
+
+
 def _bool_mask(mask):
-    """A mask as bool, True = may attend (an additive mask is blocked where it is −inf)."""
+    """A mask as bool, True = may attend; an additive mask blocks where it is ≤ BLOCKED_SCORE."""
     mask = np.asarray(mask)
-    return mask if mask.dtype == bool else ~np.isneginf(mask)
+    return mask if mask.dtype == bool else mask > BLOCKED_SCORE
 
 
 # --- scaled dot-product attention ---------------------------------------------------------
@@ -110,6 +119,16 @@ def sdpa_no_scale(Q, K, V, mask=None, scale=None, return_steps=False):
 def sdpa_divide_by_d_k(Q, K, V, mask=None, scale=None, return_steps=False):
     d_k = np.shape(Q)[-1]
     return scaled_dot_product_attention(Q, K, V, mask, 1.0 / d_k, return_steps)
+
+
+@twin("scaled_dot_product_attention",
+      "softmax(QKᵀ/√S)V: scaled by the sequence length instead of the key dimension d_k",
+      "The scale comes from Var(q·k) = d_k, the dimension of the query/key vectors, not from "
+      "how many tokens there are (a slip some tutorials make, writing √n for the length).",
+      "weights = softmax(Q @ K.T / np.sqrt(S))  # should be / np.sqrt(d_k)")
+def sdpa_scale_by_sqrt_seq_len(Q, K, V, mask=None, scale=None, return_steps=False):
+    S = np.shape(K)[-2]
+    return scaled_dot_product_attention(Q, K, V, mask, 1.0 / np.sqrt(S), return_steps)
 
 
 @twin("scaled_dot_product_attention",
@@ -236,6 +255,21 @@ def mha_split_without_transpose(query, key, value, params, num_heads, mask=None)
     return out, steps.weights
 
 
+@twin("multi_head_attention",
+      "heads split correctly but merged with reshape alone, without transposing back (tokens mixed)",
+      "Concat needs (…, h, L, d_head) transposed back to (…, L, h, d_head) before the reshape to "
+      "(…, L, h·d_head); reshaping directly puts head 0's outputs for tokens 0 and 1 side by side "
+      "in row 0.",
+      "heads.reshape(B, L, h * d_head)         # should be heads.transpose(0, 2, 1, 3).reshape(B, L, -1)")
+def mha_merge_without_transpose(query, key, value, params, num_heads, mask=None):
+    heads = [linear(x, params[f"W_{n}"], params.get(f"b_{n}")) for x, n in
+             ((query, "Q"), (key, "K"), (value, "V"))]
+    steps = scaled_dot_product_attention(*(split_heads(h, num_heads) for h in heads),
+                                         mask=head_mask(mask), return_steps=True)
+    out = linear(_merge_without_transpose(steps.output), params["W_O"], params.get("b_O"))
+    return out, steps.weights
+
+
 def _mha_with_scale(query, key, value, params, num_heads, mask, scale):
     heads = [linear(x, params[f"W_{n}"], params[f"b_{n}"]) for x, n in
              ((query, "Q"), (key, "K"), (value, "V"))]
@@ -292,6 +326,17 @@ def mha_params_from_torch_no_transpose(in_proj_weight, in_proj_bias, out_proj_we
 def additive_score_no_tanh(s, H, W, U, v):
     s, H = as_float(s, "s"), as_float(H, "H")
     return ((s @ as_float(W, "W"))[..., None, :] + H @ as_float(U, "U")) @ as_float(v, "v")
+
+
+@twin("bahdanau_step",
+      "alignment scores without the tanh: e_ij = vᵀ(W s_{i−1} + U h_j)",
+      "The alignment model is vᵀ tanh(W s_{i−1} + U h_j); without the tanh the scores are "
+      "linear in s and h and the weights change.",
+      "e = (s_prev @ W + H @ U) @ v           # should be np.tanh(s_prev @ W + H @ U) @ v")
+def bahdanau_step_no_tanh(s_prev, H, W, U, v, mask=None):
+    scores = additive_score_no_tanh(s_prev, H, W, U, v)
+    weights, context = attend(scores, H, mask)
+    return AlignmentStep(scores, weights, context)
 
 
 @twin("bahdanau_step",
@@ -385,11 +430,32 @@ def embed_no_sqrt_d_model(tokens, table):
       "h = x + attn(layer_norm(x))            # should be h = layer_norm(x + attn(x))")
 def encoder_layer_pre_ln(x, params, num_heads, mask=None, eps=1e-5, return_weights=False):
     normed = layer_norm(x, **params["norm1"], eps=eps)
-    attended, weights = multi_head_attention(normed, normed, normed,
-                                                       params["self_attn"], num_heads, mask)
+    attended, weights = multi_head_attention(normed, normed, normed, params["self_attn"],
+                                             num_heads, mask)
     h = as_float(x, "x") + attended
     out = h + ffn(layer_norm(h, **params["norm2"], eps=eps), **params["ffn"])
     return (out, {"self_attn": weights}) if return_weights else out
+
+
+@twin("decoder_layer",
+      "pre-LN instead of post-LN in the decoder: y + Sublayer(LayerNorm(y)) for all three sublayers",
+      "The lecture's (and the paper's) decoder layer is post-LN: LayerNorm(y + Sublayer(y)) after "
+      "masked self-attention, cross-attention and the FFN alike.",
+      "h = y + self_attn(layer_norm(y))       # should be h = layer_norm(y + self_attn(y))")
+def decoder_layer_pre_ln(y, memory, params, num_heads, self_mask=None, memory_mask=None,
+                         eps=1e-5, return_weights=False):
+    normed = layer_norm(y, **params["norm1"], eps=eps)
+    attended, self_weights = multi_head_attention(normed, normed, normed, params["self_attn"],
+                                                  num_heads, self_mask)
+    h1 = as_float(y, "y") + attended
+    crossed, cross_weights = multi_head_attention(layer_norm(h1, **params["norm2"], eps=eps),
+                                                  memory, memory, params["cross_attn"],
+                                                  num_heads, memory_mask)
+    h2 = h1 + crossed
+    out = h2 + ffn(layer_norm(h2, **params["norm3"], eps=eps), **params["ffn"])
+    if return_weights:
+        return out, {"self_attn": self_weights, "cross_attn": cross_weights}
+    return out
 
 
 # --- BERT -----------------------------------------------------------------------------------

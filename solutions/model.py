@@ -43,6 +43,12 @@ class TransformerConfig:
     final_layer_norm: bool = False
 
     def __post_init__(self):
+        sizes = {name: getattr(self, name) for name in (
+            "src_vocab_size", "tgt_vocab_size", "d_model", "num_heads", "d_ff")}
+        too_small = {name: size for name, size in sizes.items() if size < 1}
+        if too_small or self.num_encoder_layers < 0 or self.num_decoder_layers < 0:
+            raise ValueError(f"TransformerConfig: sizes must be ≥ 1 and layer counts ≥ 0, got "
+                             f"{too_small or (self.num_encoder_layers, self.num_decoder_layers)}")
         if self.d_model % self.num_heads or self.d_model % 2:
             raise ValueError(f"TransformerConfig: d_model={self.d_model} must be even and "
                              f"divisible by num_heads={self.num_heads}")
@@ -91,27 +97,34 @@ def parameter_shapes(config: TransformerConfig) -> dict[str, tuple[int, ...]]:
     return shapes
 
 
-def encoder_stack(x, encoder, config: TransformerConfig, mask=None) -> np.ndarray:
+def encoder_stack(x, encoder, config: TransformerConfig, mask=None, return_weights=False):
     """N encoder layers (then the optional final LayerNorm). x (..., S, d_model) → same shape.
-    ``encoder`` is the nested weights under "encoder."."""
+    ``encoder`` is the nested weights under "encoder.". With ``return_weights`` also returns
+    a list with each layer's {"self_attn": (..., h, S, S)}."""
+    weights = []
     for i in range(config.num_encoder_layers):
-        x = encoder_layer(x, encoder["layers"][str(i)], config.num_heads, mask,
-                          config.layer_norm_eps)
+        x, layer_weights = encoder_layer(x, encoder["layers"][str(i)], config.num_heads, mask,
+                                         config.layer_norm_eps, return_weights=True)
+        weights.append(layer_weights)
     if config.final_layer_norm:
         x = layer_norm(x, **encoder["norm"], eps=config.layer_norm_eps)
-    return x
+    return (x, weights) if return_weights else x
 
 
 def decoder_stack(y, memory, decoder, config: TransformerConfig, self_mask=None,
-                  memory_mask=None) -> np.ndarray:
+                  memory_mask=None, return_weights=False):
     """N decoder layers (then the optional final LayerNorm).
-    y (..., T, d_model), memory (..., S, d_model) → (..., T, d_model)."""
+    y (..., T, d_model), memory (..., S, d_model) → (..., T, d_model). With ``return_weights``
+    also returns each layer's {"self_attn": (..., h, T, T), "cross_attn": (..., h, T, S)}."""
+    weights = []
     for i in range(config.num_decoder_layers):
-        y = decoder_layer(y, memory, decoder["layers"][str(i)], config.num_heads, self_mask,
-                          memory_mask, config.layer_norm_eps)
+        y, layer_weights = decoder_layer(y, memory, decoder["layers"][str(i)], config.num_heads,
+                                         self_mask, memory_mask, config.layer_norm_eps,
+                                         return_weights=True)
+        weights.append(layer_weights)
     if config.final_layer_norm:
         y = layer_norm(y, **decoder["norm"], eps=config.layer_norm_eps)
-    return y
+    return (y, weights) if return_weights else y
 
 
 class Transformer:
@@ -173,39 +186,47 @@ class Transformer:
     def _source_mask(self, src_lengths, S):
         return None if src_lengths is None else padding_mask(src_lengths, S)
 
-    def encode(self, src, src_lengths=None) -> np.ndarray:
-        """src (B, S) token ids → memory (B, S, d_model). ``src_lengths`` (B,) masks padding."""
+    def encode(self, src, src_lengths=None, return_weights=False):
+        """src (B, S) token ids → memory (B, S, d_model). ``src_lengths`` (B,) masks padding.
+        With ``return_weights`` also returns each layer's self-attention weights."""
         S = np.shape(src)[-1]
         x = embed(src, self.weights["src_embedding"]) + positional_encoding(S, self.config.d_model)
         return encoder_stack(x, self._tree["encoder"], self.config,
-                             self._source_mask(src_lengths, S))
+                             self._source_mask(src_lengths, S), return_weights)
 
-    def decode(self, tgt, memory, src_lengths=None) -> np.ndarray:
+    def decode(self, tgt, memory, src_lengths=None, return_weights=False):
         """tgt (B, T) ids (shifted right, starting with <bos>), memory (B, S, d_model)
-        → log-probabilities (B, T, V_tgt) of the next token at every position."""
+        → log-probabilities (B, T, V_tgt) of the next token at every position. With
+        ``return_weights`` also returns each layer's self- and cross-attention weights."""
         T, S = np.shape(tgt)[-1], np.shape(memory)[-2]
         y = embed(tgt, self.weights["tgt_embedding"]) + positional_encoding(T, self.config.d_model)
-        y = decoder_stack(y, memory, self._tree["decoder"], self.config, causal_mask(T),
-                          self._source_mask(src_lengths, S))
+        y, weights = decoder_stack(y, memory, self._tree["decoder"], self.config, causal_mask(T),
+                                   self._source_mask(src_lengths, S), return_weights=True)
         logits = linear(y, self.weights["generator.W"], self.weights["generator.b"])
-        return log_softmax(logits, axis=-1)
+        log_probs = log_softmax(logits, axis=-1)
+        return (log_probs, weights) if return_weights else log_probs
 
     def log_probs(self, src, tgt, src_lengths=None) -> np.ndarray:
         """Teacher-forced forward pass: (B, S), (B, T) → log-probabilities (B, T, V_tgt)."""
         return self.decode(tgt, self.encode(src, src_lengths), src_lengths)
 
+    def greedy_step(self, memory, prefix, src_lengths=None) -> tuple[np.ndarray, np.ndarray]:
+        """One greedy decoding step: the most likely next token after ``prefix`` (B, t).
+        Returns (next_token (B,), log-probabilities (B, V_tgt) of that position).
+        Ties go to the lowest token id, so decoding is deterministic."""
+        log_probs = self.decode(prefix, memory, src_lengths)[:, -1]
+        return np.argmax(log_probs, axis=-1), log_probs
+
     def greedy_decode(self, src, bos_id: int, eos_id: int, max_len: int,
                       src_lengths=None) -> np.ndarray:
-        """Greedy decoding: start from <bos>, append argmax log p(y_t | y_<t, src) until every
-        sequence has produced <eos> or ``max_len`` tokens were generated. Finished sequences
-        are padded with <eos>. Returns (B, 1 + generated) token ids, <bos> first.
-        Deterministic: ties go to the lowest token id."""
+        """Greedy decoding: start from <bos>, append the argmax token until every sequence has
+        produced <eos> or ``max_len`` tokens were generated. Finished sequences are padded with
+        <eos>. Returns (B, 1 + generated) token ids, <bos> first."""
         memory = self.encode(src, src_lengths)
-        batch = memory.shape[0]
-        out = np.full((batch, 1), bos_id, dtype=np.int64)
-        done = np.zeros(batch, dtype=bool)
+        out = np.full((memory.shape[0], 1), bos_id, dtype=np.int64)
+        done = np.zeros(memory.shape[0], dtype=bool)
         for _ in range(max_len):
-            next_token = np.argmax(self.decode(out, memory, src_lengths)[:, -1], axis=-1)
+            next_token, _ = self.greedy_step(memory, out, src_lengths)
             next_token = np.where(done, eos_id, next_token)
             out = np.concatenate([out, next_token[:, None]], axis=1)
             done |= next_token == eos_id

@@ -5,6 +5,7 @@ The per-head projections W_Q^i are the column blocks i·d_k:(i+1)·d_k of one (d
 matrix, so all heads are projected with one matmul and then split — the same layout as
 ``nn.MultiheadAttention``. Parameters are a dict with keys
 W_Q, b_Q, W_K, b_K, W_V, b_V (projections) and W_O, b_O (output), every W in (d_in, d_out) layout.
+The biases are optional (the lecture's equations have none; PyTorch's layers do).
 """
 
 from __future__ import annotations
@@ -14,8 +15,10 @@ import numpy as np
 from ._shapes import as_float, check_shapes
 from .attention import attention_backward, attention_forward
 from .linear import linear_backward, linear_forward
+from .masks import check_mask_shape
 
 MHA_PARAM_NAMES = ("W_Q", "b_Q", "W_K", "b_K", "W_V", "b_V", "W_O", "b_O")
+MHA_WEIGHT_NAMES = ("W_Q", "W_K", "W_V", "W_O")
 
 
 def split_heads(x, num_heads: int) -> np.ndarray:
@@ -41,28 +44,39 @@ def merge_heads(x) -> np.ndarray:
     return x.reshape(*x.shape[:-2], -1)
 
 
+def head_projection(W, num_heads: int, i: int) -> np.ndarray:
+    """Head i's own projection W^i: columns i·d_k:(i+1)·d_k of W (d_model, h·d_k) → (d_model, d_k)."""
+    W = as_float(W, "W")
+    if W.ndim != 2 or num_heads < 1 or W.shape[1] % num_heads or not 0 <= i < num_heads:
+        raise ValueError(f"head_projection: expected W (d_model, h·d_k) with h={num_heads} dividing "
+                         f"its columns and 0 ≤ i < h, got shape {W.shape} and i={i}")
+    d_k = W.shape[1] // num_heads
+    return W[:, i * d_k:(i + 1) * d_k]
+
+
 def _check_mha(query, key, value, params, num_heads):
-    missing = [n for n in MHA_PARAM_NAMES if n not in params]
-    if missing:
-        raise ValueError(f"params: missing {', '.join(missing)} (expected {', '.join(MHA_PARAM_NAMES)})")
+    unknown = [n for n in params if n not in MHA_PARAM_NAMES]
+    missing = [n for n in MHA_WEIGHT_NAMES if n not in params]
+    if missing or unknown:
+        raise ValueError(f"params: missing {missing or 'none'}, unknown {unknown or 'none'} "
+                         f"(expected {', '.join(MHA_WEIGHT_NAMES)} and optional biases)")
+    spec = {"W_Q": "d_model hd_k", "b_Q": "hd_k", "W_K": "d_model hd_k", "b_K": "hd_k",
+            "W_V": "d_model hd_v", "b_V": "hd_v", "W_O": "hd_v d_model", "b_O": "d_model"}
     dims = check_shapes(
         query=(query, "... L d_model"), key=(key, "... S d_model"), value=(value, "... S d_model"),
-        W_Q=(params["W_Q"], "d_model hd_k"), b_Q=(params["b_Q"], "hd_k"),
-        W_K=(params["W_K"], "d_model hd_k"), b_K=(params["b_K"], "hd_k"),
-        W_V=(params["W_V"], "d_model hd_v"), b_V=(params["b_V"], "hd_v"),
-        W_O=(params["W_O"], "hd_v d_model"), b_O=(params["b_O"], "d_model"),
-    )
+        **{name: (array, spec[name]) for name, array in params.items() if array is not None})
     if num_heads < 1 or dims["hd_k"] % num_heads or dims["hd_v"] % num_heads:
         raise ValueError(f"num_heads={num_heads} must divide the projection widths "
                          f"h·d_k={dims['hd_k']} and h·d_v={dims['hd_v']}")
 
 
 def head_mask(mask):
-    """A mask for (..., L, S) scores → one for (..., h, L, S): the same mask for every head."""
+    """A mask for (..., L, S) scores → one for (..., h, L, S): the same mask for every head.
+    A batched mask gets a head axis of size 1; an (L, S) or (S,) mask already fits every head."""
     if mask is None:
         return None
     mask = np.asarray(mask)
-    return mask[..., None, :, :] if mask.ndim >= 2 else mask
+    return mask[..., None, :, :] if mask.ndim >= 3 else mask
 
 
 def mha_forward(query, key, value, params, num_heads: int, mask=None):
@@ -75,13 +89,16 @@ def mha_forward(query, key, value, params, num_heads: int, mask=None):
     """
     query, key, value = as_float(query, "query"), as_float(key, "key"), as_float(value, "value")
     _check_mha(query, key, value, params, num_heads)
-    q, cache_q = linear_forward(query, params["W_Q"], params["b_Q"])
-    k, cache_k = linear_forward(key, params["W_K"], params["b_K"])
-    v, cache_v = linear_forward(value, params["W_V"], params["b_V"])
+    if mask is not None:  # checked before the head axis is added, so errors show the user's shape
+        check_mask_shape(np.asarray(mask), query.shape[:-1] + key.shape[-2:-1])
+    q, cache_q = linear_forward(query, params["W_Q"], params.get("b_Q"))
+    k, cache_k = linear_forward(key, params["W_K"], params.get("b_K"))
+    v, cache_v = linear_forward(value, params["W_V"], params.get("b_V"))
     heads, cache_attn = attention_forward(split_heads(q, num_heads), split_heads(k, num_heads),
                                           split_heads(v, num_heads), mask=head_mask(mask))
-    out, cache_o = linear_forward(merge_heads(heads), params["W_O"], params["b_O"])
-    return out, (cache_q, cache_k, cache_v, cache_attn, cache_o, num_heads)
+    out, cache_o = linear_forward(merge_heads(heads), params["W_O"], params.get("b_O"))
+    has_bias = {name: params.get(name) is not None for name in ("b_Q", "b_K", "b_V", "b_O")}
+    return out, (cache_q, cache_k, cache_v, cache_attn, cache_o, num_heads, has_bias)
 
 
 def mha_weights(cache) -> np.ndarray:
@@ -103,14 +120,16 @@ def multi_head_attention(query, key, value, params, num_heads: int, mask=None):
 def mha_backward(dout, cache):
     """Backward pass of ``mha_forward``.
 
-    Returns ``(dquery, dkey, dvalue, grads)`` with ``grads`` keyed like the params (dW_Q → "W_Q").
-    For self-attention the gradient w.r.t. x is dquery + dkey + dvalue.
+    Returns ``(dquery, dkey, dvalue, grads)`` with ``grads`` keyed like the params (dW_Q → "W_Q";
+    biases only where the forward pass had them). Shapes: dout (..., L, d_model) → dquery
+    (..., L, d_model), dkey and dvalue (..., S, d_model). For self-attention the gradient w.r.t.
+    x is dquery + dkey + dvalue.
     """
-    cache_q, cache_k, cache_v, cache_attn, cache_o, num_heads = cache
+    cache_q, cache_k, cache_v, cache_attn, cache_o, num_heads, has_bias = cache
     grads = {}
     dconcat, grads["W_O"], grads["b_O"] = linear_backward(dout, cache_o)
     dQh, dKh, dVh = attention_backward(split_heads(dconcat, num_heads), cache_attn)
     dquery, grads["W_Q"], grads["b_Q"] = linear_backward(merge_heads(dQh), cache_q)
     dkey, grads["W_K"], grads["b_K"] = linear_backward(merge_heads(dKh), cache_k)
     dvalue, grads["W_V"], grads["b_V"] = linear_backward(merge_heads(dVh), cache_v)
-    return dquery, dkey, dvalue, grads
+    return dquery, dkey, dvalue, {n: g for n, g in grads.items() if has_bias.get(n, True)}

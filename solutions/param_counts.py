@@ -7,9 +7,19 @@ Transformer-base (d = 512, d_ff = 2048): MHA 1,050,624; FFN 2,099,712; encoder l
 from __future__ import annotations
 
 
-def mha_param_count(d_model: int, bias: bool = True) -> int:
-    """W_Q, W_K, W_V, W_O are each d×d (whatever the number of heads): 4d² + 4d with biases."""
-    return 4 * d_model * d_model + (4 * d_model if bias else 0)
+def mha_param_count(d_model: int, num_heads: int = 1, d_k: int | None = None,
+                    d_v: int | None = None, bias: bool = True) -> int:
+    """h heads, each with W_Q^i, W_K^i (d × d_k) and W_V^i (d × d_v), then W_O (h·d_v × d):
+    2·d·h·d_k + 2·h·d_v·d weights, plus biases 2·h·d_k + h·d_v + d.
+    With the usual d_k = d_v = d/h (the default) that is 4d² + 4d — independent of h."""
+    if num_heads < 1 or (d_k is None or d_v is None) and d_model % num_heads:
+        raise ValueError(f"mha_param_count: num_heads={num_heads} must be ≥ 1 and divide "
+                         f"d_model={d_model} unless d_k and d_v are given")
+    d_k = d_model // num_heads if d_k is None else d_k
+    d_v = d_model // num_heads if d_v is None else d_v
+    weights = 2 * d_model * num_heads * d_k + 2 * num_heads * d_v * d_model
+    biases = 2 * num_heads * d_k + num_heads * d_v + d_model
+    return weights + (biases if bias else 0)
 
 
 def ffn_param_count(d_model: int, d_ff: int) -> int:

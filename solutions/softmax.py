@@ -14,8 +14,9 @@ def softmax(x, axis: int = -1) -> np.ndarray:
     and keeps ``exp`` from overflowing (float64 overflows above ~709.8).
 
     −inf entries (masked positions) get weight exactly 0. A slice that is entirely −inf — a
-    fully masked row — gives all zeros rather than NaN, as PyTorch ≥ 2.5 does; an attention
-    output built from such a row is therefore 0.
+    fully masked row — gives all zeros. ``torch.softmax`` gives NaN there; zeros are what
+    ``F.scaled_dot_product_attention`` returns for a fully masked row since PyTorch 2.5, and
+    an attention output built from such a row is therefore 0.
 
     Raises ValueError on NaN or +inf input: neither has a meaningful softmax.
     """

@@ -11,6 +11,7 @@ Arrays are taken as NumPy arrays (``tensor.detach().numpy()``); torch itself is 
 
 from __future__ import annotations
 
+import re
 from collections.abc import Mapping
 
 import numpy as np
@@ -22,8 +23,12 @@ from ._shapes import as_float, check_shapes
 def linear_from_torch(weight, bias=None):
     """``nn.Linear`` (weight (d_out, d_in), bias (d_out,)) → (W (d_in, d_out), b)."""
     weight = as_float(weight, "weight")
-    check_shapes(weight=(weight, "d_out d_in"))
-    return weight.T.copy(), (None if bias is None else as_float(bias, "bias"))
+    if bias is None:
+        check_shapes(weight=(weight, "d_out d_in"))
+        return weight.T.copy(), None
+    bias = as_float(bias, "bias")
+    check_shapes(weight=(weight, "d_out d_in"), bias=(bias, "d_out"))
+    return weight.T.copy(), bias
 
 
 def mha_params_from_torch(in_proj_weight, in_proj_bias, out_proj_weight, out_proj_bias) -> dict:
@@ -50,9 +55,10 @@ def mask_from_torch(torch_mask) -> np.ndarray:
 
 def key_padding_mask_from_torch(key_padding_mask) -> np.ndarray:
     """``key_padding_mask`` (B, S), True = ignore → our mask (B, 1, S), True = may attend."""
-    key_padding_mask = np.asarray(key_padding_mask, dtype=bool)
-    if key_padding_mask.ndim != 2:
-        raise ValueError(f"key_padding_mask: expected shape (B, S), got {key_padding_mask.shape}")
+    key_padding_mask = np.asarray(key_padding_mask)
+    if key_padding_mask.ndim != 2 or key_padding_mask.dtype != bool:
+        raise ValueError(f"key_padding_mask: expected a bool (B, S) array, got dtype "
+                         f"{key_padding_mask.dtype} and shape {key_padding_mask.shape}")
     return ~key_padding_mask[:, None, :]
 
 
@@ -104,6 +110,13 @@ def transformer_weights_from_torch(state_dict: Mapping, num_encoder_layers: int,
                                    num_decoder_layers: int, prefix: str = "") -> dict:
     """``nn.Transformer`` state dict → our flat named weights for both stacks, including the
     final ``encoder.norm``/``decoder.norm`` when present (embeddings and generator excluded)."""
+    for stack, count in (("encoder", num_encoder_layers), ("decoder", num_decoder_layers)):
+        extra = sorted({int(m.group(1)) for name in state_dict
+                        if (m := re.match(rf"{re.escape(prefix)}{stack}\.layers\.(\d+)\.", name))
+                        and int(m.group(1)) >= count})
+        if extra:
+            raise ValueError(f"state_dict: has {stack} layers {extra} beyond the "
+                             f"{count} the config expects")
     tree: dict = {"encoder": {"layers": {}}, "decoder": {"layers": {}}}
     for i in range(num_encoder_layers):
         tree["encoder"]["layers"][str(i)] = encoder_layer_params_from_torch(

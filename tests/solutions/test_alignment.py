@@ -238,3 +238,12 @@ def test_luong_step_with_location_scores_ignores_the_encoder_states_for_scoring(
     np.testing.assert_allclose(step.weights, [0.75, 0.25])
     np.testing.assert_allclose(step.context, [3.0, 2.0])
     np.testing.assert_allclose(step.attentional_state, np.tanh([3.0, 2.0, 1.0, 0.0]))
+
+
+def test_luong_step_takes_score_functions_by_name():
+    W_a = np.array([[1.0, 2.0], [0.0, 1.0]])
+    by_name = luong_step(S_STATE, H, np.eye(4)[:, :2], score="general", W_a=W_a)
+    by_function = luong_step(S_STATE, H, np.eye(4)[:, :2], score=general_score, W_a=W_a)
+    np.testing.assert_array_equal(by_name.weights, by_function.weights)
+    with pytest.raises(ValueError, match="unknown score function 'cosine'"):
+        luong_step(S_STATE, H, np.eye(4)[:, :2], score="cosine")

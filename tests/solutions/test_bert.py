@@ -188,3 +188,25 @@ def test_bert_pretraining_loss_is_the_sum_of_the_two_means():
     expected = MLM_EXPECTED + (math.log(1 + math.exp(-2)) + math.log(1 + math.exp(-1))) / 2
     loss = bert_pretraining_loss(LOGITS, ORIGINAL, SELECTED, nsp_logits, nsp_labels)
     assert loss == pytest.approx(expected, rel=1e-14)
+
+
+def test_nsp_loss_rejects_anything_but_two_classes_and_binary_labels():
+    with pytest.raises(ValueError, match=r"expected shape \(\.\.\., 2\)"):
+        nsp_loss(np.zeros((2, 3)), np.array([0, 1]))
+    with pytest.raises(ValueError, match="expected 0 \\(IsNext\\) or 1"):
+        nsp_loss(np.zeros((2, 2)), np.array([0, 2]))
+
+
+def test_mlm_loss_needs_a_bool_selection():
+    with pytest.raises(ValueError, match="selected: expected a bool array"):
+        mlm_loss(np.zeros((3, 4)), np.array([1, 2, 3]), np.array([1.0, 0.0, 1.0]))
+
+
+def test_nsp_head_is_the_tanh_pooler_then_a_two_way_linear_layer():
+    from solutions import nsp_head
+
+    C = np.array([[1.0, -1.0]])
+    W_pool, b_pool = np.eye(2), np.array([0.0, 1.0])          # pooled = tanh([1, 0]) = [tanh 1, 0]
+    W_cls, b_cls = np.array([[2.0, 0.0], [0.0, 3.0]]), np.array([0.5, -0.5])
+    np.testing.assert_allclose(nsp_head(C, W_pool, b_pool, W_cls, b_cls),
+                               [[2 * np.tanh(1.0) + 0.5, -0.5]], rtol=1e-14)

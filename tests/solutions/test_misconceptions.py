@@ -94,16 +94,26 @@ def layer_norm_args():
     return {"x": r.standard_normal((B, L, D_MODEL)), **norm_params(r)}
 
 
+def ffn_params(r):
+    return {"W1": r.standard_normal((D_MODEL, 16)) / np.sqrt(D_MODEL), "b1": r.standard_normal(16),
+            "W2": r.standard_normal((16, D_MODEL)) / 4.0, "b2": r.standard_normal(D_MODEL)}
+
+
 def encoder_layer_args():
     r = rng()
     return {"x": r.standard_normal((B, L, D_MODEL)),
             "params": {"self_attn": mha_params(r, d_v=D_MODEL // HEADS), "norm1": norm_params(r),
-                       "ffn": {"W1": r.standard_normal((D_MODEL, 16)) / np.sqrt(D_MODEL),
-                               "b1": r.standard_normal(16),
-                               "W2": r.standard_normal((16, D_MODEL)) / 4.0,
-                               "b2": r.standard_normal(D_MODEL)},
-                       "norm2": norm_params(r)},
+                       "ffn": ffn_params(r), "norm2": norm_params(r)},
             "num_heads": HEADS, "mask": solutions.causal_mask(L)}
+
+
+def decoder_layer_args():
+    r = rng()
+    return {"y": r.standard_normal((B, L, D_MODEL)), "memory": r.standard_normal((B, S, D_MODEL)),
+            "params": {"self_attn": mha_params(r, d_v=D_MODEL // HEADS), "norm1": norm_params(r),
+                       "cross_attn": mha_params(r, d_v=D_MODEL // HEADS), "norm2": norm_params(r),
+                       "ffn": ffn_params(r), "norm3": norm_params(r)},
+            "num_heads": HEADS, "self_mask": solutions.causal_mask(L)}
 
 
 def mlm_loss_args():
@@ -155,6 +165,7 @@ ARGUMENTS = {
     "embed": lambda: {"tokens": rng().integers(0, VOCAB, (B, L)),
                       "table": rng().standard_normal((VOCAB, D_MODEL))},
     "encoder_layer": encoder_layer_args,
+    "decoder_layer": decoder_layer_args,
     "mlm_loss": mlm_loss_args,
     "mlm_select": mlm_select_args,
     "softmax_backward": softmax_backward_args,
@@ -270,3 +281,16 @@ def test_misconceptions_for_causal_mask_returns_both_causal_twins_in_order():
 
 def test_misconceptions_for_a_function_without_twins_is_empty():
     assert misconceptions_for("merge_heads") == []
+
+
+@pytest.mark.parametrize("name", ["sdpa_mask_with_zero", "sdpa_mask_after_softmax",
+                                  "sdpa_inverted_mask"])
+def test_masking_twins_read_the_minus_1e9_fill_as_blocked(name):
+    # The Annotated Transformer's additive fill is −1e9, not −inf: a twin must still see a mask.
+    args = sdpa_args()
+    args["mask"] = np.where(args["mask"], 0.0, -1e9)
+    correct = solutions.scaled_dot_product_attention(**args)
+    twin = MISCONCEPTIONS[name].function(**args)
+    assert differences(correct, twin)
+    unmasked = solutions.scaled_dot_product_attention(**dict(args, mask=None))
+    assert differences(unmasked, twin)

@@ -308,3 +308,40 @@ def test_mini_model_weight_count_is_the_sum_of_the_layer_counts(config, final_la
     assert total == embeddings + stacks + generator
     assert stacks == (2 * encoder_layer_param_count(16, 24) + 2 * decoder_layer_param_count(16, 24)
                       + (4 * 16 if final_layer_norm else 0))
+
+
+def test_decode_returns_each_layers_cross_attention_weights(model, config, src):
+    lengths = np.array([src.shape[1], 2])[: src.shape[0]]
+    memory = model.encode(src, src_lengths=lengths)
+    tgt = np.zeros((src.shape[0], 3), dtype=np.int64)
+    log_probs, weights = model.decode(tgt, memory, src_lengths=lengths, return_weights=True)
+    np.testing.assert_array_equal(log_probs, model.decode(tgt, memory, src_lengths=lengths))
+    assert len(weights) == config.num_decoder_layers
+    cross = weights[-1]["cross_attn"]
+    assert cross.shape == (src.shape[0], config.num_heads, 3, src.shape[1])
+    np.testing.assert_allclose(cross.sum(axis=-1), 1.0, rtol=1e-12)
+    if src.shape[0] > 1:
+        assert (cross[1, :, :, 2:] == 0).all()  # padded source positions get no weight
+    self_weights = weights[0]["self_attn"]
+    assert (np.triu(self_weights[0, 0], k=1) == 0).all()  # causal
+
+
+def test_encode_returns_each_layers_self_attention_weights(model, config, src):
+    memory, weights = model.encode(src, return_weights=True)
+    np.testing.assert_array_equal(memory, model.encode(src))
+    assert [w["self_attn"].shape for w in weights] == \
+        [(src.shape[0], config.num_heads, src.shape[1], src.shape[1])] * config.num_encoder_layers
+
+
+def test_greedy_step_is_the_argmax_of_the_last_position(model, src):
+    memory = model.encode(src)
+    prefix = np.full((src.shape[0], 1), 1, dtype=np.int64)
+    next_token, log_probs = model.greedy_step(memory, prefix)
+    np.testing.assert_array_equal(next_token, np.argmax(model.decode(prefix, memory)[:, -1], -1))
+    np.testing.assert_array_equal(log_probs, model.decode(prefix, memory)[:, -1])
+    np.testing.assert_array_equal(model.greedy_decode(src, 1, 2, max_len=1)[:, 1], next_token)
+
+
+def test_config_rejects_non_positive_sizes():
+    with pytest.raises(ValueError, match="num_heads"):
+        TransformerConfig(5, 5, num_heads=0)

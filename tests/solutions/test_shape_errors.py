@@ -24,11 +24,26 @@ def mha_params(d_model=8):
     (lambda: solutions.scaled_dot_product_attention(Q[0, 0], K, V),
      r"Q: expected shape \(\.\.\., L, d_k\), got \(4,\)"),
     (lambda: solutions.scaled_dot_product_attention(Q, K, V, mask=np.ones((3, 4), bool)),
-     r"mask: expected a shape broadcastable to the scores \(\.\.\., L=3, S=5\) .* got \(3, 4\)"),
+     r"mask: expected shape \(S=5,\), \(L=3 or 1, S=5\) or \(2, 3, 5\) .* got \(3, 4\)"),
     (lambda: solutions.scaled_dot_product_attention(Q, K, V, mask=np.ones((2, 5), bool)),
      r"mask: .* got \(2, 5\)"),
     (lambda: solutions.scaled_dot_product_attention(Q, K, V, mask=np.ones((3, 5), int)),
      r"mask: expected bool .* got dtype int"),
+    # A (B, 1, S) padding mask against per-head scores (B, h, L, S) with B = h would line up
+    # its batch axis with the heads: refused, not broadcast.
+    (lambda: solutions.scaled_dot_product_attention(
+        rng.normal(size=(2, 2, 3, 4)), rng.normal(size=(2, 2, 3, 4)), rng.normal(size=(2, 2, 3, 4)),
+        mask=solutions.padding_mask([1, 3], 3)), r"mask: .* got \(2, 1, 3\)"),
+    # np.tril(np.ones(...)) is float: as an additive mask it would mask nothing.
+    (lambda: solutions.scaled_dot_product_attention(Q[0, :3], Q[0, :3], Q[0, :3],
+                                                    mask=np.tril(np.ones((3, 3)))),
+     r"a 0/1 mask must be given as bool"),
+    (lambda: solutions.combine_masks(solutions.causal_mask(4), solutions.padding_mask([1, 1], 1)),
+     r"combine_masks: masks must share the key axis S"),
+    (lambda: solutions.multi_head_attention(rng.normal(size=(2, 3, 8)), rng.normal(size=(2, 5, 8)),
+                                            rng.normal(size=(2, 5, 8)), mha_params(), 2,
+                                            mask=np.ones((2, 3, 4), bool)),
+     r"mask: .* got \(2, 3, 4\)"),
     (lambda: solutions.linear(rng.normal(size=(3, 4)), rng.normal(size=(5, 2))),
      r"W: expected shape \(d_in, d_out\) with d_in=4 \(from x\), got \(5, 2\)"),
     (lambda: solutions.linear(rng.normal(size=(3, 4)), rng.normal(size=(4, 2)), np.zeros(3)),

@@ -1,0 +1,39 @@
+import math
+
+import numpy as np
+
+import solutions
+
+
+def test_self_attention_projects_then_attends():
+    rng = np.random.default_rng(3)
+    X = rng.normal(size=(2, 4, 5))
+    W_Q, W_K, W_V = rng.normal(size=(5, 3)), rng.normal(size=(5, 3)), rng.normal(size=(5, 2))
+    expected = solutions.scaled_dot_product_attention(X @ W_Q, X @ W_K, X @ W_V)
+    np.testing.assert_allclose(solutions.self_attention(X, W_Q, W_K, W_V), expected, rtol=1e-14)
+
+
+def test_same_weights_different_sentence_different_output_for_the_same_word():
+    # The lecture's "bank" argument: identical embedding and weights, other context words.
+    rng = np.random.default_rng(0)
+    W_Q, W_K, W_V = (rng.normal(size=(4, 4)) for _ in range(3))
+    bank, account, river = rng.normal(size=(3, 4))
+    z_money = solutions.self_attention(np.stack([bank, account]), W_Q, W_K, W_V)[0]
+    z_river = solutions.self_attention(np.stack([bank, river]), W_Q, W_K, W_V)[0]
+    assert not np.allclose(z_money, z_river)
+
+
+def test_steps_expose_the_hand_arithmetic_of_step_3b():
+    # scaled scores [ln 3, 0] → exp [3, 1] → row sum 4 → weights [3/4, 1/4]
+    Q, K = np.array([[1.0, 0.0]]), np.array([[math.log(3.0), 0.0], [0.0, 0.0]])
+    steps = solutions.scaled_dot_product_attention(Q, K, np.eye(2), scale=1.0, return_steps=True)
+    np.testing.assert_allclose(steps.exp_scores, [[3.0, 1.0]], rtol=1e-14)
+    np.testing.assert_allclose(steps.row_sums, [[4.0]], rtol=1e-14)
+    np.testing.assert_allclose(steps.exp_scores / steps.row_sums, steps.weights, rtol=1e-14)
+
+
+def test_masked_entries_have_zero_exponentials():
+    steps = solutions.scaled_dot_product_attention(np.ones((2, 2)), np.ones((2, 2)), np.eye(2),
+                                                   mask=solutions.causal_mask(2),
+                                                   return_steps=True)
+    assert steps.exp_scores[0, 1] == 0.0
