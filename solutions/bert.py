@@ -94,5 +94,6 @@ def nsp_head(C, W_pool, b_pool, W_cls, b_cls) -> np.ndarray:
 
 
 def bert_pretraining_loss(mlm_logits, tokens, selected, nsp_logits, nsp_labels) -> float:
-    """L = L_MLM + L_NSP, the sum of the two mean losses."""
+    """L = L_MLM + L_NSP, the sum of the two mean losses (shapes as in ``mlm_loss`` and
+    ``nsp_loss``)."""
     return mlm_loss(mlm_logits, tokens, selected) + nsp_loss(nsp_logits, nsp_labels)

@@ -32,7 +32,11 @@ def linear_from_torch(weight, bias=None):
 
 
 def mha_params_from_torch(in_proj_weight, in_proj_bias, out_proj_weight, out_proj_bias) -> dict:
-    """``nn.MultiheadAttention`` → our MHA params {W_Q, b_Q, W_K, b_K, W_V, b_V, W_O, b_O}."""
+    """``nn.MultiheadAttention`` → our MHA params {W_Q, b_Q, W_K, b_K, W_V, b_V, W_O, b_O}.
+
+    Shapes: in_proj_weight (3E, E) = [W_q; W_k; W_v], in_proj_bias (3E,), out_proj_weight
+    (E, E), out_proj_bias (E,) → W_Q, W_K, W_V, W_O (E, E) in x @ W layout, biases (E,).
+    """
     in_proj_weight = as_float(in_proj_weight, "in_proj_weight")
     in_proj_bias = as_float(in_proj_bias, "in_proj_bias")
     dims = check_shapes(in_proj_weight=(in_proj_weight, "3E E"),  # "3E" is a free symbol
