@@ -55,6 +55,16 @@ def attention_shapes(Q, K, V) -> tuple[np.ndarray, np.ndarray, np.ndarray, dict[
     return Q, K, V, dims
 
 
+def _attention_steps(Q, K, V, d_k, mask, scale) -> AttentionSteps:
+    """The steps of attention on inputs already validated by ``attention_shapes``."""
+    scale = 1.0 / np.sqrt(d_k) if scale is None else float(scale)
+    raw_scores = Q @ np.swapaxes(K, -1, -2)
+    scaled_scores = raw_scores * scale
+    masked_scores = apply_mask(scaled_scores, mask)
+    weights = softmax(masked_scores, axis=-1)
+    return AttentionSteps(raw_scores, scale, scaled_scores, masked_scores, weights, weights @ V)
+
+
 def scaled_dot_product_attention(Q, K, V, mask=None, scale=None, return_steps=False):
     """Z = softmax(QKᵀ · scale + mask) V with scale = 1/√d_k by default.
 
@@ -64,15 +74,8 @@ def scaled_dot_product_attention(Q, K, V, mask=None, scale=None, return_steps=Fa
     A fully masked query row gets zero weights and a zero output (as PyTorch ≥ 2.5).
     """
     Q, K, V, dims = attention_shapes(Q, K, V)
-    scale = 1.0 / np.sqrt(dims["d_k"]) if scale is None else float(scale)
-    raw_scores = Q @ np.swapaxes(K, -1, -2)
-    scaled_scores = raw_scores * scale
-    masked_scores = apply_mask(scaled_scores, mask)
-    weights = softmax(masked_scores, axis=-1)
-    output = weights @ V
-    if return_steps:
-        return AttentionSteps(raw_scores, scale, scaled_scores, masked_scores, weights, output)
-    return output
+    steps = _attention_steps(Q, K, V, dims["d_k"], mask, scale)
+    return steps if return_steps else steps.output
 
 
 def self_attention(X, W_Q, W_K, W_V, mask=None, return_steps=False):
@@ -93,8 +96,8 @@ def self_attention(X, W_Q, W_K, W_V, mask=None, return_steps=False):
 def attention_forward(Q, K, V, mask=None, scale=None):
     """Forward pass kept for backprop. Returns ``(Z, cache)``; shapes as in
     ``scaled_dot_product_attention``."""
-    Q, K, V, _ = attention_shapes(Q, K, V)
-    steps = scaled_dot_product_attention(Q, K, V, mask=mask, scale=scale, return_steps=True)
+    Q, K, V, dims = attention_shapes(Q, K, V)
+    steps = _attention_steps(Q, K, V, dims["d_k"], mask, scale)
     return steps.output, (Q, K, V, steps.weights, steps.scale)
 
 

@@ -245,13 +245,13 @@ def _merge_without_transpose(x):
       "reshaping straight to (…, h, L, d) cuts tokens across heads.",
       "q.reshape(B, h, L, d_head)             # should be q.reshape(B, L, h, d_head).transpose(0, 2, 1, 3)")
 def mha_split_without_transpose(query, key, value, params, num_heads, mask=None):
-    q = linear(query, params["W_Q"], params["b_Q"])
-    k = linear(key, params["W_K"], params["b_K"])
-    v = linear(value, params["W_V"], params["b_V"])
+    q = linear(query, params["W_Q"], params.get("b_Q"))
+    k = linear(key, params["W_K"], params.get("b_K"))
+    v = linear(value, params["W_V"], params.get("b_V"))
     steps = scaled_dot_product_attention(
         _split_without_transpose(q, num_heads), _split_without_transpose(k, num_heads),
         _split_without_transpose(v, num_heads), mask=head_mask(mask), return_steps=True)
-    out = linear(_merge_without_transpose(steps.output), params["W_O"], params["b_O"])
+    out = linear(_merge_without_transpose(steps.output), params["W_O"], params.get("b_O"))
     return out, steps.weights
 
 
@@ -271,7 +271,7 @@ def mha_merge_without_transpose(query, key, value, params, num_heads, mask=None)
 
 
 def _mha_with_scale(query, key, value, params, num_heads, mask, scale):
-    heads = [linear(x, params[f"W_{n}"], params[f"b_{n}"]) for x, n in
+    heads = [linear(x, params[f"W_{n}"], params.get(f"b_{n}")) for x, n in
              ((query, "Q"), (key, "K"), (value, "V"))]
     steps = scaled_dot_product_attention(
         *(split_heads(h, num_heads) for h in heads), mask=head_mask(mask),
@@ -288,7 +288,7 @@ def mha_scale_by_d_model(query, key, value, params, num_heads, mask=None):
     d_model = np.shape(query)[-1]
     concat, weights = _mha_with_scale(query, key, value, params, num_heads, mask,
                                       1.0 / np.sqrt(d_model))
-    return linear(concat, params["W_O"], params["b_O"]), weights
+    return linear(concat, params["W_O"], params.get("b_O")), weights
 
 
 @twin("multi_head_attention",
