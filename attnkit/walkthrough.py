@@ -36,7 +36,6 @@ def lecture_walkthrough() -> str:
     Q, K, V = (solutions.linear(X, W) for W in (W_Q, W_K, W_V))
     steps = solutions.scaled_dot_product_attention(Q, K, V, return_steps=True)
     d_k = Q.shape[-1]
-    exps = np.exp(steps.scaled_scores - steps.scaled_scores.max(axis=-1, keepdims=True))
     out = [
         'Scaled dot-product self-attention on "The dog ran fast"  (d_k = 4, toy numbers)',
         "",
@@ -50,8 +49,8 @@ def lecture_walkthrough() -> str:
                 cols=TOKENS, fmt="{:8.0f}"),
         f"        scale: ÷ √d_k = ÷ {np.sqrt(d_k):g}",
         _matrix("        scaled scores QKᵀ/√d_k", steps.scaled_scores, cols=TOKENS),
-        _matrix("        exp(score − row max)", exps, cols=TOKENS),
-        "        row sums: " + "  ".join(f"{t} {s:.4f}" for t, s in zip(TOKENS, exps.sum(-1))),
+        _matrix("        exp(scaled score)", steps.exp_scores, cols=TOKENS, fmt="{:8.2f}"),
+        "        row sums: " + "  ".join(f"{t} {s:.2f}" for t, s in zip(TOKENS, steps.row_sums[:, 0])),
         _matrix("        softmax weights (each row sums to 1)", steps.weights, cols=TOKENS),
         "",
         _matrix("Step 4  Z = weights · V  (contextual embeddings)", steps.output),

@@ -35,7 +35,8 @@ def ffn(x, W1, b1, W2, b2) -> np.ndarray:
 def ffn_backward(dy, cache):
     """da = dy W₂ᵀ,  dh = da ⊙ 1[h > 0] (0 at h = 0, as PyTorch),  dx = dh W₁ᵀ.
 
-    Returns ``(dx, dW1, db1, dW2, db2)``.
+    Shapes: dy (..., d_model) → dx (..., d_model), dW1 (d_model, d_ff), db1 (d_ff,),
+    dW2 (d_ff, d_model), db2 (d_model,).
     """
     cache1, a, cache2 = cache
     da, dW2, db2 = linear_backward(dy, cache2)
