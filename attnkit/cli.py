@@ -7,6 +7,7 @@ import json
 import sys
 
 from . import __version__
+from .bank_commands import add_commands
 
 
 def _demo(args: argparse.Namespace) -> int:
@@ -65,6 +66,7 @@ def build_parser() -> argparse.ArgumentParser:
                        help="also print each explanation and the wrong line of code")
     twins.add_argument("--json", action="store_true", help="machine-readable output")
     twins.set_defaults(handler=_misconceptions)
+    add_commands(commands)
     return parser
 
 

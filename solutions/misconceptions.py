@@ -182,6 +182,20 @@ def sdpa_inverted_mask(Q, K, V, mask=None, scale=None, return_steps=False):
     return scaled_dot_product_attention(Q, K, V, inverted, scale, return_steps)
 
 
+@twin("scaled_dot_product_attention",
+      "softmax(QKᵀ/√d_k)V with a softmax that does not subtract the row max (NaN on large scores)",
+      "exp overflows above ~709.8 in float64, so large scores give inf/inf = NaN. Subtract each "
+      "row's max before exponentiating: the weights are unchanged and never overflow.",
+      "e = np.exp(scores)                     # should be np.exp(scores - scores.max(-1, keepdims=True))")
+def sdpa_no_max_subtraction(Q, K, V, mask=None, scale=None, return_steps=False):
+    Q, K, V, raw, scale = _raw_scores(Q, K, V, scale)
+    masked = raw * scale if mask is None else apply_mask(raw * scale, mask)
+    with np.errstate(over="ignore", invalid="ignore"):
+        e = np.exp(masked)
+        weights = e / np.sum(e, axis=-1, keepdims=True)
+    return _attention_result(Q, K, V, raw, scale, masked, weights, return_steps)
+
+
 # --- softmax --------------------------------------------------------------------------------
 
 @twin("softmax",

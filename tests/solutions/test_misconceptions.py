@@ -152,6 +152,14 @@ def attention_backward_args():
 
 # One argument builder per shadowed function. Builders are called once per call, so a function
 # that mutates its arguments cannot leak into the other's inputs.
+def large_score_sdpa_args():
+    """Scores in the thousands: only an unshifted softmax overflows."""
+    return {**sdpa_args(), "Q": 40 * sdpa_args()["Q"], "K": 40 * sdpa_args()["K"]}
+
+
+# Twins whose mistake needs special inputs to show (the default is ARGUMENTS[shadows]).
+TWIN_ARGUMENTS = {"sdpa_no_max_subtraction": large_score_sdpa_args}
+
 ARGUMENTS = {
     "scaled_dot_product_attention": sdpa_args,
     "softmax": softmax_args,
@@ -241,7 +249,7 @@ def test_twin_has_the_parameter_names_of_the_function_it_shadows(name):
 @pytest.mark.parametrize("name", TWIN_NAMES)
 def test_twin_differs_from_the_correct_function(name):
     twin = MISCONCEPTIONS[name]
-    build_arguments = ARGUMENTS[twin.shadows]
+    build_arguments = TWIN_ARGUMENTS.get(name, ARGUMENTS[twin.shadows])
     correct_output = getattr(solutions, twin.shadows)(**build_arguments())
     twin_output = twin.function(**build_arguments())
     assert differences(correct_output, twin_output), f"{name} agrees with {twin.shadows}"

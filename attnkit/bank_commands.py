@@ -1,0 +1,215 @@
+"""``attnkit bank list|show|validate`` and ``attnkit preview``: parsing and printing only."""
+
+from __future__ import annotations
+
+import argparse
+import difflib
+import json
+import sys
+from pathlib import Path
+
+from .progress import Progress
+
+
+def _load(bank_dirs):
+    import exercises
+    try:
+        templates, problems = exercises.load_bank(bank_dirs, keep_going=True)
+    except exercises.BankError as err:
+        templates, problems = {}, err.problems
+    for problem in problems:
+        print(f"attnkit: {problem}", file=sys.stderr)
+    return templates, problems
+
+
+def _find(templates: dict, problem_id: str):
+    """A template by id, or from a YAML path; prints why not and returns None."""
+    import exercises
+    if problem_id.endswith((".yaml", ".yml")) or Path(problem_id).is_file():
+        try:
+            return exercises.load_template(problem_id)
+        except exercises.TemplateError as err:
+            print("\n".join(f"attnkit: {p}" for p in err.problems), file=sys.stderr)
+            return None
+    if problem_id in templates:
+        return templates[problem_id]
+    hint = difflib.get_close_matches(problem_id, templates, n=3)
+    print(f"attnkit: unknown problem '{problem_id}'" +
+          (f"; did you mean: {', '.join(hint)}?" if hint else "; see 'attnkit bank list'"),
+          file=sys.stderr)
+    return None
+
+
+def _bank_list(args) -> int:
+    templates, problems = _load(args.bank)
+    rows = [{"id": t.id, "objective": t.objective, "kind": t.kind, "points": t.points,
+             "title": t.title, "path": t.path} for t in templates.values()]
+    rows.sort(key=lambda r: (r["objective"], r["id"]))
+    if args.json:
+        print(json.dumps(rows, indent=2, ensure_ascii=False))
+    else:
+        widths = {k: max([len(k)] + [len(f"{r[k]:g}" if k == "points" else str(r[k])) for r in rows])
+                  for k in ("id", "objective", "kind", "points")}
+        print(f"{'id':<{widths['id']}}  {'objective':<{widths['objective']}}  "
+              f"{'kind':<{widths['kind']}}  {'points':>{widths['points']}}  title")
+        for r in rows:
+            print(f"{r['id']:<{widths['id']}}  {r['objective']:<{widths['objective']}}  "
+                  f"{r['kind']:<{widths['kind']}}  {r['points']:>{widths['points']}g}  {r['title']}")
+        print(f"\n{len(rows)} templates covering {len({r['objective'] for r in rows})} of 6 objectives")
+    return 1 if problems else 0
+
+
+def _template_summary(t) -> dict:
+    from exercises import OBJECTIVES
+    summary = {"id": t.id, "title": t.title, "objective": t.objective,
+               "objective_text": OBJECTIVES[t.objective], "kind": t.kind, "points": t.points,
+               "path": t.path, "tags": list(t.tags),
+               "parameters": {p.name: (p.distribution or "constant") for p in t.parameters},
+               "derived": [d.name for d in t.derived], "givens": list(t.givens),
+               "constraints": [c.expression.source for c in t.constraints]}
+    if t.kind == "implement":
+        summary["function"] = f"{t.function.name}{t.function.signature}"
+        summary["reference"] = t.reference
+        summary["misconceptions"] = list(t.misconceptions)
+        summary["tests"] = [{"family": f.family, "cases": f.cases, "points": f.points} for f in t.tests]
+    else:
+        summary["parts"] = [{"id": p.id, "points": p.points,
+                             **({"rtol": p.rtol, "atol": p.atol} if t.kind == "numeric" else {}),
+                             "misconceptions": list(p.misconceptions),
+                             "checks": [c for c, _ in p.checks]} for p in t.parts]
+    return summary
+
+
+def _bank_show(args) -> int:
+    templates, _ = _load(args.bank)
+    t = _find(templates, args.id)
+    if t is None:
+        return 1
+    s = _template_summary(t)
+    if args.json:
+        print(json.dumps(s, indent=2, ensure_ascii=False))
+        return 0
+    print(f"{t.title}\n  id {t.id} · {t.kind} · {t.points:g} points · {t.path}")
+    print(f"  objective: {t.objective} — {s['objective_text']}")
+    print("  parameters: " + (", ".join(f"{k} ({v})" for k, v in s["parameters"].items()) or "none"))
+    if s["derived"]:
+        print("  derived: " + ", ".join(s["derived"]))
+    for c in s["constraints"]:
+        print(f"  constraint: {c}")
+    if t.kind == "implement":
+        print(f"  implement: def {s['function']}  (reference: {t.reference})")
+        for f in s["tests"]:
+            print(f"    tests {f['family']}: {f['cases']} case(s), {f['points']:g} pt")
+        print("  diagnoses: " + (", ".join(s["misconceptions"]) or "none"))
+    for p in s.get("parts", []):
+        extra = f" atol {p['atol']:g} rtol {p['rtol']:g}" if "atol" in p else ""
+        print(f"  part {p['id']}: {p['points']:g} pt{extra}"
+              + (f"; diagnoses {', '.join(p['misconceptions'])}" if p["misconceptions"] else "")
+              + (f"; checks {', '.join(p['checks'])}" if p["checks"] else ""))
+    print(f"\n  attnkit preview {t.id} --seed 0 --solution   # see a variant")
+    return 0
+
+
+def _bank_validate(args) -> int:
+    import exercises
+    try:
+        files = exercises.template_files(args.paths or None)
+    except exercises.BankError as err:
+        print("\n".join(f"attnkit: {p}" for p in err.problems), file=sys.stderr)
+        return 1
+    templates, problems = _load([str(f) for f in files])
+    reports = []
+    bar = Progress(len(templates) * args.seeds, "validating")
+    for t in templates.values():
+        report = exercises.validate_template(t, args.seeds, args.first_seed)
+        bar.advance(args.seeds, t.id)
+        reports.append(report)
+    bar.close()
+    failed = [r for r in reports if not r.ok]
+    if args.json:
+        print(json.dumps({"ok": not failed and not problems, "load_errors": problems, "templates": [
+            {"id": r.template.id, "path": r.template.path, "seeds": r.seeds, "valid": r.valid,
+             "draws": r.draws, "rejection_rate": round(r.rejection_rate, 4),
+             "ms_per_variant": round(1000 * r.seconds / max(r.valid, 1), 3),
+             "rejections": dict(r.rejections.most_common(5)), "failures": r.failures}
+            for r in reports]}, indent=2, ensure_ascii=False))
+    else:
+        width = max([len("template")] + [len(r.template.id) for r in reports])
+        print(f"{'template':<{width}}  {'valid':>9}  {'rejected':>8}  {'ms/variant':>10}  top rejection")
+        for r in reports:
+            top = r.rejections.most_common(1)
+            reason = f"{top[0][0][:60]} ({top[0][1]})" if top else ""
+            status = f"{r.valid}/{r.seeds}"
+            print(f"{r.template.id:<{width}}  {status:>9}  {100 * r.rejection_rate:7.1f}%  "
+                  f"{1000 * r.seconds / max(r.valid, 1):10.2f}  {reason}")
+        for r in failed:
+            for failure in r.failures:
+                print(f"attnkit: FAILED {failure}", file=sys.stderr)
+        total = sum(r.valid for r in reports)
+        verdict = "all valid" if not failed and not problems else (
+            f"{len(failed)} template(s) failed, {len(problems)} load error(s)")
+        print(f"\n{len(reports)} templates × {args.seeds} seeds: {total} variants; {verdict}")
+    return 1 if failed or problems else 0
+
+
+def _preview(args) -> int:
+    import exercises
+    from exercises.preview import preview
+    templates, _ = ({}, []) if args.id.endswith((".yaml", ".yml")) else _load(args.bank)
+    t = _find(templates, args.id)
+    if t is None:
+        return 1
+    try:
+        variant = exercises.make_variant(t, args.seed)
+    except (exercises.VariantError, exercises.TemplateError) as err:
+        print(f"attnkit: {err}", file=sys.stderr)
+        return 1
+    print(preview(variant, solution=args.solution, fmt=args.format), end="")
+    return 0
+
+
+def add_commands(commands) -> None:
+    bank = commands.add_parser(
+        "bank", help="list, inspect and validate the problem templates",
+        description="The problem bank: one YAML template per exercise family "
+                    "(problem_bank/README.md explains how to write one).")
+    bank_commands = bank.add_subparsers(title="bank commands", metavar="COMMAND")
+    bank.set_defaults(handler=lambda args: (bank.print_help(), 2)[1])
+
+    listing = bank_commands.add_parser("list", help="a table of the templates: id, objective, kind, points")
+    listing.add_argument("--json", action="store_true", help="machine-readable output")
+    listing.set_defaults(handler=_bank_list)
+
+    show = bank_commands.add_parser("show", help="one template: parameters, parts, tolerances, diagnoses")
+    show.add_argument("id", help="template id (or a path to a .yaml template)")
+    show.add_argument("--json", action="store_true", help="machine-readable output")
+    show.set_defaults(handler=_bank_show)
+
+    validate = bank_commands.add_parser(
+        "validate", help="make and check many variants of every template",
+        description="For each seed, sample a variant and check the checkers: the reference "
+                    "passes, every listed misconception is caught, nothing is ill-posed. Exits "
+                    "non-zero if any template fails to load or any seed yields no valid variant.")
+    validate.add_argument("paths", nargs="*", metavar="PATH",
+                          help="template files or directories (default: the built-in bank)")
+    validate.add_argument("--seeds", type=int, default=200, help="seeds per template (default 200)")
+    validate.add_argument("--first-seed", type=int, default=0, help="first seed (default 0)")
+    validate.add_argument("--json", action="store_true", help="machine-readable output")
+    validate.set_defaults(handler=_bank_validate)
+
+    for sub in (listing, show):
+        sub.add_argument("--bank", action="append", metavar="DIR",
+                         help="template directory (default: the built-in problem_bank)")
+
+    prev = commands.add_parser(
+        "preview", help="print one variant of a problem, optionally with its solution",
+        description="Render the variant of a template for one seed, as the student would see "
+                    "it; with --solution also the expected answers and the worked steps.")
+    prev.add_argument("id", help="template id (or a path to a .yaml template)")
+    prev.add_argument("--seed", type=int, default=0, help="variant seed (default 0)")
+    prev.add_argument("--solution", action="store_true", help="also print answers and worked steps")
+    prev.add_argument("--format", choices=("text", "markdown"), default="text",
+                      help="text for the terminal (default) or Markdown with LaTeX")
+    prev.add_argument("--bank", action="append", metavar="DIR",
+                      help="template directory (default: the built-in problem_bank)")
+    prev.set_defaults(handler=_preview)

@@ -1,0 +1,85 @@
+"""Is a value within tolerance of the expected one? The one comparison used everywhere:
+variant validation (reference passes, twins fail) and, later, the grader's checks.
+
+A value passes when every entry satisfies |actual − expected| ≤ atol + rtol·|expected|
+(NumPy's isclose rule), with equal shapes, no NaN/inf where a finite number is expected,
+exact equality for integers, booleans and text.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import numpy as np
+
+
+@dataclass(frozen=True)
+class Comparison:
+    ok: bool
+    reason: str = ""           # why it failed, for feedback ("" when ok)
+    max_error: float = 0.0     # largest absolute difference where comparable
+
+
+def _numeric(value):
+    if isinstance(value, (bool, np.bool_)):
+        return np.asarray(value)
+    if isinstance(value, (int, float, np.number, np.ndarray)):
+        return np.asarray(value)
+    try:
+        array = np.asarray(value)
+    except Exception:  # noqa: BLE001 — anything unconvertible is simply not numeric
+        return None
+    return array if array.dtype.kind in "biuf" else None
+
+
+def compare(actual, expected, rtol: float = 1e-5, atol: float = 1e-8) -> Comparison:
+    """Compare ``actual`` (a student's or a twin's value) with ``expected``."""
+    if isinstance(expected, str):
+        if isinstance(actual, str) and actual.strip() == expected.strip():
+            return Comparison(True)
+        return Comparison(False, f"expected the text {expected!r}, got {actual!r}")
+    if isinstance(expected, (list, tuple)) and not _is_numeric_list(expected):
+        if not isinstance(actual, (list, tuple)) or len(actual) != len(expected):
+            return Comparison(False, f"expected a list of {len(expected)} items")
+        for i, (a, e) in enumerate(zip(actual, expected)):
+            result = compare(a, e, rtol, atol)
+            if not result.ok:
+                return Comparison(False, f"item {i}: {result.reason}", result.max_error)
+        return Comparison(True)
+    want = np.asarray(expected)
+    got = _numeric(actual)
+    if got is None:
+        return Comparison(False, f"expected a number or an array, got {type(actual).__name__}")
+    if got.shape != want.shape:
+        return Comparison(False, f"wrong shape: expected {want.shape}, got {got.shape}")
+    if want.dtype.kind == "b":
+        if got.dtype.kind not in "biuf" or not np.all(np.isin(got, (0, 1))):
+            return Comparison(False, "expected True/False (or 1/0) entries")
+        wrong = int(np.count_nonzero(got.astype(bool) != want))
+        return Comparison(wrong == 0, f"{wrong} of {want.size} entries differ" if wrong else "")
+    got = got.astype(float)
+    want = want.astype(float)
+    if np.any(np.isnan(got) & ~np.isnan(want)):
+        return Comparison(False, f"{int(np.count_nonzero(np.isnan(got)))} entries are NaN", np.inf)
+    bad_inf = np.isinf(got) & (got != want)
+    if np.any(bad_inf):
+        return Comparison(False, f"{int(np.count_nonzero(bad_inf))} entries are ±inf", np.inf)
+    finite = np.isfinite(want) & np.isfinite(got)
+    error = np.abs(got - want)
+    max_error = float(error[finite].max()) if finite.any() else 0.0
+    allowed = atol + rtol * np.abs(want)
+    outside = finite & (error > allowed)
+    mismatch = ~np.isfinite(want) & (got != want)
+    if np.any(outside) or np.any(mismatch):
+        count = int(np.count_nonzero(outside | mismatch))
+        where = "" if want.ndim == 0 else f"{count} of {want.size} entries "
+        return Comparison(False, f"{where}outside tolerance (largest error {max_error:.3g}; "
+                                 f"allowed {atol:g} + {rtol:g}·|expected|)", max_error)
+    return Comparison(True, "", max_error)
+
+
+def _is_numeric_list(value) -> bool:
+    try:
+        return np.asarray(value).dtype.kind in "biuf"
+    except (ValueError, TypeError):
+        return False

@@ -1,0 +1,317 @@
+"""The template expression language: arithmetic on givens, calls to reference functions.
+
+Templates never run Python. An expression such as ``steps.weights[2]`` or
+``scaled_dot_product_attention(Q, K, V, mask=mask, return_steps=True)`` is parsed with
+``ast`` and interpreted node by node here; anything outside a small whitelist (imports,
+lambdas, dunder attributes, assignments, calls to anything but the functions below and the
+public reference functions in ``solutions``) is refused when the template is loaded.
+
+Well-posedness is built in: ``argmax``/``argmin``/``rank`` refuse near-ties while a variant
+is being made, so a question that asks "which word wins" always has one clear winner.
+"""
+
+from __future__ import annotations
+
+import ast
+import math
+import operator
+from dataclasses import dataclass, field
+from typing import Any, Callable
+
+import numpy as np
+
+from . import references
+
+
+class ExpressionError(ValueError):
+    """An expression that cannot be parsed or uses something outside the language."""
+
+
+class IllPosed(Exception):
+    """The sampled values make the question ill-posed (a near-tie, a fully masked row …)."""
+
+
+_BINARY = {ast.Add: operator.add, ast.Sub: operator.sub, ast.Mult: operator.mul,
+           ast.Div: operator.truediv, ast.FloorDiv: operator.floordiv, ast.Mod: operator.mod,
+           ast.Pow: operator.pow, ast.MatMult: operator.matmul,
+           ast.BitOr: operator.or_, ast.BitAnd: operator.and_, ast.BitXor: operator.xor}
+_UNARY = {ast.USub: operator.neg, ast.UAdd: operator.pos, ast.Not: operator.not_,
+          ast.Invert: operator.invert}
+_COMPARE = {ast.Eq: operator.eq, ast.NotEq: operator.ne, ast.Lt: operator.lt,
+            ast.LtE: operator.le, ast.Gt: operator.gt, ast.GtE: operator.ge,
+            ast.In: lambda a, b: a in b, ast.NotIn: lambda a, b: a not in b}
+_ARRAY_ATTRIBUTES = {"T", "shape", "ndim", "size"}
+_MAX_ITEMS = 100_000
+
+
+@dataclass
+class Scope:
+    """What an expression can see: values by name, the functions to call (reference functions,
+    possibly replaced by a misconception twin) and whether near-ties are refused."""
+
+    values: dict
+    functions: dict = field(default_factory=lambda: dict(references.FUNCTIONS))
+    strict: bool = True
+    tie_gap: float = 0.01
+    rng_seed: int = 0
+
+
+# --- tie-aware choices --------------------------------------------------------------------
+
+def _top_two_gap(x, axis, largest: bool) -> float:
+    x = np.asarray(x, dtype=float)
+    if x.ndim == 0 or x.shape[axis if axis is not None else 0] < 2 and axis is not None:
+        return math.inf
+    flat = x.reshape(-1) if axis is None else np.moveaxis(x, axis, -1)
+    ordered = np.sort(flat, axis=-1)
+    if ordered.shape[-1] < 2:
+        return math.inf
+    gaps = ordered[..., -1] - ordered[..., -2] if largest else ordered[..., 1] - ordered[..., 0]
+    return float(np.min(gaps))
+
+
+def _argbest(scope: Scope, name: str, largest: bool):
+    def choose(x, axis=None):
+        x = np.asarray(x)
+        if scope.strict and x.size and _top_two_gap(x, axis, largest) < scope.tie_gap:
+            raise IllPosed(f"near-tie in {name}(): the two best values are closer than "
+                           f"{scope.tie_gap:g}")
+        index = np.argmax(x, axis=axis) if largest else np.argmin(x, axis=axis)
+        return int(index) if np.ndim(index) == 0 else index
+    return choose
+
+
+def _rank(scope: Scope):
+    def rank(x):
+        """Positions ordered from the largest value to the smallest; refuses near-ties."""
+        x = np.asarray(x, dtype=float).reshape(-1)
+        ordered = np.sort(x)
+        if scope.strict and x.size > 1 and np.min(np.diff(ordered)) < scope.tie_gap:
+            raise IllPosed(f"near-tie in rank(): two values are closer than {scope.tie_gap:g}")
+        return [int(i) for i in np.argsort(-x, kind="stable")]
+    return rank
+
+
+def _index(sequence, item) -> int:
+    return list(sequence).index(item)
+
+
+def _join(items, separator=" ") -> str:
+    return separator.join(str(i) for i in items)
+
+
+def _top_gap(x) -> float:
+    """The gap between the largest and second-largest entry (for constraints)."""
+    return _top_two_gap(x, None, True)
+
+
+def _fmt(x, decimals=2) -> str:
+    return f"{float(x):.{int(decimals)}f}"
+
+
+BUILTINS: dict[str, Callable] = {
+    "abs": np.abs, "sqrt": np.sqrt, "exp": np.exp, "log": np.log, "tanh": np.tanh,
+    "round": lambda x, n=0: (round(float(x), int(n)) if np.ndim(x) == 0 else np.round(x, int(n))),
+    "int": int, "float": float, "bool": bool, "str": str, "len": len, "list": list,
+    "min": lambda *a, **k: a[0].min(**k) if len(a) == 1 and isinstance(a[0], np.ndarray) else min(*a, **k),
+    "max": lambda *a, **k: a[0].max(**k) if len(a) == 1 and isinstance(a[0], np.ndarray) else max(*a, **k),
+    "sum": np.sum, "mean": np.mean, "var": np.var, "std": np.std, "prod": np.prod,
+    "sort": np.sort, "cumsum": np.cumsum, "diff": np.diff, "norm": np.linalg.norm,
+    "transpose": np.transpose, "reshape": np.reshape, "shape": np.shape, "ndim": np.ndim,
+    "zeros": np.zeros, "ones": np.ones, "eye": np.eye, "full": np.full, "arange": np.arange,
+    "array": np.array, "stack": np.stack, "concatenate": np.concatenate, "where": np.where,
+    "tril": np.tril, "triu": np.triu, "diag": np.diag, "outer": np.outer, "dot": np.dot,
+    "matmul": np.matmul, "maximum": np.maximum, "minimum": np.minimum, "clip": np.clip,
+    "all": np.all, "any": np.any, "isfinite": np.isfinite, "count_nonzero": np.count_nonzero,
+    "logical_not": np.logical_not, "logical_and": np.logical_and, "unique": np.unique,
+    "swapaxes": np.swapaxes, "as_bool": lambda x: np.asarray(x, dtype=bool),
+    "as_int": lambda x: np.asarray(x, dtype=np.int64), "as_float": lambda x: np.asarray(x, dtype=float),
+    "range": lambda *a: list(range(*a)), "index": _index, "join": _join, "top_gap": _top_gap,
+    "fmt": _fmt, "pi": math.pi, "inf": math.inf,
+}
+TIE_AWARE = {"argmax", "argmin", "rank"}
+KNOWN_FUNCTIONS = frozenset(BUILTINS) | TIE_AWARE
+
+
+# --- parsing ---------------------------------------------------------------------------------
+
+_ALLOWED_NODES = (ast.Expression, ast.Constant, ast.Name, ast.Load, ast.BinOp, ast.UnaryOp,
+                  ast.BoolOp, ast.And, ast.Or, ast.Compare, ast.IfExp, ast.Call, ast.keyword,
+                  ast.Subscript, ast.Slice, ast.Attribute, ast.List, ast.Tuple, ast.ListComp,
+                  ast.comprehension, ast.Store, *_BINARY, *_UNARY, *_COMPARE)
+
+
+@dataclass(frozen=True)
+class Expression:
+    """A parsed expression; ``names`` are the values it reads, ``calls`` the functions."""
+
+    source: str
+    tree: ast.Expression
+    names: frozenset
+    calls: frozenset
+
+    def evaluate(self, scope: Scope) -> Any:
+        return _evaluate(self.tree.body, scope, {})
+
+
+def parse(source) -> Expression:
+    """Parse ``source`` (a string, or a plain number/bool) into an Expression."""
+    if isinstance(source, bool) or isinstance(source, (int, float)):
+        source = repr(source)
+    if not isinstance(source, str):
+        raise ExpressionError(f"expected an expression (text), got {type(source).__name__}")
+    try:
+        tree = ast.parse(source.strip(), mode="eval")
+    except SyntaxError as err:
+        raise ExpressionError(f"cannot parse expression {source.strip()!r}: {err.msg}") from None
+    bound: set[str] = set()
+    names: set[str] = set()
+    calls: set[str] = set()
+    for node in ast.walk(tree):
+        if not isinstance(node, _ALLOWED_NODES):
+            raise ExpressionError(f"{type(node).__name__} is not allowed in expression "
+                                  f"{source.strip()!r}")
+        if isinstance(node, ast.Attribute) and node.attr.startswith("_"):
+            raise ExpressionError(f"attribute {node.attr!r} is not allowed in expression "
+                                  f"{source.strip()!r}")
+        if isinstance(node, ast.comprehension):
+            if not isinstance(node.target, ast.Name) or node.is_async:
+                raise ExpressionError(f"only 'for NAME in …' comprehensions are allowed in "
+                                      f"{source.strip()!r}")
+            bound.add(node.target.id)
+        if isinstance(node, ast.Call):
+            if isinstance(node.func, ast.Name):
+                calls.add(node.func.id)
+            elif not isinstance(node.func, ast.Attribute):
+                raise ExpressionError(f"only named functions can be called in {source.strip()!r}")
+            if any(isinstance(a, ast.Starred) for a in node.args) or any(k.arg is None for k in node.keywords):
+                raise ExpressionError(f"*args/**kwargs are not allowed in {source.strip()!r}")
+    for node in ast.walk(tree):
+        if isinstance(node, ast.Name) and isinstance(node.ctx, ast.Load) and node.id not in bound:
+            if node.id not in calls or not _is_called_name(tree, node):
+                names.add(node.id)
+    return Expression(source.strip(), tree, frozenset(names), frozenset(calls))
+
+
+def _is_called_name(tree, name_node) -> bool:
+    return any(isinstance(n, ast.Call) and n.func is name_node for n in ast.walk(tree))
+
+
+def unknown_functions(expression: Expression) -> list[str]:
+    return sorted(c for c in expression.calls
+                  if c not in KNOWN_FUNCTIONS and c not in references.FUNCTIONS)
+
+
+# --- evaluation ------------------------------------------------------------------------------
+
+def _function(name: str, scope: Scope):
+    if name in TIE_AWARE:
+        return _rank(scope) if name == "rank" else _argbest(scope, name, name == "argmax")
+    if name in scope.functions:
+        return scope.functions[name]
+    if name in BUILTINS:
+        return BUILTINS[name]
+    raise ExpressionError(f"unknown function {name!r}")
+
+
+def _name(name: str, scope: Scope, local: dict):
+    if name in local:
+        return local[name]
+    if name in scope.values:
+        return scope.values[name]
+    if name == "rng":  # a fresh generator per use, so re-evaluating gives the same draws
+        return np.random.Generator(np.random.PCG64(scope.rng_seed))
+    if name in references.CONSTANTS:
+        return references.CONSTANTS[name]
+    if name in BUILTINS and not callable(BUILTINS[name]):
+        return BUILTINS[name]
+    raise ExpressionError(f"unknown name {name!r}")
+
+
+def _attribute(value, attr: str):
+    if isinstance(value, np.ndarray):
+        if attr not in _ARRAY_ATTRIBUTES:
+            raise ExpressionError(f"arrays only offer .{', .'.join(sorted(_ARRAY_ATTRIBUTES))}, "
+                                  f"not .{attr}")
+        return getattr(value, attr)
+    owner = value if isinstance(value, type) else type(value)
+    if not owner.__module__.startswith("solutions"):
+        raise ExpressionError(f"attribute .{attr} is only available on arrays and on results of "
+                              f"reference functions, not on {owner.__name__}")
+    return getattr(value, attr)
+
+
+def _check_size(value):
+    if isinstance(value, (str, list, tuple)) and len(value) > _MAX_ITEMS:
+        raise ExpressionError(f"value too large ({len(value)} items)")
+    return value
+
+
+def _evaluate(node, scope: Scope, local: dict):
+    recurse = lambda n: _evaluate(n, scope, local)  # noqa: E731
+    if isinstance(node, ast.Constant):
+        return node.value
+    if isinstance(node, ast.Name):
+        return _name(node.id, scope, local)
+    if isinstance(node, ast.BinOp):
+        left, right = recurse(node.left), recurse(node.right)
+        if isinstance(node.op, ast.Pow) and np.ndim(right) == 0 and abs(float(right)) > 64 \
+                and isinstance(left, int):
+            raise ExpressionError("integer powers above 64 are not allowed")
+        if isinstance(node.op, ast.Mult) and (isinstance(left, (str, list)) or isinstance(right, (str, list))):
+            raise ExpressionError("repeating text or lists with * is not allowed")
+        return _check_size(_BINARY[type(node.op)](left, right))
+    if isinstance(node, ast.UnaryOp):
+        return _UNARY[type(node.op)](recurse(node.operand))
+    if isinstance(node, ast.BoolOp):
+        value = None
+        for operand in node.values:
+            value = recurse(operand)
+            if isinstance(node.op, ast.And) and not value or isinstance(node.op, ast.Or) and value:
+                return value
+        return value
+    if isinstance(node, ast.Compare):
+        left = recurse(node.left)
+        for op, comparator in zip(node.ops, node.comparators):
+            right = recurse(comparator)
+            result = _COMPARE[type(op)](left, right)
+            if not np.all(result):
+                return False if np.ndim(result) == 0 else result
+            left = right
+        return result if len(node.ops) == 1 else True
+    if isinstance(node, ast.IfExp):
+        return recurse(node.body) if recurse(node.test) else recurse(node.orelse)
+    if isinstance(node, ast.Call):
+        function = (_function(node.func.id, scope) if isinstance(node.func, ast.Name)
+                    else recurse(node.func))
+        if not callable(function):
+            raise ExpressionError("only functions can be called")
+        args = [recurse(a) for a in node.args]
+        kwargs = {k.arg: recurse(k.value) for k in node.keywords}
+        return function(*args, **kwargs)
+    if isinstance(node, ast.Attribute):
+        return _attribute(recurse(node.value), node.attr)
+    if isinstance(node, ast.Subscript):
+        value = recurse(node.value)
+        index = recurse(node.slice)
+        if isinstance(index, list):
+            index = np.asarray(index)
+        return value[index]
+    if isinstance(node, ast.Slice):
+        return slice(*(recurse(p) if p is not None else None
+                       for p in (node.lower, node.upper, node.step)))
+    if isinstance(node, ast.Tuple):
+        return tuple(recurse(e) for e in node.elts)
+    if isinstance(node, ast.List):
+        return [recurse(e) for e in node.elts]
+    if isinstance(node, ast.ListComp):
+        generator = node.generators[0]
+        out = []
+        for item in list(recurse(generator.iter))[:_MAX_ITEMS]:
+            inner = {**local, generator.target.id: item}
+            if all(_evaluate(cond, scope, inner) for cond in generator.ifs):
+                if len(node.generators) > 1:
+                    raise ExpressionError("only one 'for' per comprehension")
+                out.append(_evaluate(node.elt, scope, inner))
+        return out
+    raise ExpressionError(f"{type(node).__name__} is not allowed")

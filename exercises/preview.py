@@ -1,0 +1,94 @@
+"""A variant as readable text: prompt, givens, parts and (optionally) answers and worked steps.
+
+Used by ``attnkit preview``; ``fmt="markdown"`` gives the same with LaTeX for a Markdown viewer.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+
+from .render import FORMATS, format_number, latex_to_text, render
+from .variant import Variant
+
+_LETTERS = "abcdefghijklmnopqrstuvwxyz"
+
+
+def value_text(value, fmt: str = "text", decimals: int | None = 4) -> str:
+    """A given or an answer: numbers and matrices as in the prompts, words as a sentence."""
+    if isinstance(value, np.ndarray) or isinstance(value, (int, float, np.number)):
+        source = "{{ x | matrix(d) }}" if fmt == "text" else "$${{ x | matrix(d) }}$$"
+        if np.ndim(value) == 0:
+            return format_number(value, None if float(value).is_integer() else decimals)
+        if np.asarray(value).dtype == bool:
+            value = np.asarray(value).astype(int)
+        return render(source, {"x": value, "d": None if _integers(value) else decimals}, fmt).rstrip()
+    if isinstance(value, (list, tuple)) and all(isinstance(v, str) for v in value):
+        return "“" + " ".join(value) + "”"
+    if isinstance(value, (list, tuple)):
+        return "[" + ", ".join(value_text(v, fmt, decimals) for v in value) + "]"
+    return str(value)
+
+
+def _integers(value) -> bool:
+    a = np.asarray(value, dtype=float)
+    return bool(np.all(np.isfinite(a)) and np.all(a == np.round(a)))
+
+
+def _heading(text: str, fmt: str, level: int = 2) -> str:
+    return f"{'#' * level} {text}" if fmt == "markdown" else text + "\n" + "─" * min(len(text), 78)
+
+
+def preview(variant: Variant, solution: bool = False, fmt: str = "text") -> str:
+    """The whole problem as the student sees it, and with ``solution`` the answer key too."""
+    if fmt not in FORMATS:
+        raise ValueError(f"format must be one of {FORMATS}")
+    t = variant.template
+    points = f"{t.points:g} point{'s' if t.points != 1 else ''}"
+    out = [_heading(f"{t.title}", fmt, 1),
+           f"{t.id} · objective: {t.objective} · {t.kind} · {points} · seed {variant.seed}", "",
+           variant.prompt(fmt).rstrip(), ""]
+    if variant.givens:
+        out += [_heading("Givens", fmt)]
+        for name, value in variant.givens.items():
+            shown = value_text(value, fmt)
+            out.append(f"{name} = {shown}" if "\n" not in shown else f"{name} ={shown}")
+        out.append("")
+    if t.kind == "implement":
+        f = t.function
+        out += [_heading("Implement", fmt), f"def {f.name}{f.signature}:" +
+                (f"  # returns {f.returns}" if f.returns else ""), "",
+                "Hidden tests: " + ", ".join(f"{fam.family} ({fam.cases} case"
+                                            f"{'s' if fam.cases != 1 else ''}, {fam.points:g} pt)"
+                                            for fam in t.tests), ""]
+    for i, part in enumerate(t.parts):
+        label = f"({_LETTERS[i % 26]}) {part.id}  [{part.points:g} pt]"
+        text = variant.part_prompt(part, fmt).strip()
+        out.append(f"{label}  {text}" if text else label)
+        for j, option in enumerate(variant.options.get(part.id, [])):
+            out.append(f"    {_LETTERS[j]}) {latex_to_text(option['text']) if fmt == 'text' else option['text']}")
+        if t.kind == "free_response" and solution:
+            out.append(f"    rubric: {part.rubric.strip()}")
+    if solution:
+        out += ["", _heading("Answers", fmt)]
+        for i, part in enumerate(t.parts):
+            if part.id not in variant.answers:
+                continue
+            answer = variant.answers[part.id]
+            if t.kind == "choice":
+                text = variant.options[part.id][answer]['text']
+                shown = f"{_LETTERS[answer]}) {latex_to_text(text) if fmt == 'text' else text}"
+            else:
+                shown = value_text(answer, fmt)
+                tol = f"   (tolerance: atol {part.atol:g}, rtol {part.rtol:g})"
+                shown = shown + tol if "\n" not in shown else shown + "\n   " + tol.strip()
+            out.append(f"({_LETTERS[i % 26]}) {part.id} = {shown}" if "\n" not in shown
+                       else f"({_LETTERS[i % 26]}) {part.id} ={shown}")
+        if t.kind == "implement":
+            for case in variant.tests:
+                args = ", ".join(f"{k}: {np.shape(v)}" if isinstance(v, np.ndarray) else f"{k}={v!r}"
+                                 for k, v in case.args.items())
+                out.append(f"  {case.family} #{case.index}: {args} → expected shape "
+                           f"{np.shape(case.expected)}")
+        if t.solution:
+            out += ["", _heading("Worked solution", fmt), variant.solution(fmt).rstrip()]
+    return "\n".join(out).rstrip() + "\n"

@@ -1,0 +1,184 @@
+"""Jinja2 text for prompts, options and worked solutions, in two flavours:
+
+- ``markdown``: Markdown with LaTeX (``$…$``, ``$$…$$``), for notebooks and HTML;
+- ``text``: plain Unicode for the terminal (``attnkit preview``): LaTeX is turned into
+  √, ᵀ, ·, Greek letters …, matrices into aligned grids.
+
+Templates run in Jinja's sandbox with StrictUndefined, so a misspelt name is an error when
+the variant is made (and ``attnkit bank validate`` reports it with file:line), never a blank.
+"""
+
+from __future__ import annotations
+
+import re
+from functools import lru_cache
+
+import numpy as np
+from jinja2 import StrictUndefined, TemplateError as JinjaError
+from jinja2.sandbox import SandboxedEnvironment
+
+FORMATS = ("markdown", "text")
+
+
+def format_number(x, decimals: int | None = None) -> str:
+    """Whole numbers without decimals; others to ``decimals`` places (default: up to 4)."""
+    if isinstance(x, (bool, np.bool_)):
+        return "True" if x else "False"
+    x = float(x)
+    if np.isnan(x):
+        return "nan"
+    if np.isinf(x):
+        return "−∞" if x < 0 else "∞"
+    if decimals is None and x == round(x) and abs(x) < 1e15:
+        return str(int(round(x))).replace("-", "−")
+    if decimals is None:
+        text = f"{x:.4f}".rstrip("0").rstrip(".")
+        if text in ("0", "-0") and x != 0:
+            text = f"{x:.2e}"
+    else:
+        text = f"{x:.{int(decimals)}f}"
+    return text.replace("-", "−")
+
+
+def _latex_number(x, decimals):
+    text = format_number(x, decimals).replace("−", "-")
+    return {"∞": r"\infty", "-∞": r"-\infty"}.get(text, text)
+
+
+def _as_2d(x):
+    x = np.asarray(x)
+    return x.reshape(1, -1) if x.ndim == 1 else x
+
+
+def _matrix_markdown(x, decimals=None):
+    x = np.asarray(x)
+    if x.ndim == 0:
+        return _latex_number(x, decimals)
+    if x.ndim > 2:
+        return r" \\ ".join(_matrix_markdown(m, decimals) for m in x)
+    rows = [" & ".join(_latex_number(v, decimals) for v in row) for row in _as_2d(x)]
+    return r"\begin{bmatrix} " + r" \\ ".join(rows) + r" \end{bmatrix}"
+
+
+def _grid(cells: list[list[str]], row_labels=None, col_labels=None) -> str:
+    if col_labels is not None:
+        cells = [list(col_labels)] + cells
+        row_labels = [""] + list(row_labels) if row_labels is not None else None
+    widths = [max(len(r[j]) for r in cells) for j in range(len(cells[0]))]
+    label_width = max((len(str(r)) for r in row_labels), default=0) if row_labels is not None else 0
+    lines = []
+    for i, row in enumerate(cells):
+        label = f"{str(row_labels[i]):>{label_width}} " if row_labels is not None else ""
+        body = "  ".join(f"{c:>{w}}" for c, w in zip(row, widths))
+        framed = f"[ {body} ]" if not (col_labels is not None and i == 0) else f"  {body}  "
+        lines.append("    " + label + framed)
+    return "\n" + "\n".join(lines) + "\n"
+
+
+def _matrix_text(x, decimals=None):
+    x = np.asarray(x)
+    if x.ndim == 0:
+        return format_number(x, decimals)
+    if x.ndim > 2:
+        return "".join(_matrix_text(m, decimals) for m in x)
+    return _grid([[format_number(v, decimals) for v in row] for row in _as_2d(x)])
+
+
+def _table_markdown(x, rows=None, cols=None, decimals=None):
+    x = _as_2d(x)
+    cols = list(cols) if cols is not None else [str(j + 1) for j in range(x.shape[1])]
+    rows = list(rows) if rows is not None else [str(i + 1) for i in range(x.shape[0])]
+    head = "| | " + " | ".join(map(str, cols)) + " |"
+    rule = "|---|" + "---:|" * len(cols)
+    body = ["| **" + str(r) + "** | " + " | ".join(format_number(v, decimals) for v in row) + " |"
+            for r, row in zip(rows, x)]
+    return "\n" + "\n".join([head, rule, *body]) + "\n"
+
+
+def _table_text(x, rows=None, cols=None, decimals=None):
+    x = _as_2d(x)
+    cols = list(cols) if cols is not None else [str(j + 1) for j in range(x.shape[1])]
+    rows = list(rows) if rows is not None else [str(i + 1) for i in range(x.shape[0])]
+    return _grid([[format_number(v, decimals) for v in row] for row in x], rows, cols)
+
+
+def _words(x, quote=True) -> str:
+    text = " ".join(str(w) for w in x)
+    return f"“{text}”" if quote else text
+
+
+_GREEK = {name: chr(code) for name, code in (
+    ("alpha", 0x3B1), ("beta", 0x3B2), ("gamma", 0x3B3), ("delta", 0x3B4), ("epsilon", 0x3B5),
+    ("eta", 0x3B7), ("theta", 0x3B8), ("lambda", 0x3BB), ("mu", 0x3BC), ("pi", 0x3C0),
+    ("sigma", 0x3C3), ("tau", 0x3C4), ("phi", 0x3C6), ("Sigma", 0x3A3), ("Delta", 0x394))}
+_SYMBOLS = {r"\top": "ᵀ", r"\cdot": "·", r"\times": "×", r"\approx": "≈", r"\in": "∈",
+            r"\le": "≤", r"\leq": "≤", r"\ne": "≠", r"\ge": "≥", r"\geq": "≥", r"\neq": "≠", r"\infty": "∞",
+            r"\to": "→", r"\ldots": "…", r"\dots": "…", r"\cdots": "⋯", r"\odot": "⊙",
+            r"\sum": "Σ", r"\exp": "exp", r"\log": "log", r"\tanh": "tanh", r"\max": "max",
+            r"\min": "min", r"\quad": "  ", r"\qquad": "    ", r"\mid": "|", r"\lVert": "‖",
+            r"\rVert": "‖", r"\left": "", r"\right": "", r"\mathbb{R}": "ℝ", r"\partial": "∂",
+            r"\nabla": "∇", r"\sim": "~", r"\pm": "±", r"\,": " ", r"\;": " ", r"\!": "",
+            r"\\": "\n", r"\{": "{", r"\}": "}", r"\%": "%"}
+_SUPERSCRIPT = {"T": "ᵀ", "2": "²", "-1": "⁻¹", "\\top": "ᵀ"}
+
+
+def latex_to_text(text: str) -> str:
+    """Readable Unicode for the LaTeX a prompt uses (√, ᵀ, Greek letters, fractions)."""
+    text = text.replace("$$", "").replace("$", "")
+    for _ in range(3):  # nested \frac/\sqrt
+        text = re.sub(r"\\(?:mathrm|text|operatorname|mathbf|mathit|boldsymbol)\{([^{}]*)\}", r"\1", text)
+        text = re.sub(r"\\sqrt\{([^{}]*)\}", lambda m: "√" + (m[1] if len(m[1]) <= 1 or re.fullmatch(r"[\w.]+", m[1]) else f"({m[1]})"), text)
+        text = re.sub(r"\\frac\{([^{}]*)\}\{([^{}]*)\}", lambda m: f"{_group(m[1])}/{_group(m[2])}", text)
+    text = re.sub(r"\^\{?(\\top|T|2|-1)\}?", lambda m: _SUPERSCRIPT[m[1]], text)
+    for name, symbol in sorted(_SYMBOLS.items(), key=lambda kv: -len(kv[0])):
+        text = re.sub(re.escape(name) + r"(?![A-Za-z])", lambda _m, s=symbol: s, text)
+    text = re.sub(r"\\([A-Za-z]+)", lambda m: _GREEK.get(m[1], m[1]), text)
+    text = re.sub(r"_\{([^{}]*)\}", r"_\1", text)
+    return text.replace("{", "").replace("}", "")
+
+
+def _group(x: str) -> str:
+    return x if re.fullmatch(r"[\w.√ᵀ]+", x) else f"({x})"
+
+
+def _environment(fmt: str) -> SandboxedEnvironment:
+    env = SandboxedEnvironment(undefined=StrictUndefined, autoescape=False, trim_blocks=True,
+                               lstrip_blocks=True, keep_trailing_newline=False)
+    markdown = fmt == "markdown"
+    env.filters.update(
+        matrix=_matrix_markdown if markdown else _matrix_text,
+        table=_table_markdown if markdown else _table_text,
+        num=format_number, words=_words,
+        flat=lambda x: np.asarray(x).reshape(-1).tolist(),
+        # The same number written for LaTeX inside $…$ (minus sign as '-').
+        tex=lambda x, d=None: _latex_number(x, d) if markdown else format_number(x, d),
+    )
+    env.globals.update(zip=zip, enumerate=enumerate, range=range, len=len,
+                       sqrt=lambda x: float(np.sqrt(x)))
+    return env
+
+
+_ENVIRONMENTS = {fmt: _environment(fmt) for fmt in FORMATS}
+
+
+@lru_cache(maxsize=4096)
+def _compiled(fmt: str, source: str):
+    return _ENVIRONMENTS[fmt].from_string(source)
+
+
+class RenderError(ValueError):
+    pass
+
+
+def render(source: str, context: dict, fmt: str = "markdown") -> str:
+    """Render Jinja ``source`` with ``context``; RenderError says what went wrong."""
+    if not source:
+        return ""
+    try:
+        text = _compiled(fmt, source).render(**context)
+    except JinjaError as err:
+        where = f" (line {err.lineno} of the text)" if getattr(err, "lineno", None) else ""
+        raise RenderError(f"{type(err).__name__}: {err.message or err}{where}") from None
+    except (TypeError, ValueError, IndexError, KeyError, AttributeError, SyntaxError) as err:
+        raise RenderError(f"{type(err).__name__}: {err}") from None
+    return latex_to_text(text) if fmt == "text" else text

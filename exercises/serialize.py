@@ -1,0 +1,91 @@
+"""Values ↔ JSON, exactly: the answer key and the digests must round-trip bit for bit.
+
+Arrays become {"array": nested lists, "dtype": "float64" | "int64" | "bool"}; floats are
+written with Python's shortest round-trip repr, so decoding gives the identical number.
+Non-finite floats are written as the strings "inf", "-inf", "nan".
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import math
+
+import numpy as np
+
+_DTYPES = {"float64": np.float64, "int64": np.int64, "bool": np.bool_}
+
+
+class NotSerializable(TypeError):
+    pass
+
+
+def _float(x: float):
+    return x if math.isfinite(x) else ("nan" if math.isnan(x) else ("inf" if x > 0 else "-inf"))
+
+
+def _unfloat(x):
+    return float(x) if isinstance(x, str) else x
+
+
+def to_jsonable(value):
+    """A JSON-ready copy of a given or an answer (numbers, arrays, text, lists of them)."""
+    if isinstance(value, (bool, np.bool_)):
+        return bool(value)
+    if isinstance(value, (int, np.integer)):
+        return int(value)
+    if isinstance(value, (float, np.floating)):
+        return _float(float(value))
+    if isinstance(value, str) or value is None:
+        return value
+    if isinstance(value, np.ndarray):
+        kind = {"f": "float64", "i": "int64", "u": "int64", "b": "bool"}.get(value.dtype.kind)
+        if kind is None:
+            raise NotSerializable(f"arrays of dtype {value.dtype} are not allowed")
+        data = value.astype(_DTYPES[kind]).tolist()
+        if kind == "float64":
+            data = _map_floats(data, _float)
+        return {"array": data, "dtype": kind, "shape": list(value.shape)}
+    if isinstance(value, (list, tuple)):
+        return [to_jsonable(v) for v in value]
+    if isinstance(value, dict):
+        return {str(k): to_jsonable(v) for k, v in value.items()}
+    raise NotSerializable(f"a {type(value).__name__} cannot be stored as a given or an answer "
+                          "(use a number, an array, text or a list of them)")
+
+
+def _map_floats(data, f):
+    return [_map_floats(d, f) for d in data] if isinstance(data, list) else f(data)
+
+
+def from_jsonable(data):
+    """The inverse of to_jsonable (tuples come back as lists)."""
+    if isinstance(data, dict) and set(data) == {"array", "dtype", "shape"}:
+        values = _map_floats(data["array"], _unfloat) if data["dtype"] == "float64" else data["array"]
+        return np.array(values, dtype=_DTYPES[data["dtype"]]).reshape(data["shape"])
+    if isinstance(data, dict):
+        return {k: from_jsonable(v) for k, v in data.items()}
+    if isinstance(data, list):
+        return [from_jsonable(v) for v in data]
+    return data
+
+
+def canonical_json(data) -> str:
+    return json.dumps(data, sort_keys=True, separators=(",", ":"), ensure_ascii=False)
+
+
+def digest(data) -> str:
+    """SHA-256 of the canonical JSON of already-jsonable ``data``."""
+    return hashlib.sha256(canonical_json(data).encode("utf-8")).hexdigest()
+
+
+def same_value(a, b) -> bool:
+    """Exact equality of two values (NaN equals NaN; dtypes and shapes must match)."""
+    if isinstance(a, np.ndarray) or isinstance(b, np.ndarray):
+        return (isinstance(a, np.ndarray) and isinstance(b, np.ndarray) and a.shape == b.shape
+                and a.dtype == b.dtype and np.array_equal(a, b, equal_nan=a.dtype.kind == "f"))
+    if isinstance(a, (list, tuple)) and isinstance(b, (list, tuple)):
+        return len(a) == len(b) and all(same_value(x, y) for x, y in zip(a, b))
+    if isinstance(a, float) and isinstance(b, float) and math.isnan(a) and math.isnan(b):
+        return True
+    return type(a) is type(b) and a == b

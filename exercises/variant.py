@@ -1,0 +1,428 @@
+"""Variant = template + seed: sample the givens, compute the answers with the reference, and
+check the checkers before anyone sees it.
+
+Every variant is validated as it is made; a variant that fails is redrawn from the same
+generator (so the seed still determines the result) up to ``sampling.max_attempts``:
+
+- the constraints hold, and nothing is ill-posed: no near-tie where argmax/rank is asked,
+  no NaN or +inf in a given or an answer, no fully masked row in a mask argument (unless the
+  template allows it);
+- the reference passes: the answer survives the answer key's JSON round trip bit for bit and
+  satisfies the part's visible checks; for ``implement``, the reference function passes
+  every hidden test case;
+- every listed misconception is caught: the template recomputed with the twin in place of
+  the function it shadows gives an answer outside the part's tolerance (for ``implement``:
+  the twin fails at least one hidden case).
+
+A template bug (a reference function raising, a Jinja name that does not exist) is not
+redrawn: it raises TemplateError with file:line at once.
+"""
+
+from __future__ import annotations
+
+import copy
+import functools
+import inspect
+from collections import Counter
+from dataclasses import dataclass, field
+
+import numpy as np
+
+from . import references, serialize
+from .checks import CHECKS
+from .compare import compare
+from .distributions import DISTRIBUTIONS
+from .expressions import Expression, ExpressionError, IllPosed, Scope
+from .render import RenderError, render
+from .schema import Parameter, Template, TemplateError
+from .seeds import generator
+
+
+class Rejected(Exception):
+    """This draw is not a valid variant; the reason is counted and another draw is made."""
+
+
+class VariantError(ValueError):
+    """No valid variant within ``sampling.max_attempts`` draws."""
+
+    def __init__(self, message: str, rejections: Counter):
+        super().__init__(message)
+        self.rejections = rejections
+
+
+@dataclass
+class TestCase:
+    family: str
+    index: int
+    args: dict
+    expected: object
+
+
+@dataclass
+class Variant:
+    template: Template
+    seed: int
+    attempts: int
+    values: dict                     # every parameter and derived value
+    givens: dict                     # what the student is shown
+    answers: dict                    # part id → expected value (choice: index of the correct option)
+    options: dict                    # choice part id → [{"text", "feedback"}] in shown order
+    tests: list                      # implement: TestCase per hidden case
+    rng_seed: int
+    rejections: Counter = field(default_factory=Counter)
+
+    @property
+    def context(self) -> dict:
+        """What prompts and solutions can use: values, answers by part id, options."""
+        return {**self.values, **self.answers, "answers": self.answers, "options": self.options,
+                "givens": self.givens}
+
+    def render(self, source: str, fmt: str = "markdown") -> str:
+        return render(source, self.context, fmt)
+
+    def prompt(self, fmt: str = "markdown") -> str:
+        return self.render(self.template.prompt, fmt)
+
+    def part_prompt(self, part, fmt: str = "markdown") -> str:
+        return self.render(part.prompt, fmt)
+
+    def solution(self, fmt: str = "markdown") -> str:
+        return self.render(self.template.solution, fmt)
+
+    def record(self) -> dict:
+        """The answer-key entry: JSON-ready givens, expected values and a digest."""
+        body = {
+            "template": self.template.id, "kind": self.template.kind, "seed": str(self.seed),
+            "givens": serialize.to_jsonable(self.givens),
+            "answers": serialize.to_jsonable(self.answers),
+            "options": self.options,
+            "tests": [{"family": t.family, "index": t.index,
+                       "args": serialize.to_jsonable(t.args),
+                       "expected": serialize.to_jsonable(t.expected)} for t in self.tests],
+        }
+        return {**body, "digest": serialize.digest(body)}
+
+    @property
+    def digest(self) -> str:
+        return self.record()["digest"]
+
+
+# --- evaluation ------------------------------------------------------------------------------
+
+def _mask_parameters(function) -> tuple[str, ...]:
+    try:
+        return tuple(p for p in inspect.signature(function).parameters if "mask" in p)
+    except (TypeError, ValueError):
+        return ()
+
+
+def _refusing_fully_masked_rows(name, function):
+    signature = inspect.signature(function)
+    names = _mask_parameters(function)
+
+    @functools.wraps(function)
+    def guarded(*args, **kwargs):
+        bound = signature.bind_partial(*args, **kwargs).arguments
+        for arg in names:
+            mask = bound.get(arg)
+            if isinstance(mask, np.ndarray) and mask.dtype == bool and mask.ndim >= 1 \
+                    and mask.shape[-1] > 0 and np.any(~mask.any(axis=-1)):
+                raise IllPosed(f"a fully masked row in the {arg} of {name}()")
+        return function(*args, **kwargs)
+    return guarded
+
+
+_GUARDED = {name: (_refusing_fully_masked_rows(name, f) if _mask_parameters(f) else f)
+            for name, f in references.FUNCTIONS.items()}
+
+
+class _Evaluator:
+    """Evaluates a template's expressions, reporting template bugs with file:line."""
+
+    def __init__(self, template: Template):
+        self.template = template
+
+    def fail(self, line: int, key: str, err: Exception):
+        if isinstance(err, (TemplateError,)):
+            raise err
+        kind = "" if isinstance(err, (ExpressionError, RenderError)) else f"{type(err).__name__}: "
+        raise TemplateError([f"{self.template.path}:{line}: {key}: {kind}{err}"]) from None
+
+    def evaluate(self, expression: Expression, scope: Scope, line: int, key: str):
+        try:
+            return expression.evaluate(scope)
+        except (IllPosed, Rejected):
+            raise
+        except Exception as err:  # noqa: BLE001 — any failure is the template's; say where
+            if not scope.strict:
+                raise  # a twin failing is information, handled by the caller
+            self.fail(line, key, err)
+
+    def sample(self, parameters, rng, scope: Scope, key: str) -> None:
+        for p in parameters:
+            scope.values[p.name] = self.sample_one(p, rng, scope, f"{key}.{p.name}")
+
+    def sample_one(self, p: Parameter, rng, scope: Scope, key: str):
+        if p.distribution is None:
+            return np.asarray(p.constant, dtype=float) if _is_matrix(p.constant) else p.constant
+        options = {}
+        for name, option in p.options.items():
+            if isinstance(option, Expression):
+                options[name] = self.evaluate(option, scope, p.line, f"{key}.{name}")
+            elif isinstance(option, list) and option and isinstance(option[0], Expression):
+                options[name] = [self.evaluate(e, scope, p.line, f"{key}.{name}") for e in option]
+            else:
+                options[name] = option
+        try:
+            return DISTRIBUTIONS[p.distribution].sample(rng, **options)
+        except (ValueError, TypeError) as err:
+            self.fail(p.line, key, ValueError(f"{p.distribution}: {err}"))
+
+    def derive(self, derived, scope: Scope, key: str) -> None:
+        for d in derived:
+            scope.values[d.name] = self.evaluate(d.expression, scope, d.line, f"{key}.{d.name}")
+
+
+def _is_matrix(value) -> bool:
+    return isinstance(value, list) and value and all(isinstance(r, list) for r in value)
+
+
+def _plain(value):
+    """NumPy scalars → Python numbers; tuples → lists; arrays stay arrays."""
+    if isinstance(value, np.generic):
+        return value.item()
+    if isinstance(value, tuple):
+        return [_plain(v) for v in value]
+    if isinstance(value, list):
+        return [_plain(v) for v in value]
+    return value
+
+
+def _finite_problem(value) -> str | None:
+    """NaN or +inf anywhere (−inf is allowed: it is how masked scores are written)."""
+    try:
+        array = np.asarray(value, dtype=float)
+    except (TypeError, ValueError):
+        if isinstance(value, (list, tuple)):
+            return next((p for p in map(_finite_problem, value) if p), None)
+        return None
+    if np.any(np.isnan(array)):
+        return "NaN"
+    if np.any(array == np.inf):
+        return "+inf"
+    return None
+
+
+# --- making a variant -----------------------------------------------------------------------
+
+def make_variant(template: Template, seed: int) -> Variant:
+    """The variant of ``template`` for ``seed``, validated; VariantError if none is found."""
+    rng = generator(seed)
+    evaluator = _Evaluator(template)
+    rejections: Counter = Counter()
+    for attempt in range(1, template.max_attempts + 1):
+        rng_seed = int(rng.integers(2**63))
+        try:
+            variant = _draw(template, evaluator, rng, rng_seed, seed, attempt)
+        except (Rejected, IllPosed) as reason:
+            rejections[str(reason)] += 1
+            continue
+        variant.rejections = rejections
+        return variant
+    common = "; ".join(f"{reason} ({n}×)" for reason, n in rejections.most_common(3))
+    raise VariantError(f"{template.path}: {template.id}: no valid variant in "
+                       f"{template.max_attempts} draws for seed {seed}; most common rejections: "
+                       f"{common}", rejections)
+
+
+def _scope(template: Template, values: dict, rng_seed: int, strict=True, functions=None) -> Scope:
+    return Scope(values=values, functions=functions or _GUARDED_OR_PLAIN(template), strict=strict,
+                 tie_gap=template.tie_gap, rng_seed=rng_seed)
+
+
+def _GUARDED_OR_PLAIN(template: Template) -> dict:
+    return references.FUNCTIONS if template.allow_fully_masked_rows else _GUARDED
+
+
+def _draw(template, evaluator, rng, rng_seed, seed, attempt) -> Variant:
+    scope = _scope(template, {}, rng_seed)
+    evaluator.sample(template.parameters, rng, scope, "parameters")
+    sampled = dict(scope.values)
+    evaluator.derive(template.derived, scope, "derived")
+    answers, options = {}, {}
+    for i, part in enumerate(template.parts):
+        key = f"parts[{i}]"
+        if part.answer is not None:
+            answers[part.id] = _plain(evaluator.evaluate(part.answer, scope, part.line, f"{key}.answer"))
+        if template.kind == "choice":
+            options[part.id], answers[part.id] = _choice(template, evaluator, part, key, scope,
+                                                         answers.get(part.id), rng)
+    scope.values.update(answers)
+    for i, c in enumerate(template.constraints):
+        if not evaluator.evaluate(c.expression, scope, c.line, f"constraints[{i}]"):
+            raise Rejected(f"constraint {c.expression.source!r}" + (f" ({c.why})" if c.why else ""))
+    for name in template.givens:
+        problem = _finite_problem(scope.values[name])
+        if problem:
+            raise Rejected(f"{problem} in the given {name}")
+    for i, part in enumerate(template.parts):
+        if template.kind != "numeric":
+            continue
+        expected = answers[part.id]
+        problem = _finite_problem(expected)
+        if problem:
+            raise Rejected(f"{problem} in the answer to part {part.id}")
+        _reference_passes(template, part, i, expected, scope, evaluator)
+    tests = _hidden_tests(template, evaluator, rng, scope) if template.kind == "implement" else []
+    values = {k: v for k, v in scope.values.items() if k not in answers}
+    variant = Variant(template, seed, attempt, values,
+                      {name: values[name] for name in template.givens}, answers, options, tests,
+                      rng_seed)
+    _misconceptions_caught(template, variant, sampled, evaluator)
+    _renders(template, variant, evaluator)
+    return variant
+
+
+def _choice(template, evaluator, part, key, scope, answer, rng):
+    if isinstance(part.options, Expression):
+        raw = evaluator.evaluate(part.options, scope, part.line, f"{key}.options")
+        texts = [str(_plain(o)) for o in raw]
+        feedback = [""] * len(texts)
+        if str(answer) not in texts:
+            evaluator.fail(part.line, f"{key}.answer", ValueError(
+                f"the answer {answer!r} is not one of the options {texts}"))
+        correct = texts.index(str(answer))
+    else:
+        try:
+            texts = [render(o.text, scope.values) for o in part.options]
+        except RenderError as err:
+            evaluator.fail(part.line, f"{key}.options", err)
+        feedback = [o.feedback for o in part.options]
+        correct = next(i for i, o in enumerate(part.options) if o.correct)
+    if len(set(texts)) != len(texts):
+        raise Rejected(f"two options of part {part.id} read the same")
+    order = [int(i) for i in rng.permutation(len(texts))] if part.shuffle else list(range(len(texts)))
+    shown = [{"text": texts[i], "feedback": feedback[i]} for i in order]
+    return shown, order.index(correct)
+
+
+def _reference_passes(template, part, index, expected, scope, evaluator) -> None:
+    key = f"{template.path}:{part.line}: parts[{index}]"
+    try:
+        stored = serialize.from_jsonable(serialize.to_jsonable(expected))
+    except serialize.NotSerializable as err:
+        raise TemplateError([f"{key}.answer: {err}"]) from None
+    if not serialize.same_value(_comparable(stored), _comparable(expected)):
+        raise TemplateError([f"{key}.answer: the answer does not survive the answer key's "
+                             f"JSON round trip"])
+    if not compare(stored, expected, part.rtol, part.atol).ok:
+        raise TemplateError([f"{key}.answer: the reference answer fails its own comparison"])
+    for name, argument in part.checks:
+        value = None if argument is None else evaluator.evaluate(argument, scope, part.line,
+                                                                 f"parts[{index}].checks")
+        problem = CHECKS[name].test(expected, value)
+        if problem:
+            raise Rejected(f"the reference answer to part {part.id} fails check {name}: {problem}")
+
+
+def _comparable(value):
+    if isinstance(value, np.ndarray) and value.dtype.kind in "iu":
+        return value.astype(np.int64)
+    if isinstance(value, (list, tuple)):
+        return [_comparable(v) for v in value]
+    return value
+
+
+def _hidden_tests(template, evaluator, rng, scope) -> list[TestCase]:
+    reference = references.FUNCTIONS[template.reference]
+    guarded = _GUARDED_OR_PLAIN(template)[template.reference]
+    cases = []
+    for t, family in enumerate(template.tests):
+        key = f"tests[{t}]"
+        for index in range(family.cases):
+            for _ in range(template.max_attempts):
+                local = _scope(template, dict(scope.values), scope.rng_seed)
+                try:
+                    evaluator.sample(family.parameters, rng, local, f"{key}.parameters")
+                    evaluator.derive(family.derived, local, f"{key}.derived")
+                    if not all(evaluator.evaluate(c.expression, local, c.line, f"{key}.constraints")
+                               for c in family.constraints):
+                        raise Rejected(f"constraint in test family {family.family}")
+                    args = {name: _plain(evaluator.evaluate(e, local, family.line, f"{key}.args.{name}"))
+                            for name, e in family.args.items()}
+                    expected = _output(template, evaluator, guarded(**copy.deepcopy(args)), local)
+                except (Rejected, IllPosed):
+                    continue
+                break
+            else:
+                raise Rejected(f"no valid hidden case for test family {family.family}")
+            problem = _finite_problem(expected)
+            if problem:
+                raise Rejected(f"{problem} in a hidden {family.family} case")
+            again = _output(template, evaluator, reference(**copy.deepcopy(args)), local)
+            if not compare(again, expected, template.rtol, template.atol).ok:
+                raise TemplateError([f"{template.path}:{template.line_of('reference')}: reference: "
+                                     f"{template.reference}() does not pass its own test "
+                                     f"({family.family} case {index})"])
+            try:
+                serialize.to_jsonable(args), serialize.to_jsonable(expected)
+            except serialize.NotSerializable as err:
+                raise TemplateError([f"{template.path}:{family.line}: {key}: {err}"]) from None
+            cases.append(TestCase(family.family, index, args, expected))
+    return cases
+
+
+def _output(template, evaluator, result, scope):
+    if template.output is None:
+        return _plain(result)
+    local = Scope(values={**scope.values, "result": result}, functions=scope.functions,
+                  strict=scope.strict, tie_gap=scope.tie_gap, rng_seed=scope.rng_seed)
+    return _plain(evaluator.evaluate(template.output, local, template.line_of("output"), "output"))
+
+
+def _misconceptions_caught(template, variant, sampled, evaluator) -> None:
+    if template.kind == "implement":
+        for name in template.misconceptions:
+            twin = references.MISCONCEPTIONS[name].function
+            if not any(_twin_fails_case(template, evaluator, twin, case, variant) for case in variant.tests):
+                raise Rejected(f"misconception {name} passes every hidden test")
+        return
+    for name in template.all_misconceptions:
+        twin = references.MISCONCEPTIONS[name]
+        functions = {**references.FUNCTIONS, twin.shadows: twin.function}
+        scope = _scope(template, dict(sampled), variant.rng_seed, strict=False, functions=functions)
+        try:
+            evaluator.derive(template.derived, scope, "derived")
+        except Exception:  # noqa: BLE001 — the twin crashes on this variant: not a match
+            continue
+        for part in template.parts:
+            if name not in part.misconceptions:
+                continue
+            try:
+                wrong = _plain(part.answer.evaluate(scope))
+            except Exception:  # noqa: BLE001
+                continue
+            if compare(wrong, variant.answers[part.id], part.rtol, part.atol).ok:
+                raise Rejected(f"misconception {name} gives the right answer to part {part.id}")
+
+
+def _twin_fails_case(template, evaluator, twin, case, variant) -> bool:
+    try:
+        scope = _scope(template, dict(variant.values), variant.rng_seed, strict=False)
+        wrong = _output(template, evaluator, twin(**copy.deepcopy(case.args)), scope)
+    except Exception:  # noqa: BLE001 — raising is failing
+        return True
+    return not compare(wrong, case.expected, template.rtol, template.atol).ok
+
+
+def _renders(template, variant, evaluator) -> None:
+    for key, render_text in (("prompt", variant.prompt), ("solution", variant.solution)):
+        try:
+            render_text()
+        except RenderError as err:
+            evaluator.fail(template.line_of(key), key, err)
+    for i, part in enumerate(template.parts):
+        try:
+            variant.part_prompt(part)
+        except RenderError as err:
+            evaluator.fail(part.line, f"parts[{i}].prompt", err)
