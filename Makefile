@@ -19,6 +19,7 @@ test: $(STAMP)
 
 bench: $(STAMP)
 	$(PY) -m bench.model_forward
+	$(PY) -m bench.variants
 
 clean:
 	rm -rf $(VENV) .pytest_cache .hypothesis *.egg-info

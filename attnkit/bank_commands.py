@@ -89,7 +89,7 @@ def _bank_show(args) -> int:
     if args.json:
         print(json.dumps(s, indent=2, ensure_ascii=False))
         return 0
-    print(f"{t.title}\n  id {t.id} · {t.kind} · {t.points:g} points · {t.path}")
+    print(f"{t.title}\n  id {t.id} · {t.kind} · {t.points:g} point{'' if t.points == 1 else 's'} · {t.path}")
     print(f"  objective: {t.objective} — {s['objective_text']}")
     print("  parameters: " + (", ".join(f"{k} ({v})" for k, v in s["parameters"].items()) or "none"))
     if s["derived"]:

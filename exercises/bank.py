@@ -46,6 +46,9 @@ def load_bank(paths=None, keep_going: bool = False) -> tuple[dict[str, Template]
         except TemplateError as err:
             problems += err.problems
             continue
+        except Exception as err:  # noqa: BLE001 — one odd file must not hide the others
+            problems.append(f"{path}: cannot load: {type(err).__name__}: {err}")
+            continue
         if template.id in templates:
             first = templates[template.id]
             problems.append(f"{template.path}:{template.line_of('id')}: id: duplicate id "

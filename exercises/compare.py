@@ -3,7 +3,7 @@ variant validation (reference passes, twins fail) and, later, the grader's check
 
 A value passes when every entry satisfies |actual − expected| ≤ atol + rtol·|expected|
 (NumPy's isclose rule), with equal shapes, no NaN/inf where a finite number is expected,
-exact equality for integers, booleans and text.
+exact equality for integer answers (counts, indices, token ids), booleans and text.
 """
 
 from __future__ import annotations
@@ -34,6 +34,14 @@ def _numeric(value):
 
 def compare(actual, expected, rtol: float = 1e-5, atol: float = 1e-8) -> Comparison:
     """Compare ``actual`` (a student's or a twin's value) with ``expected``."""
+    if (isinstance(actual, np.ndarray) and isinstance(expected, np.ndarray)
+            and actual.dtype.kind == expected.dtype.kind == "f" and actual.shape == expected.shape
+            and np.isfinite(expected).all()):
+        # The common case, without building a message: NaN or inf fall through to the full path.
+        with np.errstate(invalid="ignore"):
+            error = np.abs(actual - expected)
+            if (error <= atol + rtol * np.abs(expected)).all():
+                return Comparison(True, "", float(error.max()) if error.size else 0.0)
     if isinstance(expected, str):
         if isinstance(actual, str) and actual.strip() == expected.strip():
             return Comparison(True)
@@ -57,6 +65,15 @@ def compare(actual, expected, rtol: float = 1e-5, atol: float = 1e-8) -> Compari
             return Comparison(False, "expected True/False (or 1/0) entries")
         wrong = int(np.count_nonzero(got.astype(bool) != want))
         return Comparison(wrong == 0, f"{wrong} of {want.size} entries differ" if wrong else "")
+    if want.dtype.kind in "iu":  # counts, indices, token ids: exactly, whatever the tolerance
+        if got.dtype.kind == "f" and not np.all(np.isfinite(got)):
+            return Comparison(False, "expected whole numbers, got NaN or inf", np.inf)
+        wrong = int(np.count_nonzero(got != want))
+        if wrong:
+            where = "" if want.ndim == 0 else f"{wrong} of {want.size} entries "
+            return Comparison(False, f"{where}not equal (whole numbers are compared exactly)",
+                              float(np.max(np.abs(got.astype(float) - want.astype(float)))))
+        return Comparison(True)
     got = got.astype(float)
     want = want.astype(float)
     if np.any(np.isnan(got) & ~np.isnan(want)):
@@ -65,11 +82,17 @@ def compare(actual, expected, rtol: float = 1e-5, atol: float = 1e-8) -> Compari
     if np.any(bad_inf):
         return Comparison(False, f"{int(np.count_nonzero(bad_inf))} entries are ±inf", np.inf)
     finite = np.isfinite(want) & np.isfinite(got)
-    error = np.abs(got - want)
+    with np.errstate(invalid="ignore"):
+        error = np.abs(got - want)
     max_error = float(error[finite].max()) if finite.any() else 0.0
     allowed = atol + rtol * np.abs(want)
     outside = finite & (error > allowed)
     mismatch = ~np.isfinite(want) & (got != want)
+    if np.any(mismatch) and not np.any(outside):
+        count = int(np.count_nonzero(mismatch))
+        return Comparison(False, f"{count} entr{'y' if count == 1 else 'ies'} should be ±inf "
+                                 f"(e.g. a blocked score) but {'is' if count == 1 else 'are'} "
+                                 f"finite", np.inf)
     if np.any(outside) or np.any(mismatch):
         count = int(np.count_nonzero(outside | mismatch))
         where = "" if want.ndim == 0 else f"{count} of {want.size} entries "

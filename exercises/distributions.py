@@ -51,7 +51,7 @@ def _shape(shape):
 
 
 def _rounded(x, decimals):
-    x = np.round(x, int(decimals)) if decimals is not None else x
+    x = np.round(x, int(decimals)) + 0.0 if decimals is not None else x  # + 0.0: no −0.0
     return float(x) if np.ndim(x) == 0 else np.asarray(x, dtype=float)
 
 

@@ -66,14 +66,17 @@ def _top_two_gap(x, axis, largest: bool) -> float:
     ordered = np.sort(flat, axis=-1)
     if ordered.shape[-1] < 2:
         return math.inf
-    gaps = ordered[..., -1] - ordered[..., -2] if largest else ordered[..., 1] - ordered[..., 0]
-    return float(np.min(gaps))
+    best, runner_up = ((ordered[..., -1], ordered[..., -2]) if largest
+                       else (ordered[..., 0], ordered[..., 1]))
+    with np.errstate(invalid="ignore"):
+        gaps = np.where(best == runner_up, 0.0, np.abs(best - runner_up))  # inf == inf is a tie
+    return float(np.min(np.where(np.isnan(gaps), 0.0, gaps)))
 
 
 def _argbest(scope: Scope, name: str, largest: bool):
     def choose(x, axis=None):
         x = np.asarray(x)
-        if scope.strict and x.size and _top_two_gap(x, axis, largest) < scope.tie_gap:
+        if scope.strict and x.size and not _top_two_gap(x, axis, largest) >= scope.tie_gap:
             raise IllPosed(f"near-tie in {name}(): the two best values are closer than "
                            f"{scope.tie_gap:g}")
         index = np.argmax(x, axis=axis) if largest else np.argmin(x, axis=axis)
@@ -86,10 +89,19 @@ def _rank(scope: Scope):
         """Positions ordered from the largest value to the smallest; refuses near-ties."""
         x = np.asarray(x, dtype=float).reshape(-1)
         ordered = np.sort(x)
-        if scope.strict and x.size > 1 and np.min(np.diff(ordered)) < scope.tie_gap:
+        with np.errstate(invalid="ignore"):
+            gaps = np.where(ordered[1:] == ordered[:-1], 0.0, np.diff(ordered))
+        if scope.strict and x.size > 1 and not np.nanmin(np.where(np.isnan(gaps), 0.0, gaps)) >= scope.tie_gap:
             raise IllPosed(f"near-tie in rank(): two values are closer than {scope.tie_gap:g}")
         return [int(i) for i in np.argsort(-x, kind="stable")]
     return rank
+
+
+def _range(*args) -> list:
+    r = range(*args)
+    if len(r) > _MAX_ITEMS:
+        raise ExpressionError(f"range of {len(r)} items (at most {_MAX_ITEMS})")
+    return list(r)
 
 
 def _index(sequence, item) -> int:
@@ -126,7 +138,7 @@ BUILTINS: dict[str, Callable] = {
     "logical_not": np.logical_not, "logical_and": np.logical_and, "unique": np.unique,
     "swapaxes": np.swapaxes, "as_bool": lambda x: np.asarray(x, dtype=bool),
     "as_int": lambda x: np.asarray(x, dtype=np.int64), "as_float": lambda x: np.asarray(x, dtype=float),
-    "range": lambda *a: list(range(*a)), "index": _index, "join": _join, "top_gap": _top_gap,
+    "range": _range, "dict": dict, "index": _index, "join": _join, "top_gap": _top_gap,
     "fmt": _fmt, "pi": math.pi, "inf": math.inf,
 }
 TIE_AWARE = {"argmax", "argmin", "rank"}
@@ -137,7 +149,7 @@ KNOWN_FUNCTIONS = frozenset(BUILTINS) | TIE_AWARE
 
 _ALLOWED_NODES = (ast.Expression, ast.Constant, ast.Name, ast.Load, ast.BinOp, ast.UnaryOp,
                   ast.BoolOp, ast.And, ast.Or, ast.Compare, ast.IfExp, ast.Call, ast.keyword,
-                  ast.Subscript, ast.Slice, ast.Attribute, ast.List, ast.Tuple, ast.ListComp,
+                  ast.Subscript, ast.Slice, ast.Attribute, ast.List, ast.Tuple, ast.Dict, ast.ListComp,
                   ast.comprehension, ast.Store, *_BINARY, *_UNARY, *_COMPARE)
 
 
@@ -164,8 +176,6 @@ def parse(source) -> Expression:
         tree = ast.parse(source.strip(), mode="eval")
     except SyntaxError as err:
         raise ExpressionError(f"cannot parse expression {source.strip()!r}: {err.msg}") from None
-    bound: set[str] = set()
-    names: set[str] = set()
     calls: set[str] = set()
     for node in ast.walk(tree):
         if not isinstance(node, _ALLOWED_NODES):
@@ -174,11 +184,12 @@ def parse(source) -> Expression:
         if isinstance(node, ast.Attribute) and node.attr.startswith("_"):
             raise ExpressionError(f"attribute {node.attr!r} is not allowed in expression "
                                   f"{source.strip()!r}")
+        if isinstance(node, ast.ListComp) and len(node.generators) != 1:
+            raise ExpressionError(f"only one 'for' per comprehension in {source.strip()!r}")
         if isinstance(node, ast.comprehension):
             if not isinstance(node.target, ast.Name) or node.is_async:
                 raise ExpressionError(f"only 'for NAME in …' comprehensions are allowed in "
                                       f"{source.strip()!r}")
-            bound.add(node.target.id)
         if isinstance(node, ast.Call):
             if isinstance(node.func, ast.Name):
                 calls.add(node.func.id)
@@ -186,15 +197,31 @@ def parse(source) -> Expression:
                 raise ExpressionError(f"only named functions can be called in {source.strip()!r}")
             if any(isinstance(a, ast.Starred) for a in node.args) or any(k.arg is None for k in node.keywords):
                 raise ExpressionError(f"*args/**kwargs are not allowed in {source.strip()!r}")
-    for node in ast.walk(tree):
-        if isinstance(node, ast.Name) and isinstance(node.ctx, ast.Load) and node.id not in bound:
-            if node.id not in calls or not _is_called_name(tree, node):
-                names.add(node.id)
+    names = _free_names(tree.body, frozenset())
     return Expression(source.strip(), tree, frozenset(names), frozenset(calls))
 
 
-def _is_called_name(tree, name_node) -> bool:
-    return any(isinstance(n, ast.Call) and n.func is name_node for n in ast.walk(tree))
+def _free_names(node, bound: frozenset) -> set[str]:
+    """Names read from outside: comprehension variables are visible only inside their
+    comprehension, and a called function's name is not a value."""
+    if isinstance(node, ast.Name):
+        return set() if node.id in bound else {node.id}
+    if isinstance(node, ast.ListComp):
+        generator = node.generators[0]
+        inner = bound | {generator.target.id}
+        names = _free_names(generator.iter, bound)
+        for part in [node.elt, *generator.ifs]:
+            names |= _free_names(part, inner)
+        return names
+    if isinstance(node, ast.Call):
+        names = set() if isinstance(node.func, ast.Name) else _free_names(node.func, bound)
+        for child in [*node.args, *(k.value for k in node.keywords)]:
+            names |= _free_names(child, bound)
+        return names
+    names: set[str] = set()
+    for child in ast.iter_child_nodes(node):
+        names |= _free_names(child, bound)
+    return names
 
 
 def unknown_functions(expression: Expression) -> list[str]:
@@ -255,9 +282,9 @@ def _evaluate(node, scope: Scope, local: dict):
         return _name(node.id, scope, local)
     if isinstance(node, ast.BinOp):
         left, right = recurse(node.left), recurse(node.right)
-        if isinstance(node.op, ast.Pow) and np.ndim(right) == 0 and abs(float(right)) > 64 \
-                and isinstance(left, int):
-            raise ExpressionError("integer powers above 64 are not allowed")
+        if isinstance(node.op, ast.Pow) and isinstance(left, int) and isinstance(right, int) \
+                and right > 0 and left.bit_length() * right > 4096:
+            raise ExpressionError("integer power too large (more than 4096 bits)")
         if isinstance(node.op, ast.Mult) and (isinstance(left, (str, list)) or isinstance(right, (str, list))):
             raise ExpressionError("repeating text or lists with * is not allowed")
         return _check_size(_BINARY[type(node.op)](left, right))
@@ -304,14 +331,19 @@ def _evaluate(node, scope: Scope, local: dict):
         return tuple(recurse(e) for e in node.elts)
     if isinstance(node, ast.List):
         return [recurse(e) for e in node.elts]
+    if isinstance(node, ast.Dict):
+        if any(k is None for k in node.keys):
+            raise ExpressionError("**mapping is not allowed")
+        return {recurse(k): recurse(v) for k, v in zip(node.keys, node.values)}
     if isinstance(node, ast.ListComp):
         generator = node.generators[0]
         out = []
-        for item in list(recurse(generator.iter))[:_MAX_ITEMS]:
+        items = recurse(generator.iter)
+        if len(items) > _MAX_ITEMS:
+            raise ExpressionError(f"a comprehension over {len(items)} items (at most {_MAX_ITEMS})")
+        for item in items:
             inner = {**local, generator.target.id: item}
             if all(_evaluate(cond, scope, inner) for cond in generator.ifs):
-                if len(node.generators) > 1:
-                    raise ExpressionError("only one 'for' per comprehension")
                 out.append(_evaluate(node.elt, scope, inner))
         return out
     raise ExpressionError(f"{type(node).__name__} is not allowed")

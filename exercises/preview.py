@@ -29,6 +29,17 @@ def value_text(value, fmt: str = "text", decimals: int | None = 4) -> str:
     return str(value)
 
 
+def _brief(value) -> str:
+    """An argument of a hidden test case in a few characters: shapes, not contents."""
+    if isinstance(value, np.ndarray):
+        return f"{value.dtype.name}{value.shape}" if value.dtype != float else str(value.shape)
+    if isinstance(value, dict):
+        return "{" + ", ".join(f"{k}: {_brief(v)}" for k, v in value.items()) + "}"
+    if isinstance(value, (list, tuple)) and len(value) > 6:
+        return f"list of {len(value)}"
+    return repr(value)
+
+
 def _integers(value) -> bool:
     a = np.asarray(value, dtype=float)
     return bool(np.all(np.isfinite(a)) and np.all(a == np.round(a)))
@@ -50,7 +61,7 @@ def preview(variant: Variant, solution: bool = False, fmt: str = "text") -> str:
     if variant.givens:
         out += [_heading("Givens", fmt)]
         for name, value in variant.givens.items():
-            shown = value_text(value, fmt)
+            shown = value_text(value, fmt, decimals=None)  # givens exactly as drawn
             out.append(f"{name} = {shown}" if "\n" not in shown else f"{name} ={shown}")
         out.append("")
     if t.kind == "implement":
@@ -67,7 +78,7 @@ def preview(variant: Variant, solution: bool = False, fmt: str = "text") -> str:
         for j, option in enumerate(variant.options.get(part.id, [])):
             out.append(f"    {_LETTERS[j]}) {latex_to_text(option['text']) if fmt == 'text' else option['text']}")
         if t.kind == "free_response" and solution:
-            out.append(f"    rubric: {part.rubric.strip()}")
+            out.append(f"    rubric: {variant.rubric(part, fmt).strip()}")
     if solution:
         out += ["", _heading("Answers", fmt)]
         for i, part in enumerate(t.parts):
@@ -85,8 +96,7 @@ def preview(variant: Variant, solution: bool = False, fmt: str = "text") -> str:
                        else f"({_LETTERS[i % 26]}) {part.id} ={shown}")
         if t.kind == "implement":
             for case in variant.tests:
-                args = ", ".join(f"{k}: {np.shape(v)}" if isinstance(v, np.ndarray) else f"{k}={v!r}"
-                                 for k, v in case.args.items())
+                args = ", ".join(f"{k}: {_brief(v)}" for k, v in case.args.items())
                 out.append(f"  {case.family} #{case.index}: {args} → expected shape "
                            f"{np.shape(case.expected)}")
         if t.solution:

@@ -10,6 +10,7 @@ the variant is made (and ``attnkit bank validate`` reports it with file:line), n
 
 from __future__ import annotations
 
+import html
 import re
 from functools import lru_cache
 
@@ -24,7 +25,7 @@ def format_number(x, decimals: int | None = None) -> str:
     """Whole numbers without decimals; others to ``decimals`` places (default: up to 4)."""
     if isinstance(x, (bool, np.bool_)):
         return "True" if x else "False"
-    x = float(x)
+    x = float(x) + 0.0  # −0.0 → 0.0
     if np.isnan(x):
         return "nan"
     if np.isinf(x):
@@ -33,10 +34,14 @@ def format_number(x, decimals: int | None = None) -> str:
         return str(int(round(x))).replace("-", "−")
     if decimals is None:
         text = f"{x:.4f}".rstrip("0").rstrip(".")
+        if text == "-0":
+            text = f"{x:.2e}"
         if text in ("0", "-0") and x != 0:
             text = f"{x:.2e}"
     else:
         text = f"{x:.{int(decimals)}f}"
+        if float(text) == 0:
+            text = text.lstrip("-")
     return text.replace("-", "−")
 
 
@@ -88,11 +93,16 @@ def _table_markdown(x, rows=None, cols=None, decimals=None):
     x = _as_2d(x)
     cols = list(cols) if cols is not None else [str(j + 1) for j in range(x.shape[1])]
     rows = list(rows) if rows is not None else [str(i + 1) for i in range(x.shape[0])]
-    head = "| | " + " | ".join(map(str, cols)) + " |"
+    head = "| | " + " | ".join(map(_cell, cols)) + " |"
     rule = "|---|" + "---:|" * len(cols)
-    body = ["| **" + str(r) + "** | " + " | ".join(format_number(v, decimals) for v in row) + " |"
+    body = ["| **" + _cell(r) + "** | " + " | ".join(format_number(v, decimals) for v in row) + " |"
             for r, row in zip(rows, x)]
     return "\n" + "\n".join([head, rule, *body]) + "\n"
+
+
+def _cell(label) -> str:
+    """A table label as Markdown text: <bos> must not vanish as an HTML tag, | not split a cell."""
+    return html.escape(str(label), quote=False).replace("|", "\\|")
 
 
 def _table_text(x, rows=None, cols=None, decimals=None):
@@ -118,22 +128,30 @@ _SYMBOLS = {r"\top": "ᵀ", r"\cdot": "·", r"\times": "×", r"\approx": "≈", 
             r"\min": "min", r"\quad": "  ", r"\qquad": "    ", r"\mid": "|", r"\lVert": "‖",
             r"\rVert": "‖", r"\left": "", r"\right": "", r"\mathbb{R}": "ℝ", r"\partial": "∂",
             r"\nabla": "∇", r"\sim": "~", r"\pm": "±", r"\,": " ", r"\;": " ", r"\!": "",
-            r"\\": "\n", r"\{": "{", r"\}": "}", r"\%": "%"}
+            r"\\": "\n", r"\{": "{", r"\}": "}", r"\%": "%", r"\Big": "", r"\big": "",
+            r"\Bigg": "", r"\bigg": "", r"\varepsilon": "ε", r"\epsilon": "ε", r"\ell": "ℓ",
+            r"\displaystyle": "", r"\lfloor": "⌊", r"\rfloor": "⌋", r"\langle": "⟨",
+            r"\rangle": "⟩", r"\circ": "∘", r"\propto": "∝", r"\Rightarrow": "⇒"}
 _SUPERSCRIPT = {"T": "ᵀ", "2": "²", "-1": "⁻¹", "\\top": "ᵀ"}
 
 
 def latex_to_text(text: str) -> str:
     """Readable Unicode for the LaTeX a prompt uses (√, ᵀ, Greek letters, fractions)."""
     text = text.replace("$$", "").replace("$", "")
+    text = re.sub(r"\\sqrt\s+(\w)", r"√\1", text)
     for _ in range(3):  # nested \frac/\sqrt
-        text = re.sub(r"\\(?:mathrm|text|operatorname|mathbf|mathit|boldsymbol)\{([^{}]*)\}", r"\1", text)
+        text = re.sub(r"\\(?:mathrm|text|operatorname|mathbf|mathit|mathcal|boldsymbol|bar|hat|tilde)\{([^{}]*)\}", r"\1", text)
         text = re.sub(r"\\sqrt\{([^{}]*)\}", lambda m: "√" + (m[1] if len(m[1]) <= 1 or re.fullmatch(r"[\w.]+", m[1]) else f"({m[1]})"), text)
-        text = re.sub(r"\\frac\{([^{}]*)\}\{([^{}]*)\}", lambda m: f"{_group(m[1])}/{_group(m[2])}", text)
-    text = re.sub(r"\^\{?(\\top|T|2|-1)\}?", lambda m: _SUPERSCRIPT[m[1]], text)
+        text = re.sub(r"\\[dt]?frac\{([^{}]*)\}\{([^{}]*)\}", lambda m: f"{_group(m[1])}/{_group(m[2])}", text)
+        text = re.sub(r"_\{([^{}]*)\}", lambda m: "_" + _group(m[1]), text)
+    text = re.sub(r"\^(?:\{(\\top|T|2|-1)\}|(\\top|T|2)(?![\w{]))",
+                  lambda m: _SUPERSCRIPT[m[1] or m[2]], text)
+    text = re.sub(r"\^\{([^{}]*)\}", lambda m: "^" + _group(m[1]), text)
     for name, symbol in sorted(_SYMBOLS.items(), key=lambda kv: -len(kv[0])):
-        text = re.sub(re.escape(name) + r"(?![A-Za-z])", lambda _m, s=symbol: s, text)
+        # A command made of letters must not swallow the start of a longer one (\in vs \infty).
+        boundary = r"(?![A-Za-z])" if name[-1].isalpha() else ""
+        text = re.sub(re.escape(name) + boundary, lambda _m, s=symbol: s, text)
     text = re.sub(r"\\([A-Za-z]+)", lambda m: _GREEK.get(m[1], m[1]), text)
-    text = re.sub(r"_\{([^{}]*)\}", r"_\1", text)
     return text.replace("{", "").replace("}", "")
 
 

@@ -46,6 +46,10 @@ SAMPLING_KEYS = {"max_attempts": "optional", "tie_gap": "optional",
                  "allow_fully_masked_rows": "optional"}
 CONSTRAINT_KEYS = {"expr": "required", "why": "optional"}
 DEFAULT_RTOL, DEFAULT_ATOL = 1e-5, 1e-8
+# NumPy's and other tools' names for our distributions, for the "did you mean" hint.
+_DISTRIBUTION_ALIASES = {"randn": "normal", "gaussian": "normal", "rand": "uniform",
+                         "randint": "integers", "int": "integers", "integer": "integers",
+                         "matrix": "int_matrix", "words": "sentence", "shuffle": "permutation"}
 
 
 class TemplateError(ValueError):
@@ -203,7 +207,7 @@ class _Checker:
     def text(self, mapping: LineDict, name: str, key: str, default: str | None = "") -> str | None:
         value = mapping.get(name, default)
         if not isinstance(value, str):
-            self.error(mapping.line_of(name), _join(key, name), f"expected text, got {_kind(value)}")
+            self.error(mapping.line_of(name), key, f"expected text, got {_kind(value)}")
             return None
         return value
 
@@ -219,11 +223,11 @@ class _Checker:
         if ok and integer:
             ok = float(value).is_integer()
         if not ok:
-            self.error(mapping.line_of(name), _join(key, name),
+            self.error(mapping.line_of(name), key,
                        f"expected {'a whole number' if integer else 'a number'}, got {_kind(value)}")
             return default
         if minimum is not None and value < minimum:
-            self.error(mapping.line_of(name), _join(key, name), f"must be at least {minimum}, got {value}")
+            self.error(mapping.line_of(name), key, f"must be at least {minimum}, got {value}")
             return default
         return int(value) if integer else float(value)
 
@@ -290,13 +294,15 @@ def _parameters(check: _Checker, block, line: int, key: str, scope: set[str]) ->
             else:
                 check.error(here, pkey, f"expected a distribution or a constant, got {_kind(spec)}")
             continue
+        scope.add(name)  # even if the spec is broken: one error, not one per later use
         kind = spec.get("dist")
         if kind is None:
             check.error(spec.line, _join(pkey, "dist"),
                         f"required (one of: {', '.join(DISTRIBUTIONS)})")
             continue
         if kind not in DISTRIBUTIONS:
-            hint = difflib.get_close_matches(str(kind), DISTRIBUTIONS, n=1)
+            hint = ([_DISTRIBUTION_ALIASES[kind]] if kind in _DISTRIBUTION_ALIASES
+                    else difflib.get_close_matches(str(kind), DISTRIBUTIONS, n=1))
             suggestion = f"; did you mean '{hint[0]}'?" if hint else ""
             check.error(spec.line_of("dist"), pkey, f"unknown distribution '{kind}' (expected one "
                                                     f"of: {', '.join(DISTRIBUTIONS)}){suggestion}")
@@ -475,10 +481,10 @@ def _parts(check, raw, line, kind, scope, calls) -> list[Part]:
             continue
         check.keys(entry, PART_KEYS, key)
         pid = entry.get("id")
-        if not isinstance(pid, str) or not _ID.match(pid):
+        if not isinstance(pid, str) or not _NAME.match(pid):
             if "id" in entry:
                 check.error(entry.line_of("id"), _join(key, "id"),
-                            f"'{pid}' is not a valid id (lower-case letters, digits, _)")
+                            f"'{pid}' is not a valid part id (letters, digits, _)")
             pid = f"part{i + 1}"
         elif pid in ids:
             check.error(entry.line_of("id"), _join(key, "id"), f"duplicate part id '{pid}'")
@@ -728,6 +734,11 @@ def parse_template(data, path: str) -> Template:
         check.error(data.line_of("tags"), "tags", "expected a list of words")
         tags = []
 
+    rtol = check.number(data, "rtol", "rtol", DEFAULT_RTOL, minimum=0)
+    atol = check.number(data, "atol", "atol", DEFAULT_ATOL, minimum=0)
+    max_attempts = check.number(sampling, "max_attempts", "sampling.max_attempts", 200,
+                                minimum=1, integer=True)
+    tie_gap = check.number(sampling, "tie_gap", "sampling.tie_gap", 0.01, minimum=0)
     if check.problems:
         raise TemplateError(check.problems)
     lines = {str(k): data.line_of(k) for k in data}
@@ -735,13 +746,8 @@ def parse_template(data, path: str) -> Template:
         path=path, id=tid, title=title, objective=objective, kind=kind, prompt=prompt,
         parameters=tuple(params), derived=tuple(derived), constraints=tuple(constraints),
         givens=givens, parts=tuple(parts), function=function, reference=reference,
-        output=output, tests=tuple(tests), misconceptions=misconceptions,
-        rtol=check.number(data, "rtol", "rtol", DEFAULT_RTOL, minimum=0),
-        atol=check.number(data, "atol", "atol", DEFAULT_ATOL, minimum=0),
-        solution=solution,
-        max_attempts=check.number(sampling, "max_attempts", "sampling.max_attempts", 200,
-                                  minimum=1, integer=True),
-        tie_gap=check.number(sampling, "tie_gap", "sampling.tie_gap", 0.01, minimum=0),
+        output=output, tests=tuple(tests), misconceptions=misconceptions, rtol=rtol, atol=atol,
+        solution=solution, max_attempts=max_attempts, tie_gap=tie_gap,
         allow_fully_masked_rows=allow_masked, tags=tuple(tags),
         notes=str(data.get("notes", "") or ""), lines=lines)
 

@@ -2,7 +2,8 @@
 
 Arrays become {"array": nested lists, "dtype": "float64" | "int64" | "bool"}; floats are
 written with Python's shortest round-trip repr, so decoding gives the identical number.
-Non-finite floats are written as the strings "inf", "-inf", "nan".
+Non-finite floats are written as "inf", "-inf", "nan" inside float64 arrays and as
+{"float": "-inf"} on their own (so that the text answer "inf" stays text).
 """
 
 from __future__ import annotations
@@ -21,7 +22,14 @@ class NotSerializable(TypeError):
 
 
 def _float(x: float):
+    """Inside float64 arrays: the number, or the text "nan"/"inf"/"-inf" (the dtype says how to
+    read it back)."""
     return x if math.isfinite(x) else ("nan" if math.isnan(x) else ("inf" if x > 0 else "-inf"))
+
+
+def _scalar(x: float):
+    """A lone float: non-finite ones are tagged, so the text answer "inf" stays text."""
+    return x if math.isfinite(x) else {"float": _float(x)}
 
 
 def _unfloat(x):
@@ -35,7 +43,7 @@ def to_jsonable(value):
     if isinstance(value, (int, np.integer)):
         return int(value)
     if isinstance(value, (float, np.floating)):
-        return _float(float(value))
+        return _scalar(float(value))
     if isinstance(value, str) or value is None:
         return value
     if isinstance(value, np.ndarray):
@@ -60,6 +68,8 @@ def _map_floats(data, f):
 
 def from_jsonable(data):
     """The inverse of to_jsonable (tuples come back as lists)."""
+    if isinstance(data, dict) and set(data) == {"float"}:
+        return float(data["float"])
     if isinstance(data, dict) and set(data) == {"array", "dtype", "shape"}:
         values = _map_floats(data["array"], _unfloat) if data["dtype"] == "float64" else data["array"]
         return np.array(values, dtype=_DTYPES[data["dtype"]]).reshape(data["shape"])

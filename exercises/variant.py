@@ -89,6 +89,10 @@ class Variant:
     def solution(self, fmt: str = "markdown") -> str:
         return self.render(self.template.solution, fmt)
 
+    def rubric(self, part, fmt: str = "markdown") -> str:
+        """A free-response part's rubric, with this variant's numbers."""
+        return self.render(part.rubric, fmt)
+
     def record(self) -> dict:
         """The answer-key entry: JSON-ready givens, expected values and a digest."""
         body = {
@@ -96,6 +100,7 @@ class Variant:
             "givens": serialize.to_jsonable(self.givens),
             "answers": serialize.to_jsonable(self.answers),
             "options": self.options,
+            "rubrics": {p.id: self.rubric(p) for p in self.template.parts if p.rubric},
             "tests": [{"family": t.family, "index": t.index,
                        "args": serialize.to_jsonable(t.args),
                        "expected": serialize.to_jsonable(t.expected)} for t in self.tests],
@@ -215,15 +220,20 @@ def _finite_problem(value) -> str | None:
 
 # --- making a variant -----------------------------------------------------------------------
 
-def make_variant(template: Template, seed: int) -> Variant:
-    """The variant of ``template`` for ``seed``, validated; VariantError if none is found."""
+def make_variant(template: Template, seed: int, validate: bool = True) -> Variant:
+    """The variant of ``template`` for ``seed``, validated; VariantError if none is found.
+
+    ``validate=False`` skips the checker checks (reference re-run, JSON round trip, visible
+    checks, misconception twins, rendering) but not constraints or well-posedness, so it
+    gives the same variant when the validated one needed no redraw; it exists only so the
+    benchmark can show what validation costs."""
     rng = generator(seed)
     evaluator = _Evaluator(template)
     rejections: Counter = Counter()
     for attempt in range(1, template.max_attempts + 1):
         rng_seed = int(rng.integers(2**63))
         try:
-            variant = _draw(template, evaluator, rng, rng_seed, seed, attempt)
+            variant = _draw(template, evaluator, rng, rng_seed, seed, attempt, validate)
         except (Rejected, IllPosed) as reason:
             rejections[str(reason)] += 1
             continue
@@ -244,10 +254,13 @@ def _GUARDED_OR_PLAIN(template: Template) -> dict:
     return references.FUNCTIONS if template.allow_fully_masked_rows else _GUARDED
 
 
-def _draw(template, evaluator, rng, rng_seed, seed, attempt) -> Variant:
+def _draw(template, evaluator, rng, rng_seed, seed, attempt, validate=True) -> Variant:
     scope = _scope(template, {}, rng_seed)
     evaluator.sample(template.parameters, rng, scope, "parameters")
     sampled = dict(scope.values)
+    early = [(i, c) for i, c in enumerate(template.constraints) if c.expression.names <= sampled.keys()]
+    # Constraints on parameters alone run first, so they can guard the derived values.
+    _check_constraints(template, evaluator, early, scope)
     evaluator.derive(template.derived, scope, "derived")
     answers, options = {}, {}
     for i, part in enumerate(template.parts):
@@ -258,13 +271,18 @@ def _draw(template, evaluator, rng, rng_seed, seed, attempt) -> Variant:
             options[part.id], answers[part.id] = _choice(template, evaluator, part, key, scope,
                                                          answers.get(part.id), rng)
     scope.values.update(answers)
-    for i, c in enumerate(template.constraints):
-        if not evaluator.evaluate(c.expression, scope, c.line, f"constraints[{i}]"):
-            raise Rejected(f"constraint {c.expression.source!r}" + (f" ({c.why})" if c.why else ""))
+    late = [(i, c) for i, c in enumerate(template.constraints) if (i, c) not in early]
+    _check_constraints(template, evaluator, late, scope)
     for name in template.givens:
         problem = _finite_problem(scope.values[name])
         if problem:
             raise Rejected(f"{problem} in the given {name}")
+        if validate:
+            try:
+                serialize.to_jsonable(scope.values[name])
+            except serialize.NotSerializable as err:
+                raise TemplateError([f"{template.path}:{template.line_of('givens')}: givens: "
+                                     f"{name}: {err}"]) from None
     for i, part in enumerate(template.parts):
         if template.kind != "numeric":
             continue
@@ -272,15 +290,23 @@ def _draw(template, evaluator, rng, rng_seed, seed, attempt) -> Variant:
         problem = _finite_problem(expected)
         if problem:
             raise Rejected(f"{problem} in the answer to part {part.id}")
-        _reference_passes(template, part, i, expected, scope, evaluator)
-    tests = _hidden_tests(template, evaluator, rng, scope) if template.kind == "implement" else []
+        if validate:
+            _reference_passes(template, part, i, expected, scope, evaluator)
+    tests = _hidden_tests(template, evaluator, rng, scope, validate) if template.kind == "implement" else []
     values = {k: v for k, v in scope.values.items() if k not in answers}
     variant = Variant(template, seed, attempt, values,
                       {name: values[name] for name in template.givens}, answers, options, tests,
                       rng_seed)
-    _misconceptions_caught(template, variant, sampled, evaluator)
-    _renders(template, variant, evaluator)
+    if validate:
+        _misconceptions_caught(template, variant, sampled, evaluator)
+        _renders(template, variant, evaluator)
     return variant
+
+
+def _check_constraints(template, evaluator, constraints, scope) -> None:
+    for i, c in constraints:
+        if not evaluator.evaluate(c.expression, scope, c.line, f"constraints[{i}]"):
+            raise Rejected(f"constraint {c.expression.source!r}" + (f" ({c.why})" if c.why else ""))
 
 
 def _choice(template, evaluator, part, key, scope, answer, rng):
@@ -297,7 +323,10 @@ def _choice(template, evaluator, part, key, scope, answer, rng):
             texts = [render(o.text, scope.values) for o in part.options]
         except RenderError as err:
             evaluator.fail(part.line, f"{key}.options", err)
-        feedback = [o.feedback for o in part.options]
+        try:
+            feedback = [render(o.feedback, scope.values) for o in part.options]
+        except RenderError as err:
+            evaluator.fail(part.line, f"{key}.options", err)
         correct = next(i for i, o in enumerate(part.options) if o.correct)
     if len(set(texts)) != len(texts):
         raise Rejected(f"two options of part {part.id} read the same")
@@ -333,7 +362,7 @@ def _comparable(value):
     return value
 
 
-def _hidden_tests(template, evaluator, rng, scope) -> list[TestCase]:
+def _hidden_tests(template, evaluator, rng, scope, validate=True) -> list[TestCase]:
     reference = references.FUNCTIONS[template.reference]
     guarded = _GUARDED_OR_PLAIN(template)[template.reference]
     cases = []
@@ -350,7 +379,14 @@ def _hidden_tests(template, evaluator, rng, scope) -> list[TestCase]:
                         raise Rejected(f"constraint in test family {family.family}")
                     args = {name: _plain(evaluator.evaluate(e, local, family.line, f"{key}.args.{name}"))
                             for name, e in family.args.items()}
-                    expected = _output(template, evaluator, guarded(**copy.deepcopy(args)), local)
+                    try:
+                        result = guarded(**copy.deepcopy(args))
+                    except (Rejected, IllPosed):
+                        raise
+                    except Exception as err:  # noqa: BLE001 — the template's args do not fit
+                        evaluator.fail(family.line, f"{key}.args",
+                                       ValueError(f"{template.reference}() raised {type(err).__name__}: {err}"))
+                    expected = _output(template, evaluator, result, local)
                 except (Rejected, IllPosed):
                     continue
                 break
@@ -359,8 +395,8 @@ def _hidden_tests(template, evaluator, rng, scope) -> list[TestCase]:
             problem = _finite_problem(expected)
             if problem:
                 raise Rejected(f"{problem} in a hidden {family.family} case")
-            again = _output(template, evaluator, reference(**copy.deepcopy(args)), local)
-            if not compare(again, expected, template.rtol, template.atol).ok:
+            if validate and not compare(_output(template, evaluator, reference(**copy.deepcopy(args)), local),
+                                        expected, template.rtol, template.atol).ok:
                 raise TemplateError([f"{template.path}:{template.line_of('reference')}: reference: "
                                      f"{template.reference}() does not pass its own test "
                                      f"({family.family} case {index})"])
@@ -422,7 +458,8 @@ def _renders(template, variant, evaluator) -> None:
         except RenderError as err:
             evaluator.fail(template.line_of(key), key, err)
     for i, part in enumerate(template.parts):
-        try:
-            variant.part_prompt(part)
-        except RenderError as err:
-            evaluator.fail(part.line, f"parts[{i}].prompt", err)
+        for key, render_text in (("prompt", variant.part_prompt), ("rubric", variant.rubric)):
+            try:
+                render_text(part)
+            except RenderError as err:
+                evaluator.fail(part.line, f"parts[{i}].{key}", err)
