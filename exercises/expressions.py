@@ -161,9 +161,10 @@ class Expression:
     tree: ast.Expression
     names: frozenset
     calls: frozenset
+    run: Callable = field(repr=False, compare=False, default=None)
 
     def evaluate(self, scope: Scope) -> Any:
-        return _evaluate(self.tree.body, scope, {})
+        return self.run(scope, {})
 
 
 def parse(source) -> Expression:
@@ -198,7 +199,7 @@ def parse(source) -> Expression:
             if any(isinstance(a, ast.Starred) for a in node.args) or any(k.arg is None for k in node.keywords):
                 raise ExpressionError(f"*args/**kwargs are not allowed in {source.strip()!r}")
     names = _free_names(tree.body, frozenset())
-    return Expression(source.strip(), tree, frozenset(names), frozenset(calls))
+    return Expression(source.strip(), tree, frozenset(names), frozenset(calls), _compile(tree.body))
 
 
 def _free_names(node, bound: frozenset) -> set[str]:
@@ -274,76 +275,112 @@ def _check_size(value):
     return value
 
 
-def _evaluate(node, scope: Scope, local: dict):
-    recurse = lambda n: _evaluate(n, scope, local)  # noqa: E731
+def _binary(op, left, right):
+    if op is ast.Pow and isinstance(left, int) and isinstance(right, int) \
+            and right > 0 and left.bit_length() * right > 4096:
+        raise ExpressionError("integer power too large (more than 4096 bits)")
+    if op is ast.Mult and (isinstance(left, (str, list)) or isinstance(right, (str, list))):
+        raise ExpressionError("repeating text or lists with * is not allowed")
+    return _check_size(_BINARY[op](left, right))
+
+
+def _compile(node):
+    """Turn an AST node into a closure ``(scope, local) → value``, once per expression, so
+    evaluating a template's expressions many times does not re-walk the tree."""
     if isinstance(node, ast.Constant):
-        return node.value
+        value = node.value
+        return lambda scope, local: value
     if isinstance(node, ast.Name):
-        return _name(node.id, scope, local)
+        name = node.id
+        return lambda scope, local: _name(name, scope, local)
     if isinstance(node, ast.BinOp):
-        left, right = recurse(node.left), recurse(node.right)
-        if isinstance(node.op, ast.Pow) and isinstance(left, int) and isinstance(right, int) \
-                and right > 0 and left.bit_length() * right > 4096:
-            raise ExpressionError("integer power too large (more than 4096 bits)")
-        if isinstance(node.op, ast.Mult) and (isinstance(left, (str, list)) or isinstance(right, (str, list))):
-            raise ExpressionError("repeating text or lists with * is not allowed")
-        return _check_size(_BINARY[type(node.op)](left, right))
+        op, left, right = type(node.op), _compile(node.left), _compile(node.right)
+        return lambda scope, local: _binary(op, left(scope, local), right(scope, local))
     if isinstance(node, ast.UnaryOp):
-        return _UNARY[type(node.op)](recurse(node.operand))
+        op, operand = _UNARY[type(node.op)], _compile(node.operand)
+        return lambda scope, local: op(operand(scope, local))
     if isinstance(node, ast.BoolOp):
-        value = None
-        for operand in node.values:
-            value = recurse(operand)
-            if isinstance(node.op, ast.And) and not value or isinstance(node.op, ast.Or) and value:
-                return value
-        return value
+        operands, is_and = [_compile(v) for v in node.values], isinstance(node.op, ast.And)
+
+        def bool_op(scope, local):
+            value = None
+            for operand in operands:
+                value = operand(scope, local)
+                if (not value) if is_and else value:
+                    return value
+            return value
+        return bool_op
     if isinstance(node, ast.Compare):
-        left = recurse(node.left)
-        for op, comparator in zip(node.ops, node.comparators):
-            right = recurse(comparator)
-            result = _COMPARE[type(op)](left, right)
-            if not np.all(result):
-                return False if np.ndim(result) == 0 else result
-            left = right
-        return result if len(node.ops) == 1 else True
+        first = _compile(node.left)
+        rest = [(_COMPARE[type(op)], _compile(c)) for op, c in zip(node.ops, node.comparators)]
+
+        def compare(scope, local):
+            left = first(scope, local)
+            result = True
+            for op, comparator in rest:
+                right = comparator(scope, local)
+                result = op(left, right)
+                if not np.all(result):
+                    return False if np.ndim(result) == 0 else result
+                left = right
+            return result if len(rest) == 1 else True
+        return compare
     if isinstance(node, ast.IfExp):
-        return recurse(node.body) if recurse(node.test) else recurse(node.orelse)
+        test, body, orelse = _compile(node.test), _compile(node.body), _compile(node.orelse)
+        return lambda scope, local: body(scope, local) if test(scope, local) else orelse(scope, local)
     if isinstance(node, ast.Call):
-        function = (_function(node.func.id, scope) if isinstance(node.func, ast.Name)
-                    else recurse(node.func))
-        if not callable(function):
-            raise ExpressionError("only functions can be called")
-        args = [recurse(a) for a in node.args]
-        kwargs = {k.arg: recurse(k.value) for k in node.keywords}
-        return function(*args, **kwargs)
+        args = [_compile(a) for a in node.args]
+        kwargs = [(k.arg, _compile(k.value)) for k in node.keywords]
+        if isinstance(node.func, ast.Name):
+            name = node.func.id
+            function = lambda scope, local: _function(name, scope)  # noqa: E731
+        else:
+            function = _compile(node.func)
+
+        def call(scope, local):
+            f = function(scope, local)
+            if not callable(f):
+                raise ExpressionError("only functions can be called")
+            return f(*(a(scope, local) for a in args), **{k: v(scope, local) for k, v in kwargs})
+        return call
     if isinstance(node, ast.Attribute):
-        return _attribute(recurse(node.value), node.attr)
+        value, attr = _compile(node.value), node.attr
+        return lambda scope, local: _attribute(value(scope, local), attr)
     if isinstance(node, ast.Subscript):
-        value = recurse(node.value)
-        index = recurse(node.slice)
-        if isinstance(index, list):
-            index = np.asarray(index)
-        return value[index]
+        value, index = _compile(node.value), _compile(node.slice)
+
+        def subscript(scope, local):
+            container, i = value(scope, local), index(scope, local)
+            return container[np.asarray(i) if isinstance(i, list) else i]
+        return subscript
     if isinstance(node, ast.Slice):
-        return slice(*(recurse(p) if p is not None else None
-                       for p in (node.lower, node.upper, node.step)))
+        parts = [_compile(p) if p is not None else None for p in (node.lower, node.upper, node.step)]
+        return lambda scope, local: slice(*(p(scope, local) if p else None for p in parts))
     if isinstance(node, ast.Tuple):
-        return tuple(recurse(e) for e in node.elts)
+        items = [_compile(e) for e in node.elts]
+        return lambda scope, local: tuple(i(scope, local) for i in items)
     if isinstance(node, ast.List):
-        return [recurse(e) for e in node.elts]
+        items = [_compile(e) for e in node.elts]
+        return lambda scope, local: [i(scope, local) for i in items]
     if isinstance(node, ast.Dict):
         if any(k is None for k in node.keys):
             raise ExpressionError("**mapping is not allowed")
-        return {recurse(k): recurse(v) for k, v in zip(node.keys, node.values)}
+        pairs = [(_compile(k), _compile(v)) for k, v in zip(node.keys, node.values)]
+        return lambda scope, local: {k(scope, local): v(scope, local) for k, v in pairs}
     if isinstance(node, ast.ListComp):
         generator = node.generators[0]
-        out = []
-        items = recurse(generator.iter)
-        if len(items) > _MAX_ITEMS:
-            raise ExpressionError(f"a comprehension over {len(items)} items (at most {_MAX_ITEMS})")
-        for item in items:
-            inner = {**local, generator.target.id: item}
-            if all(_evaluate(cond, scope, inner) for cond in generator.ifs):
-                out.append(_evaluate(node.elt, scope, inner))
-        return out
+        iterable, target = _compile(generator.iter), generator.target.id
+        conditions, element = [_compile(c) for c in generator.ifs], _compile(node.elt)
+
+        def comprehension(scope, local):
+            items = iterable(scope, local)
+            if len(items) > _MAX_ITEMS:
+                raise ExpressionError(f"a comprehension over {len(items)} items (at most {_MAX_ITEMS})")
+            out = []
+            for item in items:
+                inner = {**local, target: item}
+                if all(c(scope, inner) for c in conditions):
+                    out.append(element(scope, inner))
+            return out
+        return comprehension
     raise ExpressionError(f"{type(node).__name__} is not allowed")

@@ -257,8 +257,8 @@ def _GUARDED_OR_PLAIN(template: Template) -> dict:
 def _draw(template, evaluator, rng, rng_seed, seed, attempt, validate=True) -> Variant:
     scope = _scope(template, {}, rng_seed)
     evaluator.sample(template.parameters, rng, scope, "parameters")
-    sampled = dict(scope.values)
-    early = [(i, c) for i, c in enumerate(template.constraints) if c.expression.names <= sampled.keys()]
+    sampled = set(scope.values)
+    early = [(i, c) for i, c in enumerate(template.constraints) if c.expression.names <= sampled]
     # Constraints on parameters alone run first, so they can guard the derived values.
     _check_constraints(template, evaluator, early, scope)
     evaluator.derive(template.derived, scope, "derived")
@@ -298,7 +298,7 @@ def _draw(template, evaluator, rng, rng_seed, seed, attempt, validate=True) -> V
                       {name: values[name] for name in template.givens}, answers, options, tests,
                       rng_seed)
     if validate:
-        _misconceptions_caught(template, variant, sampled, evaluator)
+        _misconceptions_caught(template, variant, evaluator)
         _renders(template, variant, evaluator)
     return variant
 
@@ -416,7 +416,7 @@ def _output(template, evaluator, result, scope):
     return _plain(evaluator.evaluate(template.output, local, template.line_of("output"), "output"))
 
 
-def _misconceptions_caught(template, variant, sampled, evaluator) -> None:
+def _misconceptions_caught(template, variant, evaluator) -> None:
     if template.kind == "implement":
         for name in template.misconceptions:
             twin = references.MISCONCEPTIONS[name].function
@@ -426,9 +426,12 @@ def _misconceptions_caught(template, variant, sampled, evaluator) -> None:
     for name in template.all_misconceptions:
         twin = references.MISCONCEPTIONS[name]
         functions = {**references.FUNCTIONS, twin.shadows: twin.function}
-        scope = _scope(template, dict(sampled), variant.rng_seed, strict=False, functions=functions)
+        affected = _affected_by(template, twin.shadows)
+        # Values the twin cannot change are reused; only what depends on its call is redone.
+        unchanged = {k: v for k, v in variant.values.items() if k not in affected}
+        scope = _scope(template, unchanged, variant.rng_seed, strict=False, functions=functions)
         try:
-            evaluator.derive(template.derived, scope, "derived")
+            evaluator.derive([d for d in template.derived if d.name in affected], scope, "derived")
         except Exception:  # noqa: BLE001 — the twin crashes on this variant: not a match
             continue
         for part in template.parts:
@@ -440,6 +443,15 @@ def _misconceptions_caught(template, variant, sampled, evaluator) -> None:
                 continue
             if compare(wrong, variant.answers[part.id], part.rtol, part.atol).ok:
                 raise Rejected(f"misconception {name} gives the right answer to part {part.id}")
+
+
+def _affected_by(template, function_name: str) -> set[str]:
+    """The derived values that call ``function_name``, directly or through another one."""
+    affected: set[str] = set()
+    for d in template.derived:
+        if function_name in d.expression.calls or d.expression.names & affected:
+            affected.add(d.name)
+    return affected
 
 
 def _twin_fails_case(template, evaluator, twin, case, variant) -> bool:
