@@ -21,12 +21,9 @@ class Comparison:
 
 
 def _numeric(value):
-    if isinstance(value, (bool, np.bool_)):
-        return np.asarray(value)
-    if isinstance(value, (int, float, np.number, np.ndarray)):
-        return np.asarray(value)
+    """``value`` as a real-valued array, or None (text, complex, objects, huge integers)."""
     try:
-        array = np.asarray(value)
+        array = value if isinstance(value, np.ndarray) else np.asarray(value)
     except Exception:  # noqa: BLE001 — anything unconvertible is simply not numeric
         return None
     return array if array.dtype.kind in "biuf" else None
@@ -42,6 +39,14 @@ def compare(actual, expected, rtol: float = 1e-5, atol: float = 1e-8) -> Compari
             error = np.abs(actual - expected)
             if (error <= atol + rtol * np.abs(expected)).all():
                 return Comparison(True, "", float(error.max()) if error.size else 0.0)
+    if isinstance(expected, dict):
+        if not isinstance(actual, dict) or set(actual) != set(expected):
+            return Comparison(False, f"expected a mapping with keys {sorted(expected)}")
+        for key in expected:
+            result = compare(actual[key], expected[key], rtol, atol)
+            if not result.ok:
+                return Comparison(False, f"{key}: {result.reason}", result.max_error)
+        return Comparison(True)
     if isinstance(expected, str):
         if isinstance(actual, str) and actual.strip() == expected.strip():
             return Comparison(True)
@@ -57,7 +62,8 @@ def compare(actual, expected, rtol: float = 1e-5, atol: float = 1e-8) -> Compari
     want = np.asarray(expected)
     got = _numeric(actual)
     if got is None:
-        return Comparison(False, f"expected a number or an array, got {type(actual).__name__}")
+        kind = type(actual).__name__ if not isinstance(actual, np.ndarray) else f"an array of {actual.dtype}"
+        return Comparison(False, f"expected a number or an array, got {kind}")
     if got.shape != want.shape:
         return Comparison(False, f"wrong shape: expected {want.shape}, got {got.shape}")
     if want.dtype.kind == "b":
@@ -66,6 +72,8 @@ def compare(actual, expected, rtol: float = 1e-5, atol: float = 1e-8) -> Compari
         wrong = int(np.count_nonzero(got.astype(bool) != want))
         return Comparison(wrong == 0, f"{wrong} of {want.size} entries differ" if wrong else "")
     if want.dtype.kind in "iu":  # counts, indices, token ids: exactly, whatever the tolerance
+        if got.dtype.kind == "b":
+            return Comparison(False, "expected whole numbers, got True/False")
         if got.dtype.kind == "f" and not np.all(np.isfinite(got)):
             return Comparison(False, "expected whole numbers, got NaN or inf", np.inf)
         wrong = int(np.count_nonzero(got != want))

@@ -55,14 +55,24 @@ def _rounded(x, decimals):
     return float(x) if np.ndim(x) == 0 else np.asarray(x, dtype=float)
 
 
+_MAX_VALUES = 1_000_000
+
+
 def _integers(rng, low, high, shape=None, exclude=()):
     low, high = int(low), int(high)
     if high < low:
         raise ValueError(f"high ({high}) is below low ({low})")
-    allowed = np.array([v for v in range(low, high + 1) if v not in set(exclude or ())])
-    if allowed.size == 0:
-        raise ValueError("every value between low and high is excluded")
-    value = rng.choice(allowed, size=_shape(shape))
+    size = _shape(shape)
+    excluded = set(int(e) for e in (exclude or ()))
+    if not excluded:
+        value = rng.integers(low, high, size=size, endpoint=True)
+    else:
+        if high - low >= _MAX_VALUES:
+            raise ValueError(f"exclude works on ranges of at most {_MAX_VALUES} values")
+        allowed = np.array([v for v in range(low, high + 1) if v not in excluded])
+        if allowed.size == 0:
+            raise ValueError("every value between low and high is excluded")
+        value = rng.choice(allowed, size=size)
     return int(value) if shape is None else np.asarray(value, dtype=np.int64)
 
 
@@ -77,6 +87,8 @@ def _choice(rng, values, size=None, replace=True):
     if size is None:
         return values[int(rng.integers(len(values)))]
     size = int(size)
+    if not 0 <= size <= _MAX_VALUES:
+        raise ValueError(f"size must be between 0 and {_MAX_VALUES}, got {size}")
     if not replace and size > len(values):
         raise ValueError(f"cannot choose {size} distinct values from {len(values)}")
     picks = rng.choice(len(values), size=size, replace=bool(replace))
@@ -93,6 +105,8 @@ def _normal(rng, mean=0.0, std=1.0, shape=None, decimals=None):
 
 def _sentence(rng, length=4, vocabulary=None, distinct=True):
     length = int(length)
+    if vocabulary is not None and not 1 <= length <= 1000:
+        raise ValueError(f"length must be between 1 and 1000, got {length}")
     if vocabulary is not None:
         return _choice(rng, vocabulary, size=length, replace=not distinct)
     if length not in _PATTERNS:
@@ -105,6 +119,8 @@ def _sentence(rng, length=4, vocabulary=None, distinct=True):
 
 
 def _permutation(rng, n):
+    if not 0 <= int(n) <= _MAX_VALUES:
+        raise ValueError(f"n must be between 0 and {_MAX_VALUES}, got {n}")
     return [int(i) for i in rng.permutation(int(n))]
 
 

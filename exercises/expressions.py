@@ -13,8 +13,10 @@ is being made, so a question that asks "which word wins" always has one clear wi
 from __future__ import annotations
 
 import ast
+import functools
 import math
 import operator
+import zlib
 from dataclasses import dataclass, field
 from typing import Any, Callable
 
@@ -41,7 +43,9 @@ _COMPARE = {ast.Eq: operator.eq, ast.NotEq: operator.ne, ast.Lt: operator.lt,
             ast.LtE: operator.le, ast.Gt: operator.gt, ast.GtE: operator.ge,
             ast.In: lambda a, b: a in b, ast.NotIn: lambda a, b: a not in b}
 _ARRAY_ATTRIBUTES = {"T", "shape", "ndim", "size"}
-_MAX_ITEMS = 100_000
+_MAX_ITEMS = 100_000      # list items, comprehension steps per evaluation
+_MAX_ELEMENTS = 1_000_000  # elements of an array built in an expression (8 MB of float64)
+_MAX_SOURCE = 2_000       # characters in one expression
 
 
 @dataclass
@@ -54,6 +58,7 @@ class Scope:
     strict: bool = True
     tie_gap: float = 0.01
     rng_seed: int = 0
+    budget: int = 0          # comprehension items left in the current evaluation
 
 
 # --- tie-aware choices --------------------------------------------------------------------
@@ -97,6 +102,31 @@ def _rank(scope: Scope):
     return rank
 
 
+def _check_elements(count) -> None:
+    if count > _MAX_ELEMENTS:
+        raise ExpressionError(f"an array of {count} elements (at most {_MAX_ELEMENTS})")
+
+
+def _sized(constructor):
+    """np.zeros/ones/full, refusing shapes beyond the size cap before allocating."""
+    def build(shape, *args, **kwargs):
+        dims = [int(d) for d in (shape if isinstance(shape, (list, tuple)) else [shape])]
+        _check_elements(math.prod(max(d, 0) for d in dims))
+        return constructor(shape, *args, **kwargs)
+    return build
+
+
+def _sized_eye(n, m=None, *args, **kwargs):
+    _check_elements(int(n) * int(n if m is None else m))
+    return np.eye(n, m, *args, **kwargs)
+
+
+def _sized_arange(*args, **kwargs):
+    _check_elements(len(range(*(int(math.ceil(a)) for a in args))) if all(
+        isinstance(a, (int, float)) for a in args) and args else 0)
+    return np.arange(*args, **kwargs)
+
+
 def _range(*args) -> list:
     r = range(*args)
     if len(r) > _MAX_ITEMS:
@@ -130,7 +160,8 @@ BUILTINS: dict[str, Callable] = {
     "sum": np.sum, "mean": np.mean, "var": np.var, "std": np.std, "prod": np.prod,
     "sort": np.sort, "cumsum": np.cumsum, "diff": np.diff, "norm": np.linalg.norm,
     "transpose": np.transpose, "reshape": np.reshape, "shape": np.shape, "ndim": np.ndim,
-    "zeros": np.zeros, "ones": np.ones, "eye": np.eye, "full": np.full, "arange": np.arange,
+    "zeros": _sized(np.zeros), "ones": _sized(np.ones), "eye": _sized_eye, "full": _sized(np.full),
+    "arange": _sized_arange,
     "array": np.array, "stack": np.stack, "concatenate": np.concatenate, "where": np.where,
     "tril": np.tril, "triu": np.triu, "diag": np.diag, "outer": np.outer, "dot": np.dot,
     "matmul": np.matmul, "maximum": np.maximum, "minimum": np.minimum, "clip": np.clip,
@@ -161,10 +192,21 @@ class Expression:
     tree: ast.Expression
     names: frozenset
     calls: frozenset
-    run: Callable = field(repr=False, compare=False, default=None)
 
     def evaluate(self, scope: Scope) -> Any:
-        return self.run(scope, {})
+        run = self.__dict__.get("_run")
+        if run is None:  # compiled once, on first use (and again after unpickling)
+            run = _compile(self.tree.body, zlib.crc32(self.source.encode("utf-8")))
+            object.__setattr__(self, "_run", run)
+        scope.budget = _MAX_ITEMS
+        return run(scope, {})
+
+    def __getstate__(self):
+        return {k: v for k, v in self.__dict__.items() if k != "_run"}  # closures don't pickle
+
+    def __setstate__(self, state):
+        for key, value in state.items():
+            object.__setattr__(self, key, value)
 
 
 def parse(source) -> Expression:
@@ -173,10 +215,16 @@ def parse(source) -> Expression:
         source = repr(source)
     if not isinstance(source, str):
         raise ExpressionError(f"expected an expression (text), got {type(source).__name__}")
+    if len(source) > _MAX_SOURCE:
+        raise ExpressionError(f"expression of {len(source)} characters (at most {_MAX_SOURCE})")
     try:
         tree = ast.parse(source.strip(), mode="eval")
+        if _depth(tree) > 60:
+            raise ExpressionError(f"expression nested too deeply: {source.strip()[:60]!r}…")
     except SyntaxError as err:
         raise ExpressionError(f"cannot parse expression {source.strip()!r}: {err.msg}") from None
+    except (RecursionError, MemoryError):
+        raise ExpressionError(f"expression too complex: {source.strip()[:60]!r}…") from None
     calls: set[str] = set()
     for node in ast.walk(tree):
         if not isinstance(node, _ALLOWED_NODES):
@@ -199,7 +247,20 @@ def parse(source) -> Expression:
             if any(isinstance(a, ast.Starred) for a in node.args) or any(k.arg is None for k in node.keywords):
                 raise ExpressionError(f"*args/**kwargs are not allowed in {source.strip()!r}")
     names = _free_names(tree.body, frozenset())
-    return Expression(source.strip(), tree, frozenset(names), frozenset(calls), _compile(tree.body))
+    expression = Expression(source.strip(), tree, frozenset(names), frozenset(calls))
+    object.__setattr__(expression, "_run", _compile(tree.body, zlib.crc32(expression.source.encode("utf-8"))))
+    return expression
+
+
+def _depth(node, limit: int = 61) -> int:
+    """How deeply ``node`` nests (stops counting at ``limit``)."""
+    deepest, stack = 0, [(node, 1)]
+    while stack:
+        current, depth = stack.pop()
+        deepest = max(deepest, depth)
+        if depth < limit:
+            stack.extend((child, depth + 1) for child in ast.iter_child_nodes(current))
+    return deepest
 
 
 def _free_names(node, bound: frozenset) -> set[str]:
@@ -284,23 +345,35 @@ def _binary(op, left, right):
     return _check_size(_BINARY[op](left, right))
 
 
-def _compile(node):
+def _compile(node, salt: int):
     """Turn an AST node into a closure ``(scope, local) → value``, once per expression, so
-    evaluating a template's expressions many times does not re-walk the tree."""
+    evaluating a template's expressions many times does not re-walk the tree. ``salt``
+    (from the expression's text) gives each use of ``rng`` its own stream."""
+    _compile_ = functools.partial(_compile, salt=salt)
     if isinstance(node, ast.Constant):
         value = node.value
         return lambda scope, local: value
+    if isinstance(node, ast.Name) and node.id == "rng":
+        where = [salt, node.col_offset]
+
+        def generator(scope, local):
+            if "rng" in local or "rng" in scope.values:
+                return _name("rng", scope, local)
+            # Fresh per use and seeded from the variant: re-evaluating gives the same draws,
+            # and two uses in different places do not share a stream.
+            return np.random.Generator(np.random.PCG64([scope.rng_seed, *where]))
+        return generator
     if isinstance(node, ast.Name):
         name = node.id
         return lambda scope, local: _name(name, scope, local)
     if isinstance(node, ast.BinOp):
-        op, left, right = type(node.op), _compile(node.left), _compile(node.right)
+        op, left, right = type(node.op), _compile_(node.left), _compile_(node.right)
         return lambda scope, local: _binary(op, left(scope, local), right(scope, local))
     if isinstance(node, ast.UnaryOp):
-        op, operand = _UNARY[type(node.op)], _compile(node.operand)
+        op, operand = _UNARY[type(node.op)], _compile_(node.operand)
         return lambda scope, local: op(operand(scope, local))
     if isinstance(node, ast.BoolOp):
-        operands, is_and = [_compile(v) for v in node.values], isinstance(node.op, ast.And)
+        operands, is_and = [_compile_(v) for v in node.values], isinstance(node.op, ast.And)
 
         def bool_op(scope, local):
             value = None
@@ -311,8 +384,8 @@ def _compile(node):
             return value
         return bool_op
     if isinstance(node, ast.Compare):
-        first = _compile(node.left)
-        rest = [(_COMPARE[type(op)], _compile(c)) for op, c in zip(node.ops, node.comparators)]
+        first = _compile_(node.left)
+        rest = [(_COMPARE[type(op)], _compile_(c)) for op, c in zip(node.ops, node.comparators)]
 
         def compare(scope, local):
             left = first(scope, local)
@@ -326,16 +399,16 @@ def _compile(node):
             return result if len(rest) == 1 else True
         return compare
     if isinstance(node, ast.IfExp):
-        test, body, orelse = _compile(node.test), _compile(node.body), _compile(node.orelse)
+        test, body, orelse = _compile_(node.test), _compile_(node.body), _compile_(node.orelse)
         return lambda scope, local: body(scope, local) if test(scope, local) else orelse(scope, local)
     if isinstance(node, ast.Call):
-        args = [_compile(a) for a in node.args]
-        kwargs = [(k.arg, _compile(k.value)) for k in node.keywords]
+        args = [_compile_(a) for a in node.args]
+        kwargs = [(k.arg, _compile_(k.value)) for k in node.keywords]
         if isinstance(node.func, ast.Name):
             name = node.func.id
             function = lambda scope, local: _function(name, scope)  # noqa: E731
         else:
-            function = _compile(node.func)
+            function = _compile_(node.func)
 
         def call(scope, local):
             f = function(scope, local)
@@ -344,38 +417,39 @@ def _compile(node):
             return f(*(a(scope, local) for a in args), **{k: v(scope, local) for k, v in kwargs})
         return call
     if isinstance(node, ast.Attribute):
-        value, attr = _compile(node.value), node.attr
+        value, attr = _compile_(node.value), node.attr
         return lambda scope, local: _attribute(value(scope, local), attr)
     if isinstance(node, ast.Subscript):
-        value, index = _compile(node.value), _compile(node.slice)
+        value, index = _compile_(node.value), _compile_(node.slice)
 
         def subscript(scope, local):
             container, i = value(scope, local), index(scope, local)
             return container[np.asarray(i) if isinstance(i, list) else i]
         return subscript
     if isinstance(node, ast.Slice):
-        parts = [_compile(p) if p is not None else None for p in (node.lower, node.upper, node.step)]
+        parts = [_compile_(p) if p is not None else None for p in (node.lower, node.upper, node.step)]
         return lambda scope, local: slice(*(p(scope, local) if p else None for p in parts))
     if isinstance(node, ast.Tuple):
-        items = [_compile(e) for e in node.elts]
+        items = [_compile_(e) for e in node.elts]
         return lambda scope, local: tuple(i(scope, local) for i in items)
     if isinstance(node, ast.List):
-        items = [_compile(e) for e in node.elts]
+        items = [_compile_(e) for e in node.elts]
         return lambda scope, local: [i(scope, local) for i in items]
     if isinstance(node, ast.Dict):
         if any(k is None for k in node.keys):
             raise ExpressionError("**mapping is not allowed")
-        pairs = [(_compile(k), _compile(v)) for k, v in zip(node.keys, node.values)]
+        pairs = [(_compile_(k), _compile_(v)) for k, v in zip(node.keys, node.values)]
         return lambda scope, local: {k(scope, local): v(scope, local) for k, v in pairs}
     if isinstance(node, ast.ListComp):
         generator = node.generators[0]
-        iterable, target = _compile(generator.iter), generator.target.id
-        conditions, element = [_compile(c) for c in generator.ifs], _compile(node.elt)
+        iterable, target = _compile_(generator.iter), generator.target.id
+        conditions, element = [_compile_(c) for c in generator.ifs], _compile_(node.elt)
 
         def comprehension(scope, local):
             items = iterable(scope, local)
-            if len(items) > _MAX_ITEMS:
-                raise ExpressionError(f"a comprehension over {len(items)} items (at most {_MAX_ITEMS})")
+            scope.budget -= len(items)
+            if scope.budget < 0:
+                raise ExpressionError(f"comprehensions of more than {_MAX_ITEMS} steps in one expression")
             out = []
             for item in items:
                 inner = {**local, target: item}

@@ -16,7 +16,8 @@ from functools import lru_cache
 
 import numpy as np
 from jinja2 import StrictUndefined, TemplateError as JinjaError
-from jinja2.sandbox import SandboxedEnvironment
+from jinja2.exceptions import SecurityError
+from jinja2.sandbox import ImmutableSandboxedEnvironment, SandboxedEnvironment
 
 FORMATS = ("markdown", "text")
 
@@ -159,9 +160,45 @@ def _group(x: str) -> str:
     return x if re.fullmatch(r"[\w.√ᵀ]+", x) else f"({x})"
 
 
+_MAX_TEXT = 200_000
+_ARRAY_ATTRIBUTES = {"shape", "T", "ndim", "size"}
+
+
+class _Sandbox(ImmutableSandboxedEnvironment):
+    """Jinja's immutable sandbox, narrowed further: text can read values, never change them
+    (no list.append, dict.update, ndarray.fill) and never reach a file (ndarray.tofile/dump)."""
+
+    intercepted_binops = frozenset(["*", "**"])
+
+    def is_safe_attribute(self, obj, attr, value):
+        if not super().is_safe_attribute(obj, attr, value):
+            return False
+        if isinstance(obj, (np.ndarray, np.generic)):
+            return attr in _ARRAY_ATTRIBUTES
+        if type(obj).__module__.startswith("solutions") and callable(value):
+            return False
+        return True
+
+    def call_binop(self, context, operator, left, right):
+        if operator == "**" and isinstance(left, int) and isinstance(right, int) \
+                and right > 0 and left.bit_length() * right > 4096:
+            raise SecurityError("integer power too large")
+        if operator == "*" and any(isinstance(x, (str, list, tuple)) for x in (left, right)):
+            count = right if isinstance(left, (str, list, tuple)) else left
+            sequence = left if isinstance(left, (str, list, tuple)) else right
+            if isinstance(count, int) and count * len(sequence) > _MAX_TEXT:
+                raise SecurityError("repeated text too long")
+        return super().call_binop(context, operator, left, right)
+
+
 def _environment(fmt: str) -> SandboxedEnvironment:
-    env = SandboxedEnvironment(undefined=StrictUndefined, autoescape=False, trim_blocks=True,
-                               lstrip_blocks=True, keep_trailing_newline=False)
+    env = _Sandbox(undefined=StrictUndefined, autoescape=False, trim_blocks=True,
+                   lstrip_blocks=True, keep_trailing_newline=False)
+    # Python's global random and friends would make two renders of one variant differ.
+    for name in ("random",):
+        env.filters.pop(name, None)
+    for name in ("lipsum", "cycler", "joiner"):
+        env.globals.pop(name, None)
     markdown = fmt == "markdown"
     env.filters.update(
         matrix=_matrix_markdown if markdown else _matrix_text,
@@ -171,8 +208,8 @@ def _environment(fmt: str) -> SandboxedEnvironment:
         # The same number written for LaTeX inside $…$ (minus sign as '-').
         tex=lambda x, d=None: _latex_number(x, d) if markdown else format_number(x, d),
     )
-    env.globals.update(zip=zip, enumerate=enumerate, range=range, len=len,
-                       sqrt=lambda x: float(np.sqrt(x)))
+    # range stays Jinja's bounded safe_range.
+    env.globals.update(zip=zip, enumerate=enumerate, len=len, sqrt=lambda x: float(np.sqrt(x)))
     return env
 
 
@@ -196,7 +233,9 @@ def render(source: str, context: dict, fmt: str = "markdown") -> str:
         text = _compiled(fmt, source).render(**context)
     except JinjaError as err:
         where = f" (line {err.lineno} of the text)" if getattr(err, "lineno", None) else ""
-        raise RenderError(f"{type(err).__name__}: {err.message or err}{where}") from None
-    except (TypeError, ValueError, IndexError, KeyError, AttributeError, SyntaxError) as err:
-        raise RenderError(f"{type(err).__name__}: {err}") from None
+        raise RenderError(f"{type(err).__name__}: {str(err.message or err)[:300]}{where}") from None
+    except Exception as err:  # noqa: BLE001 — any failure in a template's text is the template's
+        raise RenderError(f"{type(err).__name__}: {str(err)[:300]}") from None
+    if len(text) > _MAX_TEXT:
+        raise RenderError(f"the text is {len(text)} characters long (at most {_MAX_TEXT})")
     return latex_to_text(text) if fmt == "text" else text

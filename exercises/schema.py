@@ -9,8 +9,9 @@ the schema's single source of truth (the README's key tables mirror the KEYS bel
 from __future__ import annotations
 
 import difflib
+import hashlib
 import re
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 
 from . import expressions, references
@@ -23,7 +24,11 @@ from .yaml_lines import LineDict, LineList, YAMLError, load_yaml
 KINDS = ("numeric", "implement", "choice", "free_response")
 _ID = re.compile(r"^[a-z][a-z0-9_]*$")
 _NAME = re.compile(r"^[A-Za-z_][A-Za-z0-9_]*$")
-_RESERVED = {"rng", "result", "answers", *expressions.BUILTINS, *expressions.TIE_AWARE,
+# Names that expressions and text read as values; a part id (a value, never called) must avoid
+# only these, a parameter also the function names.
+_RESERVED_VALUES = {"rng", "result", "answers", "options", "givens", "pi", "inf",
+                    *references.CONSTANTS}
+_RESERVED = {*_RESERVED_VALUES, *expressions.BUILTINS, *expressions.TIE_AWARE,
              *references.FUNCTIONS, *references.CONSTANTS}
 
 TOP_KEYS = {"id": "required", "title": "required", "objective": "required", "kind": "required",
@@ -154,6 +159,7 @@ class Template:
     allow_fully_masked_rows: bool = False
     tags: tuple[str, ...] = ()
     notes: str = ""
+    source_digest: str = ""            # SHA-256 of the YAML file: the answer key records it
     lines: dict = field(default_factory=dict, compare=False)   # key path → line
 
     @property
@@ -468,10 +474,12 @@ def _options(check, part: LineDict, key: str, scope: set[str]):
     return tuple(options)
 
 
-def _parts(check, raw, line, kind, scope, calls) -> list[Part]:
+def _parts(check, raw, line, kind, scope, calls, tolerance) -> tuple[list[Part], list[LineDict]]:
+    """The parts, and their YAML entries (misconceptions are resolved once every call is known)."""
     if not isinstance(raw, LineList) or not raw:
         check.error(line, "parts", f"expected a list of at least one part, got {_kind(raw)}")
-        return []
+        return [], []
+    entries = []
     parts, ids = [], set()
     part_scope = set(scope)
     for i, entry in enumerate(raw):
@@ -480,6 +488,13 @@ def _parts(check, raw, line, kind, scope, calls) -> list[Part]:
         if entry is None:
             continue
         check.keys(entry, PART_KEYS, key)
+        if kind != "numeric":
+            for numeric_only in ("rtol", "atol", "checks", "misconceptions"):
+                if numeric_only in entry:
+                    check.error(entry.line_of(numeric_only), _join(key, numeric_only),
+                                "only numeric parts have this key"
+                                + (" (choice options carry 'feedback')" if numeric_only == "misconceptions" else ""))
+        entries.append(entry)
         pid = entry.get("id")
         if not isinstance(pid, str) or not _NAME.match(pid):
             if "id" in entry:
@@ -488,6 +503,9 @@ def _parts(check, raw, line, kind, scope, calls) -> list[Part]:
             pid = f"part{i + 1}"
         elif pid in ids:
             check.error(entry.line_of("id"), _join(key, "id"), f"duplicate part id '{pid}'")
+        elif pid in _RESERVED_VALUES:
+            check.error(entry.line_of("id"), _join(key, "id"),
+                        f"'{pid}' is reserved (it names something templates read)")
         elif pid in scope:
             check.error(entry.line_of("id"), _join(key, "id"),
                         f"part id '{pid}' is also a parameter or derived name")
@@ -529,14 +547,13 @@ def _parts(check, raw, line, kind, scope, calls) -> list[Part]:
             id=pid, line=entry.line, points=points,
             prompt=check.text(entry, "prompt", _join(key, "prompt")) or "",
             answer=answer,
-            rtol=check.number(entry, "rtol", _join(key, "rtol"), DEFAULT_RTOL, minimum=0),
-            atol=check.number(entry, "atol", _join(key, "atol"), DEFAULT_ATOL, minimum=0),
-            misconceptions=("misconceptions", entry),   # resolved once every call is known
-            checks=_checks(check, entry, key, scope),
+            rtol=check.number(entry, "rtol", _join(key, "rtol"), tolerance[0], minimum=0),
+            atol=check.number(entry, "atol", _join(key, "atol"), tolerance[1], minimum=0),
+            checks=_checks(check, entry, key, scope) if kind == "numeric" else (),
             options=options, shuffle=shuffle, rubric=rubric))
         part_scope.add(pid)
     scope |= part_scope
-    return parts
+    return parts, entries
 
 
 def _signature(check, spec: LineDict) -> FunctionSpec | None:
@@ -634,6 +651,14 @@ def parse_template(data, path: str) -> Template:
     prompt = check.text(data, "prompt", "prompt")
     solution = check.text(data, "solution", "solution") or ""
 
+    # Top-level tolerances: the comparison of implement problems, the default of numeric parts.
+    rtol = check.number(data, "rtol", "rtol", DEFAULT_RTOL, minimum=0)
+    atol = check.number(data, "atol", "atol", DEFAULT_ATOL, minimum=0)
+    if kind in ("choice", "free_response"):
+        for key in ("rtol", "atol"):
+            if key in data:
+                check.error(data.line_of(key), key, "only numeric and implement problems have this key")
+
     scope: set[str] = set()
     params = _parameters(check, data.get("parameters", LineDict()), data.line_of("parameters"),
                          "parameters", scope)
@@ -661,6 +686,7 @@ def parse_template(data, path: str) -> Template:
         givens = ()
 
     parts: list[Part] = []
+    part_entries: list[LineDict] = []
     function = reference = output = None
     tests: list[TestFamily] = []
     if kind == "implement":
@@ -698,21 +724,16 @@ def parse_template(data, path: str) -> Template:
         if "parts" not in data:
             check.error(data.line, "parts", "required")
         else:
-            parts = _parts(check, data["parts"], data.line_of("parts"), kind, scope, calls)
+            parts, part_entries = _parts(check, data["parts"], data.line_of("parts"), kind, scope,
+                                         calls, (rtol, atol))
 
     constraints = _constraints(check, data.get("constraints", LineList()), data.line_of("constraints"),
                                "constraints", scope)
     # Misconceptions need every call known: a twin must shadow something the template calls.
     callable_here = calls | ({reference} if reference else set())
-    resolved = []
-    for part in parts:
-        _, entry = part.misconceptions
-        names = _misconception_list(check, entry, f"parts[{parts.index(part)}]", callable_here)
-        if names and kind != "numeric":
-            check.error(entry.line_of("misconceptions"), f"parts[{parts.index(part)}].misconceptions",
-                        "only numeric parts diagnose misconceptions (choice options carry 'feedback')")
-        resolved.append(_replace(part, misconceptions=names))
-    parts = resolved
+    parts = [replace(part, misconceptions=_misconception_list(check, entry, f"parts[{i}]", callable_here))
+             if kind == "numeric" else part
+             for i, (part, entry) in enumerate(zip(parts, part_entries))]
     misconceptions: tuple[str, ...] = ()
     if "misconceptions" in data:
         if kind != "implement":
@@ -734,8 +755,6 @@ def parse_template(data, path: str) -> Template:
         check.error(data.line_of("tags"), "tags", "expected a list of words")
         tags = []
 
-    rtol = check.number(data, "rtol", "rtol", DEFAULT_RTOL, minimum=0)
-    atol = check.number(data, "atol", "atol", DEFAULT_ATOL, minimum=0)
     max_attempts = check.number(sampling, "max_attempts", "sampling.max_attempts", 200,
                                 minimum=1, integer=True)
     tie_gap = check.number(sampling, "tie_gap", "sampling.tie_gap", 0.01, minimum=0)
@@ -750,11 +769,6 @@ def parse_template(data, path: str) -> Template:
         solution=solution, max_attempts=max_attempts, tie_gap=tie_gap,
         allow_fully_masked_rows=allow_masked, tags=tuple(tags),
         notes=str(data.get("notes", "") or ""), lines=lines)
-
-
-def _replace(part: Part, **changes) -> Part:
-    from dataclasses import replace
-    return replace(part, **changes)
 
 
 def load_template(path: str | Path, display: str | None = None) -> Template:
@@ -774,7 +788,8 @@ def load_template(path: str | Path, display: str | None = None) -> Template:
                              else f"{shown}: {err.message}"]) from None
     if data is None:
         raise TemplateError([f"{shown}: the file is empty"])
-    return parse_template(data, shown)
+    template = parse_template(data, shown)
+    return replace(template, source_digest=hashlib.sha256(text.encode("utf-8")).hexdigest())
 
 
 def _display(path: Path) -> str:

@@ -95,8 +95,17 @@ class Variant:
 
     def record(self) -> dict:
         """The answer-key entry: JSON-ready givens, expected values and a digest."""
+        t = self.template
+        grading = ([{"id": p.id, "points": p.points, "rtol": p.rtol, "atol": p.atol,
+                     "misconceptions": list(p.misconceptions),
+                     "checks": [[name, arg.source if arg else None] for name, arg in p.checks]}
+                    for p in t.parts] if t.kind != "implement" else
+                   [{"family": f.family, "points": f.points, "cases": f.cases} for f in t.tests])
         body = {
-            "template": self.template.id, "kind": self.template.kind, "seed": str(self.seed),
+            "template": t.id, "template_digest": t.source_digest, "kind": t.kind,
+            "seed": str(self.seed), "grading": grading,
+            **({"rtol": t.rtol, "atol": t.atol, "function": t.function.name,
+                "misconceptions": list(t.misconceptions)} if t.kind == "implement" else {}),
             "givens": serialize.to_jsonable(self.givens),
             "answers": serialize.to_jsonable(self.answers),
             "options": self.options,
@@ -114,6 +123,9 @@ class Variant:
 
 # --- evaluation ------------------------------------------------------------------------------
 
+_BLOCKED_SCORE = -1e4  # as solutions.misconceptions: an additive mask at or below this blocks
+
+
 def _mask_parameters(function) -> tuple[str, ...]:
     try:
         return tuple(p for p in inspect.signature(function).parameters if "mask" in p)
@@ -130,8 +142,11 @@ def _refusing_fully_masked_rows(name, function):
         bound = signature.bind_partial(*args, **kwargs).arguments
         for arg in names:
             mask = bound.get(arg)
-            if isinstance(mask, np.ndarray) and mask.dtype == bool and mask.ndim >= 1 \
-                    and mask.shape[-1] > 0 and np.any(~mask.any(axis=-1)):
+            if not isinstance(mask, np.ndarray) or mask.ndim < 1 or mask.shape[-1] == 0:
+                continue
+            # bool: True = may attend; additive float: blocked at −inf or the −1e9 fill
+            allowed = mask if mask.dtype == bool else mask > _BLOCKED_SCORE
+            if np.any(~allowed.any(axis=-1)):
                 raise IllPosed(f"a fully masked row in the {arg} of {name}()")
         return function(*args, **kwargs)
     return guarded
@@ -180,7 +195,7 @@ class _Evaluator:
                 options[name] = option
         try:
             return DISTRIBUTIONS[p.distribution].sample(rng, **options)
-        except (ValueError, TypeError) as err:
+        except Exception as err:  # noqa: BLE001 — bad options are the template's
             self.fail(p.line, key, ValueError(f"{p.distribution}: {err}"))
 
     def derive(self, derived, scope: Scope, key: str) -> None:
@@ -189,7 +204,9 @@ class _Evaluator:
 
 
 def _is_matrix(value) -> bool:
-    return isinstance(value, list) and value and all(isinstance(r, list) for r in value)
+    """A list of lists of numbers (a constant matrix, stored as float64)."""
+    return (isinstance(value, list) and bool(value) and all(isinstance(r, list) for r in value)
+            and all(isinstance(x, (int, float)) and not isinstance(x, bool) for r in value for x in r))
 
 
 def _plain(value):
@@ -246,11 +263,11 @@ def make_variant(template: Template, seed: int, validate: bool = True) -> Varian
 
 
 def _scope(template: Template, values: dict, rng_seed: int, strict=True, functions=None) -> Scope:
-    return Scope(values=values, functions=functions or _GUARDED_OR_PLAIN(template), strict=strict,
+    return Scope(values=values, functions=functions or _functions_for(template), strict=strict,
                  tie_gap=template.tie_gap, rng_seed=rng_seed)
 
 
-def _GUARDED_OR_PLAIN(template: Template) -> dict:
+def _functions_for(template: Template) -> dict:
     return references.FUNCTIONS if template.allow_fully_masked_rows else _GUARDED
 
 
@@ -267,6 +284,9 @@ def _draw(template, evaluator, rng, rng_seed, seed, attempt, validate=True) -> V
         key = f"parts[{i}]"
         if part.answer is not None:
             answers[part.id] = _plain(evaluator.evaluate(part.answer, scope, part.line, f"{key}.answer"))
+            if answers[part.id] is None:
+                evaluator.fail(part.line, f"{key}.answer", ValueError(
+                    f"{part.answer.source!r} gives nothing (None)"))
         if template.kind == "choice":
             options[part.id], answers[part.id] = _choice(template, evaluator, part, key, scope,
                                                          answers.get(part.id), rng)
@@ -303,9 +323,17 @@ def _draw(template, evaluator, rng, rng_seed, seed, attempt, validate=True) -> V
     return variant
 
 
+def _truth(evaluator, expression, scope, line, key) -> bool:
+    value = evaluator.evaluate(expression, scope, line, key)
+    if np.ndim(value) != 0:
+        evaluator.fail(line, key, ValueError(f"{expression.source!r} gives {np.shape(value)} values, "
+                                             f"not one True/False: wrap it in all(…) or any(…)"))
+    return bool(value)
+
+
 def _check_constraints(template, evaluator, constraints, scope) -> None:
     for i, c in constraints:
-        if not evaluator.evaluate(c.expression, scope, c.line, f"constraints[{i}]"):
+        if not _truth(evaluator, c.expression, scope, c.line, f"constraints[{i}]"):
             raise Rejected(f"constraint {c.expression.source!r}" + (f" ({c.why})" if c.why else ""))
 
 
@@ -314,19 +342,20 @@ def _choice(template, evaluator, part, key, scope, answer, rng):
         raw = evaluator.evaluate(part.options, scope, part.line, f"{key}.options")
         texts = [str(_plain(o)) for o in raw]
         feedback = [""] * len(texts)
+    else:
+        try:
+            texts = [render(o.text, scope.values) for o in part.options]
+            feedback = [render(o.feedback, scope.values) for o in part.options]
+        except RenderError as err:
+            evaluator.fail(part.line, f"{key}.options", err)
+    if len(texts) < 2:
+        evaluator.fail(part.line, f"{key}.options", ValueError(f"{len(texts)} option(s); a choice needs at least 2"))
+    if answer is not None:
         if str(answer) not in texts:
             evaluator.fail(part.line, f"{key}.answer", ValueError(
                 f"the answer {answer!r} is not one of the options {texts}"))
         correct = texts.index(str(answer))
     else:
-        try:
-            texts = [render(o.text, scope.values) for o in part.options]
-        except RenderError as err:
-            evaluator.fail(part.line, f"{key}.options", err)
-        try:
-            feedback = [render(o.feedback, scope.values) for o in part.options]
-        except RenderError as err:
-            evaluator.fail(part.line, f"{key}.options", err)
         correct = next(i for i, o in enumerate(part.options) if o.correct)
     if len(set(texts)) != len(texts):
         raise Rejected(f"two options of part {part.id} read the same")
@@ -346,12 +375,22 @@ def _reference_passes(template, part, index, expected, scope, evaluator) -> None
                              f"JSON round trip"])
     if not compare(stored, expected, part.rtol, part.atol).ok:
         raise TemplateError([f"{key}.answer: the reference answer fails its own comparison"])
+    if part.checks and _finite_problem(expected) is None and not _is_number_like(expected):
+        raise TemplateError([f"{key}.checks: checks apply to numbers and arrays, and the answer "
+                             f"is {type(expected).__name__}"])
     for name, argument in part.checks:
         value = None if argument is None else evaluator.evaluate(argument, scope, part.line,
                                                                  f"parts[{index}].checks")
-        problem = CHECKS[name].test(expected, value)
+        problem = CHECKS[name].test(expected, value, part.atol, part.rtol)
         if problem:
             raise Rejected(f"the reference answer to part {part.id} fails check {name}: {problem}")
+
+
+def _is_number_like(value) -> bool:
+    try:
+        return np.asarray(value).dtype.kind in "biuf"
+    except (TypeError, ValueError):
+        return False
 
 
 def _comparable(value):
@@ -364,18 +403,18 @@ def _comparable(value):
 
 def _hidden_tests(template, evaluator, rng, scope, validate=True) -> list[TestCase]:
     reference = references.FUNCTIONS[template.reference]
-    guarded = _GUARDED_OR_PLAIN(template)[template.reference]
+    guarded = _functions_for(template)[template.reference]
     cases = []
     for t, family in enumerate(template.tests):
         key = f"tests[{t}]"
         for index in range(family.cases):
             for _ in range(template.max_attempts):
-                local = _scope(template, dict(scope.values), scope.rng_seed)
+                local = _scope(template, dict(scope.values), int(rng.integers(2**63)))
                 try:
                     evaluator.sample(family.parameters, rng, local, f"{key}.parameters")
                     evaluator.derive(family.derived, local, f"{key}.derived")
-                    if not all(evaluator.evaluate(c.expression, local, c.line, f"{key}.constraints")
-                               for c in family.constraints):
+                    if not all(_truth(evaluator, c.expression, local, c.line, f"{key}.constraints[{j}]")
+                               for j, c in enumerate(family.constraints)):
                         raise Rejected(f"constraint in test family {family.family}")
                     args = {name: _plain(evaluator.evaluate(e, local, family.line, f"{key}.args.{name}"))
                             for name, e in family.args.items()}
@@ -432,17 +471,15 @@ def _misconceptions_caught(template, variant, evaluator) -> None:
         scope = _scope(template, unchanged, variant.rng_seed, strict=False, functions=functions)
         try:
             evaluator.derive([d for d in template.derived if d.name in affected], scope, "derived")
-        except Exception:  # noqa: BLE001 — the twin crashes on this variant: not a match
-            continue
+            wrong = {part.id: _plain(part.answer.evaluate(scope))
+                     for part in template.parts if name in part.misconceptions}
+        except Exception as err:  # noqa: BLE001 — a twin that crashes could never be diagnosed
+            raise Rejected(f"misconception {name} raises {type(err).__name__} here") from None
         for part in template.parts:
-            if name not in part.misconceptions:
-                continue
-            try:
-                wrong = _plain(part.answer.evaluate(scope))
-            except Exception:  # noqa: BLE001
-                continue
-            if compare(wrong, variant.answers[part.id], part.rtol, part.atol).ok:
-                raise Rejected(f"misconception {name} gives the right answer to part {part.id}")
+            if part.id in wrong and _too_close(wrong[part.id], variant.answers[part.id],
+                                               part.rtol, part.atol):
+                raise Rejected(f"misconception {name} is within twice the tolerance of the "
+                               f"answer to part {part.id}")
 
 
 def _affected_by(template, function_name: str) -> set[str]:
@@ -454,13 +491,19 @@ def _affected_by(template, function_name: str) -> set[str]:
     return affected
 
 
+def _too_close(wrong, expected, rtol, atol) -> bool:
+    """A twin's answer must lie outside twice the tolerance, so that no answer the grader
+    accepts is also within tolerance of the mistake (diagnosis is never ambiguous)."""
+    return compare(wrong, expected, 2 * rtol, 2 * atol).ok
+
+
 def _twin_fails_case(template, evaluator, twin, case, variant) -> bool:
     try:
         scope = _scope(template, dict(variant.values), variant.rng_seed, strict=False)
         wrong = _output(template, evaluator, twin(**copy.deepcopy(case.args)), scope)
-    except Exception:  # noqa: BLE001 — raising is failing
+    except Exception:  # noqa: BLE001 — a student function that raises fails the case
         return True
-    return not compare(wrong, case.expected, template.rtol, template.atol).ok
+    return not _too_close(wrong, case.expected, template.rtol, template.atol)
 
 
 def _renders(template, variant, evaluator) -> None:

@@ -40,6 +40,14 @@ class LineList(list):
 
 
 class _Loader(yaml.SafeLoader):
+    def compose_node(self, parent, index):
+        # Aliases (*name) can expand exponentially ("billion laughs"); templates never need them.
+        if self.check_event(yaml.AliasEvent):
+            event = self.peek_event()
+            raise YAMLError(event.start_mark.line + 1, "YAML aliases (*name) are not supported "
+                                                       "in templates; write the value out")
+        return super().compose_node(parent, index)
+
     def construct_mapping(self, node, deep=False):
         self.flatten_mapping(node)
         mapping = LineDict()
