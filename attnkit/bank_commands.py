@@ -168,7 +168,21 @@ def _preview(args) -> int:
     return 0
 
 
+def _count(minimum: int):
+    """An argparse type: a whole number ≥ minimum."""
+    def parse(text: str) -> int:
+        try:
+            value = int(text)
+        except ValueError:
+            raise argparse.ArgumentTypeError(f"expected a whole number, got {text!r}") from None
+        if value < minimum:
+            raise argparse.ArgumentTypeError(f"must be at least {minimum}, got {value}")
+        return value
+    return parse
+
+
 def add_commands(commands) -> None:
+    """Register ``bank`` (list, show, validate) and ``preview`` on the top-level parser."""
     bank = commands.add_parser(
         "bank", help="list, inspect and validate the problem templates",
         description="The problem bank: one YAML template per exercise family "
@@ -192,8 +206,8 @@ def add_commands(commands) -> None:
                     "non-zero if any template fails to load or any seed yields no valid variant.")
     validate.add_argument("paths", nargs="*", metavar="PATH",
                           help="template files or directories (default: the built-in bank)")
-    validate.add_argument("--seeds", type=int, default=200, help="seeds per template (default 200)")
-    validate.add_argument("--first-seed", type=int, default=0, help="first seed (default 0)")
+    validate.add_argument("--seeds", type=_count(1), default=200, help="seeds per template (default 200)")
+    validate.add_argument("--first-seed", type=_count(0), default=0, help="first seed (default 0)")
     validate.add_argument("--json", action="store_true", help="machine-readable output")
     validate.set_defaults(handler=_bank_validate)
 
@@ -206,7 +220,7 @@ def add_commands(commands) -> None:
         description="Render the variant of a template for one seed, as the student would see "
                     "it; with --solution also the expected answers and the worked steps.")
     prev.add_argument("id", help="template id (or a path to a .yaml template)")
-    prev.add_argument("--seed", type=int, default=0, help="variant seed (default 0)")
+    prev.add_argument("--seed", type=_count(0), default=0, help="variant seed, ≥ 0 (default 0)")
     prev.add_argument("--solution", action="store_true", help="also print answers and worked steps")
     prev.add_argument("--format", choices=("text", "markdown"), default="text",
                       help="text for the terminal (default) or Markdown with LaTeX")

@@ -3,7 +3,8 @@
 Arrays become {"array": nested lists, "dtype": "float64" | "int64" | "bool"}; floats are
 written with Python's shortest round-trip repr, so decoding gives the identical number.
 Non-finite floats are written as "inf", "-inf", "nan" inside float64 arrays and as
-{"float": "-inf"} on their own (so that the text answer "inf" stays text).
+{"float": "-inf"} on their own (so that the text answer "inf" stays text); mappings as
+{"dict": {...}} with text keys.
 """
 
 from __future__ import annotations
@@ -57,9 +58,22 @@ def to_jsonable(value):
     if isinstance(value, (list, tuple)):
         return [to_jsonable(v) for v in value]
     if isinstance(value, dict):
-        return {str(k): to_jsonable(v) for k, v in value.items()}
+        if not all(isinstance(k, str) for k in value):
+            raise NotSerializable("mapping keys must be text")
+        # Tagged, so that a user's {"float": …} or {"array": …} never reads back as ours.
+        return {"dict": {k: to_jsonable(v) for k, v in value.items()}}
     raise NotSerializable(f"a {type(value).__name__} cannot be stored as a given or an answer "
                           "(use a number, an array, text or a list of them)")
+
+
+def encode_names(values: dict) -> dict:
+    """A name → value table (givens, answers, arguments) with each value encoded."""
+    return {str(name): to_jsonable(value) for name, value in values.items()}
+
+
+def decode_names(data: dict) -> dict:
+    """The inverse of encode_names."""
+    return {name: from_jsonable(value) for name, value in data.items()}
 
 
 def _map_floats(data, f):
@@ -73,8 +87,10 @@ def from_jsonable(data):
     if isinstance(data, dict) and set(data) == {"array", "dtype", "shape"}:
         values = _map_floats(data["array"], _unfloat) if data["dtype"] == "float64" else data["array"]
         return np.array(values, dtype=_DTYPES[data["dtype"]]).reshape(data["shape"])
+    if isinstance(data, dict) and set(data) == {"dict"}:
+        return {k: from_jsonable(v) for k, v in data["dict"].items()}
     if isinstance(data, dict):
-        return {k: from_jsonable(v) for k, v in data.items()}
+        raise ValueError(f"not an encoded value: a mapping with keys {sorted(data)}")
     if isinstance(data, list):
         return [from_jsonable(v) for v in data]
     return data
@@ -94,6 +110,8 @@ def same_value(a, b) -> bool:
     if isinstance(a, np.ndarray) or isinstance(b, np.ndarray):
         return (isinstance(a, np.ndarray) and isinstance(b, np.ndarray) and a.shape == b.shape
                 and a.dtype == b.dtype and np.array_equal(a, b, equal_nan=a.dtype.kind == "f"))
+    if isinstance(a, dict) and isinstance(b, dict):
+        return a.keys() == b.keys() and all(same_value(a[k], b[k]) for k in a)
     if isinstance(a, (list, tuple)) and isinstance(b, (list, tuple)):
         return len(a) == len(b) and all(same_value(x, y) for x, y in zip(a, b))
     if isinstance(a, float) and isinstance(b, float) and math.isnan(a) and math.isnan(b):

@@ -106,12 +106,12 @@ class Variant:
             "seed": str(self.seed), "grading": grading,
             **({"rtol": t.rtol, "atol": t.atol, "function": t.function.name,
                 "misconceptions": list(t.misconceptions)} if t.kind == "implement" else {}),
-            "givens": serialize.to_jsonable(self.givens),
-            "answers": serialize.to_jsonable(self.answers),
+            "givens": serialize.encode_names(self.givens),
+            "answers": serialize.encode_names(self.answers),
             "options": self.options,
             "rubrics": {p.id: self.rubric(p) for p in self.template.parts if p.rubric},
             "tests": [{"family": t.family, "index": t.index,
-                       "args": serialize.to_jsonable(t.args),
+                       "args": serialize.encode_names(t.args),
                        "expected": serialize.to_jsonable(t.expected)} for t in self.tests],
         }
         return {**body, "digest": serialize.digest(body)}
