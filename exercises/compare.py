@@ -20,6 +20,10 @@ class Comparison:
     max_error: float = 0.0     # largest absolute difference where comparable
 
 
+def _words(text: str) -> str:
+    return " ".join(text.casefold().split())
+
+
 def _numeric(value):
     """``value`` as a real-valued array, or None (text, complex, objects, huge integers)."""
     try:
@@ -48,9 +52,11 @@ def compare(actual, expected, rtol: float = 1e-5, atol: float = 1e-8) -> Compari
                 return Comparison(False, f"{key}: {result.reason}", result.max_error)
         return Comparison(True)
     if isinstance(expected, str):
-        if isinstance(actual, str) and actual.strip() == expected.strip():
+        # Words are compared as words: case and surrounding/multiple spaces do not matter.
+        if isinstance(actual, str) and _words(actual) == _words(expected):
             return Comparison(True)
-        return Comparison(False, f"expected the text {expected!r}, got {actual!r}")
+        shown = actual if not isinstance(actual, str) or len(actual) < 80 else actual[:77] + "…"
+        return Comparison(False, f"expected a different text, got {shown!r}")
     if isinstance(expected, (list, tuple)) and not _is_numeric_list(expected):
         if not isinstance(actual, (list, tuple)) or len(actual) != len(expected):
             return Comparison(False, f"expected a list of {len(expected)} items")

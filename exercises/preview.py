@@ -29,6 +29,14 @@ def value_text(value, fmt: str = "text", decimals: int | None = 4) -> str:
     return str(value)
 
 
+def _compared_with_tolerance(answer) -> bool:
+    """Floats are compared with the part's tolerance; integers, booleans and text exactly."""
+    try:
+        return np.asarray(answer).dtype.kind == "f"
+    except (TypeError, ValueError):
+        return False
+
+
 def _brief(value) -> str:
     """An argument of a hidden test case in a few characters: shapes, not contents."""
     if isinstance(value, np.ndarray):
@@ -58,11 +66,12 @@ def preview(variant: Variant, solution: bool = False, fmt: str = "text") -> str:
     out = [_heading(f"{t.title}", fmt, 1),
            f"{t.id} · objective: {t.objective} · {t.kind} · {points} · seed {variant.seed}", "",
            variant.prompt(fmt).rstrip(), ""]
+    gap = [""] if fmt == "markdown" else []  # Markdown needs blank lines between paragraphs
     if variant.givens:
-        out += [_heading("Givens", fmt)]
+        out += [_heading("Givens", fmt), *gap]
         for name, value in variant.givens.items():
             shown = value_text(value, fmt, decimals=None)  # givens exactly as drawn
-            out.append(f"{name} = {shown}" if "\n" not in shown else f"{name} ={shown}")
+            out += [f"{name} = {shown}" if "\n" not in shown else f"{name} ={shown}", *gap]
         out.append("")
     if t.kind == "implement":
         f = t.function
@@ -74,13 +83,14 @@ def preview(variant: Variant, solution: bool = False, fmt: str = "text") -> str:
     for i, part in enumerate(t.parts):
         label = f"({_LETTERS[i % 26]}) {part.id}  [{part.points:g} pt]"
         text = variant.part_prompt(part, fmt).strip()
-        out.append(f"{label}  {text}" if text else label)
+        out += [f"{label}  {text}" if text else label, *gap]
         for j, option in enumerate(variant.options.get(part.id, [])):
             out.append(f"    {_LETTERS[j]}) {latex_to_text(option['text']) if fmt == 'text' else option['text']}")
         if t.kind == "free_response" and solution:
             out.append(f"    rubric: {variant.rubric(part, fmt).strip()}")
+    if solution and (variant.answers or variant.tests):
+        out += ["", _heading("Answers", fmt), *gap]
     if solution:
-        out += ["", _heading("Answers", fmt)]
         for i, part in enumerate(t.parts):
             if part.id not in variant.answers:
                 continue
@@ -90,10 +100,11 @@ def preview(variant: Variant, solution: bool = False, fmt: str = "text") -> str:
                 shown = f"{_LETTERS[answer]}) {latex_to_text(text) if fmt == 'text' else text}"
             else:
                 shown = value_text(answer, fmt)
-                tol = f"   (tolerance: atol {part.atol:g}, rtol {part.rtol:g})"
-                shown = shown + tol if "\n" not in shown else shown + "\n   " + tol.strip()
-            out.append(f"({_LETTERS[i % 26]}) {part.id} = {shown}" if "\n" not in shown
-                       else f"({_LETTERS[i % 26]}) {part.id} ={shown}")
+                if _compared_with_tolerance(answer):
+                    tol = f"   (tolerance: atol {part.atol:g}, rtol {part.rtol:g})"
+                    shown = shown + tol if "\n" not in shown else shown + "\n   " + tol.strip()
+            out += [f"({_LETTERS[i % 26]}) {part.id} = {shown}" if "\n" not in shown
+                    else f"({_LETTERS[i % 26]}) {part.id} ={shown}", *gap]
         if t.kind == "implement":
             for case in variant.tests:
                 args = ", ".join(f"{k}: {_brief(v)}" for k, v in case.args.items())

@@ -60,8 +60,9 @@ def _matrix_markdown(x, decimals=None):
     x = np.asarray(x)
     if x.ndim == 0:
         return _latex_number(x, decimals)
-    if x.ndim > 2:
-        return r" \\ ".join(_matrix_markdown(m, decimals) for m in x)
+    if x.ndim > 2:  # one labelled matrix per leading index: [0], [1], …
+        return r" \quad ".join(rf"\underset{{[{i}]}}{{{_matrix_markdown(m, decimals)}}}"
+                                for i, m in enumerate(x))
     rows = [" & ".join(_latex_number(v, decimals) for v in row) for row in _as_2d(x)]
     return r"\begin{bmatrix} " + r" \\ ".join(rows) + r" \end{bmatrix}"
 
@@ -85,8 +86,8 @@ def _matrix_text(x, decimals=None):
     x = np.asarray(x)
     if x.ndim == 0:
         return format_number(x, decimals)
-    if x.ndim > 2:
-        return "".join(_matrix_text(m, decimals) for m in x)
+    if x.ndim > 2:  # one labelled grid per leading index
+        return "".join(f"\n    [{i}]" + _matrix_text(m, decimals) for i, m in enumerate(x))
     return _grid([[format_number(v, decimals) for v in row] for row in _as_2d(x)])
 
 
@@ -102,8 +103,12 @@ def _table_markdown(x, rows=None, cols=None, decimals=None):
 
 
 def _cell(label) -> str:
-    """A table label as Markdown text: <bos> must not vanish as an HTML tag, | not split a cell."""
-    return html.escape(str(label), quote=False).replace("|", "\\|")
+    """A table label as Markdown text: <bos> must not vanish as an HTML tag, | not split a cell.
+    A label already in `code` is shown as is (Markdown does not read tags inside code)."""
+    label = str(label)
+    if len(label) > 1 and label.startswith("`") and label.endswith("`"):
+        return label.replace("|", "\\|")
+    return html.escape(label, quote=False).replace("|", "\\|")
 
 
 def _table_text(x, rows=None, cols=None, decimals=None):
@@ -136,8 +141,17 @@ _SYMBOLS = {r"\top": "ᵀ", r"\cdot": "·", r"\times": "×", r"\approx": "≈", 
 _SUPERSCRIPT = {"T": "ᵀ", "2": "²", "-1": "⁻¹", "\\top": "ᵀ"}
 
 
+_CODE = re.compile(r"(```.*?```|`[^`\n]*`)", re.S)
+
+
 def latex_to_text(text: str) -> str:
-    """Readable Unicode for the LaTeX a prompt uses (√, ᵀ, Greek letters, fractions)."""
+    """Readable Unicode for the LaTeX a prompt uses (√, ᵀ, Greek letters, fractions).
+    Code (```…``` blocks and `…` spans) is left exactly as written."""
+    pieces = _CODE.split(text)
+    return "".join(piece if i % 2 else _latex_piece_to_text(piece) for i, piece in enumerate(pieces))
+
+
+def _latex_piece_to_text(text: str) -> str:
     text = text.replace("$$", "").replace("$", "")
     text = re.sub(r"\\sqrt\s+(\w)", r"√\1", text)
     for _ in range(3):  # nested \frac/\sqrt
@@ -157,7 +171,11 @@ def latex_to_text(text: str) -> str:
 
 
 def _group(x: str) -> str:
-    return x if re.fullmatch(r"[\w.√ᵀ]+", x) else f"({x})"
+    """x as one unit after ^ _ or /: bare if it is one token or already parenthesised."""
+    if re.fullmatch(r"[\w.√ᵀ]+", x) or (x.startswith("(") and x.endswith(")")
+                                        and x.count("(") == 1 and x.count(")") == 1):
+        return x
+    return f"({x})"
 
 
 _MAX_TEXT = 200_000

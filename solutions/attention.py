@@ -12,7 +12,7 @@ import numpy as np
 
 from ._shapes import as_float, check_shapes
 from .linear import linear
-from .masks import apply_mask
+from .masks import apply_mask, causal_mask
 from .softmax import softmax
 
 
@@ -91,6 +91,17 @@ def self_attention(X, W_Q, W_K, W_V, mask=None, return_steps=False):
                  W_V=(W_V, "d_model d_v"))
     Q, K, V = (linear(X, W) for W in (W_Q, W_K, W_V))
     return scaled_dot_product_attention(Q, K, V, mask=mask, return_steps=return_steps)
+
+
+def causal_attention(Q, K, V, return_steps=False):
+    """Decoder self-attention: query i attends to keys 0..i only (``causal_mask``), so every
+    position is trained in parallel without seeing its future. Changing tokens after i
+    never changes output row i.
+
+    Shapes: Q (..., L, d_k), K (..., S, d_k), V (..., S, d_v) → Z (..., L, d_v).
+    """
+    L, S = np.shape(Q)[-2], np.shape(K)[-2]
+    return scaled_dot_product_attention(Q, K, V, mask=causal_mask(L, S), return_steps=return_steps)
 
 
 def attention_forward(Q, K, V, mask=None, scale=None):

@@ -25,6 +25,7 @@ from ._shapes import as_float
 from .alignment import AlignmentStep, additive_score, attend
 from .attention import (AttentionSteps, attention_backward, attention_shapes,
                         scaled_dot_product_attention)
+from .masks import causal_mask
 from .bert import KEEP, MASK, RANDOM, UNCHANGED, MLMSelection, mlm_loss
 from .feed_forward import ffn
 from .layer_norm import layer_norm
@@ -194,6 +195,39 @@ def sdpa_no_max_subtraction(Q, K, V, mask=None, scale=None, return_steps=False):
         e = np.exp(masked)
         weights = e / np.sum(e, axis=-1, keepdims=True)
     return _attention_result(Q, K, V, raw, scale, masked, weights, return_steps)
+
+
+# --- causal attention -----------------------------------------------------------------------
+
+def _causal(Q, K):
+    return causal_mask(np.shape(Q)[-2], np.shape(K)[-2])
+
+
+@twin("causal_attention",
+      "attention with no causal mask: every token also attends to the tokens after it",
+      "A decoder is trained on all positions at once; without the mask, position i sees the "
+      "very tokens it must predict, so training leaks the answer and generation breaks.",
+      "weights = softmax(Q @ K.T / np.sqrt(d_k))   # should block j > i: np.where(np.tril(ones), s, -inf)")
+def causal_attention_unmasked(Q, K, V, return_steps=False):
+    return scaled_dot_product_attention(Q, K, V, return_steps=return_steps)
+
+
+@twin("causal_attention",
+      "the mask built with triu instead of tril: each token attends to itself and the future",
+      "np.triu keeps j ≥ i — the future. The causal mask keeps j ≤ i: np.tril(np.ones((L, S), bool)).",
+      "mask = np.triu(np.ones((L, S), bool))   # should be np.tril(...)")
+def causal_attention_triu(Q, K, V, return_steps=False):
+    mask = np.triu(np.ones(_causal(Q, K).shape, dtype=bool))
+    return scaled_dot_product_attention(Q, K, V, mask=mask, return_steps=return_steps)
+
+
+@twin("causal_attention",
+      "future scores set to 0 instead of −∞, so future tokens still get weight",
+      "exp(0) = 1: a zeroed score still takes part in the softmax. Blocked scores must be −∞ "
+      "(or a very negative number) so that their weight is exactly 0.",
+      "scores = scores * mask                  # should be np.where(mask, scores, -np.inf)")
+def causal_attention_mask_with_zero(Q, K, V, return_steps=False):
+    return sdpa_mask_with_zero(Q, K, V, mask=_causal(Q, K), return_steps=return_steps)
 
 
 # --- softmax --------------------------------------------------------------------------------

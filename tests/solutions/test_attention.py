@@ -37,3 +37,24 @@ def test_masked_entries_have_zero_exponentials():
                                                    mask=solutions.causal_mask(2),
                                                    return_steps=True)
     assert steps.exp_scores[0, 1] == 0.0
+
+
+def test_causal_attention_is_sdpa_with_the_lower_triangular_mask():
+    r = np.random.default_rng(3)
+    Q, K, V = r.standard_normal((2, 4, 3)), r.standard_normal((2, 6, 3)), r.standard_normal((2, 6, 2))
+    expected = solutions.scaled_dot_product_attention(Q, K, V, mask=solutions.causal_mask(4, 6))
+    np.testing.assert_array_equal(solutions.causal_attention(Q, K, V), expected)
+    steps = solutions.causal_attention(Q, K, V, return_steps=True)
+    assert np.all(steps.weights[..., 0, 1:] == 0) and np.all(steps.weights[..., 3, 4:] == 0)
+
+
+def test_causal_attention_output_row_ignores_later_tokens():
+    # The point of the mask: output row i depends on tokens 0..i only, so a decoder can be
+    # trained on every position at once.
+    r = np.random.default_rng(4)
+    X = r.standard_normal((5, 3))
+    changed = X.copy()
+    changed[3:] = r.standard_normal((2, 3))
+    before, after = solutions.causal_attention(X, X, X), solutions.causal_attention(changed, changed, changed)
+    np.testing.assert_array_equal(before[:3], after[:3])
+    assert not np.allclose(before[3:], after[3:])

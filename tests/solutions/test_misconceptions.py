@@ -162,6 +162,7 @@ TWIN_ARGUMENTS = {"sdpa_no_max_subtraction": large_score_sdpa_args}
 
 ARGUMENTS = {
     "scaled_dot_product_attention": sdpa_args,
+    "causal_attention": lambda: {k: v for k, v in sdpa_args().items() if k != "mask"},
     "softmax": softmax_args,
     "causal_mask": lambda: {"L": L, "S": S},
     "multi_head_attention": multi_head_attention_args,
