@@ -56,7 +56,7 @@ def compare(actual, expected, rtol: float = 1e-5, atol: float = 1e-8) -> Compari
         if isinstance(actual, str) and _words(actual) == _words(expected):
             return Comparison(True)
         shown = actual if not isinstance(actual, str) or len(actual) < 80 else actual[:77] + "…"
-        return Comparison(False, f"expected a different text, got {shown!r}")
+        return Comparison(False, f"got {shown!r}, which is not the expected text")
     if isinstance(expected, (list, tuple)) and not _is_numeric_list(expected):
         if not isinstance(actual, (list, tuple)) or len(actual) != len(expected):
             return Comparison(False, f"expected a list of {len(expected)} items")

@@ -192,11 +192,16 @@ class Expression:
     tree: ast.Expression
     names: frozenset
     calls: frozenset
+    where: str = ""
+
+    @property
+    def salt(self) -> int:
+        return zlib.crc32(f"{self.where}\0{self.source}".encode("utf-8"))
 
     def evaluate(self, scope: Scope) -> Any:
         run = self.__dict__.get("_run")
         if run is None:  # compiled once, on first use (and again after unpickling)
-            run = _compile(self.tree.body, zlib.crc32(self.source.encode("utf-8")))
+            run = _compile(self.tree.body, self.salt)
             object.__setattr__(self, "_run", run)
         scope.budget = _MAX_ITEMS
         return run(scope, {})
@@ -209,8 +214,10 @@ class Expression:
             object.__setattr__(self, key, value)
 
 
-def parse(source) -> Expression:
-    """Parse ``source`` (a string, or a plain number/bool) into an Expression."""
+def parse(source, where: str = "") -> Expression:
+    """Parse ``source`` (a string, or a plain number/bool) into an Expression. ``where`` (the
+    template key it sits under) seeds its uses of ``rng``: the same text under two keys draws
+    two different streams."""
     if isinstance(source, bool) or isinstance(source, (int, float)):
         source = repr(source)
     if not isinstance(source, str):
@@ -247,8 +254,8 @@ def parse(source) -> Expression:
             if any(isinstance(a, ast.Starred) for a in node.args) or any(k.arg is None for k in node.keywords):
                 raise ExpressionError(f"*args/**kwargs are not allowed in {source.strip()!r}")
     names = _free_names(tree.body, frozenset())
-    expression = Expression(source.strip(), tree, frozenset(names), frozenset(calls))
-    object.__setattr__(expression, "_run", _compile(tree.body, zlib.crc32(expression.source.encode("utf-8"))))
+    expression = Expression(source.strip(), tree, frozenset(names), frozenset(calls), where)
+    object.__setattr__(expression, "_run", _compile(tree.body, expression.salt))
     return expression
 
 

@@ -239,7 +239,7 @@ class _Checker:
 
     def expression(self, source, line: int, key: str, scope: set[str]) -> Expression | None:
         try:
-            expression = expressions.parse(source)
+            expression = expressions.parse(source, where=key)
         except ExpressionError as err:
             self.error(line, key, str(err))
             return None

@@ -465,12 +465,14 @@ def _misconceptions_caught(template, variant, evaluator) -> None:
     for name in template.all_misconceptions:
         twin = references.MISCONCEPTIONS[name]
         functions = {**references.FUNCTIONS, twin.shadows: twin.function}
-        affected = _affected_by(template, twin.shadows)
-        # Values the twin cannot change are reused; only what depends on its call is redone.
-        unchanged = {k: v for k, v in variant.values.items() if k not in affected}
+        parts = [p for p in template.parts if name in p.misconceptions]
+        redo = _affected_by(template, twin.shadows) & _needed_by(template, parts)
+        # Values the twin cannot change are reused; only what the diagnosed parts need and
+        # the twin's call can change is recomputed.
+        unchanged = {k: v for k, v in variant.values.items() if k not in redo}
         scope = _scope(template, unchanged, variant.rng_seed, strict=False, functions=functions)
         try:
-            evaluator.derive([d for d in template.derived if d.name in affected], scope, "derived")
+            evaluator.derive([d for d in template.derived if d.name in redo], scope, "derived")
             wrong = {part.id: _plain(part.answer.evaluate(scope))
                      for part in template.parts if name in part.misconceptions}
         except Exception as err:  # noqa: BLE001 — a twin that crashes could never be diagnosed
@@ -495,6 +497,15 @@ def _too_close(wrong, expected, rtol, atol) -> bool:
     """A twin's answer must lie outside twice the tolerance, so that no answer the grader
     accepts is also within tolerance of the mistake (diagnosis is never ambiguous)."""
     return compare(wrong, expected, 2 * rtol, 2 * atol).ok
+
+
+def _needed_by(template, parts) -> set[str]:
+    """The derived values the answers of ``parts`` read, directly or through another one."""
+    needed: set[str] = set().union(*(p.answer.names for p in parts)) if parts else set()
+    for d in reversed(template.derived):
+        if d.name in needed:
+            needed |= d.expression.names
+    return needed
 
 
 def _twin_fails_case(template, evaluator, twin, case, variant) -> bool:

@@ -30,6 +30,7 @@ from .positional import embed, positional_encoding
 from .scaling import (ScalingReport, attention_entropy, dot_product_variance,
                       scaling_comparison, softmax_jacobian)
 from .softmax import log_softmax, softmax, softmax_backward, softmax_forward
+from .tokenization import token_ids, wordpiece_tokenize, wordpiece_word
 from .torch_layout import (decoder_layer_params_from_torch, encoder_layer_params_from_torch,
                            key_padding_mask_from_torch, linear_from_torch, mask_from_torch,
                            mha_params_from_torch, transformer_weights_from_torch)

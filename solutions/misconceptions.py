@@ -35,6 +35,7 @@ from .masks import apply_mask, check_mask_shape
 from .multihead import head_mask, merge_heads, multi_head_attention, split_heads
 from .positional import embed
 from .softmax import softmax
+from .tokenization import CONTINUATION, UNK
 
 
 @dataclass(frozen=True)
@@ -575,3 +576,52 @@ def attention_backward_no_scale(dZ, cache):
     dQ, dK, dV = attention_backward(dZ, cache)
     scale = cache[4]
     return dQ / scale, dK / scale, dV
+
+
+# --- WordPiece ------------------------------------------------------------------------------
+
+@twin("wordpiece_tokenize",
+      "pieces after the first looked up without the \"##\" continuation prefix",
+      "In WordPiece a piece inside a word is a different vocabulary entry from the same letters "
+      "starting a word: \"##ing\" is not \"ing\". Look up continuation pieces with \"##\".",
+      "piece = word[start:end]               # should be '##' + word[start:end] when start > 0")
+def wordpiece_tokenize_no_prefix(text, vocab, unk=UNK):
+    vocab = set(vocab)
+    out = []
+    for word in text.split():
+        pieces, start = [], 0
+        while start < len(word):
+            end = len(word)
+            while end > start and word[start:end] not in vocab:
+                end -= 1
+            if end == start:
+                pieces = [unk]
+                break
+            pieces.append(word[start:end])
+            start = end
+        out += pieces
+    return out
+
+
+@twin("wordpiece_tokenize",
+      "the shortest matching piece taken first instead of the longest",
+      "WordPiece is greedy longest-match-first: at each position it takes the longest "
+      "vocabulary entry, so common words stay whole (\"playing\" → play ##ing, not p ##l …).",
+      "end = start + 1 and grow               # should start from end = len(word) and shrink")
+def wordpiece_tokenize_shortest_first(text, vocab, unk=UNK):
+    vocab = set(vocab)
+    out = []
+    for word in text.split():
+        pieces, start = [], 0
+        while start < len(word):
+            for end in range(start + 1, len(word) + 1):
+                piece = word[start:end] if start == 0 else CONTINUATION + word[start:end]
+                if piece in vocab:
+                    break
+            else:
+                pieces = [unk]
+                break
+            pieces.append(piece)
+            start = end
+        out += pieces
+    return out

@@ -468,9 +468,9 @@ def test_choice_options_from_an_expression():
     ("abc", np.array([1.0]), "expected a number or an array, got str"),
     (None, 1.0, "expected a number or an array, got NoneType"),
     ({"a": 1}, 1.0, "expected a number or an array, got dict"),
-    (3, "dog", "expected the text 'dog', got 3"),
+    (3, "dog", "got 3, which is not the expected text"),  # never reveals the expected text
     (["dog"], ["the", "dog"], "expected a list of 2 items"),
-    (["the", "cat"], ["the", "dog"], "item 1: expected the text 'dog', got 'cat'"),
+    (["the", "cat"], ["the", "dog"], "item 1: got 'cat', which is not the expected text"),
     (np.array([2, 0]), np.array([True, False]), "expected True/False (or 1/0) entries"),
     (np.array([0, 0]), np.array([True, False]), "1 of 2 entries differ"),
     (np.array([1.0, 2.1]), np.array([1.0, 2.0]),

@@ -160,8 +160,12 @@ def large_score_sdpa_args():
 # Twins whose mistake needs special inputs to show (the default is ARGUMENTS[shadows]).
 TWIN_ARGUMENTS = {"sdpa_no_max_subtraction": large_score_sdpa_args}
 
+WORDPIECE_VOCAB = ["[UNK]", "un", "##aff", "##able", "play", "##ing", "ing", "p", "##l", "##a",
+                   "##y", "##i", "##n", "##g", "a", "##ff"]
+
 ARGUMENTS = {
     "scaled_dot_product_attention": sdpa_args,
+    "wordpiece_tokenize": lambda: {"text": "unaffable playing", "vocab": WORDPIECE_VOCAB},
     "causal_attention": lambda: {k: v for k, v in sdpa_args().items() if k != "mask"},
     "softmax": softmax_args,
     "causal_mask": lambda: {"L": L, "S": S},
