@@ -59,6 +59,7 @@ class Scope:
     tie_gap: float = 0.01
     rng_seed: int = 0
     budget: int = 0          # comprehension items left in the current evaluation
+    rng_uses: int = 0        # uses of rng so far in the current evaluation
 
 
 # --- tie-aware choices --------------------------------------------------------------------
@@ -203,7 +204,7 @@ class Expression:
         if run is None:  # compiled once, on first use (and again after unpickling)
             run = _compile(self.tree.body, self.salt)
             object.__setattr__(self, "_run", run)
-        scope.budget = _MAX_ITEMS
+        scope.budget, scope.rng_uses = _MAX_ITEMS, 0
         return run(scope, {})
 
     def __getstate__(self):
@@ -367,8 +368,9 @@ def _compile(node, salt: int):
             if "rng" in local or "rng" in scope.values:
                 return _name("rng", scope, local)
             # Fresh per use and seeded from the variant: re-evaluating gives the same draws,
-            # and two uses in different places do not share a stream.
-            return np.random.Generator(np.random.PCG64([scope.rng_seed, *where]))
+            # while two uses (in two places, or two turns of a comprehension) do not share one.
+            scope.rng_uses += 1
+            return np.random.Generator(np.random.PCG64([scope.rng_seed, *where, scope.rng_uses]))
         return generator
     if isinstance(node, ast.Name):
         name = node.id

@@ -165,9 +165,14 @@ def test_a_prompt_that_calls_fill_is_a_template_error_naming_file_and_prompt():
         make_variant(template, 0)
     message = str(caught.value)
     assert message.startswith(f"inline.yaml:{line_of(source, 'prompt:')}: prompt: "), message
-    # and the given was not zeroed behind the template's back
+    # rendering the prompt of an unvalidated variant fails the same way and leaves Q alone
     v = make_variant(template, 0, validate=False)
-    assert np.array_equal(v.values["Q"], make_variant(template, 0, validate=False).values["Q"])
+    before = v.values["Q"].copy()
+    assert np.any(before != 0)
+    with pytest.raises(RenderError):
+        v.prompt()
+    assert np.array_equal(v.values["Q"], before)
+    assert np.array_equal(v.givens["Q"], before)
 
 
 # --- 2. determinism: seeded randomness only --------------------------------------------------------
@@ -369,7 +374,7 @@ def test_every_sdpa_four_tokens_variant_keeps_its_twins_beyond_twice_the_toleran
                 result = compare(wrong, v.answers[part.id], 2 * part.rtol, 2 * part.atol)
                 assert not result.ok, (seed, part.id, name)
                 checked += 1
-    assert checked == 30 * 8
+    assert checked == 30 * sum(len(p.misconceptions) for p in template.parts) > 0
 
 
 # --- 4. visible checks honour the part's tolerance ------------------------------------------------

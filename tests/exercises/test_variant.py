@@ -569,4 +569,7 @@ def test_variant_prompt_and_solution_render_in_both_formats():
     text = v.prompt("text")
     assert "$" not in text and "√d_k" in text and "\\" not in text
     assert r"\sqrt{d_k}" in v.prompt("markdown")
-    assert r"\begin{bmatrix}" in v.solution("markdown")
+    # The solution shows the reference's steps: the weights appear, to 4 decimals, in both.
+    first_weight = f"{v.answers['weights'][0, 0]:.4f}"
+    assert first_weight in v.solution("markdown") and first_weight in v.solution("text")
+    assert "$" not in v.solution("text") and "\\begin" not in v.solution("text")
