@@ -45,6 +45,8 @@ def _brief(value) -> str:
         return "{" + ", ".join(f"{k}: {_brief(v)}" for k, v in value.items()) + "}"
     if isinstance(value, (list, tuple)) and len(value) > 6:
         return f"list of {len(value)}"
+    if isinstance(value, (list, tuple)):
+        return "[" + ", ".join(_brief(v) for v in value) + "]"
     return repr(value)
 
 
@@ -86,6 +88,9 @@ def preview(variant: Variant, solution: bool = False, fmt: str = "text") -> str:
         out += [f"{label}  {text}" if text else label, *gap]
         for j, option in enumerate(variant.options.get(part.id, [])):
             out.append(f"    {_LETTERS[j]}) {latex_to_text(option['text']) if fmt == 'text' else option['text']}")
+            if solution and option["feedback"]:
+                feedback = latex_to_text(option["feedback"]) if fmt == "text" else option["feedback"]
+                out.append(f"         ↳ if chosen: {feedback.strip()}")
         if t.kind == "free_response" and solution:
             out.append(f"    rubric: {variant.rubric(part, fmt).strip()}")
     if solution and (variant.answers or variant.tests):
@@ -108,8 +113,7 @@ def preview(variant: Variant, solution: bool = False, fmt: str = "text") -> str:
         if t.kind == "implement":
             for case in variant.tests:
                 args = ", ".join(f"{k}: {_brief(v)}" for k, v in case.args.items())
-                out.append(f"  {case.family} #{case.index}: {args} → expected shape "
-                           f"{np.shape(case.expected)}")
+                out.append(f"  {case.family} #{case.index}: {args} → expected {_brief(case.expected)}")
         if t.solution:
             out += ["", _heading("Worked solution", fmt), variant.solution(fmt).rstrip()]
     return "\n".join(out).rstrip() + "\n"
