@@ -105,10 +105,8 @@ def _table_markdown(x, rows=None, cols=None, decimals=None):
 def _cell(label) -> str:
     """A table label as Markdown text: <bos> must not vanish as an HTML tag, | not split a cell.
     A label already in `code` is shown as is (Markdown does not read tags inside code)."""
-    label = str(label)
-    if len(label) > 1 and label.startswith("`") and label.endswith("`"):
-        return label.replace("|", "\\|")
-    return html.escape(label, quote=False).replace("|", "\\|")
+    pieces = _CODE.split(str(label))  # escape outside `code` only: Markdown reads no tags in code
+    return "".join(p if i % 2 else html.escape(p, quote=False) for i, p in enumerate(pieces)).replace("|", "\\|")
 
 
 def _table_text(x, rows=None, cols=None, decimals=None):
@@ -138,7 +136,7 @@ _SYMBOLS = {r"\top": "ᵀ", r"\cdot": "·", r"\times": "×", r"\approx": "≈", 
             r"\Bigg": "", r"\bigg": "", r"\varepsilon": "ε", r"\epsilon": "ε", r"\ell": "ℓ",
             r"\displaystyle": "", r"\lfloor": "⌊", r"\rfloor": "⌋", r"\langle": "⟨",
             r"\rangle": "⟩", r"\circ": "∘", r"\propto": "∝", r"\Rightarrow": "⇒"}
-_SUPERSCRIPT = {"T": "ᵀ", "2": "²", "-1": "⁻¹", "\\top": "ᵀ"}
+_SUPERSCRIPT = {"T": "ᵀ", "2": "²", "−1": "⁻¹", "\\top": "ᵀ"}
 
 
 _CODE = re.compile(r"(```.*?```|`[^`\n]*`)", re.S)
@@ -151,17 +149,21 @@ def latex_to_text(text: str) -> str:
     return "".join(piece if i % 2 else _latex_piece_to_text(piece) for i, piece in enumerate(pieces))
 
 
+_MATH = re.compile(r"\$\$(.+?)\$\$|\$(.+?)\$", re.S)
+
+
 def _latex_piece_to_text(text: str) -> str:
-    text = text.replace("$$", "").replace("$", "")
+    # Inside math a hyphen is a minus sign, as the numbers print it.
+    text = _MATH.sub(lambda m: (m[1] if m[1] is not None else m[2]).replace("-", "−"), text)
     text = re.sub(r"\\sqrt\s+(\w)", r"√\1", text)
-    for _ in range(3):  # nested \frac/\sqrt
-        text = re.sub(r"\\(?:mathrm|text|operatorname|mathbf|mathit|mathcal|boldsymbol|bar|hat|tilde)\{([^{}]*)\}", r"\1", text)
+    text = re.sub(r"\^(?:\{(\\top|T|2|−1)\}|(\\top|T|2)(?![\w{]))",
+                  lambda m: _SUPERSCRIPT[m[1] or m[2]], text)
+    for _ in range(4):  # innermost braces first: nested \frac, \sqrt, ^{…}, _{…}
+        text = re.sub(r"\\(?:mathrm|text|texttt|textbf|textit|operatorname|mathbf|mathit|mathcal|boldsymbol|bar|hat|tilde)\{([^{}]*)\}", r"\1", text)
+        text = re.sub(r"\^\{([^{}]*)\}", lambda m: "^" + _group(m[1]), text)
         text = re.sub(r"\\sqrt\{([^{}]*)\}", lambda m: "√" + (m[1] if len(m[1]) <= 1 or re.fullmatch(r"[\w.]+", m[1]) else f"({m[1]})"), text)
         text = re.sub(r"\\[dt]?frac\{([^{}]*)\}\{([^{}]*)\}", lambda m: f"{_group(m[1])}/{_group(m[2])}", text)
         text = re.sub(r"_\{([^{}]*)\}", lambda m: "_" + _group(m[1]), text)
-    text = re.sub(r"\^(?:\{(\\top|T|2|-1)\}|(\\top|T|2)(?![\w{]))",
-                  lambda m: _SUPERSCRIPT[m[1] or m[2]], text)
-    text = re.sub(r"\^\{([^{}]*)\}", lambda m: "^" + _group(m[1]), text)
     for name, symbol in sorted(_SYMBOLS.items(), key=lambda kv: -len(kv[0])):
         # A command made of letters must not swallow the start of a longer one (\in vs \infty).
         boundary = r"(?![A-Za-z])" if name[-1].isalpha() else ""

@@ -517,11 +517,11 @@ def test_compare_is_exact_for_integers():
     (r"$QK^\top$", "QKᵀ"),
     (r"$K^T$", "Kᵀ"),
     (r"$W^{-1}$", "W⁻¹"),
-    (r"$\frac{QK^\top}{\sqrt{d_k}}$", "(QKᵀ)/√d_k"),
+    (r"$\frac{QK^\top}{\sqrt{d_k}}$", "QKᵀ/√d_k"),
     (r"$\alpha + \beta \cdot \gamma$", "α + β · γ"),
     (r"$\theta \in \mathbb{R}$", "θ ∈ ℝ"),
     (r"$\text{softmax}(x) \le 1$", "softmax(x) ≤ 1"),
-    (r"$$e^{-\infty} = 0$$", "e^(-∞) = 0"),
+    (r"$$e^{-\infty} = 0$$", "e^(−∞) = 0"),
     (r"$\Sigma_{i} \times \lambda$", "Σ_i × λ"),
     ("no maths here", "no maths here"),
 ])
