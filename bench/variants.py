@@ -28,6 +28,7 @@ def _time(template, seeds, validate: bool) -> tuple[float, int]:
 
 
 def run(seeds: int = 100, paths=None, rounds: int = 2) -> dict:
+    """Time ``seeds`` variants of every template, validated and bare, best of ``rounds``."""
     templates, _ = exercises.load_bank(paths)
     rows = []
     for template in templates.values():
@@ -51,6 +52,7 @@ def run(seeds: int = 100, paths=None, rounds: int = 2) -> dict:
 
 
 def main(argv=None) -> int:
+    """Print the per-template table (or JSON) and the whole-bank line."""
     parser = argparse.ArgumentParser(prog="python -m bench.variants", description=__doc__.split("\n\n")[0])
     parser.add_argument("paths", nargs="*", help="template files or directories (default: the bank)")
     parser.add_argument("--seeds", type=int, default=100, help="variants per template (default 100)")

@@ -10,7 +10,10 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from .schema import Template, TemplateError, load_template
+from .preview import preview
 from .variant import VariantError, make_variant
+
+PREVIEWED_SEEDS = 20  # per template, the terminal preview is rendered too
 
 BANK_DIR = Path(os.environ.get("ATTNKIT_BANK") or Path(__file__).resolve().parent.parent / "problem_bank")
 
@@ -98,5 +101,15 @@ def validate_template(template: Template, seeds: int = 200, first_seed: int = 0,
         report.valid += 1
         report.draws += variant.attempts
         report.rejections.update(variant.rejections)
+        if seed - first_seed < PREVIEWED_SEEDS:
+            # make_variant renders the Markdown; the terminal text has its own filters.
+            try:
+                preview(variant, solution=True, fmt="text")
+            except Exception as err:  # noqa: BLE001 — a crash here is the template's text
+                report.failures.append(f"{template.path}:{template.line_of('solution')}: the "
+                                       f"terminal preview of seed {seed} fails: "
+                                       f"{type(err).__name__}: {err}")
+                if len(report.failures) >= stop_after:
+                    break
     report.seconds = time.perf_counter() - start
     return report

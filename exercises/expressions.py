@@ -295,6 +295,7 @@ def _free_names(node, bound: frozenset) -> set[str]:
 
 
 def unknown_functions(expression: Expression) -> list[str]:
+    """The functions ``expression`` calls that are neither built-ins nor reference functions."""
     return sorted(c for c in expression.calls
                   if c not in KNOWN_FUNCTIONS and c not in references.FUNCTIONS)
 

@@ -24,6 +24,9 @@ def value_text(value, fmt: str = "text", decimals: int | None = 4) -> str:
         return render(source, {"x": value, "d": None if _integers(value) else decimals}, fmt).rstrip()
     if isinstance(value, (list, tuple)) and all(isinstance(v, str) for v in value):
         return "“" + " ".join(value) + "”"
+    if isinstance(value, (list, tuple)) and any(np.ndim(v) > 0 for v in value):
+        return "".join(f"\n  [{i}]" + ("" if np.ndim(v) else " ") + value_text(v, fmt, decimals)
+                       for i, v in enumerate(value))
     if isinstance(value, (list, tuple)):
         return "[" + ", ".join(value_text(v, fmt, decimals) for v in value) + "]"
     return str(value)

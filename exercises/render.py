@@ -26,12 +26,16 @@ def format_number(x, decimals: int | None = None) -> str:
     """Whole numbers without decimals; others to ``decimals`` places (default: up to 4)."""
     if isinstance(x, (bool, np.bool_)):
         return "True" if x else "False"
+    if isinstance(x, (int, np.integer)) and decimals is None:
+        return str(int(x)).replace("-", "−")  # counts stay exact, however large
     x = float(x) + 0.0  # −0.0 → 0.0
     if np.isnan(x):
         return "nan"
     if np.isinf(x):
         return "−∞" if x < 0 else "∞"
-    if decimals is None and x == round(x) and abs(x) < 1e15:
+    if abs(x) >= 1e15:  # e^52 and friends: significant digits, not 23 of them
+        return f"{x:.6g}".replace("-", "−")
+    if decimals is None and x == round(x):
         return str(int(round(x))).replace("-", "−")
     if decimals is None:
         text = f"{x:.4f}".rstrip("0").rstrip(".")
@@ -69,7 +73,7 @@ def _matrix_markdown(x, decimals=None):
 
 def _grid(cells: list[list[str]], row_labels=None, col_labels=None) -> str:
     if col_labels is not None:
-        cells = [list(col_labels)] + cells
+        cells = [[str(c) for c in col_labels]] + cells
         row_labels = [""] + list(row_labels) if row_labels is not None else None
     widths = [max(len(r[j]) for r in cells) for j in range(len(cells[0]))]
     label_width = max((len(str(r)) for r in row_labels), default=0) if row_labels is not None else 0

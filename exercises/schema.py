@@ -8,6 +8,7 @@ the schema's single source of truth (the README's key tables mirror the KEYS bel
 
 from __future__ import annotations
 
+import ast
 import difflib
 import hashlib
 import re
@@ -322,7 +323,7 @@ def _parameters(check: _Checker, block, line: int, key: str, scope: set[str]) ->
             if option == "dist" or option not in allowed:
                 continue
             options[option] = _option(check, raw, spec.line_of(option), _join(pkey, option),
-                                      scope, literal=option in ("values", "vocabulary", "exclude"))
+                                      scope, literal=option in ("values", "vocabulary"))
         out.append(Parameter(name, here, kind, options))
         scope.add(name)
     return out
@@ -567,7 +568,6 @@ def _signature(check, spec: LineDict) -> FunctionSpec | None:
         check.error(spec.line_of("signature"), "function.signature",
                     "expected text like '(Q, K, V, mask=None)'")
         return None
-    import ast
     try:
         tree = ast.parse(f"def {name}{signature.strip()}: pass")
         args = tree.body[0].args

@@ -97,6 +97,7 @@ def from_jsonable(data):
 
 
 def canonical_json(data) -> str:
+    """One text per value: sorted keys, no spaces — what digests are taken of."""
     return json.dumps(data, sort_keys=True, separators=(",", ":"), ensure_ascii=False)
 
 
