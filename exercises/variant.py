@@ -30,7 +30,7 @@ import numpy as np
 
 from . import references, serialize
 from .checks import CHECKS
-from .compare import compare
+from .compare import compare, within
 from .distributions import DISTRIBUTIONS
 from .expressions import Expression, ExpressionError, IllPosed, Scope
 from .render import RenderError, render
@@ -70,6 +70,7 @@ class Variant:
     tests: list                      # implement: TestCase per hidden case
     rng_seed: int
     rejections: Counter = field(default_factory=Counter)
+    _rendered: dict = field(default_factory=dict, repr=False, compare=False)
 
     @property
     def context(self) -> dict:
@@ -78,7 +79,12 @@ class Variant:
                 "givens": self.givens}
 
     def render(self, source: str, fmt: str = "markdown") -> str:
-        return render(source, self.context, fmt)
+        """``source`` rendered with this variant's values; remembered, since validation has
+        already rendered every text once and a notebook build needs it again."""
+        key = (source, fmt)
+        if key not in self._rendered:
+            self._rendered[key] = render(source, self.context, fmt)
+        return self._rendered[key]
 
     def prompt(self, fmt: str = "markdown") -> str:
         return self.render(self.template.prompt, fmt)
@@ -496,7 +502,7 @@ def _affected_by(template, function_name: str) -> set[str]:
 def _too_close(wrong, expected, rtol, atol) -> bool:
     """A twin's answer must lie outside twice the tolerance, so that no answer the grader
     accepts is also within tolerance of the mistake (diagnosis is never ambiguous)."""
-    return compare(wrong, expected, 2 * rtol, 2 * atol).ok
+    return within(wrong, expected, 2 * rtol, 2 * atol)
 
 
 def _needed_by(template, parts) -> set[str]:
