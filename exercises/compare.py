@@ -57,7 +57,7 @@ def compare(actual, expected, rtol: float = 1e-5, atol: float = 1e-8) -> Compari
             return Comparison(True)
         shown = actual if not isinstance(actual, str) or len(actual) < 80 else actual[:77] + "…"
         return Comparison(False, f"got {shown!r}, which is not the expected text")
-    if isinstance(expected, (list, tuple)) and not _is_numeric_list(expected):
+    if isinstance(expected, (list, tuple)) and not is_numeric(expected):
         if not isinstance(actual, (list, tuple)) or len(actual) != len(expected):
             return Comparison(False, f"expected a list of {len(expected)} items")
         for i, (a, e) in enumerate(zip(actual, expected)):
@@ -115,7 +115,8 @@ def compare(actual, expected, rtol: float = 1e-5, atol: float = 1e-8) -> Compari
     return Comparison(True, "", max_error)
 
 
-def _is_numeric_list(value) -> bool:
+def is_numeric(value) -> bool:
+    """A number, an array or a (nested) list of numbers — not text, not ragged lists."""
     try:
         return np.asarray(value).dtype.kind in "biuf"
     except (ValueError, TypeError):

@@ -64,19 +64,23 @@ class Scope:
 
 # --- tie-aware choices --------------------------------------------------------------------
 
-def _top_two_gap(x, axis, largest: bool) -> float:
-    x = np.asarray(x, dtype=float)
-    if x.ndim == 0 or x.shape[axis if axis is not None else 0] < 2 and axis is not None:
-        return math.inf
-    flat = x.reshape(-1) if axis is None else np.moveaxis(x, axis, -1)
-    ordered = np.sort(flat, axis=-1)
-    if ordered.shape[-1] < 2:
-        return math.inf
-    best, runner_up = ((ordered[..., -1], ordered[..., -2]) if largest
-                       else (ordered[..., 0], ordered[..., 1]))
+def _gaps(lower, upper) -> np.ndarray:
+    """upper − lower, where equal values (±inf too) and NaN count as a tie: 0."""
     with np.errstate(invalid="ignore"):
-        gaps = np.where(best == runner_up, 0.0, np.abs(best - runner_up))  # inf == inf is a tie
-    return float(np.min(np.where(np.isnan(gaps), 0.0, gaps)))
+        gaps = np.where(lower == upper, 0.0, upper - lower)
+    return np.where(np.isnan(gaps), 0.0, gaps)
+
+
+def _top_two_gap(x, axis, largest: bool) -> float:
+    """The smallest gap between the best and the runner-up value (per row along ``axis``)."""
+    x = np.asarray(x, dtype=float)
+    rows = x.reshape(-1) if axis is None else np.moveaxis(x, axis, -1)
+    if rows.shape[-1] < 2:
+        return math.inf
+    ordered = np.sort(rows, axis=-1)
+    gaps = (_gaps(ordered[..., -2], ordered[..., -1]) if largest
+            else _gaps(ordered[..., 0], ordered[..., 1]))
+    return float(gaps.min())
 
 
 def _argbest(scope: Scope, name: str, largest: bool):
@@ -95,9 +99,7 @@ def _rank(scope: Scope):
         """Positions ordered from the largest value to the smallest; refuses near-ties."""
         x = np.asarray(x, dtype=float).reshape(-1)
         ordered = np.sort(x)
-        with np.errstate(invalid="ignore"):
-            gaps = np.where(ordered[1:] == ordered[:-1], 0.0, np.diff(ordered))
-        if scope.strict and x.size > 1 and not np.nanmin(np.where(np.isnan(gaps), 0.0, gaps)) >= scope.tie_gap:
+        if scope.strict and x.size > 1 and not _gaps(ordered[:-1], ordered[1:]).min() >= scope.tie_gap:
             raise IllPosed(f"near-tie in rank(): two values are closer than {scope.tie_gap:g}")
         return [int(i) for i in np.argsort(-x, kind="stable")]
     return rank
@@ -123,8 +125,10 @@ def _sized_eye(n, m=None, *args, **kwargs):
 
 
 def _sized_arange(*args, **kwargs):
-    _check_elements(len(range(*(int(math.ceil(a)) for a in args))) if all(
-        isinstance(a, (int, float)) for a in args) and args else 0)
+    """np.arange(stop) / (start, stop[, step]), refusing more elements than the cap."""
+    start, stop, step = (0, args[0], 1) if len(args) == 1 else (*args, 1)[:3]
+    if all(isinstance(a, (int, float)) for a in (start, stop, step)) and step:
+        _check_elements(max(0, math.ceil((stop - start) / step)))
     return np.arange(*args, **kwargs)
 
 

@@ -188,7 +188,6 @@ class _Checker:
     def __init__(self, path: str):
         self.path = path
         self.problems: list[str] = []
-        self.lines: dict[str, int] = {}
 
     def error(self, line: int, key: str, message: str) -> None:
         where = f"{self.path}:{line}" if line else self.path

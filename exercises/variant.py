@@ -24,13 +24,14 @@ import copy
 import functools
 import inspect
 from collections import Counter
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 
 import numpy as np
+from solutions.misconceptions import BLOCKED_SCORE
 
 from . import references, serialize
 from .checks import CHECKS
-from .compare import compare, within
+from .compare import compare, is_numeric, within
 from .distributions import DISTRIBUTIONS
 from .expressions import Expression, ExpressionError, IllPosed, Scope
 from .render import RenderError, render
@@ -116,9 +117,9 @@ class Variant:
             "answers": serialize.encode_names(self.answers),
             "options": self.options,
             "rubrics": {p.id: self.rubric(p) for p in self.template.parts if p.rubric},
-            "tests": [{"family": t.family, "index": t.index,
-                       "args": serialize.encode_names(t.args),
-                       "expected": serialize.to_jsonable(t.expected)} for t in self.tests],
+            "tests": [{"family": case.family, "index": case.index,
+                       "args": serialize.encode_names(case.args),
+                       "expected": serialize.to_jsonable(case.expected)} for case in self.tests],
         }
         return {**body, "digest": serialize.digest(body)}
 
@@ -128,9 +129,6 @@ class Variant:
 
 
 # --- evaluation ------------------------------------------------------------------------------
-
-_BLOCKED_SCORE = -1e4  # as solutions.misconceptions: an additive mask at or below this blocks
-
 
 def _mask_parameters(function) -> tuple[str, ...]:
     try:
@@ -151,7 +149,7 @@ def _refusing_fully_masked_rows(name, function):
             if not isinstance(mask, np.ndarray) or mask.ndim < 1 or mask.shape[-1] == 0:
                 continue
             # bool: True = may attend; additive float: blocked at −inf or the −1e9 fill
-            allowed = mask if mask.dtype == bool else mask > _BLOCKED_SCORE
+            allowed = mask if mask.dtype == bool else mask > BLOCKED_SCORE
             if np.any(~allowed.any(axis=-1)):
                 raise IllPosed(f"a fully masked row in the {arg} of {name}()")
         return function(*args, **kwargs)
@@ -169,7 +167,7 @@ class _Evaluator:
         self.template = template
 
     def fail(self, line: int, key: str, err: Exception):
-        if isinstance(err, (TemplateError,)):
+        if isinstance(err, TemplateError):
             raise err
         kind = "" if isinstance(err, (ExpressionError, RenderError)) else f"{type(err).__name__}: "
         raise TemplateError([f"{self.template.path}:{line}: {key}: {kind}{err}"]) from None
@@ -219,9 +217,7 @@ def _plain(value):
     """NumPy scalars → Python numbers; tuples → lists; arrays stay arrays."""
     if isinstance(value, np.generic):
         return value.item()
-    if isinstance(value, tuple):
-        return [_plain(v) for v in value]
-    if isinstance(value, list):
+    if isinstance(value, (tuple, list)):
         return [_plain(v) for v in value]
     return value
 
@@ -381,7 +377,7 @@ def _reference_passes(template, part, index, expected, scope, evaluator) -> None
                              f"JSON round trip"])
     if not compare(stored, expected, part.rtol, part.atol).ok:
         raise TemplateError([f"{key}.answer: the reference answer fails its own comparison"])
-    if part.checks and _finite_problem(expected) is None and not _is_number_like(expected):
+    if part.checks and not is_numeric(expected):
         raise TemplateError([f"{key}.checks: checks apply to numbers and arrays, and the answer "
                              f"is {type(expected).__name__}"])
     for name, argument in part.checks:
@@ -390,13 +386,6 @@ def _reference_passes(template, part, index, expected, scope, evaluator) -> None
         problem = CHECKS[name].test(expected, value, part.atol, part.rtol)
         if problem:
             raise Rejected(f"the reference answer to part {part.id} fails check {name}: {problem}")
-
-
-def _is_number_like(value) -> bool:
-    try:
-        return np.asarray(value).dtype.kind in "biuf"
-    except (TypeError, ValueError):
-        return False
 
 
 def _comparable(value):
@@ -440,15 +429,18 @@ def _hidden_tests(template, evaluator, rng, scope, validate=True) -> list[TestCa
             problem = _finite_problem(expected)
             if problem:
                 raise Rejected(f"{problem} in a hidden {family.family} case")
-            if validate and not compare(_output(template, evaluator, reference(**copy.deepcopy(args)), local),
-                                        expected, template.rtol, template.atol).ok:
-                raise TemplateError([f"{template.path}:{template.line_of('reference')}: reference: "
-                                     f"{template.reference}() does not pass its own test "
-                                     f"({family.family} case {index})"])
             try:
-                serialize.to_jsonable(args), serialize.to_jsonable(expected)
+                stored = serialize.encode_names(args)
+                serialize.to_jsonable(expected)
             except serialize.NotSerializable as err:
                 raise TemplateError([f"{template.path}:{family.line}: {key}: {err}"]) from None
+            # The reference must pass on the arguments as the answer key stores them.
+            if validate and not compare(
+                    _output(template, evaluator, reference(**serialize.decode_names(stored)), local),
+                    expected, template.rtol, template.atol).ok:
+                raise TemplateError([f"{template.path}:{template.line_of('reference')}: reference: "
+                                     f"{template.reference}() does not pass its own test "
+                                     f"({family.family} case {index}) on the stored arguments"])
             cases.append(TestCase(family.family, index, args, expected))
     return cases
 
@@ -456,8 +448,7 @@ def _hidden_tests(template, evaluator, rng, scope, validate=True) -> list[TestCa
 def _output(template, evaluator, result, scope):
     if template.output is None:
         return _plain(result)
-    local = Scope(values={**scope.values, "result": result}, functions=scope.functions,
-                  strict=scope.strict, tie_gap=scope.tie_gap, rng_seed=scope.rng_seed)
+    local = replace(scope, values={**scope.values, "result": result})
     return _plain(evaluator.evaluate(template.output, local, template.line_of("output"), "output"))
 
 
@@ -479,13 +470,11 @@ def _misconceptions_caught(template, variant, evaluator) -> None:
         scope = _scope(template, unchanged, variant.rng_seed, strict=False, functions=functions)
         try:
             evaluator.derive([d for d in template.derived if d.name in redo], scope, "derived")
-            wrong = {part.id: _plain(part.answer.evaluate(scope))
-                     for part in template.parts if name in part.misconceptions}
+            wrong = {part.id: _plain(part.answer.evaluate(scope)) for part in parts}
         except Exception as err:  # noqa: BLE001 — a twin that crashes could never be diagnosed
             raise Rejected(f"misconception {name} raises {type(err).__name__} here") from None
-        for part in template.parts:
-            if part.id in wrong and _too_close(wrong[part.id], variant.answers[part.id],
-                                               part.rtol, part.atol):
+        for part in parts:
+            if _too_close(wrong[part.id], variant.answers[part.id], part.rtol, part.atol):
                 raise Rejected(f"misconception {name} is within twice the tolerance of the "
                                f"answer to part {part.id}")
 

@@ -35,7 +35,7 @@ from .masks import apply_mask, check_mask_shape
 from .multihead import head_mask, merge_heads, multi_head_attention, split_heads
 from .positional import embed
 from .softmax import softmax
-from .tokenization import CONTINUATION, UNK
+from .tokenization import CONTINUATION, UNK, tokenize_words
 
 
 @dataclass(frozen=True)
@@ -586,21 +586,18 @@ def attention_backward_no_scale(dZ, cache):
       "starting a word: \"##ing\" is not \"ing\". Look up continuation pieces with \"##\".",
       "piece = word[start:end]               # should be '##' + word[start:end] when start > 0")
 def wordpiece_tokenize_no_prefix(text, vocab, unk=UNK):
-    vocab = set(vocab)
-    out = []
-    for word in text.split():
+    def split_word(word, vocab, unk):
         pieces, start = [], 0
         while start < len(word):
             end = len(word)
             while end > start and word[start:end] not in vocab:
                 end -= 1
             if end == start:
-                pieces = [unk]
-                break
+                return [unk]
             pieces.append(word[start:end])
             start = end
-        out += pieces
-    return out
+        return pieces
+    return tokenize_words(text, vocab, unk, split_word)
 
 
 @twin("wordpiece_tokenize",
@@ -609,9 +606,7 @@ def wordpiece_tokenize_no_prefix(text, vocab, unk=UNK):
       "vocabulary entry, so common words stay whole (\"playing\" → play ##ing, not p ##l …).",
       "end = start + 1 and grow               # should start from end = len(word) and shrink")
 def wordpiece_tokenize_shortest_first(text, vocab, unk=UNK):
-    vocab = set(vocab)
-    out = []
-    for word in text.split():
+    def split_word(word, vocab, unk):
         pieces, start = [], 0
         while start < len(word):
             for end in range(start + 1, len(word) + 1):
@@ -619,9 +614,8 @@ def wordpiece_tokenize_shortest_first(text, vocab, unk=UNK):
                 if piece in vocab:
                     break
             else:
-                pieces = [unk]
-                break
+                return [unk]
             pieces.append(piece)
             start = end
-        out += pieces
-    return out
+        return pieces
+    return tokenize_words(text, vocab, unk, split_word)

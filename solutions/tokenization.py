@@ -33,10 +33,15 @@ def wordpiece_word(word: str, vocab, unk: str = UNK) -> list[str]:
 def wordpiece_tokenize(text: str, vocab, unk: str = UNK) -> list[str]:
     """WordPiece tokens of ``text`` (words separated by whitespace); ``vocab`` any container
     of pieces, continuation pieces written with "##"."""
+    return tokenize_words(text, vocab, unk, wordpiece_word)
+
+
+def tokenize_words(text: str, vocab, unk: str, split_word) -> list[str]:
+    """Split ``text`` at whitespace and each word with ``split_word(word, vocab, unk)``."""
     if not isinstance(text, str):
         raise ValueError(f"text: expected a string, got {type(text).__name__}")
     vocab = set(vocab)
-    return [piece for word in text.split() for piece in wordpiece_word(word, vocab, unk)]
+    return [piece for word in text.split() for piece in split_word(word, vocab, unk)]
 
 
 def token_ids(tokens, vocab) -> list[int]:
