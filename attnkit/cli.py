@@ -8,6 +8,7 @@ import sys
 
 from . import __version__
 from .bank_commands import add_commands
+from .build_commands import add_build_command
 
 
 def _demo(args: argparse.Namespace) -> int:
@@ -67,6 +68,7 @@ def build_parser() -> argparse.ArgumentParser:
     twins.add_argument("--json", action="store_true", help="machine-readable output")
     twins.set_defaults(handler=_misconceptions)
     add_commands(commands)
+    add_build_command(commands)
     return parser
 
 

@@ -100,8 +100,21 @@ class Variant:
         """A free-response part's rubric, with this variant's numbers."""
         return self.render(part.rubric, fmt)
 
+    def evaluate(self, expression: Expression):
+        """One of the template's expressions on this variant's values (a check's argument)."""
+        scope = _scope(self.template, {**self.values, **self.answers}, self.rng_seed)
+        return _Evaluator(self.template).evaluate(expression, scope, self.template.line_of("parts"),
+                                                  "parts")
+
     def record(self) -> dict:
-        """The answer-key entry: JSON-ready givens, expected values and a digest."""
+        """The answer-key entry: JSON-ready givens, expected values and a digest (computed
+        once: the notebooks and the key all need it). A shallow copy: add keys, do not
+        change the nested values."""
+        if "record" not in self._rendered:
+            self._rendered["record"] = self._make_record()
+        return dict(self._rendered["record"])
+
+    def _make_record(self) -> dict:
         t = self.template
         grading = ([{"id": p.id, "points": p.points, "rtol": p.rtol, "atol": p.atol,
                      "misconceptions": list(p.misconceptions),
@@ -125,7 +138,9 @@ class Variant:
 
     @property
     def digest(self) -> str:
-        return self.record()["digest"]
+        if "record" not in self._rendered:
+            self._rendered["record"] = self._make_record()
+        return self._rendered["record"]["digest"]
 
 
 # --- evaluation ------------------------------------------------------------------------------
@@ -398,37 +413,11 @@ def _comparable(value):
 
 def _hidden_tests(template, evaluator, rng, scope, validate=True) -> list[TestCase]:
     reference = references.FUNCTIONS[template.reference]
-    guarded = _functions_for(template)[template.reference]
     cases = []
     for t, family in enumerate(template.tests):
         key = f"tests[{t}]"
         for index in range(family.cases):
-            for _ in range(template.max_attempts):
-                local = _scope(template, dict(scope.values), int(rng.integers(2**63)))
-                try:
-                    evaluator.sample(family.parameters, rng, local, f"{key}.parameters")
-                    evaluator.derive(family.derived, local, f"{key}.derived")
-                    if not all(_truth(evaluator, c.expression, local, c.line, f"{key}.constraints[{j}]")
-                               for j, c in enumerate(family.constraints)):
-                        raise Rejected(f"constraint in test family {family.family}")
-                    args = {name: _plain(evaluator.evaluate(e, local, family.line, f"{key}.args.{name}"))
-                            for name, e in family.args.items()}
-                    try:
-                        result = guarded(**copy.deepcopy(args))
-                    except (Rejected, IllPosed):
-                        raise
-                    except Exception as err:  # noqa: BLE001 — the template's args do not fit
-                        evaluator.fail(family.line, f"{key}.args",
-                                       ValueError(f"{template.reference}() raised {type(err).__name__}: {err}"))
-                    expected = _output(template, evaluator, result, local)
-                except (Rejected, IllPosed):
-                    continue
-                break
-            else:
-                raise Rejected(f"no valid hidden case for test family {family.family}")
-            problem = _finite_problem(expected)
-            if problem:
-                raise Rejected(f"{problem} in a hidden {family.family} case")
+            args, expected, local = _draw_case(template, evaluator, rng, scope, family, key)
             try:
                 stored = serialize.encode_names(args)
                 serialize.to_jsonable(expected)
@@ -443,6 +432,54 @@ def _hidden_tests(template, evaluator, rng, scope, validate=True) -> list[TestCa
                                      f"({family.family} case {index}) on the stored arguments"])
             cases.append(TestCase(family.family, index, args, expected))
     return cases
+
+
+def _draw_case(template, evaluator, rng, scope, family, key):
+    """One valid case of a test family: (args, expected output, its scope); Rejected if the
+    family's constraints keep failing."""
+    guarded = _functions_for(template)[template.reference]
+    for _ in range(template.max_attempts):
+        local = _scope(template, dict(scope.values), int(rng.integers(2**63)))
+        try:
+            evaluator.sample(family.parameters, rng, local, f"{key}.parameters")
+            evaluator.derive(family.derived, local, f"{key}.derived")
+            if not all(_truth(evaluator, c.expression, local, c.line, f"{key}.constraints[{j}]")
+                       for j, c in enumerate(family.constraints)):
+                raise Rejected(f"constraint in test family {family.family}")
+            args = {name: _plain(evaluator.evaluate(e, local, family.line, f"{key}.args.{name}"))
+                    for name, e in family.args.items()}
+            try:
+                result = guarded(**copy.deepcopy(args))
+            except (Rejected, IllPosed):
+                raise
+            except Exception as err:  # noqa: BLE001 — the template's args do not fit
+                evaluator.fail(family.line, f"{key}.args",
+                               ValueError(f"{template.reference}() raised {type(err).__name__}: {err}"))
+            expected = _output(template, evaluator, result, local)
+        except (Rejected, IllPosed):
+            continue
+        problem = _finite_problem(expected)
+        if problem:
+            raise Rejected(f"{problem} in a hidden {family.family} case")
+        return args, expected, local
+    raise Rejected(f"no valid hidden case for test family {family.family}")
+
+
+def example_case(variant: Variant) -> TestCase:
+    """A visible example for an ``implement`` variant: one more case of its first test family,
+    drawn from a stream of its own, so it is never one of the hidden cases. The notebook runs
+    the student's function on it and checks only what the output looks like (shape, finite)."""
+    template = variant.template
+    rng = generator(variant.rng_seed ^ 0x6578616D706C65)   # "example" in ASCII
+    scope = _scope(template, dict(variant.values), variant.rng_seed)
+    family = template.tests[0]
+    for _ in range(template.max_attempts):
+        try:
+            args, expected, _ = _draw_case(template, _Evaluator(template), rng, scope, family, "tests[0]")
+        except Rejected:
+            continue
+        return TestCase(family.family, -1, args, expected)
+    raise VariantError(f"{template.path}: {template.id}: no visible example case", Counter())
 
 
 def _output(template, evaluator, result, scope):

@@ -1,0 +1,113 @@
+"""``attnkit build``: parsing, printing and exit codes; the build itself is exercises.build."""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import sys
+from pathlib import Path
+
+from .progress import Progress
+
+
+def _positive(text: str) -> int:
+    value = int(text)
+    if value < 1:
+        raise argparse.ArgumentTypeError(f"must be at least 1, got {value}")
+    return value
+
+
+def _fail(problems) -> int:
+    for problem in problems:
+        print(f"attnkit: {problem}", file=sys.stderr)
+    return 1
+
+
+def _build(args) -> int:
+    from exercises.assignment import AssignmentError, load_assignment
+    from exercises.build import build, build_nbgrader
+    from exercises.roster import RosterError, load_roster
+
+    if not args.out and not args.nbgrader:
+        print("attnkit build: give --out DIR (per-student notebooks, with --roster) and/or "
+              "--nbgrader COURSE_DIR (one class-wide source notebook)", file=sys.stderr)
+        return 2
+    if args.out and not args.roster:
+        print("attnkit build: --out needs --roster roster.csv (student_id,name,email)", file=sys.stderr)
+        return 2
+    try:
+        assignment = load_assignment(args.assignment)
+        roster = load_roster(args.roster) if args.roster else ()
+        assignment.secret()          # fail before any work when the secret is missing
+    except (AssignmentError, RosterError) as err:
+        return _fail(err.problems)
+    report = {"assignment": assignment.id, "problems": len(assignment.problems),
+              "points": assignment.points}
+    failures = []
+    if args.out:
+        progress = Progress(len(roster), "build", enabled=None if not args.json else False)
+        result = build(assignment, list(roster), Path(args.out), jobs=args.jobs,
+                       formats=("notebook", "html") if args.format == "html" else ("notebook",),
+                       progress=progress)
+        progress.close()
+        failures += result.failures
+        report.update(out=str(args.out), students=result.students,
+                      built=result.students - len(result.failures), files=result.files,
+                      seconds=round(result.seconds, 3),
+                      students_per_second=round(result.students / max(result.seconds, 1e-9), 1),
+                      answer_key=str(result.key_path), failures=result.failures)
+    if args.nbgrader:
+        course = build_nbgrader(assignment, Path(args.nbgrader))
+        report["nbgrader"] = {"course": str(args.nbgrader),
+                              "source": str(Path(args.nbgrader) / "source" / assignment.id),
+                              "answer_key": str(course.key_path)}
+    if args.json:
+        print(json.dumps(report, indent=2, ensure_ascii=False))
+    else:
+        _print(report, args)
+    return _fail(failures) if failures else 0
+
+
+def _print(report: dict, args) -> None:
+    print(f"{report['assignment']}: {report['problems']} problems, {report['points']:g} points")
+    if "students" in report:
+        out = report["out"]
+        print(f"built {report['built']}/{report['students']} students in {report['seconds']:.2f} s "
+              f"({report['students_per_second']:g}/s, {args.jobs} job{'s' if args.jobs > 1 else ''})")
+        print(f"  student notebooks:    {os.path.join(out, 'release', '<student>', report['assignment'] + '.ipynb')}")
+        print(f"  instructor notebooks: {os.path.join(out, 'instructor', '<student>', report['assignment'] + '.ipynb')}")
+        if args.format == "html":
+            print(f"  printable sets:       {os.path.join(out, 'print', '<student>.html')}")
+            print(f"  answer-key pages:     {os.path.join(out, 'instructor', 'print', '<student>.html')}")
+        print(f"  answer key (private): {report['answer_key']}")
+    if "nbgrader" in report:
+        print(f"nbgrader source notebook: {report['nbgrader']['source']} "
+              f"(then: cd {report['nbgrader']['course']} && nbgrader generate_assignment {report['assignment']})")
+        print(f"  class answer key (private): {report['nbgrader']['answer_key']}")
+
+
+def add_build_command(commands) -> None:
+    build = commands.add_parser(
+        "build", help="build an assignment: a notebook per student, instructor notebooks, signed key",
+        description="Build ASSIGNMENT.yaml for every student of the roster: their own randomized "
+                    "variant of every problem as a Jupyter notebook (nbgrader-compatible), the "
+                    "instructor's version with answers and worked solutions, and the signed answer "
+                    "key that grading reads. The course secret comes from the assignment's "
+                    "`secret:` (an environment variable or a file). Rebuilding with the same "
+                    "inputs writes the same bytes.",
+        epilog="example: ATTNKIT_SECRET=$(cat secret.txt) attnkit build "
+               "problem_bank/assignments/example.yaml --roster "
+               "problem_bank/assignments/sample_roster.csv --out build/ --jobs 2")
+    build.add_argument("assignment", metavar="ASSIGNMENT.yaml", help="the assignment spec")
+    build.add_argument("--roster", metavar="roster.csv", help="student_id,name,email (UTF-8 CSV)")
+    build.add_argument("--out", metavar="DIR", help="where to write release/, instructor/, print/")
+    build.add_argument("--jobs", "-j", type=_positive, default=os.cpu_count() or 1,
+                       help="worker processes (default: one per core, %(default)s here)")
+    build.add_argument("--format", choices=("notebook", "html"), default="notebook",
+                       help="html: also a printable page per student and an answer-key page")
+    build.add_argument("--nbgrader", metavar="COURSE_DIR",
+                       help="also write one class-wide variant as COURSE_DIR/source/<id>/<id>.ipynb "
+                            "with hidden tests, for nbgrader's generate_assignment/autograde")
+    build.add_argument("--json", action="store_true", help="machine-readable summary on stdout")
+    build.set_defaults(handler=_build)

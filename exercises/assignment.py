@@ -1,0 +1,447 @@
+"""Assignments: which templates a class gets, worth what, and where the course secret lives.
+
+An assignment spec is a small YAML file that instructors share and commit, so it names the
+secret's source (an environment variable or a file), never the secret itself. It picks
+templates from the bank by id (or template files of its own, by path) and may change their
+points and tolerances; loading applies those overrides, so builds and the grader see the
+effective values in ``Problem.template``. As with templates, every problem of the spec is
+reported at once as 'file:line: key: message'.
+"""
+
+from __future__ import annotations
+
+import difflib
+import hashlib
+import math
+import os
+import re
+from dataclasses import dataclass, replace
+from pathlib import Path
+
+from .bank import BANK_DIR, template_files
+from .roster import describe_bad_utf8
+from .schema import Template, TemplateError, _Checker, _display, _join, _kind, load_template
+from .yaml_lines import LineDict, LineList, YAMLError, load_yaml
+
+TOP_KEYS = {"id": "required", "title": "required", "instructions": "optional",
+            "secret": "required", "bank": "optional", "problems": "required"}
+PROBLEM_KEYS = {"template": "required", "id": "optional", "title": "optional",
+                "points": "optional", "parts": "optional", "tests": "optional",
+                "rtol": "optional", "atol": "optional"}
+SECRET_KEYS = {"env": "optional", "file": "optional"}
+PART_OVERRIDE_KEYS = {"points": "optional", "rtol": "optional", "atol": "optional"}
+TEST_OVERRIDE_KEYS = {"points": "optional"}
+MIN_SECRET_BYTES = 16
+_ASSIGNMENT_ID = re.compile(r"^[A-Za-z0-9][A-Za-z0-9_-]{0,63}$")   # a folder name in nbgrader
+_PROBLEM_ID = re.compile(r"^[a-z][a-z0-9_]*$")
+_ENV_NAME = re.compile(r"^[A-Za-z_][A-Za-z0-9_]*$")
+_NEW_SECRET = "python -c 'import secrets; print(secrets.token_hex(32))'"
+
+
+class AssignmentError(ValueError):
+    """One or more problems in an assignment spec; each line reads file:line: key: message."""
+
+    def __init__(self, problems: list[str]):
+        super().__init__("\n".join(problems))
+        self.problems = problems
+
+
+@dataclass(frozen=True)
+class Problem:
+    id: str
+    template: Template                # with the spec's overrides applied
+    title: str
+    line: int
+
+    @property
+    def points(self) -> float:
+        return self.template.points
+
+
+@dataclass(frozen=True)
+class Assignment:
+    path: str                         # as shown in messages (relative to the working folder)
+    id: str
+    title: str
+    instructions: str
+    secret_source: tuple[str, str, int]   # ("env", NAME, line) or ("file", "/abs/path", line)
+    problems: tuple[Problem, ...]
+    source_digest: str                # SHA-256 of the spec file's bytes
+
+    @property
+    def points(self) -> float:
+        return sum(p.points for p in self.problems)
+
+    def secret(self) -> bytes:
+        """The course secret, read now (not at load time): a spec can be checked, previewed
+        and validated on a machine that does not hold the secret."""
+        kind, where, line = self.secret_source
+        prefix = f"{self.path}:{line}: secret.{kind}"
+        if kind == "env":
+            value = os.environ.get(where, "")
+            if not value:
+                raise AssignmentError([f"{prefix}: the environment variable {where} is not set "
+                                       f"(or is empty)"])
+            secret, source = value.encode("utf-8"), f"the environment variable {where}"
+        else:
+            try:
+                secret = Path(where).read_bytes().rstrip()
+            except FileNotFoundError:
+                raise AssignmentError([f"{prefix}: {where}: no such file"]) from None
+            except OSError as err:
+                raise AssignmentError([f"{prefix}: cannot read {where}: {err.strerror}"]) from None
+            source = where
+        if len(secret) < MIN_SECRET_BYTES:
+            raise AssignmentError([f"{prefix}: the secret in {source} is {len(secret)} bytes; it "
+                                   f"must be at least {MIN_SECRET_BYTES} bytes; e.g. `{_NEW_SECRET}`"])
+        return secret
+
+
+def load_assignment(path: str | Path) -> Assignment:
+    """Read and check an assignment spec and load the templates it names, overrides applied."""
+    path = Path(path)
+    shown = _display(path)
+    try:
+        raw = path.read_bytes()
+    except FileNotFoundError:
+        raise AssignmentError([f"{shown}: no such file"]) from None
+    except OSError as err:
+        raise AssignmentError([f"{shown}: cannot read: {err.strerror}"]) from None
+    body = raw.removeprefix(b"\xef\xbb\xbf")   # editors on Windows may write a BOM
+    try:
+        text = body.decode("utf-8")
+    except UnicodeDecodeError as err:
+        line, message = describe_bad_utf8(body, err)
+        raise AssignmentError([f"{shown}:{line}: {message}"]) from None
+    try:
+        data = load_yaml(text)
+    except YAMLError as err:
+        raise AssignmentError([f"{shown}:{err.line}: {err.message}" if err.line
+                               else f"{shown}: {err.message}"]) from None
+    if data is None:
+        raise AssignmentError([f"{shown}: the file is empty"])
+    check = _Checker(shown)
+    if not isinstance(data, LineDict):
+        check.error(1, "", f"an assignment is a mapping of keys (id, title, secret, problems, …), "
+                           f"got {_kind(data)}")
+        raise AssignmentError(check.problems)
+    check.keys(data, TOP_KEYS, "")
+    folder = path.resolve().parent
+    aid = data.get("id")
+    if "id" in data and not isinstance(aid, str):
+        check.error(data.line_of("id"), "id", f"expected text, got {_kind(aid)} (write it in "
+                                              f"quotes: id: \"{aid}\")")
+    elif "id" in data and not _ASSIGNMENT_ID.match(aid):
+        check.error(data.line_of("id"), "id", f"'{aid}' is not a valid assignment id (1 to 64 "
+                    f"letters, digits, _ and -, starting with a letter or digit; it names a folder)")
+    title = check.text(data, "title", "title") or ""
+    instructions = check.text(data, "instructions", "instructions") or ""
+    secret_source = _secret_source(check, data, folder)
+    templates = _Templates(check, folder, _bank(check, data, folder))
+    problems = _problems(check, data, templates)
+    if check.problems:
+        raise AssignmentError(check.problems)
+    return Assignment(path=shown, id=aid, title=title, instructions=instructions,
+                      secret_source=secret_source, problems=problems,
+                      source_digest=hashlib.sha256(raw).hexdigest())
+
+
+# --- the secret and the bank -----------------------------------------------------------------
+
+def _secret_source(check: _Checker, data: LineDict, folder: Path) -> tuple[str, str, int] | None:
+    if "secret" not in data:
+        return None
+    raw, line = data["secret"], data.line_of("secret")
+    if not isinstance(raw, LineDict):
+        # Never echo a string here: it may be the secret itself.
+        got = "text" if isinstance(raw, str) else _kind(raw)
+        check.error(line, "secret", f"expected {{env: VARIABLE}} or {{file: path}}, got {got} "
+                                    f"(the secret itself must not be in the spec)")
+        return None
+    check.keys(raw, SECRET_KEYS, "secret")
+    given = [k for k in SECRET_KEYS if k in raw]
+    if len(given) != 1:
+        if given or len(raw) == 0:   # unknown keys alone already have their did-you-mean
+            check.error(raw.line, "secret", "give exactly one of 'env' (an environment "
+                                            "variable) or 'file' (relative to this spec)")
+        return None
+    kind = given[0]
+    value, here = raw[kind], raw.line_of(kind)
+    if kind == "env":
+        if not isinstance(value, str) or not _ENV_NAME.match(value):
+            check.error(here, "secret.env",
+                        f"'{value}' is not an environment variable name (letters, digits, _)")
+            return None
+        return ("env", value, here)
+    if not isinstance(value, str) or not value.strip():
+        check.error(here, "secret.file", f"expected a file path, got {_kind(value)}")
+        return None
+    return ("file", str((folder / value).resolve()), here)
+
+
+def _bank(check: _Checker, data: LineDict, folder: Path) -> Path | None:
+    if "bank" not in data:
+        if not BANK_DIR.is_dir():
+            check.error(data.line, "bank", f"the default bank {BANK_DIR} is not a folder "
+                                           f"(is ATTNKIT_BANK set wrong?)")
+            return None
+        return BANK_DIR
+    value = data["bank"]
+    if not isinstance(value, str) or not (folder / value).is_dir():
+        check.error(data.line_of("bank"), "bank",
+                    f"no such folder {value!r} (relative to this spec's folder)")
+        return None
+    return (folder / value).resolve()
+
+
+class _Templates:
+    """Finds and loads the templates a spec names, each once: bank ids through a cheap
+    id → file index (only the named templates are loaded, so a broken template elsewhere
+    in the bank does not block this assignment), files by path relative to the spec."""
+
+    def __init__(self, check: _Checker, folder: Path, bank: Path | None):
+        self.check, self.folder, self.bank = check, folder, bank
+        self._index: dict[str, list[Path]] | None = None
+        self._loaded: dict[Path, Template | None] = {}
+
+    def index(self) -> dict[str, list[Path]]:
+        if self._index is None:
+            self._index = {}
+            for file in template_files([self.bank]) if self.bank else []:
+                try:
+                    tid = load_yaml(file.read_text(encoding="utf-8")).get("id")
+                except Exception:  # noqa: BLE001 — a broken file is reported if it is named
+                    tid = None
+                self._index.setdefault(tid if isinstance(tid, str) else file.stem, []).append(file)
+        return self._index
+
+    def get(self, entry: LineDict, key: str) -> Template | None:
+        if "template" not in entry:
+            return None
+        value, line, key = entry["template"], entry.line_of("template"), _join(key, "template")
+        if not isinstance(value, str) or not value.strip():
+            self.check.error(line, key, f"expected a template id or a path ending in .yaml, "
+                                        f"got {_kind(value)}")
+            return None
+        if value.endswith((".yaml", ".yml")):
+            return self._file(value, line, key)
+        return self._bank_id(value, line, key)
+
+    def _file(self, value: str, line: int, key: str) -> Template | None:
+        file = self.folder / value
+        if not file.is_file():
+            stem = Path(value).stem
+            hint = (f"; did you mean the bank's template '{stem}' (an id, without .yaml)?"
+                    if self.bank and stem in self.index() else "")
+            self.check.error(line, key, f"no such template file '{value}' (paths are relative "
+                                        f"to this spec's folder){hint}")
+            return None
+        return self._load(file)
+
+    def _bank_id(self, value: str, line: int, key: str) -> Template | None:
+        if self.bank is None:
+            return None   # the bank's own problem is reported
+        files = self.index().get(value, [])
+        if not files:
+            hint = difflib.get_close_matches(value, self.index(), n=1)
+            suggestion = f"; did you mean '{hint[0]}'?" if hint else ""
+            self.check.error(line, key, f"unknown template '{value}' (not an id in the bank "
+                                        f"{_display(self.bank)}, nor a path ending in .yaml)"
+                                        f"{suggestion}")
+            return None
+        if len(files) > 1:
+            self.check.error(line, key, f"'{value}' is the id of {len(files)} templates in the "
+                                        f"bank: {', '.join(_display(f) for f in files)}")
+            return None
+        return self._load(files[0])
+
+    def _load(self, file: Path) -> Template | None:
+        file = file.resolve()
+        if file not in self._loaded:
+            try:
+                self._loaded[file] = load_template(file)
+            except TemplateError as err:
+                self.check.problems += err.problems
+                self._loaded[file] = None
+        return self._loaded[file]
+
+
+# --- problems and overrides ------------------------------------------------------------------
+
+def _problems(check: _Checker, data: LineDict, templates: _Templates) -> tuple[Problem, ...]:
+    if "problems" not in data:
+        return ()
+    raw = data["problems"]
+    if not isinstance(raw, LineList) or not raw:
+        got = "an empty list" if isinstance(raw, LineList) else _kind(raw)
+        check.error(data.line_of("problems"), "problems",
+                    f"expected a list of at least one problem, got {got}")
+        return ()
+    out: list[Problem] = []
+    seen: dict[str, int] = {}   # problem id → line
+    for i, entry in enumerate(raw):
+        key = f"problems[{i}]"
+        entry = check.mapping(entry, raw.line_of(i), key)
+        if entry is None:
+            continue
+        check.keys(entry, PROBLEM_KEYS, key)
+        template = templates.get(entry, key)
+        pid = _problem_id(check, entry, key, template, seen)
+        title = check.text(entry, "title", _join(key, "title"),
+                           default=template.title if template else "")
+        if template is not None:
+            template = _overridden(check, entry, key, template)
+        if template is not None and pid is not None and title is not None:
+            out.append(Problem(pid, template, title, entry.line))
+    return tuple(out)
+
+
+def _problem_id(check, entry: LineDict, key: str, template: Template | None,
+                seen: dict[str, int]) -> str | None:
+    """The problem's id (default: the template's), unique within the assignment."""
+    if "id" in entry:
+        pid, line = entry["id"], entry.line_of("id")
+        if not isinstance(pid, str) or not _PROBLEM_ID.match(pid):
+            check.error(line, _join(key, "id"), f"'{pid}' is not a valid problem id (lower-case "
+                                                f"letters, digits, _; starting with a letter)")
+            return None
+    elif template is not None:
+        pid, line = template.id, entry.line_of("template")
+    else:
+        return None
+    if pid in seen:
+        check.error(line, _join(key, "id"), f"duplicate problem id '{pid}' (also on line "
+                                            f"{seen[pid]}); give one of them an `id:`")
+        return None
+    seen[pid] = line
+    return pid
+
+
+def _amount(check: _Checker, mapping: LineDict, name: str, key: str) -> float | None:
+    """A non-negative, finite number (points or a tolerance); None after reporting a problem."""
+    value = check.number(mapping, name, key, None, minimum=0)
+    if value is not None and not math.isfinite(value):
+        check.error(mapping.line_of(name), key, f"expected a finite number, got {value}")
+        return None
+    return value
+
+
+def _overridden(check: _Checker, entry: LineDict, key: str, template: Template) -> Template | None:
+    """The template with the entry's points and tolerances; None if any override is wrong."""
+    before = len(check.problems)
+    implement = template.kind == "implement"
+    # Each override: item id → {name: (value, line)}.
+    parts = _item_overrides(check, entry, key, template, "parts") if "parts" in entry else {}
+    tests = _item_overrides(check, entry, key, template, "tests") if "tests" in entry else {}
+    tolerances = {}
+    for name in ("rtol", "atol"):
+        if name not in entry:
+            continue
+        if template.kind == "numeric":
+            check.error(entry.line_of(name), _join(key, name),
+                        f"only implement problems have a problem-wide tolerance; set it per part "
+                        f"(parts: {{{template.parts[0].id}: {{{name}: …}}}})")
+        elif not implement:
+            check.error(entry.line_of(name), _join(key, name),
+                        f"'{template.id}' is a {template.kind} problem: it has no tolerance")
+        elif (value := _amount(check, entry, name, _join(key, name))) is not None:
+            tolerances[name] = value
+    total = _amount(check, entry, "points", _join(key, "points")) if "points" in entry else None
+    if total is not None:
+        each = [(f"{group}.{item}.points", values["points"][1])
+                for group, overrides in (("parts", parts), ("tests", tests))
+                for item, values in overrides.items() if "points" in values]
+        if each:
+            check.error(entry.line_of("points"), _join(key, "points"),
+                        f"give either a total 'points' or per-{'family' if implement else 'part'} "
+                        f"points, not both ({_join(key, each[0][0])} on line {each[0][1]})")
+        elif total == 0:
+            check.error(entry.line_of("points"), _join(key, "points"),
+                        "must be more than 0 (leave the problem out of the assignment instead)")
+        elif template.points == 0:
+            check.error(entry.line_of("points"), _join(key, "points"),
+                        f"cannot scale: the points of template '{template.id}' add up to 0")
+    if len(check.problems) > before:
+        return None
+    updated = _applied(template, parts if not implement else tests, tolerances)
+    if total is not None:
+        updated = _scaled(updated, total)
+    if updated.points == 0:
+        group = "parts" if "parts" in entry else "tests"
+        check.error(entry.line_of(group), _join(key, group),
+                    f"the overrides leave '{template.id}' with 0 points")
+        return None
+    return updated
+
+
+def _item_overrides(check, entry: LineDict, key: str, template: Template,
+                    group: str) -> dict[str, dict[str, tuple[float, int]]]:
+    """Per-part (``parts``) or per-family (``tests``) overrides, checked against the template."""
+    gkey, line = _join(key, group), entry.line_of(group)
+    implement = template.kind == "implement"
+    if group == "parts" and implement:
+        check.error(line, gkey, f"'{template.id}' is an implement problem: override its test "
+                                f"families ('tests'), not 'parts'")
+        return {}
+    if group == "tests" and not implement:
+        check.error(line, gkey, f"only implement problems have test families; '{template.id}' "
+                                f"has parts: override those ('parts')")
+        return {}
+    block = check.mapping(entry[group], line, gkey)
+    known = ([t.family for t in template.tests] if implement else [p.id for p in template.parts])
+    allowed = TEST_OVERRIDE_KEYS if implement else PART_OVERRIDE_KEYS
+    noun, nouns = ("test family", "test families") if implement else ("part", "parts")
+    out: dict[str, dict[str, tuple[float, int]]] = {}
+    for item, spec in (block or {}).items():
+        here, ikey = block.line_of(item), _join(gkey, item)
+        if item not in known:
+            hint = difflib.get_close_matches(str(item), known, n=1)
+            suggestion = f"; did you mean '{hint[0]}'?" if hint else ""
+            check.error(here, ikey, f"unknown {noun} '{item}' (the {nouns} of '{template.id}': "
+                                    f"{', '.join(known)}){suggestion}")
+            continue
+        spec = check.mapping(spec, here, ikey)
+        if spec is None:
+            continue
+        check.keys(spec, allowed, ikey)
+        values = {}
+        for name in allowed:
+            if name not in spec:
+                continue
+            if name != "points" and template.kind != "numeric":
+                check.error(spec.line_of(name), _join(ikey, name),
+                            f"only numeric parts have a tolerance ('{template.id}' is {template.kind})")
+                continue
+            value = _amount(check, spec, name, _join(ikey, name))
+            if value is not None:
+                values[name] = (value, spec.line_of(name))
+        out[item] = values
+    return out
+
+
+def _applied(template: Template, overrides: dict, tolerances: dict[str, float]) -> Template:
+    """A new Template with the overridden values; ``source_digest`` stays the file's (the
+    answer key records the effective points and tolerances itself)."""
+    def changed(item, name):
+        values = {k: v for k, (v, _) in overrides.get(name, {}).items()}
+        return replace(item, **values) if values else item
+    if template.kind == "implement":
+        return replace(template, tests=tuple(changed(t, t.family) for t in template.tests),
+                       **tolerances)
+    return replace(template, parts=tuple(changed(p, p.id) for p in template.parts))
+
+
+def _scaled(template: Template, total: float) -> Template:
+    """Every part's (or family's) points times total / template.points, so the ratios stay
+    and the points add up to ``total`` (float rounding goes to the last non-zero item)."""
+    group = "tests" if template.kind == "implement" else "parts"
+    items = getattr(template, group)
+    factor = total / template.points
+    points = [item.points * factor for item in items]
+    last = max(i for i, p in enumerate(points) if p)   # a 0-point item stays 0
+    if sum(points) != total:
+        # Points add up left to right; when the items before make up at least half of the
+        # total, total − their sum is exact in floating point (Sterbenz), so is the new sum.
+        points[last] = total - sum(points[:last])
+    return replace(template, **{group: tuple(replace(item, points=p)
+                                             for item, p in zip(items, points))})

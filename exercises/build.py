@@ -1,0 +1,213 @@
+"""Assignment build: per student a student notebook, an instructor notebook and an entry in
+the signed answer key (optionally printable HTML pages); or, for an nbgrader course, one
+class-wide source notebook.
+
+Output layout (``OUT``)::
+
+    release/<student>/<assignment>.ipynb       what each student gets
+    instructor/<student>/<assignment>.ipynb    answers filled in, worked solutions
+    instructor/answer_key.json                 signed, private (mode 0600)
+    print/<student>.html                       --format html: the problem set for paper
+    instructor/print/<student>.html            --format html: that student's answer key
+
+Everything is a pure function of (assignment spec, templates, roster, course secret, kit
+version): no dates, no random ids, sorted keys, so a rebuild writes the same bytes.
+Students are independent, so ``jobs`` worker processes share them; a student whose variant
+cannot be made is reported and the others are still written.
+"""
+
+from __future__ import annotations
+
+import os
+import sys
+import time
+from concurrent.futures import ProcessPoolExecutor, as_completed
+from dataclasses import dataclass, field
+from importlib.metadata import PackageNotFoundError, version
+from multiprocessing import get_context
+from pathlib import Path
+
+from . import answer_key
+from .notebook import (Header, ProblemVariant, answer_names, build_notebook, notebook_bytes,
+                       student_and_instructor)
+from .seeds import variant_seed
+from .variant import VariantError, make_variant
+
+FORMATS = ("notebook", "html")
+CLASS_STUDENT = "(class)"      # not a valid roster id, so it never collides with a student's seed
+
+try:
+    KIT_VERSION = version("attention-kit")
+except PackageNotFoundError:  # a source tree that was never installed
+    KIT_VERSION = "0.0.0+unknown"
+
+
+@dataclass
+class BuildResult:
+    students: int = 0
+    failures: list[str] = field(default_factory=list)
+    files: int = 0
+    seconds: float = 0.0
+    key_path: Path | None = None
+
+    @property
+    def ok(self) -> bool:
+        return not self.failures
+
+
+def write_file(path: Path, data: bytes) -> None:
+    """Atomically: an interrupted build never leaves half a notebook behind."""
+    path.parent.mkdir(parents=True, exist_ok=True)
+    temporary = path.with_name(f".{path.name}.{os.getpid()}.tmp")
+    temporary.write_bytes(data)
+    os.replace(temporary, path)
+
+
+def problem_variants(assignment, secret: bytes, student_id: str) -> list[ProblemVariant]:
+    """The student's variant of every problem, from the seed HMAC(secret, assignment,
+    student, problem)."""
+    return [ProblemVariant(p.id, p.title,
+                           make_variant(p.template, variant_seed(secret, assignment.id, student_id, p.id)))
+            for p in assignment.problems]
+
+
+def header(assignment, student=None) -> Header:
+    return Header(assignment.id, assignment.title, assignment.source_digest, assignment.instructions,
+                  student.id if student else "", student.name if student else "", KIT_VERSION)
+
+
+def key_entry(problems: list[ProblemVariant], notebook: str, student=None) -> dict:
+    names = answer_names(problems)
+    entry = {"notebook": notebook, "problems": {}}
+    if student is not None:
+        entry.update(name=student.name, email=student.email)
+    for p in problems:
+        record = p.variant.record()
+        t = p.variant.template
+        record["answer_names"] = names[p.id] if t.kind != "implement" else {}
+        entry["problems"][p.id] = record
+    return entry
+
+
+def assignment_summary(assignment) -> dict:
+    return {"id": assignment.id, "title": assignment.title, "digest": assignment.source_digest,
+            "points": assignment.points,
+            "problems": [{"id": p.id, "template": p.template.id, "title": p.title,
+                          "kind": p.template.kind, "points": p.template.points}
+                         for p in assignment.problems]}
+
+
+# --- one student -------------------------------------------------------------------------
+
+_CONTEXT: dict = {}
+
+
+def _build_student(student) -> tuple[str, dict | None, str, int]:
+    """(student id, key entry or None, failure message, files written) — run in a worker."""
+    assignment, secret, out = _CONTEXT["assignment"], _CONTEXT["secret"], _CONTEXT["out"]
+    try:
+        problems = problem_variants(assignment, secret, student.id)
+    except VariantError as err:
+        return student.id, None, f"{student.id}: {err}", 0
+    head = header(assignment, student)
+    name = f"{assignment.id}.ipynb"
+    files = 0
+    if "notebook" in _CONTEXT["formats"]:
+        release, solved = student_and_instructor(head, problems)
+        write_file(out / "release" / student.id / name, notebook_bytes(release))
+        write_file(out / "instructor" / student.id / name, notebook_bytes(solved))
+        files += 2
+    if "html" in _CONTEXT["formats"]:
+        from .printable import answer_key_page, problem_set_page
+
+        write_file(out / "print" / f"{student.id}.html", problem_set_page(head, problems).encode())
+        write_file(out / "instructor" / "print" / f"{student.id}.html",
+                   answer_key_page(head, problems).encode())
+        files += 2
+    return student.id, key_entry(problems, f"release/{student.id}/{name}", student), "", files
+
+
+def _build_chunk(students) -> list[tuple[str, dict | None, str, int]]:
+    return [_build_student(s) for s in students]
+
+
+def _init_worker(context: dict) -> None:
+    _CONTEXT.update(context)
+
+
+def build(assignment, roster, out: Path, jobs: int = 1, formats=("notebook",),
+          progress=None, chunk: int = 8) -> BuildResult:
+    """Build every student of ``roster``; ``progress`` (optional) gets ``advance(n)``."""
+    started = time.perf_counter()
+    out = Path(out)
+    context = {"assignment": assignment, "secret": assignment.secret(), "out": out,
+               "formats": tuple(formats)}
+    chunks = [roster[i:i + chunk] for i in range(0, len(roster), chunk)]
+    results = []
+    if jobs <= 1 or len(chunks) <= 1:
+        _init_worker(context)
+        for c in chunks:
+            results += _build_chunk(c)
+            if progress:
+                progress.advance(len(c))
+    else:
+        # fork shares the loaded templates with the workers for free; elsewhere they are pickled
+        method = "fork" if sys.platform.startswith("linux") else "spawn"
+        with ProcessPoolExecutor(jobs, mp_context=get_context(method), initializer=_init_worker,
+                                 initargs=(context,)) as pool:
+            for future in as_completed([pool.submit(_build_chunk, c) for c in chunks]):
+                done = future.result()
+                results += done
+                if progress:
+                    progress.advance(len(done))
+    result = BuildResult(students=len(roster))
+    entries = {}
+    for student_id, entry, failure, files in results:
+        result.files += files
+        if entry is None:
+            result.failures.append(failure)
+        else:
+            entries[student_id] = entry
+    result.key_path = out / "instructor" / "answer_key.json"
+    answer_key.write_key(result.key_path, answer_key.make_key(
+        assignment_summary(assignment), entries, KIT_VERSION, context["secret"]))
+    result.files += 1
+    result.failures.sort()
+    result.seconds = time.perf_counter() - started
+    return result
+
+
+# --- nbgrader course mode ----------------------------------------------------------------
+
+NBGRADER_CONFIG = '''\
+# Written by attnkit build --nbgrader (only when no nbgrader_config.py existed).
+c = get_config()  # noqa: F821 — nbgrader's config loader defines it
+c.CourseDirectory.course_id = {course!r}
+c.CourseDirectory.db_url = "sqlite:///gradebook.db"
+c.Execute.timeout = 30
+'''
+
+
+def build_nbgrader(assignment, course_dir: Path) -> BuildResult:
+    """One class-wide variant as ``source/<assignment>/<assignment>.ipynb`` of an nbgrader
+    course, with its value checks as hidden tests; the class key goes to
+    ``attnkit/<assignment>/answer_key.json`` (outside ``source/``, which nbgrader releases)."""
+    started = time.perf_counter()
+    course_dir = Path(course_dir)
+    secret = assignment.secret()
+    problems = problem_variants(assignment, secret, CLASS_STUDENT)
+    name = f"{assignment.id}.ipynb"
+    source = course_dir / "source" / assignment.id / name
+    write_file(source, notebook_bytes(build_notebook(header(assignment), problems, "source")))
+    config = course_dir / "nbgrader_config.py"
+    files = 1
+    if not config.exists():
+        write_file(config, NBGRADER_CONFIG.format(course=course_dir.resolve().name).encode())
+        files += 1
+    key_path = course_dir / "attnkit" / assignment.id / "answer_key.json"
+    answer_key.write_key(key_path, answer_key.make_key(
+        assignment_summary(assignment),
+        {CLASS_STUDENT: key_entry(problems, f"source/{assignment.id}/{name}")},
+        KIT_VERSION, secret))
+    return BuildResult(students=1, files=files + 1, seconds=time.perf_counter() - started,
+                       key_path=key_path)

@@ -1,0 +1,81 @@
+"""Values as Python source: the givens and answers a notebook shows, readable and exact.
+
+``literal(value)`` is code that evaluates (with NumPy as ``np``) to the same value, bit for
+bit: floats use Python's shortest round-trip repr, so a student who copies a given gets the
+number the answer key was computed from. 2-D arrays are printed one row per line with the
+columns aligned, the way one writes a matrix by hand.
+"""
+
+from __future__ import annotations
+
+import math
+
+import numpy as np
+
+
+def _scalar(x) -> str:
+    if isinstance(x, (bool, np.bool_)):
+        return repr(bool(x))
+    if isinstance(x, (int, np.integer)):
+        return repr(int(x))
+    x = float(x)
+    if math.isnan(x):
+        return "np.nan"
+    if math.isinf(x):
+        return "np.inf" if x > 0 else "-np.inf"
+    return repr(x)
+
+
+def _rows(array: np.ndarray, indent: int) -> str:
+    """Nested brackets for an array of ndim ≥ 1, the last axis on one line, aligned."""
+    if array.ndim == 1:
+        return "[" + ", ".join(_scalar(x) for x in array.tolist()) + "]"
+    cells = [_scalar(x) for x in array.reshape(-1).tolist()]
+    width = max(len(c) for c in cells)
+    rows = [cells[i:i + array.shape[-1]] for i in range(0, len(cells), array.shape[-1])]
+    lines = ["[" + ", ".join(c.rjust(width) for c in row) + "]" for row in rows]
+    return _nest(lines, array.shape[:-1], indent)
+
+
+def _nest(lines: list[str], shape: tuple, indent: int) -> str:
+    """Wrap rows in brackets for the leading axes; a blank line between 2-D slices."""
+    if len(shape) == 1:
+        pad = " " * (indent + 1)
+        return "[" + (",\n" + pad).join(lines) + "]"
+    step = len(lines) // shape[0]
+    blocks = [_nest(lines[i:i + step], shape[1:], indent + 1) for i in range(0, len(lines), step)]
+    return "[" + (",\n\n" + " " * (indent + 1)).join(blocks) + "]"
+
+
+def _array(value: np.ndarray, indent: int) -> str:
+    if value.ndim == 0:
+        return f"np.array({_scalar(value.item())})"
+    if value.size == 0:
+        return f"np.zeros({value.shape!r}, dtype=np.{value.dtype.name})"
+    opening = "np.array("
+    # float64 (written 1.0), bool and int64 are what NumPy infers from the literals themselves
+    dtype = "" if value.dtype.name in ("float64", "bool", "int64") else f", dtype=np.{value.dtype.name}"
+    return f"{opening}{_rows(value, indent + len(opening))}{dtype})"
+
+
+def literal(value, indent: int = 0) -> str:
+    """Python source for ``value``; continuation lines are indented to column ``indent``."""
+    if isinstance(value, np.ndarray):
+        return _array(value, indent)
+    if isinstance(value, (list, tuple)):
+        items = [literal(v, indent + 1) for v in value]
+        if isinstance(value, tuple):
+            return "(" + ", ".join(items) + ("," if len(items) == 1 else "") + ")"
+        return "[" + ", ".join(items) + "]"
+    if isinstance(value, dict):
+        pad = " " * (indent + 1)
+        items = [f"{k!r}: {literal(v, indent + 1 + len(repr(k)) + 2)}" for k, v in value.items()]
+        return "{" + (",\n" + pad).join(items) + "}"
+    if isinstance(value, str) or value is None:
+        return repr(value)
+    return _scalar(value)
+
+
+def assignment(name: str, value) -> str:
+    """``name = <literal>``, with continuation lines aligned under the opening bracket."""
+    return f"{name} = {literal(value, indent=len(name) + 3)}"

@@ -1,0 +1,558 @@
+"""Notebooks: one student's variants as a Jupyter notebook (nbformat 4.5, nbgrader schema v3).
+
+One builder, three versions of the same cells:
+
+- ``student``: the givens and prompts, answer cells holding nbgrader's standard placeholder,
+  visible check cells that test properties (shape, rows sum to 1, masked weights 0) and
+  never an expected value;
+- ``instructor``: the same with the answers filled in between ``### BEGIN SOLUTION`` and
+  ``### END SOLUTION`` and the worked solution of every problem;
+- ``source``: an nbgrader course's source notebook: the instructor's cells without the worked
+  solutions, and with the value checks between ``### BEGIN HIDDEN TESTS`` /
+  ``### END HIDDEN TESTS`` so that nbgrader's own autograde can score it.
+
+Every kit cell carries nbgrader metadata with a unique grade id; the notebook's metadata
+carries the variant record (assignment, student, templates, digests, kit version), which is
+how the grader matches a submission to its answer-key entry. The seed is never written here:
+with it and the open-source kit a student could recompute the answers.
+"""
+
+from __future__ import annotations
+
+import ast
+import hashlib
+import json
+import keyword
+import re
+import builtins
+from dataclasses import dataclass
+
+import numpy as np
+
+from .checks import CHECKS
+from .literals import assignment, literal
+from .schema import TemplateError
+from .variant import Variant, example_case
+
+VERSIONS = ("student", "instructor", "source")
+FORMAT = 1
+_LETTERS = "ABCDEFGHIJKLMNOPQRSTUVWXYZ"
+_PLACEHOLDER = "# YOUR CODE HERE\nraise NotImplementedError()"
+_MARKDOWN_PLACEHOLDER = "YOUR ANSWER HERE"
+
+# The notebook's own helpers: defined in the locked setup cell, readable by students.
+SETUP = '''\
+import numpy as np
+
+
+def answered(name):
+    """True once your answer cell has defined `name`; until then its checks wait."""
+    if name in globals():
+        return True
+    print(f"{name}: not answered yet (run your answer cell above first)")
+    return False
+
+
+def try_example(function, example):
+    """Your function's output on a small visible example, or None while it is unwritten."""
+    try:
+        return function(**example)
+    except NotImplementedError:
+        print(f"{function.__name__}: not implemented yet")
+        return None
+
+
+def show_heatmap(matrix, title, ylabel="row", xlabel="column"):
+    """Draw a matrix as a heatmap with its numbers (needs matplotlib; skipped without it)."""
+    m = np.asarray(matrix, dtype=float)
+    if m.ndim != 2:
+        print(f"{title}: a heatmap needs a 2-D array, this one has shape {m.shape}")
+        return
+    try:
+        import matplotlib.pyplot as plt
+    except ImportError:
+        print(f"{title}: install matplotlib to see a heatmap")
+        return
+    fig, ax = plt.subplots(figsize=(1 + 0.6 * m.shape[1], 0.8 + 0.5 * m.shape[0]))
+    image = ax.imshow(m, cmap="Blues")
+    if m.size <= 144:
+        for (i, j), x in np.ndenumerate(m):
+            ax.text(j, i, f"{x:.2f}", ha="center", va="center", fontsize=8,
+                    color="white" if x > np.nanmean(m) else "black")
+    ax.set(title=title, xlabel=xlabel, ylabel=ylabel)
+    fig.colorbar(image, ax=ax)
+    plt.show()
+'''
+_HELPERS = {"np", "answered", "try_example", "show_heatmap"}
+
+
+@dataclass(frozen=True)
+class ProblemVariant:
+    """One problem of an assignment, as drawn for one student."""
+    id: str                 # the problem's id in the assignment (unique; grade ids start with it)
+    title: str
+    variant: Variant
+
+
+@dataclass(frozen=True)
+class Header:
+    """What the notebook says about where it comes from."""
+    assignment_id: str
+    assignment_title: str
+    assignment_digest: str
+    instructions: str = ""
+    student_id: str = ""
+    student_name: str = ""
+    kit_version: str = ""
+
+
+# --- cells -------------------------------------------------------------------------------
+
+def _cell_id(grade_id: str) -> str:
+    """nbformat allows 1–64 characters of [A-Za-z0-9_-]; long grade ids keep a hash suffix."""
+    if len(grade_id) <= 64:
+        return grade_id
+    return grade_id[:55] + "-" + hashlib.sha256(grade_id.encode()).hexdigest()[:8]
+
+
+def _cell(cell_type: str, grade_id: str, source: str, *, grade=False, solution=False,
+          locked=False, points=None) -> dict:
+    nbgrader = {"schema_version": 3, "grade": grade, "solution": solution, "locked": locked,
+                "grade_id": grade_id}
+    if grade:
+        nbgrader["points"] = points
+    metadata = {"nbgrader": nbgrader, "deletable": False}
+    if locked:
+        metadata["editable"] = False
+    cell = {"cell_type": cell_type, "id": _cell_id(grade_id), "metadata": metadata,
+            "source": source}
+    if cell_type == "code":
+        cell.update(execution_count=None, outputs=[])
+    return cell
+
+
+def _solution_region(code: str, indent: str = "") -> str:
+    """The answer between nbgrader's markers; the student's version clears it."""
+    return f"{indent}### BEGIN SOLUTION\n{code}\n{indent}### END SOLUTION"
+
+
+def _hidden(lines: list[str], version: str) -> list[str]:
+    if version != "source" or not lines:
+        return []
+    return ["### BEGIN HIDDEN TESTS", *lines, "### END HIDDEN TESTS"]
+
+
+def _points(x: float) -> str:
+    text = f"{x:g}"
+    return f"{text} point" if text == "1" else f"{text} points"
+
+
+# --- answer names ------------------------------------------------------------------------
+
+def answer_names(problems: list[ProblemVariant]) -> dict[str, dict[str, str]]:
+    """problem id → part id → the variable the student assigns. A part keeps its own id
+    unless that name is taken elsewhere in the notebook (a given, a helper, another
+    problem's part, a builtin); then it becomes ``p<n>_<part>``."""
+    taken = set(_HELPERS) | set(keyword.kwlist) | set(dir(builtins))
+    counts: dict[str, int] = {}
+    for p in problems:
+        t = p.variant.template
+        taken |= set(t.givens)
+        if t.kind == "implement":
+            taken |= {t.function.name, f"{t.function.name}_example"}
+        for part in t.parts:
+            counts[part.id] = counts.get(part.id, 0) + 1
+    names = {}
+    for n, p in enumerate(problems, 1):
+        t = p.variant.template
+        names[p.id] = {part.id: (part.id if counts[part.id] == 1 and part.id not in taken
+                                 else f"p{n}_{part.id}")
+                       for part in t.parts if t.kind != "implement"}
+    return names
+
+
+# --- what an answer looks like -----------------------------------------------------------
+
+def _describe(value) -> str:
+    if isinstance(value, str):
+        return "text (a string)"
+    if isinstance(value, (bool, np.bool_)):
+        return "True or False"
+    if isinstance(value, (int, np.integer)):
+        return "a whole number"
+    if isinstance(value, (float, np.floating)):
+        return "a number"
+    if isinstance(value, np.ndarray):
+        kind = {"b": "booleans", "i": "whole numbers"}.get(value.dtype.kind, "numbers")
+        return f"an array of {kind} of shape {value.shape}"
+    if isinstance(value, (list, tuple)):
+        return f"a list of {len(value)} items"
+    return type(value).__name__
+
+
+def _shape_checks(name: str, value) -> list[str]:
+    """Assert lines that reveal the form of the answer, never its value."""
+    if isinstance(value, str):
+        return [f'assert isinstance({name}, str), "{name} should be text (a string)"']
+    if isinstance(value, (list, tuple)):
+        return [f'assert len({name}) == {len(value)}, '
+                f'f"{name} should have {len(value)} items, not {{len({name})}}"']
+    shape = np.shape(value)
+    lines = [f'assert np.shape({name}) == {shape!r}, '
+             f'f"{name} should have shape {shape}, not {{np.shape({name})}}"']
+    kind = np.asarray(value).dtype.kind
+    if kind == "f":
+        lines.append(f'assert np.all(np.isfinite({name})), "{name} contains NaN or inf"')
+    if kind in "iu" and np.ndim(value) == 0:
+        lines.append(f'assert float({name}).is_integer(), "{name} should be a whole number"')
+    return lines
+
+
+def _value_test(name: str, expected, rtol: float, atol: float) -> list[str]:
+    """The hidden check of a value (nbgrader course mode only: it holds the expected value)."""
+    if isinstance(expected, str):
+        return [f'assert " ".join(str({name}).split()).lower() == '
+                f'{" ".join(expected.split()).lower()!r}, "{name} is not right"']
+    if isinstance(expected, (list, tuple)) and expected and all(isinstance(e, str) for e in expected):
+        wanted = [" ".join(e.split()).lower() for e in expected]
+        return [f'assert [" ".join(str(x).split()).lower() for x in {name}] == {wanted!r}, '
+                f'"{name} is not right"']
+    array = np.asarray(expected)
+    if array.dtype.kind in "biu":
+        return [f"assert np.array_equal({name}, {literal(expected)}), \"{name} is not right\""]
+    return [f"assert np.shape({name}) == {array.shape!r} and np.allclose({name}, "
+            f"{literal(expected)}, rtol={rtol!r}, atol={atol!r}), \"{name} is not right\""]
+
+
+# --- problem cells -----------------------------------------------------------------------
+
+def _prompt_cell(n: int, problem: ProblemVariant) -> dict:
+    v = problem.variant
+    text = f"## Problem {n}. {problem.title} ({_points(v.template.points)})\n\n{v.prompt().strip()}"
+    return _cell("markdown", f"{problem.id}-prompt", text, locked=True)
+
+
+def _givens_cell(n: int, problem: ProblemVariant) -> dict | None:
+    givens = problem.variant.givens
+    if not givens:
+        return None
+    lines = [f"# Your givens for problem {n}: run this cell before answering its parts."]
+    lines += [assignment(name, value) for name, value in givens.items()]
+    return _cell("code", f"{problem.id}-givens", "\n".join(lines), locked=True)
+
+
+def _part_cells(problem: ProblemVariant, names: dict, version: str) -> list[dict]:
+    v, cells = problem.variant, []
+    for i, part in enumerate(v.template.parts):
+        label, name = f"({_LETTERS[i].lower()})", names.get(part.id)
+        gid = f"{problem.id}-{part.id}"
+        if v.template.kind == "free_response":
+            cells.append(_cell("markdown", f"{gid}-prompt",
+                               f"**{label}** {v.part_prompt(part).strip()} ({_points(part.points)}; "
+                               "graded by hand: write your answer in the cell below)", locked=True))
+            rubric = f"**Rubric.**\n\n{v.rubric(part).strip()}"
+            source = f"### BEGIN SOLUTION\n{rubric}\n### END SOLUTION"
+            cells.append(_cell("markdown", gid, source, grade=True, solution=True, points=part.points))
+            continue
+        expected = v.answers[part.id]
+        if v.template.kind == "choice":
+            cells += _choice_cells(problem, part, label, name, version)
+            continue
+        cells.append(_cell("markdown", f"{gid}-prompt",
+                           f"**{label}** {v.part_prompt(part).strip()} ({_points(part.points)})\n\n"
+                           f"Store your answer in `{name}`: {_describe(expected)}.", locked=True))
+        cells.append(_cell("code", gid, _solution_region(assignment(name, expected)),
+                           solution=True))
+        cells.append(_cell("code", f"{gid}-check", _numeric_check(part, name, expected, v, version),
+                           grade=True, locked=True, points=part.points))
+        if isinstance(expected, np.ndarray) and expected.ndim == 2 and min(expected.shape) > 1 \
+                and expected.dtype.kind == "f":
+            cells.append(_cell("code", f"{gid}-heatmap", _heatmap(part, name), locked=True))
+    return cells
+
+
+def _heatmap(part, name: str) -> str:
+    axes = ('"query i", "key j"' if any(c == "rows_sum_to_one" for c, _ in part.checks)
+            else '"row", "column"')
+    return (f"# Look at your answer: a heatmap of {name}.\n"
+            f"if answered({name!r}):\n    show_heatmap({name}, {name!r}, {axes})")
+
+
+def _check_argument(argument, variant: Variant) -> str:
+    """A check's argument (the mask of ``masked_zero``) as notebook code: a given by its name,
+    anything else written out. Never the student's own answer to an earlier part: one wrong
+    answer would then fail the checks of every later part."""
+    if argument.names <= set(variant.template.givens):
+        return argument.source.strip()
+    return literal(variant.evaluate(argument))
+
+
+def _numeric_check(part, name: str, expected, variant: Variant, version: str) -> str:
+    lines = _shape_checks(name, expected)
+    n_cols = np.shape(expected)[-1] if np.ndim(expected) else 1
+    for check_name, argument in part.checks:
+        arg = None if argument is None else _check_argument(argument, variant)
+        lines.append(CHECKS[check_name].code(name, arg, part.atol, part.rtol, n_cols))
+    body = "\n".join("    " + line for line in lines)
+    source = (f"# Visible checks for `{name}`: properties only; the values are checked at grading.\n"
+              f"if answered({name!r}):\n{body}\n"
+              f'    print("{name}: visible checks passed (hidden checks run at grading)")')
+    hidden = _hidden(_value_test(name, expected, part.rtol, part.atol), version)
+    return "\n".join([source, *hidden])
+
+
+def _choice_cells(problem: ProblemVariant, part, label: str, name: str, version: str) -> list[dict]:
+    v = problem.variant
+    gid = f"{problem.id}-{part.id}"
+    options = v.options[part.id]
+    letters = _LETTERS[:len(options)]
+    listing = "\n".join(f"- **{letter}.** {option['text']}" for letter, option in zip(letters, options))
+    prompt = (f"**{label}** {v.part_prompt(part).strip()} ({_points(part.points)})\n\n{listing}\n\n"
+              f"Set `{name}` to the letter of your choice, as a string (one of "
+              f"{', '.join(letters)}).")
+    correct = letters[v.answers[part.id]]
+    check = (f"# Visible check for `{name}`: is it one of the letters?\n"
+             f"if answered({name!r}):\n"
+             f"    assert str({name}).strip().upper() in {tuple(letters)!r}, "
+             f'"{name} should be one of {", ".join(letters)}"\n'
+             f'    print("{name}: an option was chosen (it is checked at grading)")')
+    hidden = _hidden([f"assert str({name}).strip().upper() == {correct!r}, \"{name} is not right\""],
+                     version)
+    return [_cell("markdown", f"{gid}-prompt", prompt, locked=True),
+            _cell("code", gid, _solution_region(f"{name} = {correct!r}"), solution=True),
+            _cell("code", f"{gid}-check", "\n".join([check, *hidden]), grade=True, locked=True,
+                  points=part.points)]
+
+
+# --- implement ---------------------------------------------------------------------------
+
+def reference_code(template) -> tuple[str, str]:
+    """(def line(s), body) of the template's reference code: the function named by
+    ``function.name`` in the first ```python block of its ``solution``."""
+    match = re.search(r"```python\n(.*?)```", template.solution, re.S)
+    where = f"{template.path}:{template.line_of('solution')}: solution"
+    if not match:
+        raise TemplateError([f"{where}: an implement template needs its reference code in a "
+                             "```python block of its solution (the instructor notebook runs it)"])
+    code = match.group(1)
+    tree = ast.parse(code)
+    for node in tree.body:
+        if isinstance(node, ast.FunctionDef) and node.name == template.function.name:
+            lines = code.splitlines()
+            first = node.body[0].lineno - 1
+            return "\n".join(lines[node.lineno - 1:first]), "\n".join(lines[first:node.end_lineno])
+    raise TemplateError([f"{where}: the ```python block does not define "
+                         f"{template.function.name}()"])
+
+
+def _implement_cells(problem: ProblemVariant, version: str) -> list[dict]:
+    v = problem.variant
+    t = v.template
+    f = t.function
+    gid = f"{problem.id}-{f.name}"
+    header, body = reference_code(t)
+    docstring = f'    """Returns {f.returns}."""' if f.returns else ""
+    answer = "\n".join(x for x in [header, docstring, _solution_region(body, "    ")] if x)
+    example = example_case(v)
+    example_args = _rounded(example.args)
+    example_name = f"{f.name}_example"
+    families = "\n".join(f"- `{family.family}` ({_points(family.points)}, {family.cases} "
+                         f"case{'s' if family.cases != 1 else ''})" for family in t.tests)
+    cells = [
+        _cell("markdown", f"{gid}-prompt",
+              f"Write `{f.name}{f.signature}` in the cell below. Hidden tests, by family:\n\n"
+              f"{families}", locked=True),
+        _cell("code", gid, answer, solution=True),
+        _cell("code", f"{gid}-example",
+              "# A small visible example (the hidden tests use other inputs).\n"
+              + assignment(example_name, example_args), locked=True),
+    ]
+    for i, family in enumerate(t.tests):
+        lines = [f"# Hidden tests `{family.family}` ({_points(family.points)}): they run at grading."]
+        if i == 0:
+            lines = [f"# Visible check on {example_name}; hidden tests `{family.family}` "
+                     f"({_points(family.points)}) run at grading.",
+                     *_example_check(f.name, example_name, example.expected)]
+        cases = [c for c in v.tests if c.family == family.family]
+        hidden = _hidden(_implement_tests(f.name, cases, t.rtol, t.atol), version)
+        cells.append(_cell("code", f"{gid}-{family.family}", "\n".join([*lines, *hidden]),
+                           grade=True, locked=True, points=family.points))
+    return cells
+
+
+def _rounded(value):
+    """The example's floats to 3 decimals: it only shows the form of the output, so it may
+    as well be easy to read."""
+    if isinstance(value, dict):
+        return {k: _rounded(v) for k, v in value.items()}
+    if isinstance(value, (list, tuple)):
+        return type(value)(_rounded(v) for v in value)
+    if isinstance(value, np.ndarray) and value.dtype.kind == "f":
+        return np.round(value, 3)
+    if isinstance(value, float):
+        return round(value, 3)
+    return value
+
+
+def _example_check(function: str, example: str, expected) -> list[str]:
+    lines = [f"out = try_example({function}, {example})", "if out is not None:"]
+    if isinstance(expected, (list, tuple)):
+        lines.append(f'    assert len(out) == {len(expected)}, "{function} should return '
+                     f'{len(expected)} values"')
+        outputs = [(f"out[{k}]", e) for k, e in enumerate(expected)]
+    else:
+        outputs = [("out", expected)]
+    for name, value in outputs:
+        shape = np.shape(value)
+        lines.append(f'    assert np.shape({name}) == {shape!r}, '
+                     f'f"{name} should have shape {shape} here, not {{np.shape({name})}}"')
+        lines.append(f'    assert np.all(np.isfinite({name})), "NaN or inf in {name}"')
+    lines.append(f'    print("{function}: visible checks passed on the example")')
+    return lines
+
+
+def _implement_tests(function: str, cases, rtol: float, atol: float) -> list[str]:
+    lines = []
+    for case in cases:
+        expected = case.expected if isinstance(case.expected, (list, tuple)) else [case.expected]
+        lines += [f"out = {function}(**{literal(case.args)})",
+                  f"outs = out if isinstance(out, (list, tuple)) else [out]",
+                  f"expected = {literal(list(expected))}",
+                  f"assert len(outs) == len(expected) and all(np.shape(o) == np.shape(e) and "
+                  f"np.allclose(o, e, rtol={rtol!r}, atol={atol!r}) for o, e in zip(outs, expected)), "
+                  f'"{function} gives a wrong result on a hidden {case.family} case"']
+    return lines
+
+
+# --- the notebook ------------------------------------------------------------------------
+
+def _header_cell(header: Header, problems: list[ProblemVariant]) -> dict:
+    total = sum(p.variant.template.points for p in problems)
+    lines = [f"# {header.assignment_title}", ""]
+    if header.student_name or header.student_id:
+        who = f"{header.student_name} ({header.student_id})" if header.student_name else header.student_id
+        lines += [f"Prepared for **{who}**: the numbers in this notebook are yours alone.", ""]
+    if header.instructions.strip():
+        lines += [header.instructions.strip(), ""]
+    lines += ["Answer in the cells marked `YOUR CODE HERE` (or `YOUR ANSWER HERE`) and run the check "
+              "cell under each answer: it tests the form of your answer (shape, rows that sum to 1, "
+              "…), never its value; the values are checked at grading. Do not edit the locked cells: "
+              "grading always uses your givens as issued.", "",
+              "| # | problem | points |", "|---|---|---|"]
+    lines += [f"| {n} | {p.title} | {p.variant.template.points:g} |" for n, p in enumerate(problems, 1)]
+    lines.append(f"| | **total** | **{total:g}** |")
+    return _cell("markdown", "header", "\n".join(lines), locked=True)
+
+
+def _record(header: Header, problems, names, version: str) -> dict:
+    return {"format": FORMAT, "kit_version": header.kit_version, "version": version,
+            "assignment": {"id": header.assignment_id, "title": header.assignment_title,
+                           "digest": header.assignment_digest},
+            "student": header.student_id,
+            "problems": [{"id": p.id, "template": p.variant.template.id, "kind": p.variant.template.kind,
+                          "template_digest": p.variant.template.source_digest,
+                          "variant_digest": p.variant.digest, "points": p.variant.template.points,
+                          **({"function": p.variant.template.function.name}
+                             if p.variant.template.kind == "implement" else {"answers": names[p.id]})}
+                         for p in problems]}
+
+
+def build_notebook(header: Header, problems: list[ProblemVariant], version: str) -> dict:
+    """The notebook (a plain JSON-ready dict) for one student's variants."""
+    if version not in VERSIONS:
+        raise ValueError(f"version must be one of {VERSIONS}, not {version!r}")
+    if version == "student":
+        return student_and_instructor(header, problems)[0]
+    return _notebook(header, problems, version)
+
+
+def student_and_instructor(header: Header, problems: list[ProblemVariant]) -> tuple[dict, dict]:
+    """Both versions at once: the student's is the instructor's with the solutions cleared
+    (as nbgrader's generate_assignment clears them) and without the worked solutions."""
+    instructor = _notebook(header, problems, "instructor")
+    names = answer_names(problems)
+    cells = [{**c, "source": clear_solutions(c["source"], c["cell_type"])}
+             if c["metadata"]["nbgrader"]["solution"] else c
+             for c in instructor["cells"] if not c["id"].endswith("-solution")]
+    metadata = {**instructor["metadata"], "attnkit": _record(header, problems, names, "student")}
+    return {**instructor, "cells": cells, "metadata": metadata}, instructor
+
+
+def clear_solutions(source: str, cell_type: str) -> str:
+    """Each ``### BEGIN SOLUTION`` … ``### END SOLUTION`` region becomes nbgrader's standard
+    placeholder, indented like the BEGIN line."""
+    out, inside = [], False
+    for line in source.split("\n"):
+        if "### BEGIN SOLUTION" in line:
+            inside = True
+            if cell_type == "code":
+                indent = line[:len(line) - len(line.lstrip())]
+                out += [indent + x for x in _PLACEHOLDER.split("\n")]
+            else:
+                out.append(_MARKDOWN_PLACEHOLDER)
+        elif "### END SOLUTION" in line:
+            inside = False
+        elif not inside:
+            out.append(line)
+    return "\n".join(out)
+
+
+def _notebook(header: Header, problems: list[ProblemVariant], version: str) -> dict:
+    names = answer_names(problems)
+    cells = [_header_cell(header, problems), _cell("code", "setup", SETUP.rstrip("\n"), locked=True)]
+    for n, problem in enumerate(problems, 1):
+        cells.append(_prompt_cell(n, problem))
+        givens = _givens_cell(n, problem)
+        if givens:
+            cells.append(givens)
+        if problem.variant.template.kind == "implement":
+            cells += _implement_cells(problem, version)
+        else:
+            cells += _part_cells(problem, names[problem.id], version)
+        if version == "instructor" and problem.variant.template.solution.strip():
+            cells.append(_cell("markdown", f"{problem.id}-solution",
+                               f"### Worked solution to problem {n}\n\n"
+                               f"{problem.variant.solution().strip()}", locked=True))
+    return {"cells": cells, "nbformat": 4, "nbformat_minor": 5,
+            "metadata": {"kernelspec": {"display_name": "Python 3 (ipykernel)", "language": "python",
+                                        "name": "python3"},
+                         "language_info": {"name": "python"},
+                         "attnkit": _record(header, problems, names, version)}}
+
+
+_STRING = json.encoder.encode_basestring      # C; what ensure_ascii=False uses
+_CONSTANTS = {True: "true", False: "false", None: "null"}
+
+
+def _json(value, pad: str = "") -> str:
+    """json.dumps(value, sort_keys=True, indent=1, ensure_ascii=False), written out here
+    because with an indent the json module falls back to its slow pure-Python encoder."""
+    if isinstance(value, str):
+        return _STRING(value)
+    if isinstance(value, dict):
+        if not value:
+            return "{}"
+        inner = pad + " "
+        items = [f"{inner}{_STRING(k)}: {_json(value[k], inner)}"
+                 for k in sorted(value)]
+        return "{\n" + ",\n".join(items) + "\n" + pad + "}"
+    if isinstance(value, list):
+        if not value:
+            return "[]"
+        inner = pad + " "
+        if all(isinstance(v, str) for v in value):     # a cell's source lines
+            return "[\n" + ",\n".join(inner + _STRING(v) for v in value) + "\n" + pad + "]"
+        return "[\n" + ",\n".join(inner + _json(v, inner) for v in value) + "\n" + pad + "]"
+    if value is True or value is False or value is None:
+        return _CONSTANTS[value]
+    if isinstance(value, int):
+        return int.__repr__(value)
+    return json.dumps(value, ensure_ascii=False)
+
+
+def notebook_bytes(notebook: dict) -> bytes:
+    """The file, byte for byte as ``nbformat.writes`` would write it (sources as line lists,
+    sorted keys, one-space indent), without its schema validation on every write: the
+    tests validate what this module builds."""
+    cells = [{**c, "source": c["source"].splitlines(True)} for c in notebook["cells"]]
+    return (_json({**notebook, "cells": cells}) + "\n").encode("utf-8")

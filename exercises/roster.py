@@ -1,0 +1,183 @@
+"""The class roster: a CSV file of students (student_id, name, email), checked on load.
+
+Rosters come out of spreadsheets and learning-management systems, so the reader accepts
+what those write: Excel's UTF-8 byte-order mark, ';' as the separator (European Excel),
+extra columns in any order, quoted names across line breaks, blank rows. It refuses what
+would break a build later: a student id that is not a safe directory name or nbgrader id,
+two ids that collide on a case-insensitive file system. Every problem of the file is
+reported at once, as 'file:line: message' with the physical line of the row.
+"""
+
+from __future__ import annotations
+
+import csv
+import difflib
+import io
+import re
+from dataclasses import dataclass
+from pathlib import Path
+
+from .schema import _display
+
+COLUMNS = ("student_id", "name", "email")
+MAX_PROBLEMS = 50
+# A student id becomes a directory name and an nbgrader student id.
+_STUDENT_ID = re.compile(r"^[A-Za-z0-9][A-Za-z0-9._@+-]{0,63}$")
+_EMAIL = re.compile(r"^[^@\s]+@[^@\s]+$")
+_BOM = b"\xef\xbb\xbf"
+# What LMS exports call the columns, for the "did you mean" hint (difflib finds the rest).
+_COLUMN_ALIASES = {"id": "student_id", "sid": "student_id", "student": "student_id",
+                   "student_number": "student_id", "username": "student_id",
+                   "login": "student_id", "mail": "email", "e-mail": "email",
+                   "email_address": "email", "full_name": "name", "student_name": "name"}
+
+
+@dataclass(frozen=True)
+class Student:
+    id: str
+    name: str
+    email: str
+    line: int                         # the row's first physical line in the file
+
+
+class RosterError(ValueError):
+    """Problems in a roster file, one 'file:line: message' each; more than MAX_PROBLEMS are
+    summarised, since a wrong file (not a roster at all) would otherwise fill the screen."""
+
+    def __init__(self, problems: list[str]):
+        if len(problems) > MAX_PROBLEMS:
+            problems = [*problems[:MAX_PROBLEMS], f"… and {len(problems) - MAX_PROBLEMS} more"]
+        super().__init__("\n".join(problems))
+        self.problems = problems
+
+
+def load_roster(path: str | Path) -> tuple[Student, ...]:
+    """Read and check a roster CSV; RosterError lists every problem."""
+    path = Path(path)
+    shown = _display(path)
+    try:
+        data = path.read_bytes()
+    except FileNotFoundError:
+        raise RosterError([f"{shown}: no such file"]) from None
+    except OSError as err:
+        raise RosterError([f"{shown}: cannot read: {err.strerror}"]) from None
+    if data.startswith(_BOM):
+        data = data[len(_BOM):]
+    try:
+        text = data.decode("utf-8")
+    except UnicodeDecodeError as err:
+        line, message = describe_bad_utf8(data, err)
+        raise RosterError([f"{shown}:{line}: {message}"]) from None
+    delimiter = _delimiter(text)
+    records = _records(text, delimiter, shown)
+    if not records:
+        raise RosterError([f"{shown}: the file is empty (expected a header row: "
+                           f"{delimiter.join(COLUMNS)})"])
+    (header_line, header), rows = records[0], records[1:]
+    columns = _columns(header, header_line, shown)
+    if not rows:
+        raise RosterError([f"{shown}: no students (the file has only a header row)"])
+    return _students(rows, len(header), columns, delimiter, shown)
+
+
+def _students(rows, width: int, columns: dict[str, int], delimiter: str,
+              shown: str) -> tuple[Student, ...]:
+    """The rows as students; RosterError lists the problems of every row."""
+    problems: list[str] = []
+    students: list[Student] = []
+    seen: dict[str, tuple[str, int]] = {}     # lower-case id → (id as written, line)
+    for line, fields in rows:
+        if len(fields) != width:
+            hint = (f" (a {_DELIMITER_NAMES[delimiter]} inside a value needs \"double quotes\")"
+                    if len(fields) > width else "")
+            problems.append(f"{shown}:{line}: {len(fields)} fields, but the header has {width}{hint}")
+            continue
+        sid, name, email = (fields[columns[c]].strip() for c in COLUMNS)
+        found = [p for p in (_id_problem(sid, seen), _email_problem(email)) if p]
+        problems += [f"{shown}:{line}: {problem}" for problem in found]
+        if _STUDENT_ID.match(sid):
+            seen.setdefault(sid.lower(), (sid, line))
+        if not found:
+            # Names show up in notebook headings: a quoted line break becomes a space.
+            students.append(Student(sid, " ".join(name.split()), email, line))
+    if problems:
+        raise RosterError(problems)
+    return tuple(students)
+
+
+def describe_bad_utf8(data: bytes, err: UnicodeDecodeError) -> tuple[int, str]:
+    """(line, message) for text that is not UTF-8: where the first bad byte is, so the
+    instructor can find the character (usually a Latin-1 accent) and re-save the file."""
+    start = err.start
+    line = data.count(b"\n", 0, start) + 1
+    line_start = data.rfind(b"\n", 0, start) + 1
+    column = len(data[line_start:start].decode("utf-8", errors="replace")) + 1
+    return line, (f"not valid UTF-8 (byte 0x{data[start]:02x} at column {column}); "
+                  f"save the file as UTF-8")
+
+
+_DELIMITER_NAMES = {",": "comma", ";": "semicolon"}
+
+
+def _delimiter(text: str) -> str:
+    """',' unless the header uses ';' and no ',' (Excel in locales with a decimal comma)."""
+    header = next((line for line in text.splitlines() if line.strip()), "")
+    return ";" if ";" in header and "," not in header else ","
+
+
+def _records(text: str, delimiter: str, shown: str) -> list[tuple[int, list[str]]]:
+    """The non-blank rows with the physical line each starts on. A quoted value may span
+    lines, so the start is one past where the previous row ended (csv's line_num)."""
+    reader = csv.reader(io.StringIO(text, newline=""), delimiter=delimiter, strict=True)
+    records, line = [], 1
+    try:
+        for fields in reader:
+            if any(field.strip() for field in fields):   # spreadsheets write blank rows as ",,"
+                records.append((line, fields))
+            line = reader.line_num + 1
+    except csv.Error as err:
+        message = ('a "quoted" value in this row is never closed'
+                   if "unexpected end of data" in str(err) else f"cannot read this row: {err}")
+        raise RosterError([f"{shown}:{line}: {message}"]) from None
+    return records
+
+
+def _columns(header: list[str], line: int, shown: str) -> dict[str, int]:
+    """The position of each required column; RosterError if one is missing or doubled."""
+    names = [h.strip().lower() for h in header]
+    problems = []
+    for column in COLUMNS:
+        if names.count(column) > 1:
+            problems.append(f"{shown}:{line}: column '{column}' appears {names.count(column)} times")
+        elif column not in names:
+            others = {n: h.strip() for n, h in zip(names, header) if n not in COLUMNS}
+            hint = [n for n in others if _COLUMN_ALIASES.get(n.replace(" ", "_")) == column] \
+                or difflib.get_close_matches(column, others, n=1)
+            suggestion = (f"; did you mean '{column}' instead of '{others[hint[0]]}'?"
+                          if hint else "")
+            problems.append(f"{shown}:{line}: missing column '{column}' (the header has: "
+                            f"{', '.join(h.strip() for h in header)}){suggestion}")
+    if problems:
+        raise RosterError(problems)
+    return {column: names.index(column) for column in COLUMNS}
+
+
+def _id_problem(sid: str, seen: dict[str, tuple[str, int]]) -> str:
+    if not sid:
+        return "empty student_id"
+    if not _STUDENT_ID.match(sid):
+        return (f"student_id '{sid}' is not valid: use 1 to 64 letters (A-Z, a-z), digits and "
+                f". _ @ + -, starting with a letter or digit (it becomes a folder name)")
+    if sid.lower() in seen:
+        first, first_line = seen[sid.lower()]
+        if first == sid:
+            return f"duplicate student_id '{sid}' (also on line {first_line})"
+        return (f"student_id '{sid}' differs only in case from '{first}' on line {first_line} "
+                f"(their folders would collide on macOS and Windows)")
+    return ""
+
+
+def _email_problem(email: str) -> str:
+    if email and not _EMAIL.match(email):
+        return f"email '{email}' does not look like an email address (name@domain, no spaces)"
+    return ""

@@ -1,0 +1,157 @@
+"""Assignment build: the layout, byte-identical rebuilds (serial or on two cores), the signed
+key and what it holds, per-student failures that spare the others, printable pages."""
+
+import json
+import os
+import stat
+from pathlib import Path
+
+import nbformat
+import pytest
+
+from exercises.answer_key import AnswerKeyError, key_bytes, load_key
+from exercises.assignment import load_assignment
+from exercises.build import CLASS_STUDENT, build, build_nbgrader
+from exercises.roster import load_roster
+
+ROOT = Path(__file__).resolve().parents[2]
+EXAMPLE = ROOT / "problem_bank" / "assignments" / "example.yaml"
+SAMPLE_ROSTER = ROOT / "problem_bank" / "assignments" / "sample_roster.csv"
+SECRET = "build-test secret, 32 bytes long"
+
+
+@pytest.fixture(autouse=True)
+def _secret(monkeypatch):
+    monkeypatch.setenv("ATTNKIT_SECRET", SECRET)
+
+
+@pytest.fixture(scope="module")
+def example():
+    os.environ["ATTNKIT_SECRET"] = SECRET
+    return load_assignment(EXAMPLE)
+
+
+@pytest.fixture(scope="module")
+def roster():
+    return list(load_roster(SAMPLE_ROSTER))[:4]
+
+
+def files(folder: Path) -> dict[str, bytes]:
+    return {str(p.relative_to(folder)): p.read_bytes() for p in sorted(folder.rglob("*")) if p.is_file()}
+
+
+@pytest.fixture(scope="module")
+def built(example, roster, tmp_path_factory):
+    out = tmp_path_factory.mktemp("build")
+    result = build(example, roster, out, jobs=1, formats=("notebook", "html"))
+    return out, result
+
+
+def test_the_layout_one_student_notebook_one_instructor_notebook_and_a_key(built, roster):
+    out, result = built
+    assert result.ok and result.students == 4
+    for s in roster:
+        for folder in ("release", "instructor"):
+            nb = nbformat.read(out / folder / s.id / "attention-hw1.ipynb", as_version=4)
+            nbformat.validate(nb)
+            assert nb.metadata["attnkit"]["student"] == s.id
+            assert nb.metadata["attnkit"]["version"] == {"release": "student"}.get(folder, "instructor")
+        assert (out / "print" / f"{s.id}.html").is_file()
+        assert (out / "instructor" / "print" / f"{s.id}.html").is_file()
+    assert result.files == 4 * 4 + 1
+
+
+def test_rebuilding_writes_the_same_bytes_serial_or_on_two_cores(built, example, roster, tmp_path):
+    out, _ = built
+    build(example, roster, tmp_path / "again", jobs=2, formats=("notebook", "html"), chunk=1)
+    assert files(tmp_path / "again") == files(out)
+
+
+def test_every_student_gets_other_numbers(built, roster):
+    out, _ = built
+    texts = [(out / "release" / s.id / "attention-hw1.ipynb").read_text() for s in roster]
+    givens = [[c for c in json.loads(t)["cells"] if c["id"] == "masks-givens"][0]["source"] for t in texts]
+    assert len(set(map("".join, givens))) == len(roster)
+
+
+def test_the_key_is_signed_private_and_matches_the_notebooks(built, roster):
+    out, _ = built
+    path = out / "instructor" / "answer_key.json"
+    assert stat.S_IMODE(path.stat().st_mode) == 0o600
+    key = load_key(path, SECRET.encode())
+    assert key["assignment"]["id"] == "attention-hw1"
+    assert sorted(key["students"]) == sorted(s.id for s in roster)
+    for s in roster:
+        entry = key["students"][s.id]
+        nb = json.loads((out / entry["notebook"]).read_text())
+        record = nb["metadata"]["attnkit"]
+        assert [p["variant_digest"] for p in record["problems"]] == \
+            [entry["problems"][p["id"]]["digest"] for p in record["problems"]]
+        assert entry["name"] == s.name and entry["email"] == s.email
+        answers = {p["id"]: p.get("answers") for p in record["problems"]}
+        assert {pid: e["answer_names"] or None for pid, e in entry["problems"].items()} == answers
+
+
+def test_a_key_changed_by_hand_or_read_with_another_secret_does_not_verify(built, tmp_path):
+    out, _ = built
+    key = json.loads((out / "instructor" / "answer_key.json").read_text())
+    with pytest.raises(AnswerKeyError, match="the signature does not verify"):
+        load_key(out / "instructor" / "answer_key.json", b"another course secret, 32 bytes")
+    student = next(iter(key["students"]))
+    key["students"][student]["problems"]["scaling"]["answers"]["std"] = 1.0   # an easier answer
+    (tmp_path / "key.json").write_bytes(key_bytes(key))
+    with pytest.raises(AnswerKeyError, match="the signature does not verify"):
+        load_key(tmp_path / "key.json", SECRET.encode())
+
+
+def test_a_student_whose_variant_fails_is_reported_and_the_others_are_built(example, roster, tmp_path):
+    impossible = tmp_path / "impossible.yaml"
+    impossible.write_text(
+        "id: impossible\ntitle: No variant\nobjective: scaling\nkind: numeric\nprompt: x\n"
+        "sampling: {max_attempts: 3}\n"
+        "parameters:\n  d_k: {dist: integers, low: 1, high: 20}\n"
+        "constraints:\n  - expr: d_k == 7\n"
+        "parts:\n  - {id: v, answer: d_k, points: 1}\n")
+    spec = tmp_path / "hw.yaml"
+    spec.write_text(f"id: hw\ntitle: HW\nsecret: {{env: ATTNKIT_SECRET}}\n"
+                    f"problems:\n  - template: {impossible}\n")
+    result = build(load_assignment(spec), list(load_roster(SAMPLE_ROSTER)), tmp_path / "out")
+    built_ids = sorted(p.name for p in (tmp_path / "out" / "release").iterdir())
+    assert result.failures and len(built_ids) + len(result.failures) == 30
+    assert built_ids, "3 draws of 1-in-20 succeed for some students"
+    assert all("no valid variant in 3 draws" in f for f in result.failures)
+    key = load_key(result.key_path, SECRET.encode())
+    assert sorted(key["students"]) == built_ids
+
+
+def test_printable_pages_work_offline_and_show_math(built, roster):
+    out, _ = built
+    page = (out / "print" / f"{roster[0].id}.html").read_text()
+    key_page = (out / "instructor" / "print" / f"{roster[0].id}.html").read_text()
+    for html in (page, key_page):
+        for forbidden in ("<script", "<link", "http://", "https://", "@import"):
+            assert forbidden not in html
+        assert "<math" in html and roster[0].name in html
+    assert "answer-box" in page and "Worked solution" not in page
+    assert "Worked solution" in key_page and "<svg" in key_page
+
+
+def test_nbgrader_course_mode_writes_one_class_notebook_and_a_class_key(example, tmp_path):
+    result = build_nbgrader(example, tmp_path / "course")
+    source = tmp_path / "course" / "source" / "attention-hw1" / "attention-hw1.ipynb"
+    nb = nbformat.read(source, as_version=4)
+    assert nb.metadata["attnkit"]["student"] == "" and nb.metadata["attnkit"]["version"] == "source"
+    assert "### BEGIN HIDDEN TESTS" in source.read_text()
+    assert (tmp_path / "course" / "nbgrader_config.py").is_file()
+    key = load_key(result.key_path, SECRET.encode())
+    assert list(key["students"]) == [CLASS_STUDENT]
+    assert not result.key_path.is_relative_to(tmp_path / "course" / "source")   # never released
+    # a course's own config is left alone
+    (tmp_path / "course" / "nbgrader_config.py").write_text("c = get_config()\n")
+    build_nbgrader(example, tmp_path / "course")
+    assert (tmp_path / "course" / "nbgrader_config.py").read_text() == "c = get_config()\n"
+
+
+def test_no_temporary_files_are_left_behind(built):
+    out, _ = built
+    assert not [p for p in out.rglob("*") if p.name.endswith(".tmp")]

@@ -1,0 +1,192 @@
+"""Notebooks: valid for nbformat and nbgrader, the student's version gives nothing away,
+and in a real kernel the instructor's passes every visible check while the student's only
+raises NotImplementedError in its answer cells.
+
+One notebook holds every family of the bank (22 problems), so each test covers every kind
+and every template."""
+
+import re
+
+import nbformat
+import numpy as np
+import pytest
+from nbgrader.nbgraderformat.v3 import MetadataValidatorV3
+
+from exercises.notebook import (VERSIONS, build_notebook, clear_solutions, notebook_bytes,
+                                reference_code, student_and_instructor)
+
+
+@pytest.fixture(scope="module")
+def notebooks(bank_problems, kernel):
+    student, instructor = student_and_instructor(kernel.header, bank_problems)
+    source = build_notebook(kernel.header, bank_problems, "source")
+    return {"student": student, "instructor": instructor, "source": source}
+
+
+def nbgrader_meta(cell):
+    return cell["metadata"]["nbgrader"]
+
+
+def text(notebook) -> str:
+    return "\n".join(c["source"] for c in notebook["cells"])
+
+
+# --- format ------------------------------------------------------------------------------
+
+@pytest.mark.parametrize("version", VERSIONS)
+def test_valid_for_nbformat_and_nbgrader(notebooks, version):
+    data = notebook_bytes(notebooks[version])
+    node = nbformat.reads(data.decode("utf-8"), as_version=4)
+    nbformat.validate(node)
+    MetadataValidatorV3().validate_nb(node)
+    # byte for byte what nbformat itself writes: a notebook saved by Jupyter diffs cleanly
+    assert nbformat.writes(node).encode("utf-8") + b"\n" == data
+
+
+@pytest.mark.parametrize("version", VERSIONS)
+def test_grade_ids_and_cell_ids_are_unique_and_every_cell_is_the_kits(notebooks, version):
+    cells = notebooks[version]["cells"]
+    grade_ids = [nbgrader_meta(c)["grade_id"] for c in cells]
+    assert len(set(grade_ids)) == len(grade_ids)
+    assert len({c["id"] for c in cells}) == len(cells)
+    assert all(re.fullmatch(r"[A-Za-z0-9_-]{1,64}", c["id"]) for c in cells)
+    assert all(nbgrader_meta(c)["schema_version"] == 3 for c in cells)
+
+
+def test_points_of_the_graded_cells_add_up_to_the_assignment(notebooks, bank_problems):
+    total = sum(p.variant.template.points for p in bank_problems)
+    for version in VERSIONS:
+        graded = [nbgrader_meta(c)["points"] for c in notebooks[version]["cells"]
+                  if nbgrader_meta(c)["grade"]]
+        assert sum(graded) == pytest.approx(total)
+
+
+def test_the_variant_record_is_in_the_metadata_and_the_seed_is_not(notebooks, bank_problems, kernel):
+    for version in VERSIONS:
+        record = notebooks[version]["metadata"]["attnkit"]
+        assert record["version"] == version
+        assert record["assignment"]["id"] == "hw-all"
+        assert [p["id"] for p in record["problems"]] == [p.id for p in bank_problems]
+        assert [p["variant_digest"] for p in record["problems"]] == [p.variant.digest for p in bank_problems]
+        assert all(p["template_digest"] for p in record["problems"])
+    data = notebook_bytes(notebooks["student"]).decode()
+    for p in bank_problems:   # with the seed and the open-source kit the answers follow
+        assert str(p.variant.seed) not in data
+
+
+# --- nothing given away ------------------------------------------------------------------
+
+def test_the_student_version_holds_no_expected_value(notebooks, bank_problems):
+    student = text(notebooks["student"])
+    instructor = text(notebooks["instructor"])
+    shown = 0
+    for p in bank_problems:
+        for part_id, expected in p.variant.answers.items():
+            if isinstance(expected, np.ndarray) and expected.dtype.kind == "f":
+                # the exact digits of every entry with enough of them not to turn up by chance
+                for x in {repr(float(x)) for x in expected.ravel() if len(repr(float(x))) >= 8}:
+                    assert x in instructor     # so the search below would find it
+                    assert x not in student, f"{p.id}.{part_id} leaks {x} into the student notebook"
+                    shown += 1
+    assert shown > 150
+    assert "### BEGIN SOLUTION" not in student and "HIDDEN TESTS" not in student
+    assert "Worked solution" not in student
+
+
+def test_student_answer_cells_hold_nbgraders_placeholder(notebooks):
+    for cell in notebooks["student"]["cells"]:
+        if nbgrader_meta(cell)["solution"]:
+            placeholder = ("raise NotImplementedError()" if cell["cell_type"] == "code"
+                           else "YOUR ANSWER HERE")
+            assert placeholder in cell["source"], cell["id"]
+
+
+def test_the_choice_answers_are_letters_and_only_the_instructor_has_them(notebooks, bank_problems):
+    instructor = text(notebooks["instructor"])
+    for p in bank_problems:
+        if p.variant.template.kind == "choice":
+            for part_id, index in p.variant.answers.items():
+                letter = "ABCDEFGH"[index]
+                assert re.search(rf"\b\w*{part_id} = '{letter}'", instructor)
+
+
+def test_the_source_version_has_hidden_value_checks_for_every_graded_cell(notebooks):
+    for cell in notebooks["source"]["cells"]:
+        meta = nbgrader_meta(cell)
+        if meta["grade"] and cell["cell_type"] == "code" and not cell["id"].endswith("-basic"):
+            if "### BEGIN HIDDEN TESTS" not in cell["source"]:
+                # an implement family's first cell also has its visible example check
+                assert "Hidden tests" not in cell["source"], cell["id"]
+            assert "### END HIDDEN TESTS" in cell["source"] or "### BEGIN HIDDEN TESTS" not in cell["source"]
+
+
+def test_clear_solutions_keeps_the_indentation_of_the_marker():
+    code = "def f(x):\n    ### BEGIN SOLUTION\n    return 2 * x\n    ### END SOLUTION\n"
+    assert clear_solutions(code, "code") == ("def f(x):\n    # YOUR CODE HERE\n"
+                                             "    raise NotImplementedError()\n")
+    assert clear_solutions("### BEGIN SOLUTION\nA rubric\n### END SOLUTION", "markdown") == \
+        "YOUR ANSWER HERE"
+
+
+def test_every_implement_template_has_reference_code_for_its_function(bank_problems):
+    for p in bank_problems:
+        t = p.variant.template
+        if t.kind == "implement":
+            header, body = reference_code(t)
+            assert header.startswith(f"def {t.function.name}(")
+            assert body.startswith("    ")
+
+
+def test_answer_names_clash_gets_a_problem_prefix(notebooks):
+    # several families ask for `weights`: each gets its own variable
+    record = notebooks["student"]["metadata"]["attnkit"]["problems"]
+    names = [n for p in record if "answers" in p for n in p["answers"].values()]
+    assert len(names) == len(set(names))
+    assert any(re.fullmatch(r"p\d+_weights", n) for n in names)
+
+
+# --- in a real kernel --------------------------------------------------------------------
+
+def test_instructor_notebook_runs_top_to_bottom_with_every_visible_check_passing(notebooks, kernel):
+    node = kernel.execute(notebooks["instructor"])
+    assert kernel.errors(node) == []
+    checks = [c for c in node.cells if c.cell_type == "code" and c.metadata["nbgrader"]["grade"]]
+    assert checks
+    for cell in checks:
+        assert "passed" in kernel.printed(cell) or "an option was chosen" in kernel.printed(cell) \
+            or "Hidden tests" in cell.source, cell.metadata["nbgrader"]["grade_id"]
+    heatmaps = [c for c in node.cells if c.id.endswith("-heatmap")]
+    assert heatmaps and all(any("image/png" in o.get("data", {}) for o in c.outputs) for c in heatmaps)
+
+
+def test_student_notebook_raises_only_not_implemented_in_answer_cells(notebooks, kernel):
+    node = kernel.execute(notebooks["student"])
+    found = kernel.errors(node)
+    answer_cells = {c.metadata["nbgrader"]["grade_id"] for c in node.cells
+                    if c.cell_type == "code" and c.metadata["nbgrader"]["solution"]
+                    and not c.source.startswith("def ")}
+    assert {gid for gid, name, _ in found} == answer_cells
+    assert all(name == "NotImplementedError" for _, name, _ in found)
+    waiting = [c for c in node.cells if c.id.endswith("-check")]
+    assert all("not answered yet" in kernel.printed(c) for c in waiting)
+    examples = [c for c in node.cells if "out = try_example(" in c.source]
+    assert examples and all("not implemented yet" in kernel.printed(c) for c in examples)
+
+
+def test_the_source_notebook_passes_its_own_hidden_tests(notebooks, kernel):
+    """The hidden value checks (for nbgrader) accept the reference answers of every family."""
+    assert kernel.errors(kernel.execute(notebooks["source"])) == []
+
+
+def test_a_wrong_answer_fails_the_visible_and_the_hidden_checks(bank_problems, kernel):
+    problem = next(p for p in bank_problems if p.id == "sdpa_four_tokens")
+    notebook = build_notebook(kernel.header, [problem], "source")
+    for cell in notebook["cells"]:
+        if cell["id"] == "sdpa_four_tokens-weights":       # rows that do not sum to 1
+            cell["source"] = "weights = np.full((4, 4), 0.5)"
+        if cell["id"] == "sdpa_four_tokens-output":        # the right shape, wrong values
+            cell["source"] = f"output = np.zeros({problem.variant.answers['output'].shape})"
+    found = {gid: message for gid, _, message in kernel.errors(kernel.execute(notebook))}
+    assert found["sdpa_four_tokens-weights-check"] == "each row of weights must sum to 1"
+    assert found["sdpa_four_tokens-output-check"] == "output is not right"
+    assert set(found) == {"sdpa_four_tokens-weights-check", "sdpa_four_tokens-output-check"}
