@@ -11,8 +11,12 @@ $(STAMP): pyproject.toml
 	$(PY) -m pip install --quiet --disable-pip-version-check -e '.[dev]'
 	touch $(STAMP)
 
+DEMO_SECRET ?= demo secret: never use it for a real course
+
 demo: $(STAMP)
 	$(VENV)/bin/attnkit demo
+	ATTNKIT_SECRET='$(DEMO_SECRET)' $(VENV)/bin/attnkit build problem_bank/assignments/example.yaml \
+		--roster problem_bank/assignments/sample_roster.csv --out build/demo --format html
 
 test: $(STAMP)
 	$(PY) -m pytest
@@ -20,6 +24,7 @@ test: $(STAMP)
 bench: $(STAMP)
 	$(PY) -m bench.model_forward
 	$(PY) -m bench.variants
+	$(PY) -m bench.build
 
 clean:
-	rm -rf $(VENV) .pytest_cache .hypothesis *.egg-info
+	rm -rf $(VENV) .pytest_cache .hypothesis *.egg-info build

@@ -28,6 +28,8 @@ def _build(args) -> int:
     from exercises.assignment import AssignmentError, load_assignment
     from exercises.build import build, build_nbgrader
     from exercises.roster import RosterError, load_roster
+    from exercises.schema import TemplateError
+    from exercises.variant import VariantError
 
     if not args.out and not args.nbgrader:
         print("attnkit build: give --out DIR (per-student notebooks, with --roster) and/or "
@@ -47,9 +49,13 @@ def _build(args) -> int:
     failures = []
     if args.out:
         progress = Progress(len(roster), "build", enabled=None if not args.json else False)
-        result = build(assignment, list(roster), Path(args.out), jobs=args.jobs,
-                       formats=("notebook", "html") if args.format == "html" else ("notebook",),
-                       progress=progress)
+        try:
+            result = build(assignment, list(roster), Path(args.out), jobs=args.jobs,
+                           formats=("notebook", "html") if args.format == "html" else ("notebook",),
+                           progress=progress)
+        except OSError as err:
+            progress.close()
+            return _fail([f"{err.filename or args.out}: {err.strerror or err}"])
         progress.close()
         failures += result.failures
         report.update(out=str(args.out), students=result.students,
@@ -58,7 +64,12 @@ def _build(args) -> int:
                       students_per_second=round(result.students / max(result.seconds, 1e-9), 1),
                       answer_key=str(result.key_path), failures=result.failures)
     if args.nbgrader:
-        course = build_nbgrader(assignment, Path(args.nbgrader))
+        try:
+            course = build_nbgrader(assignment, Path(args.nbgrader))
+        except (TemplateError, VariantError) as err:
+            return _fail(str(err).splitlines())
+        except OSError as err:
+            return _fail([f"{args.nbgrader}: {err.strerror or err}"])
         report["nbgrader"] = {"course": str(args.nbgrader),
                               "source": str(Path(args.nbgrader) / "source" / assignment.id),
                               "answer_key": str(course.key_path)}
@@ -76,7 +87,7 @@ def _print(report: dict, args) -> None:
         print(f"built {report['built']}/{report['students']} students in {report['seconds']:.2f} s "
               f"({report['students_per_second']:g}/s, {args.jobs} job{'s' if args.jobs > 1 else ''})")
         print(f"  student notebooks:    {os.path.join(out, 'release', '<student>', report['assignment'] + '.ipynb')}")
-        print(f"  instructor notebooks: {os.path.join(out, 'instructor', '<student>', report['assignment'] + '.ipynb')}")
+        print(f"  instructor notebooks: {os.path.join(out, 'instructor', 'notebooks', '<student>', report['assignment'] + '.ipynb')}")
         if args.format == "html":
             print(f"  printable sets:       {os.path.join(out, 'print', '<student>.html')}")
             print(f"  answer-key pages:     {os.path.join(out, 'instructor', 'print', '<student>.html')}")

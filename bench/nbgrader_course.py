@@ -37,3 +37,35 @@ def nbgrader(args: list[str], course: Path, env: dict, timeout: float = 600):
     done = subprocess.run([sys.executable, "-m", "nbgrader", *args], cwd=course, env=env,
                           capture_output=True, text=True, timeout=timeout)
     return done, time.perf_counter() - started
+
+
+def generate_in_process(course: Path, assignment: str, env: dict, repeats: int = 3) -> list[float]:
+    """Seconds of nbgrader's GenerateAssignment converter itself, called ``repeats`` times in
+    one warm process (no process start, no imports): the fairest baseline for nbgrader."""
+    done = subprocess.run([sys.executable, "-m", "bench.nbgrader_course", str(course), assignment,
+                           str(repeats)], cwd=Path(__file__).resolve().parents[1], env=env,
+                          capture_output=True, text=True, timeout=600)
+    if done.returncode != 0:
+        raise RuntimeError(f"in-process nbgrader failed:\n{done.stderr[-2000:]}")
+    return [float(x) for x in done.stdout.split()]
+
+
+def _time_generate(course: str, assignment: str, repeats: int) -> None:
+    from nbgrader.converters import GenerateAssignment
+    from nbgrader.coursedir import CourseDirectory
+    from traitlets.config import Config
+
+    config = Config()
+    config.CourseDirectory.root = course
+    config.CourseDirectory.course_id = Path(course).name
+    for _ in range(repeats):
+        started = time.perf_counter()
+        app = GenerateAssignment(coursedir=CourseDirectory(config=config, assignment_id=assignment),
+                                 config=config)
+        app.force = True
+        app.start()
+        print(time.perf_counter() - started, flush=True)
+
+
+if __name__ == "__main__":
+    _time_generate(sys.argv[1], sys.argv[2], int(sys.argv[3]))

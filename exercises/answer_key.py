@@ -15,6 +15,8 @@ import json
 import os
 from pathlib import Path
 
+from .serialize import canonical_json as canonical
+
 FORMAT = "attnkit-answer-key/1"
 _SIGNING_CONTEXT = b"attnkit answer key signature v1"
 
@@ -28,42 +30,39 @@ def _signing_key(secret: bytes) -> bytes:
     return hmac.new(secret, _SIGNING_CONTEXT, hashlib.sha256).digest()
 
 
-def canonical(body: dict) -> bytes:
-    return json.dumps(body, sort_keys=True, separators=(",", ":"), ensure_ascii=False,
-                      allow_nan=False).encode("utf-8")
+def _signed_text(head: dict, entries: dict[str, str]) -> bytes:
+    """What the signature covers: the head, and each student's id with the SHA-256 of their
+    canonical entry (so workers can serialise entries in parallel and nothing is encoded twice)."""
+    lines = [canonical(head)] + [f"{canonical(sid)}:{hashlib.sha256(entries[sid].encode()).hexdigest()}"
+                                 for sid in sorted(entries)]
+    return "\n".join(lines).encode("utf-8")
 
 
-def sign(body: dict, secret: bytes) -> str:
-    return "hmac-sha256:" + hmac.new(_signing_key(secret), canonical(body), hashlib.sha256).hexdigest()
+def sign(head: dict, entries: dict[str, str], secret: bytes) -> str:
+    mac = hmac.new(_signing_key(secret), _signed_text(head, entries), hashlib.sha256)
+    return "hmac-sha256:" + mac.hexdigest()
 
 
-def make_key(assignment: dict, students: dict, kit_version: str, secret: bytes) -> dict:
-    """The signed key. ``assignment``: id, title, digest, problems; ``students``: student id →
-    {"name", "email", "notebook", "problems": problem id → variant record (+ answer names)}."""
-    body = {"format": FORMAT, "kit_version": kit_version, "assignment": assignment,
-            "students": students}
-    return {**body, "signature": sign(body, secret)}
+def key_bytes(assignment: dict, entries: dict[str, str], kit_version: str, secret: bytes) -> bytes:
+    """The signed key file. ``entries``: student id → ``canonical(entry)``, where an entry is
+    {"name", "email", "notebook", "problems": problem id → variant record + answer names}.
+    One student per line: diffable, and the same bytes for the same inputs."""
+    head = {"format": FORMAT, "kit_version": kit_version, "assignment": assignment}
+    top = {**head, "signature": sign(head, entries, secret)}
+    lines = [f" {canonical(k)}: {canonical(top[k])}," for k in sorted(top)]
+    students = [f"  {canonical(sid)}: {entries[sid]}" for sid in sorted(entries)]
+    return ("{\n" + "\n".join(lines) + '\n "students": {\n' + ",\n".join(students)
+            + "\n }\n}\n").encode("utf-8")
 
 
-def key_bytes(key: dict) -> bytes:
-    """One student per line: diffable, and the same bytes for the same key."""
-    head = {k: v for k, v in key.items() if k != "students"}
-    lines = [json.dumps(sid, ensure_ascii=False) + ": "
-             + json.dumps(entry, sort_keys=True, separators=(",", ":"), ensure_ascii=False,
-                          allow_nan=False)
-             for sid, entry in sorted(key["students"].items())]
-    head_text = json.dumps(head, sort_keys=True, indent=1, ensure_ascii=False, allow_nan=False)
-    return (head_text[:-2] + ',\n "students": {\n' + ",\n".join(lines) + "\n }\n}\n").encode("utf-8")
-
-
-def write_key(path: Path, key: dict) -> None:
+def write_key(path: Path, data: bytes) -> None:
     """Atomically, private to the owner: a half-written key never replaces a good one."""
     path = Path(path)
     path.parent.mkdir(parents=True, exist_ok=True)
     temporary = path.with_name(path.name + ".tmp")
     fd = os.open(temporary, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o600)
     with os.fdopen(fd, "wb") as f:
-        f.write(key_bytes(key))
+        f.write(data)
     os.chmod(temporary, 0o600)
     os.replace(temporary, path)
 
@@ -80,7 +79,16 @@ def load_key(path: Path, secret: bytes) -> dict:
     if not isinstance(key, dict) or key.get("format") != FORMAT:
         raise AnswerKeyError(f"{path}: not an answer key of format {FORMAT}")
     signature = key.pop("signature", "")
-    if not hmac.compare_digest(str(signature), sign(key, secret)):
+    students = key.get("students")
+    if not isinstance(students, dict):
+        raise AnswerKeyError(f"{path}: not an answer key of format {FORMAT} (no students)")
+    head = {k: v for k, v in key.items() if k != "students"}
+    try:
+        entries = {sid: canonical(entry) for sid, entry in students.items()}
+    except ValueError as err:        # NaN or inf: never written by the kit
+        raise AnswerKeyError(f"{path}: not a key the kit wrote ({err})") from None
+    expected = sign(head, entries, secret).encode()
+    if not hmac.compare_digest(str(signature).encode("utf-8"), expected):
         raise AnswerKeyError(f"{path}: the signature does not verify: the key was changed after "
                              "it was built, or it was built with another course secret")
     return key

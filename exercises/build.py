@@ -4,11 +4,15 @@ class-wide source notebook.
 
 Output layout (``OUT``)::
 
-    release/<student>/<assignment>.ipynb       what each student gets
-    instructor/<student>/<assignment>.ipynb    answers filled in, worked solutions
-    instructor/answer_key.json                 signed, private (mode 0600)
-    print/<student>.html                       --format html: the problem set for paper
-    instructor/print/<student>.html            --format html: that student's answer key
+    release/<student>/<assignment>.ipynb                what each student gets
+    instructor/notebooks/<student>/<assignment>.ipynb   answers filled in, worked solutions
+    instructor/answer_key.json                          signed
+    print/<student>.html                                --format html: the problem set for paper
+    instructor/print/<student>.html                     --format html: its answer key
+
+``instructor/`` is private: the folder is mode 0700 and its files 0600. A build first
+removes the old key, so a build that dies half-way never leaves a key that disagrees with
+the notebooks beside it (rerunning it writes the same bytes).
 
 Everything is a pure function of (assignment spec, templates, roster, course secret, kit
 version): no dates, no random ids, sorted keys, so a rebuild writes the same bytes.
@@ -31,6 +35,7 @@ from . import answer_key
 from .notebook import (Header, ProblemVariant, answer_names, build_notebook, notebook_bytes,
                        student_and_instructor)
 from .seeds import variant_seed
+from .schema import TemplateError
 from .variant import VariantError, make_variant
 
 FORMATS = ("notebook", "html")
@@ -55,11 +60,14 @@ class BuildResult:
         return not self.failures
 
 
-def write_file(path: Path, data: bytes) -> None:
-    """Atomically: an interrupted build never leaves half a notebook behind."""
+def write_file(path: Path, data: bytes, private: bool = False) -> None:
+    """Atomically (an interrupted build never leaves half a notebook behind); ``private``
+    files are readable by their owner only."""
     path.parent.mkdir(parents=True, exist_ok=True)
     temporary = path.with_name(f".{path.name}.{os.getpid()}.tmp")
-    temporary.write_bytes(data)
+    fd = os.open(temporary, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o600 if private else 0o644)
+    with os.fdopen(fd, "wb") as f:
+        f.write(data)
     os.replace(temporary, path)
 
 
@@ -83,8 +91,7 @@ def key_entry(problems: list[ProblemVariant], notebook: str, student=None) -> di
         entry.update(name=student.name, email=student.email)
     for p in problems:
         record = p.variant.record()
-        t = p.variant.template
-        record["answer_names"] = names[p.id] if t.kind != "implement" else {}
+        record["answer_names"] = names[p.id]       # part id → the notebook's variable
         entry["problems"][p.id] = record
     return entry
 
@@ -102,12 +109,13 @@ def assignment_summary(assignment) -> dict:
 _CONTEXT: dict = {}
 
 
-def _build_student(student) -> tuple[str, dict | None, str, int]:
-    """(student id, key entry or None, failure message, files written) — run in a worker."""
+def _build_student(student) -> tuple[str, str | None, str, int]:
+    """(student id, key entry as canonical JSON or None, failure message, files written) —
+    run in a worker, so the key's heaviest encoding is done in parallel too."""
     assignment, secret, out = _CONTEXT["assignment"], _CONTEXT["secret"], _CONTEXT["out"]
     try:
         problems = problem_variants(assignment, secret, student.id)
-    except VariantError as err:
+    except (VariantError, TemplateError) as err:
         return student.id, None, f"{student.id}: {err}", 0
     head = header(assignment, student)
     name = f"{assignment.id}.ipynb"
@@ -115,19 +123,21 @@ def _build_student(student) -> tuple[str, dict | None, str, int]:
     if "notebook" in _CONTEXT["formats"]:
         release, solved = student_and_instructor(head, problems)
         write_file(out / "release" / student.id / name, notebook_bytes(release))
-        write_file(out / "instructor" / student.id / name, notebook_bytes(solved))
+        write_file(out / "instructor" / "notebooks" / student.id / name, notebook_bytes(solved),
+                   private=True)
         files += 2
     if "html" in _CONTEXT["formats"]:
         from .printable import answer_key_page, problem_set_page
 
         write_file(out / "print" / f"{student.id}.html", problem_set_page(head, problems).encode())
         write_file(out / "instructor" / "print" / f"{student.id}.html",
-                   answer_key_page(head, problems).encode())
+                   answer_key_page(head, problems).encode(), private=True)
         files += 2
-    return student.id, key_entry(problems, f"release/{student.id}/{name}", student), "", files
+    entry = key_entry(problems, f"release/{student.id}/{name}", student)
+    return student.id, answer_key.canonical(entry), "", files
 
 
-def _build_chunk(students) -> list[tuple[str, dict | None, str, int]]:
+def _build_chunk(students) -> list[tuple[str, str | None, str, int]]:
     return [_build_student(s) for s in students]
 
 
@@ -143,6 +153,10 @@ def build(assignment, roster, out: Path, jobs: int = 1, formats=("notebook",),
     context = {"assignment": assignment, "secret": assignment.secret(), "out": out,
                "formats": tuple(formats)}
     chunks = [roster[i:i + chunk] for i in range(0, len(roster), chunk)]
+    private = out / "instructor"
+    private.mkdir(parents=True, exist_ok=True)
+    private.chmod(0o700)
+    (private / "answer_key.json").unlink(missing_ok=True)
     results = []
     if jobs <= 1 or len(chunks) <= 1:
         _init_worker(context)
@@ -169,7 +183,7 @@ def build(assignment, roster, out: Path, jobs: int = 1, formats=("notebook",),
         else:
             entries[student_id] = entry
     result.key_path = out / "instructor" / "answer_key.json"
-    answer_key.write_key(result.key_path, answer_key.make_key(
+    answer_key.write_key(result.key_path, answer_key.key_bytes(
         assignment_summary(assignment), entries, KIT_VERSION, context["secret"]))
     result.files += 1
     result.failures.sort()
@@ -205,9 +219,8 @@ def build_nbgrader(assignment, course_dir: Path) -> BuildResult:
         write_file(config, NBGRADER_CONFIG.format(course=course_dir.resolve().name).encode())
         files += 1
     key_path = course_dir / "attnkit" / assignment.id / "answer_key.json"
-    answer_key.write_key(key_path, answer_key.make_key(
-        assignment_summary(assignment),
-        {CLASS_STUDENT: key_entry(problems, f"source/{assignment.id}/{name}")},
-        KIT_VERSION, secret))
+    entry = key_entry(problems, f"source/{assignment.id}/{name}")
+    answer_key.write_key(key_path, answer_key.key_bytes(
+        assignment_summary(assignment), {CLASS_STUDENT: answer_key.canonical(entry)}, KIT_VERSION, secret))
     return BuildResult(students=1, files=files + 1, seconds=time.perf_counter() - started,
                        key_path=key_path)

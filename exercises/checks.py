@@ -8,6 +8,7 @@ told it is wrong — rows of weights rounded to 3 decimals need not sum to exact
 
 from __future__ import annotations
 
+import math
 from dataclasses import dataclass
 from typing import Callable
 
@@ -32,7 +33,22 @@ class Check:
              rtol: float = 0.0, n: int = 1) -> str:
         """The notebook's assert line for an answer named ``variable`` with ``n`` columns."""
         tol = row_sum_tolerance(n, atol, rtol) if self.name == "rows_sum_to_one" else max(atol, 0.0)
-        return self.template.format(x=variable, arg=argument, tol=f"{tol:.3g}")
+        whole = f"np.round({variable})"
+        slack = _rounded_up(tol) + (f" + {_rounded_up(rtol)} * np.abs({whole})" if rtol > 0 else "")
+        return self.template.format(x=variable, arg=argument, tol=_rounded_up(tol),
+                                    upper=_rounded_up(1 + max(atol, 0.0) + rtol, 6), slack=slack)
+
+
+def _rounded_up(x: float, digits: int = 3) -> str:
+    """``x`` to a few significant digits, never below ``x``: the notebook's check must not be
+    stricter than the grader (0.02001 is written 0.0201, not 0.02)."""
+    if x <= 0:
+        return "0"
+    text = f"{x:.{digits}g}"
+    step = 10 ** (math.floor(math.log10(x)) - digits + 1)
+    while float(text) < x:
+        text = f"{float(text) + step:.{digits}g}"
+    return text
 
 
 def _floats(x):
@@ -58,7 +74,7 @@ def _nonnegative(x, _, atol, rtol):
 
 def _probabilities(x, _, atol, rtol):
     x = _floats(x)
-    return None if np.all((x >= -atol) & (x <= 1 + atol)) else "has entries outside [0, 1]"
+    return None if np.all((x >= -atol) & (x <= 1 + atol + rtol)) else "has entries outside [0, 1]"
 
 
 def _masked_zero(x, mask, atol, rtol):
@@ -76,7 +92,8 @@ def _lower_triangular(x, _, atol, rtol):
 
 def _integer_valued(x, _, atol, rtol):
     x = _floats(x)
-    return None if np.all(np.abs(x - np.round(x)) <= atol) else "must be whole numbers"
+    whole = np.round(x)
+    return None if np.all(np.abs(x - whole) <= atol + rtol * np.abs(whole)) else "must be whole numbers"
 
 
 CHECKS: dict[str, Check] = {c.name: c for c in (
@@ -90,7 +107,7 @@ CHECKS: dict[str, Check] = {c.name: c for c in (
           "assert np.all(np.asarray({x}) >= -{tol}), '{x} has negative entries'",
           "no negative entries"),
     Check("probabilities", False, _probabilities,
-          "assert np.all((np.asarray({x}) >= -{tol}) & (np.asarray({x}) <= 1 + {tol})), "
+          "assert np.all((np.asarray({x}) >= -{tol}) & (np.asarray({x}) <= {upper})), "
           "'{x} must lie in [0, 1]'",
           "every entry in [0, 1]"),
     Check("masked_zero", True, _masked_zero,
@@ -101,6 +118,7 @@ CHECKS: dict[str, Check] = {c.name: c for c in (
           "assert np.all(np.abs(np.triu({x}, 1)) <= {tol}), '{x} must be lower-triangular'",
           "zero above the diagonal"),
     Check("integer_valued", False, _integer_valued,
-          "assert np.all(np.abs(np.asarray({x}) - np.round({x})) <= {tol}), '{x} must be whole numbers'",
+          "assert np.all(np.abs(np.asarray({x}) - np.round({x})) <= {slack}), "
+          "'{x} must be whole numbers'",
           "whole numbers"),
 )}

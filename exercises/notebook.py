@@ -19,24 +19,22 @@ with it and the open-source kit a student could recompute the answers.
 
 from __future__ import annotations
 
-import ast
+import builtins
 import hashlib
 import json
 import keyword
-import re
-import builtins
 from dataclasses import dataclass
 
 import numpy as np
 
 from .checks import CHECKS
 from .literals import assignment, literal
-from .schema import TemplateError
+from .schema import NOTEBOOK_NAMES
 from .variant import Variant, example_case
 
 VERSIONS = ("student", "instructor", "source")
 FORMAT = 1
-_LETTERS = "ABCDEFGHIJKLMNOPQRSTUVWXYZ"
+LETTERS = "ABCDEFGHIJKLMNOPQRSTUVWXYZ"
 _PLACEHOLDER = "# YOUR CODE HERE\nraise NotImplementedError()"
 _MARKDOWN_PLACEHOLDER = "YOUR ANSWER HERE"
 
@@ -83,7 +81,6 @@ def show_heatmap(matrix, title, ylabel="row", xlabel="column"):
     fig.colorbar(image, ax=ax)
     plt.show()
 '''
-_HELPERS = {"np", "answered", "try_example", "show_heatmap"}
 
 
 @dataclass(frozen=True)
@@ -107,6 +104,11 @@ class Header:
 
 
 # --- cells -------------------------------------------------------------------------------
+#
+# Grade ids: ``<problem>-<part>`` is a part's answer cell (``<problem>-<function>`` an
+# implement problem's, ``<problem>-<function>-<family>`` a test family's check); every other
+# cell has a role after a double hyphen: ``<problem>--prompt``, ``<problem>-<part>--check`` …
+# Problem, part, function and family ids never contain a hyphen, so no id can collide.
 
 def _cell_id(grade_id: str) -> str:
     """nbformat allows 1–64 characters of [A-Za-z0-9_-]; long grade ids keep a hash suffix."""
@@ -142,7 +144,8 @@ def _hidden(lines: list[str], version: str) -> list[str]:
     return ["### BEGIN HIDDEN TESTS", *lines, "### END HIDDEN TESTS"]
 
 
-def _points(x: float) -> str:
+def points_text(x: float) -> str:
+    """'1 point', '2.5 points'."""
     text = f"{x:g}"
     return f"{text} point" if text == "1" else f"{text} points"
 
@@ -153,7 +156,7 @@ def answer_names(problems: list[ProblemVariant]) -> dict[str, dict[str, str]]:
     """problem id → part id → the variable the student assigns. A part keeps its own id
     unless that name is taken elsewhere in the notebook (a given, a helper, another
     problem's part, a builtin); then it becomes ``p<n>_<part>``."""
-    taken = set(_HELPERS) | set(keyword.kwlist) | set(dir(builtins))
+    taken = set(NOTEBOOK_NAMES) | set(keyword.kwlist) | set(dir(builtins))
     counts: dict[str, int] = {}
     for p in problems:
         t = p.variant.template
@@ -167,8 +170,17 @@ def answer_names(problems: list[ProblemVariant]) -> dict[str, dict[str, str]]:
         t = p.variant.template
         names[p.id] = {part.id: (part.id if counts[part.id] == 1 and part.id not in taken
                                  else f"p{n}_{part.id}")
-                       for part in t.parts if t.kind != "implement"}
+                       for part in t.parts if t.kind in ("numeric", "choice")}
     return names
+
+
+def shared_givens(problems: list[ProblemVariant]) -> set[str]:
+    """Names of givens that more than one problem defines (Q, K, V …)."""
+    seen: dict[str, int] = {}
+    for p in problems:
+        for name in p.variant.givens:
+            seen[name] = seen.get(name, 0) + 1
+    return {name for name, n in seen.items() if n > 1}
 
 
 # --- what an answer looks like -----------------------------------------------------------
@@ -228,27 +240,32 @@ def _value_test(name: str, expected, rtol: float, atol: float) -> list[str]:
 
 def _prompt_cell(n: int, problem: ProblemVariant) -> dict:
     v = problem.variant
-    text = f"## Problem {n}. {problem.title} ({_points(v.template.points)})\n\n{v.prompt().strip()}"
-    return _cell("markdown", f"{problem.id}-prompt", text, locked=True)
+    text = (f"## Problem {n}. {markdown_text(problem.title)} ({points_text(v.template.points)})\n\n"
+            f"{v.prompt().strip()}")
+    return _cell("markdown", f"{problem.id}--prompt", text, locked=True)
 
 
-def _givens_cell(n: int, problem: ProblemVariant) -> dict | None:
+def _givens_cell(n: int, problem: ProblemVariant, shared: set[str]) -> dict | None:
     givens = problem.variant.givens
     if not givens:
         return None
     lines = [f"# Your givens for problem {n}: run this cell before answering its parts."]
+    again = sorted(set(givens) & shared)
+    if again:
+        lines.append(f"# Other problems use {', '.join(again)} too: run this cell again "
+                     "whenever you come back to this problem.")
     lines += [assignment(name, value) for name, value in givens.items()]
-    return _cell("code", f"{problem.id}-givens", "\n".join(lines), locked=True)
+    return _cell("code", f"{problem.id}--givens", "\n".join(lines), locked=True)
 
 
 def _part_cells(problem: ProblemVariant, names: dict, version: str) -> list[dict]:
     v, cells = problem.variant, []
     for i, part in enumerate(v.template.parts):
-        label, name = f"({_LETTERS[i].lower()})", names.get(part.id)
+        label, name = f"({LETTERS[i].lower()})", names.get(part.id)
         gid = f"{problem.id}-{part.id}"
         if v.template.kind == "free_response":
-            cells.append(_cell("markdown", f"{gid}-prompt",
-                               f"**{label}** {v.part_prompt(part).strip()} ({_points(part.points)}; "
+            cells.append(_cell("markdown", f"{gid}--prompt",
+                               f"**{label}** {v.part_prompt(part).strip()} ({points_text(part.points)}; "
                                "graded by hand: write your answer in the cell below)", locked=True))
             rubric = f"**Rubric.**\n\n{v.rubric(part).strip()}"
             source = f"### BEGIN SOLUTION\n{rubric}\n### END SOLUTION"
@@ -258,16 +275,16 @@ def _part_cells(problem: ProblemVariant, names: dict, version: str) -> list[dict
         if v.template.kind == "choice":
             cells += _choice_cells(problem, part, label, name, version)
             continue
-        cells.append(_cell("markdown", f"{gid}-prompt",
-                           f"**{label}** {v.part_prompt(part).strip()} ({_points(part.points)})\n\n"
+        cells.append(_cell("markdown", f"{gid}--prompt",
+                           f"**{label}** {v.part_prompt(part).strip()} ({points_text(part.points)})\n\n"
                            f"Store your answer in `{name}`: {_describe(expected)}.", locked=True))
         cells.append(_cell("code", gid, _solution_region(assignment(name, expected)),
                            solution=True))
-        cells.append(_cell("code", f"{gid}-check", _numeric_check(part, name, expected, v, version),
+        cells.append(_cell("code", f"{gid}--check", _numeric_check(part, name, expected, v, version),
                            grade=True, locked=True, points=part.points))
         if isinstance(expected, np.ndarray) and expected.ndim == 2 and min(expected.shape) > 1 \
                 and expected.dtype.kind == "f":
-            cells.append(_cell("code", f"{gid}-heatmap", _heatmap(part, name), locked=True))
+            cells.append(_cell("code", f"{gid}--heatmap", _heatmap(part, name), locked=True))
     return cells
 
 
@@ -278,13 +295,24 @@ def _heatmap(part, name: str) -> str:
             f"if answered({name!r}):\n    show_heatmap({name}, {name!r}, {axes})")
 
 
-def _check_argument(argument, variant: Variant) -> str:
+def _check_argument(argument, variant: Variant) -> str | None:
     """A check's argument (the mask of ``masked_zero``) as notebook code: a given by its name,
-    anything else written out. Never the student's own answer to an earlier part: one wrong
-    answer would then fail the checks of every later part."""
+    another value written out, None (no visible check) when that value is the answer to a
+    part. Never the student's own answer either: one wrong answer would then fail the
+    checks of every later part."""
     if argument.names <= set(variant.template.givens):
         return argument.source.strip()
-    return literal(variant.evaluate(argument))
+    value = variant.evaluate(argument)
+    if any(_same(value, answer) for answer in variant.answers.values()):
+        return None
+    return literal(value)
+
+
+def _same(a, b) -> bool:
+    try:
+        return np.shape(a) == np.shape(b) and bool(np.all(np.asarray(a) == np.asarray(b)))
+    except (TypeError, ValueError):
+        return False
 
 
 def _numeric_check(part, name: str, expected, variant: Variant, version: str) -> str:
@@ -292,6 +320,8 @@ def _numeric_check(part, name: str, expected, variant: Variant, version: str) ->
     n_cols = np.shape(expected)[-1] if np.ndim(expected) else 1
     for check_name, argument in part.checks:
         arg = None if argument is None else _check_argument(argument, variant)
+        if argument is not None and arg is None:
+            continue      # it would give an answer away; the grader still checks the value
         lines.append(CHECKS[check_name].code(name, arg, part.atol, part.rtol, n_cols))
     body = "\n".join("    " + line for line in lines)
     source = (f"# Visible checks for `{name}`: properties only; the values are checked at grading.\n"
@@ -305,9 +335,9 @@ def _choice_cells(problem: ProblemVariant, part, label: str, name: str, version:
     v = problem.variant
     gid = f"{problem.id}-{part.id}"
     options = v.options[part.id]
-    letters = _LETTERS[:len(options)]
+    letters = LETTERS[:len(options)]
     listing = "\n".join(f"- **{letter}.** {option['text']}" for letter, option in zip(letters, options))
-    prompt = (f"**{label}** {v.part_prompt(part).strip()} ({_points(part.points)})\n\n{listing}\n\n"
+    prompt = (f"**{label}** {v.part_prompt(part).strip()} ({points_text(part.points)})\n\n{listing}\n\n"
               f"Set `{name}` to the letter of your choice, as a string (one of "
               f"{', '.join(letters)}).")
     correct = letters[v.answers[part.id]]
@@ -318,60 +348,41 @@ def _choice_cells(problem: ProblemVariant, part, label: str, name: str, version:
              f'    print("{name}: an option was chosen (it is checked at grading)")')
     hidden = _hidden([f"assert str({name}).strip().upper() == {correct!r}, \"{name} is not right\""],
                      version)
-    return [_cell("markdown", f"{gid}-prompt", prompt, locked=True),
+    return [_cell("markdown", f"{gid}--prompt", prompt, locked=True),
             _cell("code", gid, _solution_region(f"{name} = {correct!r}"), solution=True),
-            _cell("code", f"{gid}-check", "\n".join([check, *hidden]), grade=True, locked=True,
+            _cell("code", f"{gid}--check", "\n".join([check, *hidden]), grade=True, locked=True,
                   points=part.points)]
 
 
 # --- implement ---------------------------------------------------------------------------
-
-def reference_code(template) -> tuple[str, str]:
-    """(def line(s), body) of the template's reference code: the function named by
-    ``function.name`` in the first ```python block of its ``solution``."""
-    match = re.search(r"```python\n(.*?)```", template.solution, re.S)
-    where = f"{template.path}:{template.line_of('solution')}: solution"
-    if not match:
-        raise TemplateError([f"{where}: an implement template needs its reference code in a "
-                             "```python block of its solution (the instructor notebook runs it)"])
-    code = match.group(1)
-    tree = ast.parse(code)
-    for node in tree.body:
-        if isinstance(node, ast.FunctionDef) and node.name == template.function.name:
-            lines = code.splitlines()
-            first = node.body[0].lineno - 1
-            return "\n".join(lines[node.lineno - 1:first]), "\n".join(lines[first:node.end_lineno])
-    raise TemplateError([f"{where}: the ```python block does not define "
-                         f"{template.function.name}()"])
-
 
 def _implement_cells(problem: ProblemVariant, version: str) -> list[dict]:
     v = problem.variant
     t = v.template
     f = t.function
     gid = f"{problem.id}-{f.name}"
-    header, body = reference_code(t)
+    header, body = t.reference_code()
     docstring = f'    """Returns {f.returns}."""' if f.returns else ""
     answer = "\n".join(x for x in [header, docstring, _solution_region(body, "    ")] if x)
     example = example_case(v)
     example_args = _rounded(example.args)
     example_name = f"{f.name}_example"
-    families = "\n".join(f"- `{family.family}` ({_points(family.points)}, {family.cases} "
+    families = "\n".join(f"- `{family.family}` ({points_text(family.points)}, {family.cases} "
                          f"case{'s' if family.cases != 1 else ''})" for family in t.tests)
     cells = [
-        _cell("markdown", f"{gid}-prompt",
+        _cell("markdown", f"{gid}--prompt",
               f"Write `{f.name}{f.signature}` in the cell below. Hidden tests, by family:\n\n"
               f"{families}", locked=True),
         _cell("code", gid, answer, solution=True),
-        _cell("code", f"{gid}-example",
+        _cell("code", f"{gid}--example",
               "# A small visible example (the hidden tests use other inputs).\n"
               + assignment(example_name, example_args), locked=True),
     ]
     for i, family in enumerate(t.tests):
-        lines = [f"# Hidden tests `{family.family}` ({_points(family.points)}): they run at grading."]
+        lines = [f"# Hidden tests `{family.family}` ({points_text(family.points)}): they run at grading."]
         if i == 0:
             lines = [f"# Visible check on {example_name}; hidden tests `{family.family}` "
-                     f"({_points(family.points)}) run at grading.",
+                     f"({points_text(family.points)}) run at grading.",
                      *_example_check(f.name, example_name, example.expected)]
         cases = [c for c in v.tests if c.family == family.family]
         hidden = _hidden(_implement_tests(f.name, cases, t.rtol, t.atol), version)
@@ -426,12 +437,20 @@ def _implement_tests(function: str, cases, rtol: float, atol: float) -> list[str
 
 # --- the notebook ------------------------------------------------------------------------
 
+def markdown_text(text: str) -> str:
+    """Plain text (a name, a title) that Markdown shows as written: no emphasis, math, HTML
+    or table cells made of it."""
+    return "".join("\\" + ch if ch in "\\`*_{}[]<>()#+-.!|$~&" else ch for ch in " ".join(text.split()))
+
+
 def _header_cell(header: Header, problems: list[ProblemVariant]) -> dict:
     total = sum(p.variant.template.points for p in problems)
-    lines = [f"# {header.assignment_title}", ""]
+    lines = [f"# {markdown_text(header.assignment_title)}", ""]
     if header.student_name or header.student_id:
-        who = f"{header.student_name} ({header.student_id})" if header.student_name else header.student_id
-        lines += [f"Prepared for **{who}**: the numbers in this notebook are yours alone.", ""]
+        who = (f"{header.student_name} ({header.student_id})" if header.student_name
+               else header.student_id)
+        lines += [f"Prepared for **{markdown_text(who)}**: the numbers in this notebook are "
+                  "yours alone.", ""]
     if header.instructions.strip():
         lines += [header.instructions.strip(), ""]
     lines += ["Answer in the cells marked `YOUR CODE HERE` (or `YOUR ANSWER HERE`) and run the check "
@@ -439,7 +458,8 @@ def _header_cell(header: Header, problems: list[ProblemVariant]) -> dict:
               "…), never its value; the values are checked at grading. Do not edit the locked cells: "
               "grading always uses your givens as issued.", "",
               "| # | problem | points |", "|---|---|---|"]
-    lines += [f"| {n} | {p.title} | {p.variant.template.points:g} |" for n, p in enumerate(problems, 1)]
+    lines += [f"| {n} | {markdown_text(p.title)} | {p.variant.template.points:g} |"
+              for n, p in enumerate(problems, 1)]
     lines.append(f"| | **total** | **{total:g}** |")
     return _cell("markdown", "header", "\n".join(lines), locked=True)
 
@@ -463,17 +483,18 @@ def build_notebook(header: Header, problems: list[ProblemVariant], version: str)
         raise ValueError(f"version must be one of {VERSIONS}, not {version!r}")
     if version == "student":
         return student_and_instructor(header, problems)[0]
-    return _notebook(header, problems, version)
+    return _notebook(header, problems, version)[0]
 
 
 def student_and_instructor(header: Header, problems: list[ProblemVariant]) -> tuple[dict, dict]:
     """Both versions at once: the student's is the instructor's with the solutions cleared
     (as nbgrader's generate_assignment clears them) and without the worked solutions."""
-    instructor = _notebook(header, problems, "instructor")
+    instructor, worked = _notebook(header, problems, "instructor")
     names = answer_names(problems)
+    worked_ids = {id(c) for c in worked}
     cells = [{**c, "source": clear_solutions(c["source"], c["cell_type"])}
              if c["metadata"]["nbgrader"]["solution"] else c
-             for c in instructor["cells"] if not c["id"].endswith("-solution")]
+             for c in instructor["cells"] if id(c) not in worked_ids]
     metadata = {**instructor["metadata"], "attnkit": _record(header, problems, names, "student")}
     return {**instructor, "cells": cells, "metadata": metadata}, instructor
 
@@ -497,12 +518,14 @@ def clear_solutions(source: str, cell_type: str) -> str:
     return "\n".join(out)
 
 
-def _notebook(header: Header, problems: list[ProblemVariant], version: str) -> dict:
-    names = answer_names(problems)
+def _notebook(header: Header, problems: list[ProblemVariant], version: str) -> tuple[dict, list]:
+    """(notebook, its worked-solution cells)."""
+    names, shared = answer_names(problems), shared_givens(problems)
     cells = [_header_cell(header, problems), _cell("code", "setup", SETUP.rstrip("\n"), locked=True)]
+    worked = []
     for n, problem in enumerate(problems, 1):
         cells.append(_prompt_cell(n, problem))
-        givens = _givens_cell(n, problem)
+        givens = _givens_cell(n, problem, shared)
         if givens:
             cells.append(givens)
         if problem.variant.template.kind == "implement":
@@ -510,14 +533,19 @@ def _notebook(header: Header, problems: list[ProblemVariant], version: str) -> d
         else:
             cells += _part_cells(problem, names[problem.id], version)
         if version == "instructor" and problem.variant.template.solution.strip():
-            cells.append(_cell("markdown", f"{problem.id}-solution",
-                               f"### Worked solution to problem {n}\n\n"
-                               f"{problem.variant.solution().strip()}", locked=True))
-    return {"cells": cells, "nbformat": 4, "nbformat_minor": 5,
-            "metadata": {"kernelspec": {"display_name": "Python 3 (ipykernel)", "language": "python",
-                                        "name": "python3"},
-                         "language_info": {"name": "python"},
-                         "attnkit": _record(header, problems, names, version)}}
+            worked.append(_cell("markdown", f"{problem.id}--solution",
+                                f"### Worked solution to problem {n}\n\n"
+                                f"{problem.variant.solution().strip()}", locked=True))
+            cells.append(worked[-1])
+    grade_ids = [c["metadata"]["nbgrader"]["grade_id"] for c in cells]
+    if len(set(grade_ids)) != len(grade_ids):    # cannot happen by construction: say so loudly
+        raise ValueError(f"duplicate grade ids: {sorted({g for g in grade_ids if grade_ids.count(g) > 1})}")
+    notebook = {"cells": cells, "nbformat": 4, "nbformat_minor": 5,
+                "metadata": {"kernelspec": {"display_name": "Python 3 (ipykernel)",
+                                            "language": "python", "name": "python3"},
+                             "language_info": {"name": "python"},
+                             "attnkit": _record(header, problems, names, version)}}
+    return notebook, worked
 
 
 _STRING = json.encoder.encode_basestring      # C; what ensure_ascii=False uses

@@ -7,14 +7,8 @@ from __future__ import annotations
 import numpy as np
 
 from .html import answer_box, code_block, escape, heatmap_svg, markdown_to_html, page
-from .notebook import Header, ProblemVariant, reference_code
+from .notebook import LETTERS, Header, ProblemVariant, points_text
 from .preview import _compared_with_tolerance, _decimals_for, value_text
-
-_LETTERS = "ABCDEFGHIJKLMNOPQRSTUVWXYZ"
-
-
-def _points(x: float) -> str:
-    return f"{x:g} point" + ("" if x == 1 else "s")
 
 
 def _givens(problem: ProblemVariant) -> str:
@@ -35,15 +29,15 @@ def _parts(problem: ProblemVariant) -> str:
     t = v.template
     if t.kind == "implement":
         f = t.function
-        header, _ = reference_code(t)
-        tests = ", ".join(f"{x.family} ({_points(x.points)})" for x in t.tests)
+        header, _ = t.reference_code()
+        tests = ", ".join(f"{x.family} ({points_text(x.points)})" for x in t.tests)
         return (f"<p>Write <code>{escape(f.name + f.signature)}</code>"
                 + (f", returning {escape(f.returns)}" if f.returns else "") + ".</p>"
                 + code_block(header + "\n    ...") + f"<p>Tests: {escape(tests)}.</p>"
                 + answer_box(14))
     for i, part in enumerate(t.parts):
-        label = f"({_LETTERS[i].lower()})"
-        out.append(f'<div class="part"><p><strong>{label}</strong> ({_points(part.points)})</p>'
+        label = f"({LETTERS[i].lower()})"
+        out.append(f'<div class="part"><p><strong>{label}</strong> ({points_text(part.points)})</p>'
                    + markdown_to_html(v.part_prompt(part)))
         if t.kind == "choice":
             out.append("<ol type=\"A\">" + "".join(f"<li>{markdown_to_html(o['text'])}</li>"
@@ -64,12 +58,12 @@ def problem_set_page(head: Header, problems: list[ProblemVariant]) -> str:
     """The student's problem set: prompts, givens and space for the answers."""
     total = sum(p.variant.template.points for p in problems)
     body = [f"<h1>{escape(_title(head))}</h1>",
-            f"<p>{_points(total)} in total. The numbers on this sheet are yours alone.</p>"]
+            f"<p>{points_text(total)} in total. The numbers on this sheet are yours alone.</p>"]
     if head.instructions.strip():
         body.append(markdown_to_html(head.instructions))
     for n, p in enumerate(problems, 1):
         body.append(f'<section class="problem{" page-break" if n > 1 else ""}">'
-                    f"<h2>Problem {n}. {escape(p.title)} ({_points(p.variant.template.points)})</h2>"
+                    f"<h2>Problem {n}. {escape(p.title)} ({points_text(p.variant.template.points)})</h2>"
                     + markdown_to_html(p.variant.prompt()) + _givens(p) + _parts(p) + "</section>")
     return page(_title(head), "\n".join(body))
 
@@ -78,18 +72,17 @@ def _expected(problem: ProblemVariant) -> str:
     v, out = problem.variant, []
     t = v.template
     if t.kind == "implement":
-        _, body = reference_code(t)
-        return ("<p>Hidden tests: " + escape(", ".join(f"{x.family} ({x.cases}×, {_points(x.points)})"
+        return ("<p>Hidden tests: " + escape(", ".join(f"{x.family} ({x.cases}×, {points_text(x.points)})"
                                                         for x in t.tests)) + "</p>")
     for i, part in enumerate(t.parts):
-        label = f"({_LETTERS[i].lower()}) {part.id}"
+        label = f"({LETTERS[i].lower()}) {part.id}"
         if t.kind == "free_response":
             out.append(f"<h4>{escape(label)}: rubric</h4>" + markdown_to_html(v.rubric(part)))
             continue
         answer = v.answers[part.id]
         if t.kind == "choice":
             option = v.options[part.id][answer]
-            out.append(f"<p><strong>{escape(label)}</strong>: {_LETTERS[answer]}</p>"
+            out.append(f"<p><strong>{escape(label)}</strong>: {LETTERS[answer]}</p>"
                        + markdown_to_html(option["text"]))
             continue
         shown = value_text(answer, "markdown", _decimals_for(part.atol, answer))

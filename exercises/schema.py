@@ -29,8 +29,12 @@ _NAME = re.compile(r"^[A-Za-z_][A-Za-z0-9_]*$")
 # only these, a parameter also the function names.
 _RESERVED_VALUES = {"rng", "result", "answers", "options", "givens", "pi", "inf",
                     *references.CONSTANTS}
+# Names a notebook defines itself (its helpers, the code of its checks, IPython's own): a
+# given or an answer variable of that name would break the notebook's cells.
+NOTEBOOK_NAMES = {"np", "answered", "try_example", "show_heatmap", "out", "outs", "expected",
+                  "In", "Out", "get_ipython", "display", "exit", "quit"}
 _RESERVED = {*_RESERVED_VALUES, *expressions.BUILTINS, *expressions.TIE_AWARE,
-             *references.FUNCTIONS, *references.CONSTANTS}
+             *references.FUNCTIONS, *references.CONSTANTS, *NOTEBOOK_NAMES}
 
 TOP_KEYS = {"id": "required", "title": "required", "objective": "required", "kind": "required",
             "prompt": "required", "parameters": "optional", "derived": "optional",
@@ -172,6 +176,10 @@ class Template:
     def line_of(self, key: str) -> int:
         return self.lines.get(key, 1)
 
+    def reference_code(self) -> tuple[str, str]:
+        """(signature, body) of an implement problem's reference code (checked on load)."""
+        return reference_code(self.solution, self.function.name)
+
     @property
     def all_misconceptions(self) -> tuple[str, ...]:
         names = list(self.misconceptions)
@@ -276,7 +284,11 @@ def _new_name(check: _Checker, name, line: int, key: str, scope: set[str]) -> bo
         check.error(line, key, f"'{name}' is not a valid name (letters, digits, _)")
         return False
     if name in _RESERVED:
-        check.error(line, key, f"'{name}' is reserved (a built-in or reference function)")
+        check.error(line, key, f"'{name}' is reserved (a built-in, a reference function or a "
+                               "name the notebook defines)")
+        return False
+    if name.startswith("_"):
+        check.error(line, key, f"'{name}' starts with _ (IPython keeps its output history in such names)")
         return False
     if name in scope:
         check.error(line, key, f"'{name}' is already defined")
@@ -503,9 +515,9 @@ def _parts(check, raw, line, kind, scope, calls, tolerance) -> tuple[list[Part],
             pid = f"part{i + 1}"
         elif pid in ids:
             check.error(entry.line_of("id"), _join(key, "id"), f"duplicate part id '{pid}'")
-        elif pid in _RESERVED_VALUES:
+        elif pid in _RESERVED_VALUES or pid in NOTEBOOK_NAMES or pid.startswith("_"):
             check.error(entry.line_of("id"), _join(key, "id"),
-                        f"'{pid}' is reserved (it names something templates read)")
+                        f"'{pid}' is reserved (it names something templates or notebooks read)")
         elif pid in scope:
             check.error(entry.line_of("id"), _join(key, "id"),
                         f"part id '{pid}' is also a parameter or derived name")
@@ -580,6 +592,38 @@ def _signature(check, spec: LineDict) -> FunctionSpec | None:
         return None
     return FunctionSpec(name, signature.strip(), tuple(a.arg for a in args.args),
                         str(spec.get("returns", "") or ""))
+
+
+def reference_code(solution: str, function: str) -> tuple[str, str]:
+    """(signature lines, body) of the reference implementation an ``implement`` template shows
+    in the first ```python block of its solution: the instructor notebook runs it, and the
+    student's notebook keeps its signature. ValueError when the block is not one function."""
+    match = re.search(r"```python\n(.*?)```", solution, re.S)
+    if not match:
+        raise ValueError(f"an implement problem needs its reference code, def {function}(...), "
+                         "in a ```python block of its solution (the instructor notebook runs it)")
+    code = match.group(1)
+    try:
+        tree = ast.parse(code)
+    except SyntaxError as err:
+        raise ValueError(f"the ```python block does not parse: {err.msg} (line {err.lineno})") from None
+    lines = code.splitlines()
+    defs = [n for n in tree.body if isinstance(n, ast.FunctionDef)]
+    others = [n for n in tree.body if not isinstance(n, (ast.FunctionDef, ast.Import, ast.ImportFrom))]
+    if len(defs) != 1 or defs[0].name != function or others:
+        raise ValueError(f"the ```python block must define {function}() and nothing else "
+                         "(helpers go inside it): the student's notebook keeps only its signature")
+    node = defs[0]
+    if node.body[0].lineno == node.lineno:
+        raise ValueError(f"put the body of {function}() on the lines after its signature")
+    # the signature ends on the first line after which 'def …:' parses on its own
+    for end in range(node.lineno, node.body[0].lineno):
+        try:
+            ast.parse("\n".join(lines[node.lineno - 1:end]) + "\n    pass")
+        except SyntaxError:
+            continue
+        return "\n".join(lines[node.lineno - 1:end]), "\n".join(lines[end:node.end_lineno])
+    raise ValueError(f"cannot find where the signature of {function}() ends")
 
 
 def _tests(check, raw, line, scope, function: FunctionSpec | None, calls) -> list[TestFamily]:
@@ -716,6 +760,12 @@ def parse_template(data, path: str) -> Template:
         if "output" in data:
             output = check.expression(data["output"], data.line_of("output"), "output",
                                       scope | {"result"})
+        if function is not None:
+            try:
+                reference_code(solution, function.name)
+            except ValueError as err:
+                check.error(data.line_of("solution") if "solution" in data else data.line,
+                            "solution", str(err))
     else:
         for forbidden in ("function", "reference", "tests", "output"):
             if forbidden in data:

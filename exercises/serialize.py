@@ -97,8 +97,10 @@ def from_jsonable(data):
 
 
 def canonical_json(data) -> str:
-    """One text per value: sorted keys, no spaces — what digests are taken of."""
-    return json.dumps(data, sort_keys=True, separators=(",", ":"), ensure_ascii=False)
+    """One text per value: sorted keys, no spaces, exact floats — what digests are taken of
+    and what the answer key stores."""
+    return json.dumps(data, sort_keys=True, separators=(",", ":"), ensure_ascii=False,
+                      allow_nan=False)
 
 
 def digest(data) -> str:

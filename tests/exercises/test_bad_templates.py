@@ -86,7 +86,14 @@ LOAD_ERRORS = {
         "allowed in expression 'x.__class__'",
     "reserved_name.yaml":
         "bad_templates/reserved_name.yaml:6: parameters.softmax: 'softmax' is reserved "
-        "(a built-in or reference function)",
+        "(a built-in, a reference function or a name the notebook defines)",
+    "notebook_name.yaml":
+        "bad_templates/notebook_name.yaml:6: parameters.answered: 'answered' is reserved "
+        "(a built-in, a reference function or a name the notebook defines)",
+    "implement_without_reference_code.yaml":
+        "bad_templates/implement_without_reference_code.yaml:14: solution: an implement problem "
+        "needs its reference code, def attention(...), in a ```python block of its solution "
+        "(the instructor notebook runs it)",
     "unknown_check.yaml":
         "bad_templates/unknown_check.yaml:12: parts[0].checks[0]: unknown check 'rows_sum_to_1' "
         "(expected one of: finite, rows_sum_to_one, nonnegative, probabilities, masked_zero, "

@@ -9,7 +9,7 @@ from pathlib import Path
 import nbformat
 import pytest
 
-from exercises.answer_key import AnswerKeyError, key_bytes, load_key
+from exercises.answer_key import AnswerKeyError, load_key
 from exercises.assignment import load_assignment
 from exercises.build import CLASS_STUDENT, build, build_nbgrader
 from exercises.roster import load_roster
@@ -51,7 +51,7 @@ def test_the_layout_one_student_notebook_one_instructor_notebook_and_a_key(built
     out, result = built
     assert result.ok and result.students == 4
     for s in roster:
-        for folder in ("release", "instructor"):
+        for folder in ("release", "instructor/notebooks"):
             nb = nbformat.read(out / folder / s.id / "attention-hw1.ipynb", as_version=4)
             nbformat.validate(nb)
             assert nb.metadata["attnkit"]["student"] == s.id
@@ -70,7 +70,7 @@ def test_rebuilding_writes_the_same_bytes_serial_or_on_two_cores(built, example,
 def test_every_student_gets_other_numbers(built, roster):
     out, _ = built
     texts = [(out / "release" / s.id / "attention-hw1.ipynb").read_text() for s in roster]
-    givens = [[c for c in json.loads(t)["cells"] if c["id"] == "masks-givens"][0]["source"] for t in texts]
+    givens = [[c for c in json.loads(t)["cells"] if c["id"] == "masks--givens"][0]["source"] for t in texts]
     assert len(set(map("".join, givens))) == len(roster)
 
 
@@ -88,8 +88,8 @@ def test_the_key_is_signed_private_and_matches_the_notebooks(built, roster):
         assert [p["variant_digest"] for p in record["problems"]] == \
             [entry["problems"][p["id"]]["digest"] for p in record["problems"]]
         assert entry["name"] == s.name and entry["email"] == s.email
-        answers = {p["id"]: p.get("answers") for p in record["problems"]}
-        assert {pid: e["answer_names"] or None for pid, e in entry["problems"].items()} == answers
+        answers = {p["id"]: p.get("answers", {}) for p in record["problems"]}
+        assert {pid: e["answer_names"] for pid, e in entry["problems"].items()} == answers
 
 
 def test_a_key_changed_by_hand_or_read_with_another_secret_does_not_verify(built, tmp_path):
@@ -99,7 +99,7 @@ def test_a_key_changed_by_hand_or_read_with_another_secret_does_not_verify(built
         load_key(out / "instructor" / "answer_key.json", b"another course secret, 32 bytes")
     student = next(iter(key["students"]))
     key["students"][student]["problems"]["scaling"]["answers"]["std"] = 1.0   # an easier answer
-    (tmp_path / "key.json").write_bytes(key_bytes(key))
+    (tmp_path / "key.json").write_text(json.dumps(key))
     with pytest.raises(AnswerKeyError, match="the signature does not verify"):
         load_key(tmp_path / "key.json", SECRET.encode())
 
@@ -155,3 +155,24 @@ def test_nbgrader_course_mode_writes_one_class_notebook_and_a_class_key(example,
 def test_no_temporary_files_are_left_behind(built):
     out, _ = built
     assert not [p for p in out.rglob("*") if p.name.endswith(".tmp")]
+
+
+def test_student_ids_that_look_like_the_kits_own_files_are_just_students(example, tmp_path):
+    roster_file = tmp_path / "roster.csv"
+    roster_file.write_text("student_id,name,email\nanswer_key.json,A,\nprint,B,\nnotebooks,C,\n")
+    result = build(example, list(load_roster(roster_file)), tmp_path / "out", formats=("notebook", "html"))
+    assert result.ok
+    key = load_key(tmp_path / "out" / "instructor" / "answer_key.json", SECRET.encode())
+    assert sorted(key["students"]) == ["answer_key.json", "notebooks", "print"]
+    for sid in key["students"]:
+        assert (tmp_path / "out" / "instructor" / "notebooks" / sid / "attention-hw1.ipynb").is_file()
+        assert (tmp_path / "out" / "instructor" / "print" / f"{sid}.html").is_file()
+
+
+def test_the_instructor_folder_is_private(built):
+    out, _ = built
+    assert stat.S_IMODE((out / "instructor").stat().st_mode) == 0o700
+    private = [p for p in (out / "instructor").rglob("*") if p.is_file()]
+    assert private and all(stat.S_IMODE(p.stat().st_mode) == 0o600 for p in private)
+    public = [p for p in (out / "release").rglob("*") if p.is_file()]
+    assert all(stat.S_IMODE(p.stat().st_mode) == 0o644 for p in public)

@@ -96,7 +96,7 @@ def test_a_wrong_submission_loses_exactly_the_wrong_parts(course):
     points = graded_points(course["source"])
     got = scores(course["course"], "wrong")
     lost = {gid for gid in points if got[gid] == 0}
-    assert lost == {"scaling-std-check", "masks-causal-check", "bert_mlm-counts-check"}
+    assert lost == {"scaling-std--check", "masks-causal--check", "bert_mlm-counts--check"}
 
 
 def test_an_empty_submission_scores_nothing(course):

@@ -12,8 +12,10 @@ import numpy as np
 import pytest
 from nbgrader.nbgraderformat.v3 import MetadataValidatorV3
 
-from exercises.notebook import (VERSIONS, build_notebook, clear_solutions, notebook_bytes,
-                                reference_code, student_and_instructor)
+from exercises.literals import literal
+
+from exercises.notebook import (VERSIONS, build_notebook, clear_solutions, markdown_text,
+                                notebook_bytes, student_and_instructor)
 
 
 @pytest.fixture(scope="module")
@@ -76,21 +78,33 @@ def test_the_variant_record_is_in_the_metadata_and_the_seed_is_not(notebooks, ba
 
 # --- nothing given away ------------------------------------------------------------------
 
+def squeezed(text: str) -> str:
+    return "".join(text.split())
+
+
 def test_the_student_version_holds_no_expected_value(notebooks, bank_problems):
-    student = text(notebooks["student"])
-    instructor = text(notebooks["instructor"])
-    shown = 0
+    """No answer written out (any type: float, integer and boolean arrays, numbers with
+    many digits, lists), unless the same literal is one of the student's givens."""
+    student = squeezed(text(notebooks["student"]))
+    instructor = squeezed(text(notebooks["instructor"]))
+    searched = 0
     for p in bank_problems:
+        givens = squeezed(" ".join(literal(g) for g in p.variant.givens.values()))
         for part_id, expected in p.variant.answers.items():
+            if p.variant.template.kind == "choice":
+                continue          # an option index: see the letters test
+            pieces = [squeezed(literal(expected))] if np.size(expected) >= 4 or \
+                isinstance(expected, (list, tuple)) else []
             if isinstance(expected, np.ndarray) and expected.dtype.kind == "f":
-                # the exact digits of every entry with enough of them not to turn up by chance
-                for x in {repr(float(x)) for x in expected.ravel() if len(repr(float(x))) >= 8}:
-                    assert x in instructor     # so the search below would find it
-                    assert x not in student, f"{p.id}.{part_id} leaks {x} into the student notebook"
-                    shown += 1
-    assert shown > 150
-    assert "### BEGIN SOLUTION" not in student and "HIDDEN TESTS" not in student
-    assert "Worked solution" not in student
+                # and the exact digits of every entry with enough of them not to turn up by chance
+                pieces += [repr(float(x)) for x in expected.ravel() if len(repr(float(x))) >= 8]
+            for piece in pieces:
+                if piece in givens:
+                    continue
+                assert piece in instructor     # so the search below would find it
+                assert piece not in student, f"{p.id}.{part_id} leaks {piece} into the student notebook"
+                searched += 1
+    assert searched > 200
 
 
 def test_student_answer_cells_hold_nbgraders_placeholder(notebooks):
@@ -110,14 +124,14 @@ def test_the_choice_answers_are_letters_and_only_the_instructor_has_them(noteboo
                 assert re.search(rf"\b\w*{part_id} = '{letter}'", instructor)
 
 
-def test_the_source_version_has_hidden_value_checks_for_every_graded_cell(notebooks):
-    for cell in notebooks["source"]["cells"]:
-        meta = nbgrader_meta(cell)
-        if meta["grade"] and cell["cell_type"] == "code" and not cell["id"].endswith("-basic"):
-            if "### BEGIN HIDDEN TESTS" not in cell["source"]:
-                # an implement family's first cell also has its visible example check
-                assert "Hidden tests" not in cell["source"], cell["id"]
-            assert "### END HIDDEN TESTS" in cell["source"] or "### BEGIN HIDDEN TESTS" not in cell["source"]
+def test_every_graded_code_cell_of_the_source_version_has_hidden_value_checks(notebooks):
+    graded = [c for c in notebooks["source"]["cells"]
+              if nbgrader_meta(c)["grade"] and c["cell_type"] == "code"]
+    assert len(graded) > 100
+    for cell in graded:
+        hidden = cell["source"].split("### BEGIN HIDDEN TESTS\n", 1)
+        assert len(hidden) == 2 and "### END HIDDEN TESTS" in hidden[1], cell["id"]
+        assert "assert " in hidden[1].split("### END HIDDEN TESTS")[0], cell["id"]
 
 
 def test_clear_solutions_keeps_the_indentation_of_the_marker():
@@ -132,8 +146,8 @@ def test_every_implement_template_has_reference_code_for_its_function(bank_probl
     for p in bank_problems:
         t = p.variant.template
         if t.kind == "implement":
-            header, body = reference_code(t)
-            assert header.startswith(f"def {t.function.name}(")
+            header, body = t.reference_code()
+            assert header.startswith(f"def {t.function.name}(") and header.endswith(":")
             assert body.startswith("    ")
 
 
@@ -155,7 +169,7 @@ def test_instructor_notebook_runs_top_to_bottom_with_every_visible_check_passing
     for cell in checks:
         assert "passed" in kernel.printed(cell) or "an option was chosen" in kernel.printed(cell) \
             or "Hidden tests" in cell.source, cell.metadata["nbgrader"]["grade_id"]
-    heatmaps = [c for c in node.cells if c.id.endswith("-heatmap")]
+    heatmaps = [c for c in node.cells if c.id.endswith("--heatmap")]
     assert heatmaps and all(any("image/png" in o.get("data", {}) for o in c.outputs) for c in heatmaps)
 
 
@@ -167,7 +181,7 @@ def test_student_notebook_raises_only_not_implemented_in_answer_cells(notebooks,
                     and not c.source.startswith("def ")}
     assert {gid for gid, name, _ in found} == answer_cells
     assert all(name == "NotImplementedError" for _, name, _ in found)
-    waiting = [c for c in node.cells if c.id.endswith("-check")]
+    waiting = [c for c in node.cells if c.id.endswith("--check")]
     assert all("not answered yet" in kernel.printed(c) for c in waiting)
     examples = [c for c in node.cells if "out = try_example(" in c.source]
     assert examples and all("not implemented yet" in kernel.printed(c) for c in examples)
@@ -187,6 +201,60 @@ def test_a_wrong_answer_fails_the_visible_and_the_hidden_checks(bank_problems, k
         if cell["id"] == "sdpa_four_tokens-output":        # the right shape, wrong values
             cell["source"] = f"output = np.zeros({problem.variant.answers['output'].shape})"
     found = {gid: message for gid, _, message in kernel.errors(kernel.execute(notebook))}
-    assert found["sdpa_four_tokens-weights-check"] == "each row of weights must sum to 1"
-    assert found["sdpa_four_tokens-output-check"] == "output is not right"
-    assert set(found) == {"sdpa_four_tokens-weights-check", "sdpa_four_tokens-output-check"}
+    assert found["sdpa_four_tokens-weights--check"] == "each row of weights must sum to 1"
+    assert found["sdpa_four_tokens-output--check"] == "output is not right"
+    assert set(found) == {"sdpa_four_tokens-weights--check", "sdpa_four_tokens-output--check"}
+
+
+# --- odd but valid inputs ------------------------------------------------------------------
+
+ODD_TEMPLATE = """\
+id: odd_names
+title: "Parts called prompt | solution"
+objective: scaling
+kind: numeric
+parameters:
+  d_k: {dist: choice, values: [4, 16]}
+prompt: "Take $d_k = {{ d_k }}$."
+parts:
+  - {id: prompt, answer: sqrt(d_k), points: 1}
+  - {id: solution, answer: d_k * 2, points: 1}
+solution: "$\\\\sqrt{d_k}$ and $2 d_k$."
+"""
+
+
+def test_odd_part_ids_long_problem_ids_and_markup_in_names_stay_apart(tmp_path, kernel):
+    from exercises import load_template, make_variant
+    from exercises.notebook import Header, ProblemVariant
+    path = tmp_path / "odd.yaml"
+    path.write_text(ODD_TEMPLATE)
+    template = load_template(path)
+    long_id = "a_problem_id_long_enough_that_its_cell_ids_must_be_shortened_x"
+    problems = [ProblemVariant(long_id, "Odd | names", make_variant(template, 1)),
+                ProblemVariant("short", "Odd again", make_variant(template, 2))]
+    head = Header("hw", "HW <b>bold</b> $x$", "0" * 64, "", "s1", 'Bob "Bobby" <b>Tables</b> **x** | y $z$')
+    student, instructor = student_and_instructor(head, problems)
+    for notebook in (student, instructor):
+        node = nbformat.reads(notebook_bytes(notebook).decode(), as_version=4)
+        nbformat.validate(node)
+        MetadataValidatorV3().validate_nb(node)
+        assert len({c.id for c in node.cells}) == len(node.cells)
+    assert "Worked solution" in text(instructor) and "Worked solution" not in text(student)
+    assert len(student["cells"]) == len(instructor["cells"]) - 2       # the two worked solutions
+    header = student["cells"][0]["source"]
+    assert "<b>" not in header and "**x**" not in header and "$z$" not in header
+    assert markdown_text("a|b") == "a\\|b"
+    names = student["metadata"]["attnkit"]["problems"][0]["answers"]
+    assert names == {"prompt": "p1_prompt", "solution": "p1_solution"}     # both problems ask them
+    assert kernel.errors(kernel.execute(instructor)) == []
+
+
+def test_a_check_argument_that_is_an_answer_is_not_written_out(bank_problems, kernel):
+    """causal_mask_by_hand checks its masked weights against the causal mask, which is the
+    answer to its part (a): the visible check is dropped rather than give it away."""
+    problem = next(p for p in bank_problems if p.id == "causal_mask_by_hand")
+    student, _ = student_and_instructor(kernel.header, [problem])
+    checks = {c["id"]: c["source"] for c in student["cells"] if c["id"].endswith("--check")}
+    assert "blocked positions" not in checks["causal_mask_by_hand-weights--check"]
+    assert "sum to 1" in checks["causal_mask_by_hand-weights--check"]
+    assert squeezed(literal(problem.variant.answers["causal"])) not in squeezed(text(student))

@@ -305,6 +305,11 @@ def test_a_reference_function_raising_is_a_template_error_with_file_and_line():
               Q: {dist: normal, shape: [3, 2]}
               K: {dist: normal, shape: [3, 5]}
             args: {Q: Q, K: K, V: K}
+        solution: |
+          ```python
+          def attention(Q, K, V):
+              return Q
+          ```
     """)
     with pytest.raises(TemplateError) as caught:
         make_variant(template, 0)
@@ -343,6 +348,12 @@ IMPLEMENT = """
         parameters:
           x: {dist: normal, shape: [3, 4], std: 400}
         args: {x: x}
+    solution: |
+      ```python
+      def stable_softmax(x, axis=-1):
+          e = np.exp(x - x.max(axis=axis, keepdims=True))
+          return e / e.sum(axis=axis, keepdims=True)
+      ```
 """
 
 

@@ -1,0 +1,69 @@
+"""The answer key file: valid JSON whatever the ids, verified by its signature, private."""
+
+import json
+import stat
+
+import pytest
+
+from exercises.answer_key import AnswerKeyError, canonical, key_bytes, load_key, write_key
+
+SECRET = b"answer key test secret, 32 bytes"
+ASSIGNMENT = {"id": "hw", "title": "HW", "digest": "0" * 64, "points": 1, "problems": []}
+
+
+def entries(**students):
+    return {sid: canonical(entry) for sid, entry in students.items()}
+
+
+@pytest.fixture
+def key_path(tmp_path):
+    students = entries(**{'s"1': {"name": "Zoë \u2028 “Q”", "problems": {"p": {"answers": {"x": 0.1}}}},
+                          "ß\\2": {"name": "", "problems": {}}})
+    path = tmp_path / "key.json"
+    write_key(path, key_bytes(ASSIGNMENT, students, "0.1.0", SECRET))
+    return path
+
+
+def test_the_file_is_json_and_verifies_with_the_secret(key_path):
+    key = load_key(key_path, SECRET)
+    assert sorted(key["students"]) == ['s"1', "ß\\2"]
+    assert key["students"]['s"1']["problems"]["p"]["answers"]["x"] == 0.1
+    assert stat.S_IMODE(key_path.stat().st_mode) == 0o600
+
+
+def test_the_same_inputs_give_the_same_bytes(key_path, tmp_path):
+    again = key_bytes(ASSIGNMENT, entries(**{"ß\\2": {"name": "", "problems": {}},
+                                              's"1': {"name": "Zoë \u2028 “Q”",
+                                                      "problems": {"p": {"answers": {"x": 0.1}}}}}),
+                      "0.1.0", SECRET)
+    assert again == key_path.read_bytes()
+
+
+@pytest.mark.parametrize("change", [
+    lambda key: key["students"]['s"1']["problems"]["p"]["answers"].update(x=0.2),
+    lambda key: key["students"].pop("ß\\2"),
+    lambda key: key["assignment"].update(points=100),
+    lambda key: key.update(signature="hmac-sha256:" + "0" * 64),
+    lambda key: key.update(signature="hmac-sha256:é"),
+])
+def test_any_change_breaks_the_signature(key_path, change):
+    key = json.loads(key_path.read_text())
+    change(key)
+    key_path.write_text(json.dumps(key))
+    with pytest.raises(AnswerKeyError, match="does not verify"):
+        load_key(key_path, SECRET)
+
+
+@pytest.mark.parametrize("content, message", [
+    (b"\xff\xfe", "not a readable answer key"),
+    (b"{}", "not an answer key of format"),
+    (b'{"format": "attnkit-answer-key/1"}', "no students"),
+    (b'{"format": "attnkit-answer-key/1", "students": {"s": {"x": NaN}}}', "not a key the kit wrote"),
+])
+def test_unreadable_keys_are_named(tmp_path, content, message):
+    path = tmp_path / "key.json"
+    path.write_bytes(content)
+    with pytest.raises(AnswerKeyError, match=message):
+        load_key(path, SECRET)
+    with pytest.raises(AnswerKeyError, match="no such file"):
+        load_key(tmp_path / "missing.json", SECRET)
