@@ -26,11 +26,21 @@ def _scalar(x) -> str:
     return repr(x)
 
 
+def _cells(array: np.ndarray) -> list[str]:
+    """Every entry's literal, in order (whole arrays at once where no entry is special)."""
+    flat = array.reshape(-1).tolist()
+    if array.dtype.kind == "f" and np.isfinite(array).all():
+        return list(map(float.__repr__, flat))
+    if array.dtype.kind in "iu":
+        return list(map(int.__repr__, flat))
+    return [_scalar(x) for x in flat]
+
+
 def _rows(array: np.ndarray, indent: int) -> str:
     """Nested brackets for an array of ndim ≥ 1, the last axis on one line, aligned."""
     if array.ndim == 1:
-        return "[" + ", ".join(_scalar(x) for x in array.tolist()) + "]"
-    cells = [_scalar(x) for x in array.reshape(-1).tolist()]
+        return "[" + ", ".join(_cells(array)) + "]"
+    cells = _cells(array)
     width = max(len(c) for c in cells)
     rows = [cells[i:i + array.shape[-1]] for i in range(0, len(cells), array.shape[-1])]
     lines = ["[" + ", ".join(c.rjust(width) for c in row) + "]" for row in rows]

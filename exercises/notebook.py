@@ -569,7 +569,9 @@ def _json(value, pad: str = "") -> str:
             return "[]"
         inner = pad + " "
         if all(isinstance(v, str) for v in value):     # a cell's source lines
-            return "[\n" + ",\n".join(inner + _STRING(v) for v in value) + "\n" + pad + "]"
+            # One C call; '", "' occurs only between items (a quote inside a string is \\").
+            items = json.dumps(value, ensure_ascii=False)[1:-1]
+            return "[\n" + inner + items.replace('", "', '",\n' + inner + '"') + "\n" + pad + "]"
         return "[\n" + ",\n".join(inner + _json(v, inner) for v in value) + "\n" + pad + "]"
     if value is True or value is False or value is None:
         return _CONSTANTS[value]

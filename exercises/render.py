@@ -11,6 +11,7 @@ the variant is made (and ``attnkit bank validate`` reports it with file:line), n
 from __future__ import annotations
 
 import html
+import math
 import re
 from functools import lru_cache
 
@@ -29,9 +30,9 @@ def format_number(x, decimals: int | None = None) -> str:
     if isinstance(x, (int, np.integer)) and decimals is None:
         return str(int(x)).replace("-", "−")  # counts stay exact, however large
     x = float(x) + 0.0  # −0.0 → 0.0
-    if np.isnan(x):
+    if math.isnan(x):
         return "nan"
-    if np.isinf(x):
+    if math.isinf(x):
         return "−∞" if x < 0 else "∞"
     if abs(x) >= 1e15:  # e^52 and friends: significant digits, not 23 of them
         return f"{x:.6g}".replace("-", "−")

@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import ast
 import difflib
+import functools
 import hashlib
 import re
 from dataclasses import dataclass, field, replace
@@ -594,6 +595,7 @@ def _signature(check, spec: LineDict) -> FunctionSpec | None:
                         str(spec.get("returns", "") or ""))
 
 
+@functools.lru_cache(maxsize=256)
 def reference_code(solution: str, function: str) -> tuple[str, str]:
     """(signature lines, body) of the reference implementation an ``implement`` template shows
     in the first ```python block of its solution: the instructor notebook runs it, and the

@@ -52,7 +52,7 @@ def to_jsonable(value):
         if kind is None:
             raise NotSerializable(f"arrays of dtype {value.dtype} are not allowed")
         data = value.astype(_DTYPES[kind]).tolist()
-        if kind == "float64":
+        if kind == "float64" and not np.isfinite(value).all():   # only then is there text to write
             data = _map_floats(data, _float)
         return {"array": data, "dtype": kind, "shape": list(value.shape)}
     if isinstance(value, (list, tuple)):

@@ -20,7 +20,6 @@ redrawn: it raises TemplateError with file:line at once.
 
 from __future__ import annotations
 
-import copy
 import functools
 import inspect
 from collections import Counter
@@ -449,7 +448,7 @@ def _draw_case(template, evaluator, rng, scope, family, key):
             args = {name: _plain(evaluator.evaluate(e, local, family.line, f"{key}.args.{name}"))
                     for name, e in family.args.items()}
             try:
-                result = guarded(**copy.deepcopy(args))
+                result = guarded(**_fresh(args))
             except (Rejected, IllPosed):
                 raise
             except Exception as err:  # noqa: BLE001 — the template's args do not fit
@@ -480,6 +479,20 @@ def example_case(variant: Variant) -> TestCase:
             continue
         return TestCase(family.family, -1, args, expected)
     raise VariantError(f"{template.path}: {template.id}: no visible example case", Counter())
+
+
+def _fresh(value):
+    """A copy a called function may change in place without touching the stored case
+    (arrays copied, containers rebuilt, immutable values shared): deepcopy, only faster."""
+    if isinstance(value, np.ndarray):
+        return value.copy()
+    if isinstance(value, dict):
+        return {k: _fresh(v) for k, v in value.items()}
+    if isinstance(value, list):
+        return [_fresh(v) for v in value]
+    if isinstance(value, tuple):
+        return tuple(_fresh(v) for v in value)
+    return value
 
 
 def _output(template, evaluator, result, scope):
@@ -543,7 +556,7 @@ def _needed_by(template, parts) -> set[str]:
 def _twin_fails_case(template, evaluator, twin, case, variant) -> bool:
     try:
         scope = _scope(template, dict(variant.values), variant.rng_seed, strict=False)
-        wrong = _output(template, evaluator, twin(**copy.deepcopy(case.args)), scope)
+        wrong = _output(template, evaluator, twin(**_fresh(case.args)), scope)
     except Exception:  # noqa: BLE001 — a student function that raises fails the case
         return True
     return not _too_close(wrong, case.expected, template.rtol, template.atol)

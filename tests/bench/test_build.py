@@ -1,14 +1,18 @@
 """The build benchmark runs and reports what it measured (its timings are not asserted)."""
 
+import os
+
 from bench import build
 
 
 def test_run_reports_rates_for_every_mode():
+    before = os.environ.get("ATTNKIT_SECRET")
     result = build.run(students=4, jobs=2, html=2, serial=2, with_nbgrader=False)
+    assert os.environ.get("ATTNKIT_SECRET") == before        # the bench's secret is its own
     assert result["problems"] == 7
     assert result["parallel"]["students"] == 4 and result["parallel"]["notebooks_per_s"] > 0
     assert result["serial"]["students"] == 2 and result["html"]["students"] == 2
-    assert "ratio_command" not in result and "ATTNKIT_SECRET" not in __import__("os").environ
+    assert "ratio_command" not in result
     text = build.report(result)
     assert "student notebooks/s" in text and "1 job" in text and "--format html" in text
 

@@ -2,7 +2,6 @@
 key and what it holds, per-student failures that spare the others, printable pages."""
 
 import json
-import os
 import stat
 from pathlib import Path
 
@@ -27,8 +26,7 @@ def _secret(monkeypatch):
 
 @pytest.fixture(scope="module")
 def example():
-    os.environ["ATTNKIT_SECRET"] = SECRET
-    return load_assignment(EXAMPLE)
+    return load_assignment(EXAMPLE)       # the secret is read when a build starts
 
 
 @pytest.fixture(scope="module")
@@ -43,7 +41,9 @@ def files(folder: Path) -> dict[str, bytes]:
 @pytest.fixture(scope="module")
 def built(example, roster, tmp_path_factory):
     out = tmp_path_factory.mktemp("build")
-    result = build(example, roster, out, jobs=1, formats=("notebook", "html"))
+    with pytest.MonkeyPatch.context() as patch:
+        patch.setenv("ATTNKIT_SECRET", SECRET)
+        result = build(example, roster, out, jobs=1, formats=("notebook", "html"))
     return out, result
 
 

@@ -5,7 +5,6 @@ empty submission, and the gradebook holds the points we expect, part by part.
 One course is set up per module (nbgrader's gradebook creation alone takes seconds)."""
 
 import copy
-import os
 from pathlib import Path
 
 import nbformat
@@ -33,10 +32,11 @@ def graded_points(notebook, prefix: str = "") -> dict[str, float]:
 @pytest.fixture(scope="module")
 def course(tmp_path_factory):
     scratch = tmp_path_factory.mktemp("nbgrader")
-    os.environ["ATTNKIT_SECRET"] = SECRET
     assignment = load_assignment(EXAMPLE)
     course = scratch / "course"
-    build_nbgrader(assignment, course)
+    with pytest.MonkeyPatch.context() as patch:
+        patch.setenv("ATTNKIT_SECRET", SECRET)
+        build_nbgrader(assignment, course)
     env = hermetic_env(scratch / "env")
     generated, _ = nbgrader(["generate_assignment", NAME, "--force"], course, env)
     assert generated.returncode == 0, generated.stderr
