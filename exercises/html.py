@@ -264,7 +264,8 @@ pre { background: #f6f6f6; border: 1px solid #ddd; padding: 0.6em 0.8em;
       white-space: pre-wrap; font-size: 0.9em; }
 code { font-family: "DejaVu Sans Mono", "Consolas", "Menlo", monospace; }
 math { font-family: "STIX Two Math", "Cambria Math", "Latin Modern Math", math; font-size: 1.05em; }
-math[display="block"], .math-block { margin: 0.5em 0; overflow-x: auto; }
+math[display="block"], .math-block { margin: 0.5em 0; overflow-x: auto; overflow-y: hidden; }
+@media print { math[display="block"], .math-block { overflow: visible; } }
 .math-text { font-style: italic; white-space: pre-wrap; }
 .math-display { display: block; margin: 0.5em 0 0.5em 2em; }
 svg.heatmap { max-width: 100%; height: auto; display: block; margin: 0.6em 0; }

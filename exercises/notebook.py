@@ -440,7 +440,7 @@ def _implement_tests(function: str, cases, rtol: float, atol: float) -> list[str
 def markdown_text(text: str) -> str:
     """Plain text (a name, a title) that Markdown shows as written: no emphasis, math, HTML
     or table cells made of it."""
-    return "".join("\\" + ch if ch in "\\`*_{}[]<>()#+-.!|$~&" else ch for ch in " ".join(text.split()))
+    return "".join("\\" + ch if ch in "\\`*_[]<>#|$~&" else ch for ch in " ".join(text.split()))
 
 
 def _header_cell(header: Header, problems: list[ProblemVariant]) -> dict:
