@@ -57,6 +57,7 @@ SAMPLING_KEYS = {"max_attempts": "optional", "tie_gap": "optional",
                  "allow_fully_masked_rows": "optional"}
 CONSTRAINT_KEYS = {"expr": "required", "why": "optional"}
 DEFAULT_RTOL, DEFAULT_ATOL = 1e-5, 1e-8
+MAX_OPTIONS = 26                      # a choice is answered with a letter
 # NumPy's and other tools' names for our distributions, for the "did you mean" hint.
 _DISTRIBUTION_ALIASES = {"randn": "normal", "gaussian": "normal", "rand": "uniform",
                          "randint": "integers", "int": "integers", "integer": "integers",
@@ -462,6 +463,10 @@ def _options(check, part: LineDict, key: str, scope: set[str]):
     if not isinstance(raw, LineList) or len(raw) < 2:
         check.error(part.line_of("options"), okey, "expected a list of at least two options or "
                                                    "an expression")
+        return None
+    if len(raw) > MAX_OPTIONS:
+        check.error(part.line_of("options"), okey, f"at most {MAX_OPTIONS} options (they are "
+                                                   "lettered A to Z)")
         return None
     options = []
     for i, entry in enumerate(raw):

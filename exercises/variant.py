@@ -34,7 +34,7 @@ from .compare import compare, is_numeric, within
 from .distributions import DISTRIBUTIONS
 from .expressions import Expression, ExpressionError, IllPosed, Scope
 from .render import RenderError, render
-from .schema import Parameter, Template, TemplateError
+from .schema import MAX_OPTIONS, Parameter, Template, TemplateError
 from .seeds import generator
 
 
@@ -364,8 +364,9 @@ def _choice(template, evaluator, part, key, scope, answer, rng):
             feedback = [render(o.feedback, scope.values) for o in part.options]
         except RenderError as err:
             evaluator.fail(part.line, f"{key}.options", err)
-    if len(texts) < 2:
-        evaluator.fail(part.line, f"{key}.options", ValueError(f"{len(texts)} option(s); a choice needs at least 2"))
+    if not 2 <= len(texts) <= MAX_OPTIONS:
+        evaluator.fail(part.line, f"{key}.options", ValueError(
+            f"{len(texts)} option(s); a choice needs 2 to {MAX_OPTIONS} (they are lettered A to Z)"))
     if answer is not None:
         if str(answer) not in texts:
             evaluator.fail(part.line, f"{key}.answer", ValueError(

@@ -7,6 +7,7 @@ from pathlib import Path
 
 import nbformat
 import pytest
+from nbgrader.nbgraderformat import MetadataValidator
 
 from exercises.answer_key import AnswerKeyError, load_key
 from exercises.assignment import load_assignment
@@ -54,6 +55,7 @@ def test_the_layout_one_student_notebook_one_instructor_notebook_and_a_key(built
         for folder in ("release", "instructor/notebooks"):
             nb = nbformat.read(out / folder / s.id / "attention-hw1.ipynb", as_version=4)
             nbformat.validate(nb)
+            MetadataValidator().validate_nb(nb)
             assert nb.metadata["attnkit"]["student"] == s.id
             assert nb.metadata["attnkit"]["version"] == {"release": "student"}.get(folder, "instructor")
         assert (out / "print" / f"{s.id}.html").is_file()
