@@ -3,8 +3,8 @@
 Written at build time and read at grading time, so grading never depends on re-sampling
 giving the same numbers on another NumPy version. It is signed with HMAC-SHA256 under a key
 derived from the course secret: a key edited by hand (or by a student who got hold of a
-copy and wants easier numbers) no longer verifies. It is private: the file is written with
-mode 0600 and must never be shipped to students.
+copy and wants easier numbers) no longer verifies. It is private: the build writes it
+with mode 0600, and it must never be shipped to students.
 """
 
 from __future__ import annotations
@@ -12,7 +12,6 @@ from __future__ import annotations
 import hashlib
 import hmac
 import json
-import os
 from pathlib import Path
 
 from .serialize import canonical_json as canonical
@@ -53,18 +52,6 @@ def key_bytes(assignment: dict, entries: dict[str, str], kit_version: str, secre
     students = [f"  {canonical(sid)}: {entries[sid]}" for sid in sorted(entries)]
     return ("{\n" + "\n".join(lines) + '\n "students": {\n' + ",\n".join(students)
             + "\n }\n}\n").encode("utf-8")
-
-
-def write_key(path: Path, data: bytes) -> None:
-    """Atomically, private to the owner: a half-written key never replaces a good one."""
-    path = Path(path)
-    path.parent.mkdir(parents=True, exist_ok=True)
-    temporary = path.with_name(path.name + ".tmp")
-    fd = os.open(temporary, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o600)
-    with os.fdopen(fd, "wb") as f:
-        f.write(data)
-    os.chmod(temporary, 0o600)
-    os.replace(temporary, path)
 
 
 def load_key(path: Path, secret: bytes) -> dict:

@@ -19,8 +19,8 @@ from dataclasses import dataclass, replace
 from pathlib import Path
 
 from .bank import BANK_DIR, template_files
-from .roster import describe_bad_utf8
 from .schema import Template, TemplateError, _Checker, _display, _join, _kind, load_template
+from .textfile import ProblemsError, read_utf8
 from .yaml_lines import LineDict, LineList, YAMLError, load_yaml
 
 TOP_KEYS = {"id": "required", "title": "required", "instructions": "optional",
@@ -38,12 +38,8 @@ _ENV_NAME = re.compile(r"^[A-Za-z_][A-Za-z0-9_]*$")
 _NEW_SECRET = "python -c 'import secrets; print(secrets.token_hex(32))'"
 
 
-class AssignmentError(ValueError):
+class AssignmentError(ProblemsError):
     """One or more problems in an assignment spec; each line reads file:line: key: message."""
-
-    def __init__(self, problems: list[str]):
-        super().__init__("\n".join(problems))
-        self.problems = problems
 
 
 @dataclass(frozen=True)
@@ -101,18 +97,7 @@ def load_assignment(path: str | Path) -> Assignment:
     """Read and check an assignment spec and load the templates it names, overrides applied."""
     path = Path(path)
     shown = _display(path)
-    try:
-        raw = path.read_bytes()
-    except FileNotFoundError:
-        raise AssignmentError([f"{shown}: no such file"]) from None
-    except OSError as err:
-        raise AssignmentError([f"{shown}: cannot read: {err.strerror}"]) from None
-    body = raw.removeprefix(b"\xef\xbb\xbf")   # editors on Windows may write a BOM
-    try:
-        text = body.decode("utf-8")
-    except UnicodeDecodeError as err:
-        line, message = describe_bad_utf8(body, err)
-        raise AssignmentError([f"{shown}:{line}: {message}"]) from None
+    text, raw = read_utf8(path, shown, AssignmentError)
     try:
         data = load_yaml(text)
     except YAMLError as err:

@@ -35,6 +35,7 @@ from . import answer_key
 from .notebook import (Header, ProblemVariant, answer_names, build_notebook, notebook_bytes,
                        student_and_instructor)
 from .seeds import variant_seed
+from .textfile import write_atomic
 from .schema import TemplateError
 from .variant import VariantError, make_variant
 
@@ -58,17 +59,6 @@ class BuildResult:
     @property
     def ok(self) -> bool:
         return not self.failures
-
-
-def write_file(path: Path, data: bytes, private: bool = False) -> None:
-    """Atomically (an interrupted build never leaves half a notebook behind); ``private``
-    files are readable by their owner only."""
-    path.parent.mkdir(parents=True, exist_ok=True)
-    temporary = path.with_name(f".{path.name}.{os.getpid()}.tmp")
-    fd = os.open(temporary, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o600 if private else 0o644)
-    with os.fdopen(fd, "wb") as f:
-        f.write(data)
-    os.replace(temporary, path)
 
 
 def problem_variants(assignment, secret: bytes, student_id: str) -> list[ProblemVariant]:
@@ -122,15 +112,15 @@ def _build_student(student) -> tuple[str, str | None, str, int]:
     files = 0
     if "notebook" in _CONTEXT["formats"]:
         release, solved = student_and_instructor(head, problems)
-        write_file(out / "release" / student.id / name, notebook_bytes(release))
-        write_file(out / "instructor" / "notebooks" / student.id / name, notebook_bytes(solved),
+        write_atomic(out / "release" / student.id / name, notebook_bytes(release))
+        write_atomic(out / "instructor" / "notebooks" / student.id / name, notebook_bytes(solved),
                    private=True)
         files += 2
     if "html" in _CONTEXT["formats"]:
         from .printable import answer_key_page, problem_set_page
 
-        write_file(out / "print" / f"{student.id}.html", problem_set_page(head, problems).encode())
-        write_file(out / "instructor" / "print" / f"{student.id}.html",
+        write_atomic(out / "print" / f"{student.id}.html", problem_set_page(head, problems).encode())
+        write_atomic(out / "instructor" / "print" / f"{student.id}.html",
                    answer_key_page(head, problems).encode(), private=True)
         files += 2
     entry = key_entry(problems, f"release/{student.id}/{name}", student)
@@ -183,8 +173,8 @@ def build(assignment, roster, out: Path, jobs: int = 1, formats=("notebook",),
         else:
             entries[student_id] = entry
     result.key_path = out / "instructor" / "answer_key.json"
-    answer_key.write_key(result.key_path, answer_key.key_bytes(
-        assignment_summary(assignment), entries, KIT_VERSION, context["secret"]))
+    write_atomic(result.key_path, answer_key.key_bytes(
+        assignment_summary(assignment), entries, KIT_VERSION, context["secret"]), private=True)
     result.files += 1
     result.failures.sort()
     result.seconds = time.perf_counter() - started
@@ -212,15 +202,16 @@ def build_nbgrader(assignment, course_dir: Path) -> BuildResult:
     problems = problem_variants(assignment, secret, CLASS_STUDENT)
     name = f"{assignment.id}.ipynb"
     source = course_dir / "source" / assignment.id / name
-    write_file(source, notebook_bytes(build_notebook(header(assignment), problems, "source")))
+    write_atomic(source, notebook_bytes(build_notebook(header(assignment), problems, "source")))
     config = course_dir / "nbgrader_config.py"
     files = 1
     if not config.exists():
-        write_file(config, NBGRADER_CONFIG.format(course=course_dir.resolve().name).encode())
+        write_atomic(config, NBGRADER_CONFIG.format(course=course_dir.resolve().name).encode())
         files += 1
     key_path = course_dir / "attnkit" / assignment.id / "answer_key.json"
     entry = key_entry(problems, f"source/{assignment.id}/{name}")
-    answer_key.write_key(key_path, answer_key.key_bytes(
-        assignment_summary(assignment), {CLASS_STUDENT: answer_key.canonical(entry)}, KIT_VERSION, secret))
+    write_atomic(key_path, answer_key.key_bytes(
+        assignment_summary(assignment), {CLASS_STUDENT: answer_key.canonical(entry)}, KIT_VERSION,
+        secret), private=True)
     return BuildResult(students=1, files=files + 1, seconds=time.perf_counter() - started,
                        key_path=key_path)

@@ -490,12 +490,12 @@ def student_and_instructor(header: Header, problems: list[ProblemVariant]) -> tu
     """Both versions at once: the student's is the instructor's with the solutions cleared
     (as nbgrader's generate_assignment clears them) and without the worked solutions."""
     instructor, worked = _notebook(header, problems, "instructor")
-    names = answer_names(problems)
     worked_ids = {id(c) for c in worked}
     cells = [{**c, "source": clear_solutions(c["source"], c["cell_type"])}
              if c["metadata"]["nbgrader"]["solution"] else c
              for c in instructor["cells"] if id(c) not in worked_ids]
-    metadata = {**instructor["metadata"], "attnkit": _record(header, problems, names, "student")}
+    metadata = {**instructor["metadata"],
+                "attnkit": {**instructor["metadata"]["attnkit"], "version": "student"}}
     return {**instructor, "cells": cells, "metadata": metadata}, instructor
 
 

@@ -18,13 +18,13 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from .schema import _display
+from .textfile import ProblemsError, read_utf8
 
 COLUMNS = ("student_id", "name", "email")
 MAX_PROBLEMS = 50
 # A student id becomes a directory name and an nbgrader student id.
 _STUDENT_ID = re.compile(r"^[A-Za-z0-9][A-Za-z0-9._@+-]{0,63}$")
 _EMAIL = re.compile(r"^[^@\s]+@[^@\s]+$")
-_BOM = b"\xef\xbb\xbf"
 # What LMS exports call the columns, for the "did you mean" hint (difflib finds the rest).
 _COLUMN_ALIASES = {"id": "student_id", "sid": "student_id", "student": "student_id",
                    "student_number": "student_id", "username": "student_id",
@@ -40,34 +40,21 @@ class Student:
     line: int                         # the row's first physical line in the file
 
 
-class RosterError(ValueError):
+class RosterError(ProblemsError):
     """Problems in a roster file, one 'file:line: message' each; more than MAX_PROBLEMS are
     summarised, since a wrong file (not a roster at all) would otherwise fill the screen."""
 
     def __init__(self, problems: list[str]):
         if len(problems) > MAX_PROBLEMS:
             problems = [*problems[:MAX_PROBLEMS], f"… and {len(problems) - MAX_PROBLEMS} more"]
-        super().__init__("\n".join(problems))
-        self.problems = problems
+        super().__init__(problems)
 
 
 def load_roster(path: str | Path) -> tuple[Student, ...]:
     """Read and check a roster CSV; RosterError lists every problem."""
     path = Path(path)
     shown = _display(path)
-    try:
-        data = path.read_bytes()
-    except FileNotFoundError:
-        raise RosterError([f"{shown}: no such file"]) from None
-    except OSError as err:
-        raise RosterError([f"{shown}: cannot read: {err.strerror}"]) from None
-    if data.startswith(_BOM):
-        data = data[len(_BOM):]
-    try:
-        text = data.decode("utf-8")
-    except UnicodeDecodeError as err:
-        line, message = describe_bad_utf8(data, err)
-        raise RosterError([f"{shown}:{line}: {message}"]) from None
+    text, _ = read_utf8(path, shown, RosterError)
     delimiter = _delimiter(text)
     records = _records(text, delimiter, shown)
     if not records:
@@ -103,17 +90,6 @@ def _students(rows, width: int, columns: dict[str, int], delimiter: str,
     if problems:
         raise RosterError(problems)
     return tuple(students)
-
-
-def describe_bad_utf8(data: bytes, err: UnicodeDecodeError) -> tuple[int, str]:
-    """(line, message) for text that is not UTF-8: where the first bad byte is, so the
-    instructor can find the character (usually a Latin-1 accent) and re-save the file."""
-    start = err.start
-    line = data.count(b"\n", 0, start) + 1
-    line_start = data.rfind(b"\n", 0, start) + 1
-    column = len(data[line_start:start].decode("utf-8", errors="replace")) + 1
-    return line, (f"not valid UTF-8 (byte 0x{data[start]:02x} at column {column}); "
-                  f"save the file as UTF-8")
 
 
 _DELIMITER_NAMES = {",": "comma", ";": "semicolon"}

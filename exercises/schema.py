@@ -21,6 +21,7 @@ from .checks import CHECKS
 from .distributions import DISTRIBUTIONS
 from .expressions import Expression, ExpressionError
 from .objectives import OBJECTIVES
+from .textfile import ProblemsError
 from .yaml_lines import LineDict, LineList, YAMLError, load_yaml
 
 KINDS = ("numeric", "implement", "choice", "free_response")
@@ -64,12 +65,8 @@ _DISTRIBUTION_ALIASES = {"randn": "normal", "gaussian": "normal", "rand": "unifo
                          "matrix": "int_matrix", "words": "sentence", "shuffle": "permutation"}
 
 
-class TemplateError(ValueError):
+class TemplateError(ProblemsError):
     """One or more problems in a template file; each line reads file:line: key: message."""
-
-    def __init__(self, problems: list[str]):
-        super().__init__("\n".join(problems))
-        self.problems = problems
 
 
 # --- the template model ----------------------------------------------------------------------

@@ -109,9 +109,12 @@ class Variant:
         """The answer-key entry: JSON-ready givens, expected values and a digest (computed
         once: the notebooks and the key all need it). A shallow copy: add keys, do not
         change the nested values."""
+        return dict(self._record())
+
+    def _record(self) -> dict:
         if "record" not in self._rendered:
             self._rendered["record"] = self._make_record()
-        return dict(self._rendered["record"])
+        return self._rendered["record"]
 
     def _make_record(self) -> dict:
         t = self.template
@@ -137,9 +140,7 @@ class Variant:
 
     @property
     def digest(self) -> str:
-        if "record" not in self._rendered:
-            self._rendered["record"] = self._make_record()
-        return self._rendered["record"]["digest"]
+        return self._record()["digest"]
 
 
 # --- evaluation ------------------------------------------------------------------------------

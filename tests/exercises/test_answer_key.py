@@ -5,7 +5,8 @@ import stat
 
 import pytest
 
-from exercises.answer_key import AnswerKeyError, canonical, key_bytes, load_key, write_key
+from exercises.answer_key import AnswerKeyError, canonical, key_bytes, load_key
+from exercises.textfile import write_atomic
 
 SECRET = b"answer key test secret, 32 bytes"
 ASSIGNMENT = {"id": "hw", "title": "HW", "digest": "0" * 64, "points": 1, "problems": []}
@@ -20,7 +21,7 @@ def key_path(tmp_path):
     students = entries(**{'s"1': {"name": "Zoë \u2028 “Q”", "problems": {"p": {"answers": {"x": 0.1}}}},
                           "ß\\2": {"name": "", "problems": {}}})
     path = tmp_path / "key.json"
-    write_key(path, key_bytes(ASSIGNMENT, students, "0.1.0", SECRET))
+    write_atomic(path, key_bytes(ASSIGNMENT, students, "0.1.0", SECRET), private=True)
     return path
 
 
