@@ -9,6 +9,7 @@ import sys
 from . import __version__
 from .bank_commands import add_commands
 from .build_commands import add_build_command
+from .grade_commands import add_grade_commands
 
 
 def _demo(args: argparse.Namespace) -> int:
@@ -69,6 +70,7 @@ def build_parser() -> argparse.ArgumentParser:
     twins.set_defaults(handler=_misconceptions)
     add_commands(commands)
     add_build_command(commands)
+    add_grade_commands(commands)
     return parser
 
 

@@ -70,6 +70,9 @@ class Variant:
     tests: list                      # implement: TestCase per hidden case
     rng_seed: int
     rejections: Counter = field(default_factory=Counter)
+    # What each listed misconception gives on this variant, for the grader's diagnosis:
+    # numeric: twin → part id → answer; implement: twin → output per hidden case (None: raised).
+    twins: dict = field(default_factory=dict)
     _rendered: dict = field(default_factory=dict, repr=False, compare=False)
 
     @property
@@ -135,6 +138,7 @@ class Variant:
             "tests": [{"family": case.family, "index": case.index,
                        "args": serialize.encode_names(case.args),
                        "expected": serialize.to_jsonable(case.expected)} for case in self.tests],
+            "twins": _jsonable_twins(self.twins),
         }
         return {**body, "digest": serialize.digest(body)}
 
@@ -504,12 +508,29 @@ def _output(template, evaluator, result, scope):
     return _plain(evaluator.evaluate(template.output, local, template.line_of("output"), "output"))
 
 
+def _jsonable_twins(twins: dict) -> dict:
+    """The twins' answers as the key stores them; one that cannot be stored (an object, a
+    complex number) is left out: that mistake is then caught but not named."""
+    stored = {}
+    for name, answers in twins.items():
+        try:
+            stored[name] = serialize.to_jsonable(answers)
+        except serialize.NotSerializable:
+            continue
+    return stored
+
+
 def _misconceptions_caught(template, variant, evaluator) -> None:
+    """Every listed twin is caught on this variant; what each gives is kept in
+    ``variant.twins`` so the grader can name the mistake a wrong answer matches."""
     if template.kind == "implement":
         for name in template.misconceptions:
             twin = references.MISCONCEPTIONS[name].function
-            if not any(_twin_fails_case(template, evaluator, twin, case, variant) for case in variant.tests):
+            outputs = [_twin_output(template, evaluator, twin, case, variant) for case in variant.tests]
+            if not any(out is _RAISED or not _too_close(out, case.expected, template.rtol, template.atol)
+                       for out, case in zip(outputs, variant.tests)):
                 raise Rejected(f"misconception {name} passes every hidden test")
+            variant.twins[name] = [None if out is _RAISED else out for out in outputs]
         return
     for name in template.all_misconceptions:
         twin = references.MISCONCEPTIONS[name]
@@ -529,6 +550,7 @@ def _misconceptions_caught(template, variant, evaluator) -> None:
             if _too_close(wrong[part.id], variant.answers[part.id], part.rtol, part.atol):
                 raise Rejected(f"misconception {name} is within twice the tolerance of the "
                                f"answer to part {part.id}")
+        variant.twins[name] = wrong
 
 
 def _affected_by(template, function_name: str) -> set[str]:
@@ -555,13 +577,16 @@ def _needed_by(template, parts) -> set[str]:
     return needed
 
 
-def _twin_fails_case(template, evaluator, twin, case, variant) -> bool:
+_RAISED = object()
+
+
+def _twin_output(template, evaluator, twin, case, variant):
+    """The twin's output on a hidden case, or _RAISED (a function that raises fails it)."""
     try:
         scope = _scope(template, dict(variant.values), variant.rng_seed, strict=False)
-        wrong = _output(template, evaluator, twin(**_fresh(case.args)), scope)
+        return _output(template, evaluator, twin(**_fresh(case.args)), scope)
     except Exception:  # noqa: BLE001 — a student function that raises fails the case
-        return True
-    return not _too_close(wrong, case.expected, template.rtol, template.atol)
+        return _RAISED
 
 
 def _renders(template, variant, evaluator) -> None:

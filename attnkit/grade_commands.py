@@ -1,0 +1,267 @@
+"""``attnkit grade``, ``attnkit report`` and ``attnkit check``: parsing, printing and exit
+codes; the work is in grader/."""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import sys
+import time
+from pathlib import Path
+
+from .build_commands import _fail, _positive
+from .progress import Progress
+
+
+def _key_and_gradebook(args) -> tuple[Path, Path] | None:
+    if not args.key and not args.build:
+        print(f"attnkit {args.command}: give --build DIR (the folder `attnkit build --out` wrote) "
+              "or --key PATH (its instructor/answer_key.json)", file=sys.stderr)
+        return None
+    key = Path(args.key) if args.key else Path(args.build) / "instructor" / "answer_key.json"
+    gradebook = Path(args.gradebook) if args.gradebook else key.parent / "gradebook.sqlite"
+    return key, gradebook
+
+
+def _load(args):
+    """(assignment, key) or an exit code."""
+    from exercises.answer_key import AnswerKeyError, load_key
+    from exercises.assignment import AssignmentError, load_assignment
+
+    try:
+        assignment = load_assignment(args.assignment)
+        key = load_key(args.key_path, assignment.secret())
+    except AssignmentError as err:
+        return _fail(err.problems)
+    except AnswerKeyError as err:
+        return _fail([str(err)])
+    if key["assignment"]["id"] != assignment.id:
+        return _fail([f"{args.key_path}: this key is for assignment {key['assignment']['id']!r}, "
+                      f"not {assignment.id!r}"])
+    return assignment, key
+
+
+# --- grade -------------------------------------------------------------------------------
+
+def _explain() -> int:
+    from grader.sandbox import explain
+
+    layers = explain()
+    width = max(len(layer["name"]) for layer in layers)
+    print("The sandbox that runs student code, on this machine:")
+    for layer in layers:
+        mark = "on " if layer["active"] else "off"
+        print(f"  [{mark}] {layer['name']:<{width}}  {layer['detail']}")
+    print("Always, whatever is off: student code runs in a forked child of a worker that never "
+          "holds the answer key or an expected value; only values come back, in size-capped, "
+          "validated frames (never pickle); every score is decided in the grader's own process.")
+    return 0
+
+
+def _grade(args) -> int:
+    if args.explain_sandbox:
+        return _explain()
+    if not args.assignment or not args.submissions:
+        print("attnkit grade: give ASSIGNMENT.yaml and SUBMISSIONS (or --explain-sandbox)",
+              file=sys.stderr)
+        return 2
+    paths = _key_and_gradebook(args)
+    if paths is None:
+        return 2
+    args.key_path, gradebook_path = paths
+    loaded = _load(args)
+    if isinstance(loaded, int):
+        return loaded
+    assignment, key = loaded
+    if not Path(args.submissions).is_dir():
+        return _fail([f"{args.submissions}: no such folder"])
+
+    from exercises.build import KIT_VERSION
+    from grader.gradebook import Gradebook, GradebookError
+    from grader.grading import GradingRun
+    from grader.intake import find_submissions, match
+    from grader.plugin import run_pytest
+    from grader.sandbox import Limits, Sandbox
+
+    started = time.perf_counter()
+    found = find_submissions(Path(args.submissions), assignment.id)
+    submissions, missing, issues = match(found, key)
+    progress = Progress(len(submissions), "grade", enabled=None if not args.json else False)
+    pytest_args = []
+    if args.k:
+        pytest_args += ["-k", args.k]
+    if args.junitxml:
+        pytest_args += ["--junitxml", str(args.junitxml)]
+    try:
+        with Gradebook(gradebook_path) as gradebook, \
+                Sandbox(args.jobs, Limits(wall_seconds=args.timeout)) as sandbox:
+            run = GradingRun(key, submissions, gradebook, sandbox, workers=args.jobs,
+                             regrade=args.regrade, progress=progress, kit_version=KIT_VERSION)
+            code = run_pytest(run, assignment.id, pytest_args, verbose=args.verbose)
+            for student in missing:
+                gradebook.mark_missing(assignment.id, student, float(key["assignment"]["points"]))
+            table = None
+            if not args.json:
+                from grader.reports import class_table
+                table = class_table(gradebook, key)
+    except GradebookError as err:
+        progress.close()
+        return _fail([str(err)])
+    except KeyboardInterrupt:
+        progress.close()
+        print("attnkit grade: interrupted; what was graded is in the gradebook, and the next run "
+              "picks up the rest", file=sys.stderr)
+        return 130
+    progress.close()
+    seconds = time.perf_counter() - started
+    if code in (3, 4):      # pytest's internal error / usage error (a bad -k expression …)
+        return _fail([f"pytest stopped with exit code {code}; see above"]) if code == 3 else 2
+    summary = {"assignment": assignment.id, "submissions": len(submissions),
+               "graded": len(run.recorded), "unchanged": len(run.skipped),
+               "not_recorded": len(run.not_recorded), "missing": sorted(missing),
+               "issues": [str(i) for i in issues], "gradebook": str(gradebook_path),
+               "seconds": round(seconds, 3),
+               "submissions_per_second": round(len(run.recorded) / max(seconds, 1e-9), 1)}
+    if args.json:
+        print(json.dumps(summary, indent=2, ensure_ascii=False))
+        return 0
+    for issue in issues:
+        print(f"note: {issue}", file=sys.stderr)
+    print(table)
+    print(f"graded {summary['graded']} submission{'s' if summary['graded'] != 1 else ''} in "
+          f"{seconds:.2f} s ({summary['submissions_per_second']:g}/s, {args.jobs} worker"
+          f"{'s' if args.jobs != 1 else ''}); {len(run.skipped)} unchanged since the last run"
+          + ("" if args.regrade else " (--regrade grades them again)")
+          + (f"; {len(missing)} missing" if missing else ""))
+    if run.not_recorded:
+        print(f"-k chose only some parts of {len(run.not_recorded)} submission(s): their results "
+              "are in pytest's report, not in the gradebook")
+    print(f"gradebook: {gradebook_path}   reports: attnkit report {args.assignment} "
+          f"--key {args.key_path} --out DIR")
+    return 0
+
+
+# --- report ------------------------------------------------------------------------------
+
+def _report(args) -> int:
+    paths = _key_and_gradebook(args)
+    if paths is None:
+        return 2
+    args.key_path, gradebook_path = paths
+    loaded = _load(args)
+    if isinstance(loaded, int):
+        return loaded
+    assignment, key = loaded
+    if not gradebook_path.exists():
+        return _fail([f"{gradebook_path}: no gradebook yet (run attnkit grade first)"])
+
+    from grader.gradebook import Gradebook, GradebookError
+    from grader.reports import (class_table, summary_json, write_csv, write_feedback,
+                                write_gradescope)
+
+    out = Path(args.out) if args.out else args.key_path.parent.parent / "reports"
+    written = {}
+    try:
+        with Gradebook(gradebook_path) as gradebook:
+            write_csv(gradebook, key, out / "grades.csv")
+            written["csv"] = str(out / "grades.csv")
+            write_gradescope(gradebook, key, out / "gradescope")
+            written["gradescope"] = str(out / "gradescope" / "<student>" / "results.json")
+            progress = Progress(len(key["students"]), "feedback", enabled=None if not args.json else False)
+            write_feedback(gradebook, key, out / "feedback", reveal=args.reveal, progress=progress)
+            progress.close()
+            written["feedback"] = str(out / "feedback" / "<student>.html")
+            summary = summary_json(gradebook, key)
+            table = class_table(gradebook, key)
+    except GradebookError as err:
+        return _fail([str(err)])
+    except OSError as err:
+        return _fail([f"{err.filename or out}: {err.strerror or err}"])
+    if args.json:
+        print(json.dumps({**summary, "written": written}, indent=2, ensure_ascii=False))
+        return 0
+    print(table)
+    for what, where in written.items():
+        print(f"  {what + ':':<12}{where}")
+    if args.reveal:
+        print("  (feedback pages show the expected values: --reveal)")
+    return 0
+
+
+# --- check -------------------------------------------------------------------------------
+
+def _check(args) -> int:
+    from grader.selfcheck import CheckError, self_check
+
+    try:
+        report = self_check(Path(args.notebook), timeout=args.timeout)
+    except CheckError as err:
+        return _fail([str(err)])
+    if args.json:
+        print(json.dumps(report.as_json(), indent=2, ensure_ascii=False))
+    else:
+        print(report.table())
+    return 0
+
+
+def add_grade_commands(commands) -> None:
+    grade = commands.add_parser(
+        "grade", help="grade submitted notebooks in the sandbox, into the gradebook",
+        description="Grade every submission in SUBMISSIONS (nbgrader's submitted/<student>/"
+                    "<assignment>/ layout, or <student>.ipynb files) against the signed answer "
+                    "key. Student code runs only in the sandbox and only its values come back; "
+                    "each part is a pytest item, compared with the key's value and diagnosed "
+                    "against known misconceptions. Results go to a SQLite gradebook; unchanged, "
+                    "already graded submissions are skipped, so an interrupted run resumes.",
+        epilog="example: attnkit grade problem_bank/assignments/example.yaml build/demo/submitted "
+               "--build build/demo")
+    grade.add_argument("assignment", metavar="ASSIGNMENT.yaml", nargs="?", help="the assignment spec (for its secret)")
+    grade.add_argument("submissions", metavar="SUBMISSIONS", nargs="?", help="the folder of submitted notebooks")
+    _key_options(grade)
+    grade.add_argument("--jobs", "-j", type=_positive, default=os.cpu_count() or 1,
+                       help="sandbox workers (default: one per core, %(default)s here)")
+    grade.add_argument("--timeout", type=float, default=10.0, metavar="SECONDS",
+                       help="wall-clock limit per run of a submission's code (default %(default)s)")
+    grade.add_argument("--regrade", action="store_true", help="grade unchanged submissions again")
+    grade.add_argument("-k", metavar="EXPRESSION",
+                       help="pytest's -k: only items matching, e.g. 's2026001 and weights'")
+    grade.add_argument("--junitxml", metavar="PATH", help="also write pytest's JUnit XML report")
+    grade.add_argument("-v", "--verbose", action="store_true", help="show pytest's own report")
+    grade.add_argument("--explain-sandbox", action="store_true",
+                       help="say which isolation layers are active on this machine, and exit")
+    grade.add_argument("--json", action="store_true", help="machine-readable summary on stdout")
+    grade.set_defaults(handler=_grade, command="grade")
+
+    report = commands.add_parser(
+        "report", help="grades CSV, Gradescope results.json, per-student feedback pages",
+        description="From the gradebook: grades.csv (one row per student, for an LMS), "
+                    "gradescope/<student>/results.json, and feedback/<student>.html (offline, "
+                    "self-contained: each part's result, the diagnosed mistake, heatmaps of the "
+                    "student's attention matrices). Expected values appear only with --reveal.")
+    report.add_argument("assignment", metavar="ASSIGNMENT.yaml", help="the assignment spec (for its secret)")
+    _key_options(report)
+    report.add_argument("--out", metavar="DIR", help="where to write (default: next to instructor/, in reports/)")
+    report.add_argument("--reveal", action="store_true",
+                        help="show the expected values in the feedback pages (after the deadline)")
+    report.add_argument("--json", action="store_true", help="machine-readable summary on stdout")
+    report.set_defaults(handler=_report, command="report")
+
+    check = commands.add_parser(
+        "check", help="a student's self-check: run a notebook's visible checks in the sandbox",
+        description="Run your notebook's answer cells and its visible checks in the same sandbox "
+                    "grading uses, and print a table of every part. It checks the form of your "
+                    "answers (shape, rows that sum to 1, …), never their values, and never shows an "
+                    "expected value: the hidden checks run at grading.")
+    check.add_argument("notebook", metavar="NOTEBOOK", help="your .ipynb file")
+    check.add_argument("--timeout", type=float, default=10.0, metavar="SECONDS",
+                       help="wall-clock limit for running your cells (default %(default)s)")
+    check.add_argument("--json", action="store_true", help="machine-readable output")
+    check.set_defaults(handler=_check, command="check")
+
+
+def _key_options(parser) -> None:
+    parser.add_argument("--build", metavar="DIR", help="the folder `attnkit build --out` wrote")
+    parser.add_argument("--key", metavar="PATH", help="the answer key (default: DIR/instructor/answer_key.json)")
+    parser.add_argument("--gradebook", metavar="PATH",
+                        help="the SQLite gradebook (default: gradebook.sqlite beside the key)")

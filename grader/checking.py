@@ -1,0 +1,286 @@
+"""The trusted side's judgement of one part: the student's value (as the sandbox returned it)
+against the answer key, with a message that says what is wrong and, where a misconception
+twin gives the same wrong value on this student's variant, which mistake it was.
+
+Pure functions of (key record, student values): no I/O, no sandbox, so every message is
+tested directly. The sandbox only ever hands over values; everything that decides a score
+happens here, in the grader's own process.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import numpy as np
+from solutions import MISCONCEPTIONS
+
+from exercises.compare import compare, is_numeric, within
+from exercises.notebook import LETTERS
+from exercises.serialize import decode_names, from_jsonable
+
+PASSED, FAILED, PARTIAL, MISSING, ERROR, MANUAL = "passed", "failed", "partial", "missing", "error", "manual"
+
+
+@dataclass(frozen=True)
+class Verdict:
+    """One part's outcome: what goes into the gradebook and the student's feedback."""
+    score: float
+    max_score: float
+    status: str                       # passed | failed | partial | missing | error | manual
+    message: str = ""                 # why it failed ("" when it passed)
+    misconception: str | None = None  # a twin's name when the wrong value is that mistake
+
+    @property
+    def passed(self) -> bool:
+        return self.status == PASSED
+
+
+@dataclass(frozen=True)
+class Missing:
+    """No value: the variable was never assigned (``cause``: the error or crash that explains it)."""
+    cause: str = ""
+
+
+def describe(value) -> str:
+    """What a value is, in a student's words: 'an array of shape (4, 4)', 'text', 'a function'."""
+    type_name = getattr(value, "type_name", None)
+    if type_name is not None and not isinstance(value, (np.ndarray, str)):
+        return f"a {type_name}"        # a frames.Unsupported: an object that cannot cross
+    if value is None:
+        return "None"
+    if isinstance(value, str):
+        return "text"
+    if isinstance(value, (bool, np.bool_)):
+        return "True/False"
+    if isinstance(value, np.ndarray):
+        if value.ndim == 0:
+            return "a number" if value.dtype.kind in "iuf" else f"a {value.dtype} scalar"
+        return f"an array of shape {value.shape}"
+    if isinstance(value, (int, float)):
+        return "a number"
+    if isinstance(value, (list, tuple)):
+        return f"a list of {len(value)} items"
+    if isinstance(value, dict):
+        return "a dict"
+    return f"a {type(value).__name__}"
+
+
+def _expected_form(expected) -> str:
+    if isinstance(expected, str):
+        return "text"
+    shape = np.shape(expected) if is_numeric(expected) else None
+    if shape:
+        return f"an array of shape {shape}"
+    if shape == ():
+        return "a number"
+    return describe(expected)
+
+
+# --- numeric parts -----------------------------------------------------------------------
+
+def numeric_part(grading: dict, expected, value, twins: dict, variable: str) -> Verdict:
+    """A numeric part: ``grading`` is the key's entry for the part (points, rtol, atol,
+    misconceptions), ``twins`` maps each twin's name to what it gives for this part."""
+    points = float(grading["points"])
+    if isinstance(value, Missing):
+        because = f" ({value.cause})" if value.cause else ""
+        return Verdict(0.0, points, MISSING, f"`{variable}` is not defined: your answer cell did "
+                       f"not assign it{because}.")
+    if getattr(value, "type_name", None) is not None and not isinstance(value, (np.ndarray, str)):
+        return Verdict(0.0, points, FAILED, f"`{variable}` is {describe(value)}; expected "
+                       f"{_expected_form(expected)}.")
+    rtol, atol = float(grading["rtol"]), float(grading["atol"])
+    result = compare(value, expected, rtol, atol)
+    if result.ok:
+        return Verdict(points, points, PASSED)
+    name = diagnose(value, twins, grading.get("misconceptions", ()), rtol, atol)
+    if name:
+        m = MISCONCEPTIONS[name]
+        return Verdict(0.0, points, FAILED, f"`{variable}` matches a known mistake: {m.summary}. "
+                       f"{m.explanation}", name)
+    hint = _shape_hint(value, expected, rtol, atol)
+    return Verdict(0.0, points, FAILED, f"`{variable}`: {result.reason}.{hint}")
+
+
+def diagnose(value, twins: dict, names, rtol: float, atol: float) -> str | None:
+    """The first listed twin whose answer on this variant the student's value matches."""
+    for name in names:
+        if name in twins and name in MISCONCEPTIONS and _matches(value, twins[name], rtol, atol):
+            return name
+    return None
+
+
+def _matches(value, wrong, rtol: float, atol: float) -> bool:
+    """Does the student's value equal a twin's? NaN matches NaN here: a softmax that
+    overflows gives NaN for the student exactly where it does for the twin."""
+    try:
+        if is_numeric(value) and is_numeric(wrong) and not isinstance(value, str):
+            a, b = np.asarray(value, dtype=float), np.asarray(wrong, dtype=float)
+            if a.shape != b.shape or (np.isnan(a) != np.isnan(b)).any():
+                return False
+            return within(np.where(np.isnan(a), 0.0, a), np.where(np.isnan(b), 0.0, b), rtol, atol)
+        return within(value, wrong, rtol, atol)
+    except Exception:  # noqa: BLE001 — a value that cannot be compared matches nothing
+        return False
+
+
+def _shape_hint(value, expected, rtol, atol) -> str:
+    """Two mistakes no twin models but many students make: rows and columns swapped, and a
+    matrix given where its flattened list was expected."""
+    if not (isinstance(value, np.ndarray) and is_numeric(expected)):
+        return ""
+    want = np.asarray(expected)
+    if value.ndim == 2 and want.ndim == 2 and value.shape == want.shape[::-1] != want.shape:
+        if _matches(value.T, want, rtol, atol):
+            return " Its transpose is right: rows and columns are swapped."
+    if value.ndim == 2 and want.ndim == 2 and value.shape == want.shape and _matches(value.T, want, rtol, atol):
+        return " Its transpose is right: rows and columns are swapped."
+    return ""
+
+
+# --- choices -----------------------------------------------------------------------------
+
+def choice_part(grading: dict, options: list[dict], correct: int, value, variable: str) -> Verdict:
+    """A multiple-choice part: the student gives a letter (``"B"``; case and spaces do not
+    matter). A wrong option earns its own feedback."""
+    points = float(grading["points"])
+    letters = LETTERS[:len(options)]
+    if isinstance(value, Missing):
+        because = f" ({value.cause})" if value.cause else ""
+        return Verdict(0.0, points, MISSING, f"`{variable}` is not defined: your answer cell did "
+                       f"not assign it{because}.")
+    if isinstance(value, np.ndarray) and value.ndim == 0 and value.dtype.kind == "U":
+        value = str(value)
+    if not isinstance(value, str) or value.strip().upper() not in letters:
+        return Verdict(0.0, points, FAILED, f"`{variable}` should be one of the letters "
+                       f"{', '.join(letters)} (as text, e.g. \"{letters[0]}\"); it is {describe(value)}"
+                       + (f" {value!r}" if isinstance(value, str) and len(value) < 40 else "") + ".")
+    chosen = letters.index(value.strip().upper())
+    if chosen == correct:
+        return Verdict(points, points, PASSED)
+    feedback = options[chosen].get("feedback", "").strip()
+    return Verdict(0.0, points, FAILED, f"{letters[chosen]} is not right." + (f" {feedback}" if feedback else ""))
+
+
+# --- implement ---------------------------------------------------------------------------
+
+@dataclass(frozen=True)
+class CaseOutcome:
+    """What the student's function did on one hidden case (from the sandbox)."""
+    ok: bool
+    value: object = None
+    error: str = ""
+
+
+def outputs_of(value) -> list:
+    """The notebook's rule for a function's result: a tuple or list is its outputs, anything
+    else one output."""
+    return list(value) if isinstance(value, (list, tuple)) else [value]
+
+
+def _case_problem(outcome: CaseOutcome | None, expected, rtol, atol) -> str:
+    if outcome is None:
+        return "was never run (an earlier crash)"
+    if not outcome.ok:
+        return f"raised {outcome.error}"
+    got, want = outputs_of(outcome.value), outputs_of(expected)
+    if len(got) != len(want):
+        return f"returned {len(got)} value{'s' if len(got) != 1 else ''}, expected {len(want)}"
+    for k, (g, e) in enumerate(zip(got, want)):
+        if getattr(g, "type_name", None) is not None and not isinstance(g, (np.ndarray, str)):
+            return f"returned {describe(g)}" + (f" as output {k}" if len(want) > 1 else "")
+        result = compare(g, e, rtol, atol)
+        if not result.ok:
+            return (f"output {k}: " if len(want) > 1 else "") + result.reason
+    return ""
+
+
+def implement_family(family: dict, cases: list[dict], outcomes: dict, function: str,
+                     rtol: float, atol: float, twins: dict, misconceptions) -> Verdict:
+    """A test family of an ``implement`` problem: points in proportion to the hidden cases
+    passed. ``cases`` are the key's tests of this family with their position ``position`` in
+    the key; ``outcomes`` maps that position to a CaseOutcome."""
+    points = float(family["points"])
+    failures, failed_positions = [], []
+    for case in cases:
+        expected = from_jsonable(case["expected"])
+        problem = _case_problem(outcomes.get(case["position"]), expected, rtol, atol)
+        if problem:
+            failures.append(f"case {case['index'] + 1}: {problem}")
+            failed_positions.append(case["position"])
+    if not failures:
+        return Verdict(points, points, PASSED)
+    passed = len(cases) - len(failures)
+    score = points * passed / len(cases) if cases else 0.0
+    status = PARTIAL if passed else FAILED
+    shown = "; ".join(failures[:3]) + (f"; and {len(failures) - 3} more" if len(failures) > 3 else "")
+    message = (f"`{function}` fails {len(failures)} of {len(cases)} hidden `{family['family']}` "
+               f"case{'s' if len(cases) != 1 else ''}: {shown}.")
+    name = _diagnose_function(outcomes, failed_positions, twins, misconceptions, rtol, atol)
+    if name:
+        m = MISCONCEPTIONS[name]
+        message += f" It matches a known mistake: {m.summary}. {m.explanation}"
+    return Verdict(score, points, status, message, name)
+
+
+def _diagnose_function(outcomes, positions, twins, names, rtol, atol) -> str | None:
+    """A twin that gives what the student's function gave on every case it failed."""
+    for name in names:
+        wrong = twins.get(name)
+        if wrong is None or name not in MISCONCEPTIONS:
+            continue
+        if all(outcomes.get(p) is not None and outcomes[p].ok and p < len(wrong)
+               and wrong[p] is not None
+               and _matches_outputs(outcomes[p].value, from_jsonable(wrong[p]), rtol, atol)
+               for p in positions):
+            return name
+    return None
+
+
+def _matches_outputs(value, wrong, rtol, atol) -> bool:
+    got, want = outputs_of(value), outputs_of(wrong)
+    return len(got) == len(want) and all(_matches(g, w, rtol, atol) for g, w in zip(got, want))
+
+
+# --- a whole problem ---------------------------------------------------------------------
+
+def free_response_part(grading: dict, text: str | None) -> Verdict:
+    points = float(grading["points"])
+    if not text:
+        return Verdict(0.0, points, MISSING, "No answer written (graded by hand).")
+    return Verdict(0.0, points, MANUAL, "Graded by hand.")
+
+
+def problem_verdicts(record: dict, values: dict, outcomes: dict, free_text: dict) -> dict:
+    """part id (implement: family) → Verdict for one problem of one student.
+
+    ``values``: answer variable → the student's value or Missing; ``outcomes``: position of
+    a hidden case → CaseOutcome; ``free_text``: part id → the student's text."""
+    kind = record["kind"]
+    verdicts = {}
+    if kind == "implement":
+        twins = record.get("twins", {})          # twin → [stored output per case]: decoded on use
+        for family in record["grading"]:
+            cases = [{**t, "position": i} for i, t in enumerate(record["tests"])
+                     if t["family"] == family["family"]]
+            verdicts[family["family"]] = implement_family(
+                family, cases, outcomes, record["function"], float(record["rtol"]),
+                float(record["atol"]), twins, record.get("misconceptions", ()))
+        return verdicts
+    answers = decode_names(record["answers"]) if kind != "free_response" else {}
+    twins = {name: from_jsonable(v) for name, v in record.get("twins", {}).items()}
+    for grading in record["grading"]:
+        part = grading["id"]
+        if kind == "free_response":
+            verdicts[part] = free_response_part(grading, free_text.get(part))
+            continue
+        variable = record["answer_names"][part]
+        value = values.get(variable, Missing())
+        if kind == "choice":
+            verdicts[part] = choice_part(grading, record["options"][part], int(answers[part]), value,
+                                         variable)
+        else:
+            part_twins = {name: answers_by_part[part] for name, answers_by_part in twins.items()
+                          if isinstance(answers_by_part, dict) and part in answers_by_part}
+            verdicts[part] = numeric_part(grading, answers[part], value, part_twins, variable)
+    return verdicts

@@ -1,0 +1,334 @@
+"""Values across the sandbox boundary: length-prefixed frames of JSON plus raw array bytes.
+
+Why not pickle: unpickling runs code chosen by whoever wrote the bytes, and here that is a
+student. Why not ``np.save``/``np.load``: a lying ``.npy`` header made ``np.load`` try to
+allocate terabytes before reading a byte. So a frame is plain data that the reader checks
+before it believes any of it:
+
+    frame  = length (4 bytes, big-endian) + body
+    body   = header length (4 bytes, big-endian) + header (UTF-8 JSON) + array bytes
+
+The header is a tree in which every container is tagged, so nothing a value contains can be
+mistaken for structure: ``{"l": [...]}`` a list, ``{"d": [[key, value], ...]}`` a dict,
+``{"a": [dtype, shape]}`` an array whose bytes come next in the data section (in order),
+``{"f": "nan" | "inf" | "-inf"}`` a float JSON cannot write, ``{"u": type name}`` a value that
+could not cross (a function, a set, a complex array…) — the trusted side can still say what
+it was. None, booleans, int64 integers, finite floats and strings are JSON scalars.
+
+Every limit is checked before the memory it guards is spent: the frame length against the
+caller's limit before the body is read; the header length, and a count of its structural
+characters, before it is parsed; every array's dtype (a whitelist), rank and byte count before
+any array is made; and the arrays' bytes must add up to exactly what the frame holds, so a lying
+header can never make the reader allocate more than the frame it already has.
+"""
+
+from __future__ import annotations
+
+import json
+import math
+import os
+import struct
+from collections.abc import Iterator
+from dataclasses import dataclass
+
+import numpy as np
+
+MAX_FRAME = 64 * 2**20        # default body limit (jobs carry sources and givens)
+MAX_HEADER = 2 * 2**20        # the JSON part; Python objects cost ~20× their JSON text
+MAX_TEXT = 1_000_000          # characters in one string (a long cell source fits)
+MAX_DEPTH = 16                # lists/dicts within lists/dicts, the outermost at depth 1
+MAX_ITEMS = 100_000           # values in one frame, containers included
+MAX_NDIM = 8
+_MAX_TYPE_NAME = 200
+
+_PREFIX = struct.Struct(">I")
+_INT64 = (-(2**63), 2**63 - 1)
+
+# The only dtypes that cross, as their little-endian ``dtype.str`` (what the header names).
+DTYPES = frozenset(np.dtype(name).newbyteorder("<").str for name in (
+    "bool", "int8", "int16", "int32", "int64", "uint8", "uint16", "uint32", "uint64",
+    "float16", "float32", "float64"))
+
+
+class FrameError(ValueError):
+    """A frame that is malformed or breaks a limit; nothing in it is to be trusted."""
+
+
+class FrameTooLarge(FrameError):
+    """A frame (or the value meant for one) over its size limit."""
+
+
+@dataclass(frozen=True)
+class Unsupported:
+    """A value that cannot cross the boundary, named by its type ("function", "set",
+    "numpy.ndarray of complex128") so the trusted side can say what the student gave."""
+    type_name: str
+
+
+# --- encoding (untrusted side writes, trusted side writes jobs) ---------------------------
+
+def type_name(obj) -> str:
+    """The name a student would recognise: builtins bare, others with their package."""
+    kind = type(obj)
+    module = getattr(kind, "__module__", "") or ""
+    name = getattr(kind, "__qualname__", None) or getattr(kind, "__name__", "object")
+    if module in ("builtins", "__main__", ""):
+        return str(name)[:_MAX_TYPE_NAME]
+    return f"{module.split('.')[0]}.{name}"[:_MAX_TYPE_NAME]
+
+
+def _array_node(array: np.ndarray, buffers: list):
+    if array.dtype.kind not in "biuf" or array.dtype.newbyteorder("<").str not in DTYPES:
+        return {"u": f"numpy.ndarray of {array.dtype}"}
+    if array.ndim > MAX_NDIM:
+        return {"u": f"numpy.ndarray with {array.ndim} dimensions"}
+    little = array.dtype.newbyteorder("<")
+    array = np.asarray(array, dtype=little, order="C")    # (ascontiguousarray makes 0-d 1-d)
+    buffers.append(memoryview(array).cast("B") if array.size else b"")
+    return {"a": [little.str, list(array.shape)]}
+
+
+class _Encoder:
+    def __init__(self):
+        self.buffers: list = []
+        self.items = 0
+
+    def node(self, obj, depth: int):
+        self.items += 1
+        if self.items > MAX_ITEMS:
+            raise FrameTooLarge(f"more than {MAX_ITEMS} values")
+        if obj is None or obj is True or obj is False:
+            return obj
+        kind = type(obj)
+        if kind is int:
+            return obj if _INT64[0] <= obj <= _INT64[1] else {"u": "int beyond 64 bits"}
+        if kind is float:
+            if math.isfinite(obj):
+                return obj
+            return {"f": "nan" if math.isnan(obj) else ("inf" if obj > 0 else "-inf")}
+        if isinstance(obj, np.ndarray):
+            return _array_node(np.asarray(obj), self.buffers)
+        if isinstance(obj, np.generic):
+            if isinstance(obj, np.str_):
+                return self.node(str(obj), depth)
+            return _array_node(np.asarray(obj), self.buffers)
+        if isinstance(obj, str):
+            text = str.__str__(obj)
+            return text if len(text) <= MAX_TEXT else {"u": f"str of {len(text)} characters"}
+        if kind is Unsupported:
+            return {"u": str(obj.type_name)[:_MAX_TYPE_NAME]}
+        if isinstance(obj, (list, tuple, dict)) and depth > MAX_DEPTH:
+            return {"u": f"{type_name(obj)} nested more than {MAX_DEPTH} levels deep"}
+        if isinstance(obj, (list, tuple)):
+            return {"l": [self.node(item, depth + 1) for item in list(obj)]}
+        if isinstance(obj, dict):
+            if not all(isinstance(key, str) for key in obj):
+                return {"u": "dict with keys that are not str"}
+            pairs = []
+            for key, value in list(obj.items()):
+                self.items += 1
+                key = str.__str__(key)
+                if len(key) > MAX_TEXT:
+                    raise FrameTooLarge("a dict key over the text limit")
+                pairs.append([key, self.node(value, depth + 1)])
+            return {"d": pairs}
+        return {"u": type_name(obj)}
+
+
+def encode(obj) -> bytes:
+    """The body of a frame holding ``obj``; values that cannot cross become ``Unsupported``.
+    Raises FrameTooLarge when ``obj`` has too many items or too big a header."""
+    encoder = _Encoder()
+    tree = encoder.node(obj, 1)
+    header = json.dumps(tree, separators=(",", ":"), ensure_ascii=False, allow_nan=False).encode()
+    if len(header) > MAX_HEADER:
+        raise FrameTooLarge(f"header of {len(header)} bytes (limit {MAX_HEADER})")
+    return b"".join([_PREFIX.pack(len(header)), header, *encoder.buffers])
+
+
+# --- decoding (the trusted side reads what the untrusted side wrote) ----------------------
+
+def _reject_constant(name):
+    raise FrameError(f"non-standard JSON constant {name}")
+
+
+def _parse_int(text: str) -> int:
+    if len(text) > 20:
+        raise FrameError("integer literal too long")
+    return int(text)
+
+
+class _Decoder:
+    def __init__(self, data: memoryview):
+        self.data = data
+        self.offset = 0
+        self.items = 0
+
+    def value(self, node, depth: int):
+        self.items += 1
+        if self.items > MAX_ITEMS:
+            raise FrameError(f"more than {MAX_ITEMS} values")
+        if node is None or isinstance(node, (bool, str)):
+            if isinstance(node, str) and len(node) > MAX_TEXT:
+                raise FrameError("string over the text limit")
+            return node
+        if type(node) is int:
+            if not _INT64[0] <= node <= _INT64[1]:
+                raise FrameError("integer outside the int64 range")
+            return node
+        if type(node) is float:
+            if not math.isfinite(node):
+                raise FrameError("non-finite float literal")
+            return node
+        if not isinstance(node, dict) or len(node) != 1:
+            raise FrameError("a header node that is not tagged")
+        (tag, body), = node.items()
+        if tag in ("l", "d") and depth > MAX_DEPTH:
+            raise FrameError(f"lists or dicts nested more than {MAX_DEPTH} levels")
+        if tag == "l" and isinstance(body, list):
+            return [self.value(item, depth + 1) for item in body]
+        if tag == "d" and isinstance(body, list):
+            out = {}
+            for pair in body:
+                if not (isinstance(pair, list) and len(pair) == 2 and isinstance(pair[0], str)):
+                    raise FrameError("a dict entry that is not [str, value]")
+                if len(pair[0]) > MAX_TEXT:
+                    raise FrameError("dict key over the text limit")
+                self.items += 1
+                out[pair[0]] = self.value(pair[1], depth + 1)
+            return out
+        if tag == "a":
+            return self.array(body)
+        if tag == "f" and body in ("nan", "inf", "-inf"):
+            return float(body)
+        if tag == "u" and isinstance(body, str) and len(body) <= _MAX_TYPE_NAME:
+            return Unsupported(body)
+        raise FrameError(f"unknown or malformed node {tag!r}")
+
+    def array(self, body) -> np.ndarray:
+        if not (isinstance(body, list) and len(body) == 2 and isinstance(body[1], list)):
+            raise FrameError("malformed array node")
+        dtype_name, shape = body
+        if dtype_name not in DTYPES:
+            raise FrameError(f"dtype {dtype_name!r} not allowed")
+        if len(shape) > MAX_NDIM or not all(type(n) is int and n >= 0 for n in shape):
+            raise FrameError(f"bad shape {shape!r}")
+        dtype = np.dtype(dtype_name)
+        count = math.prod(shape)           # exact Python ints: no overflow to hide behind
+        nbytes = count * dtype.itemsize
+        if nbytes > len(self.data) - self.offset:
+            raise FrameError(f"array of {nbytes} bytes but only {len(self.data) - self.offset} left")
+        raw = self.data[self.offset:self.offset + nbytes]
+        self.offset += nbytes
+        if dtype.kind == "b":             # bytes other than 0/1 make numpy bools that lie
+            array = np.frombuffer(raw, dtype=np.uint8, count=count) != 0
+        else:
+            array = np.frombuffer(raw, dtype=dtype, count=count).astype(dtype.newbyteorder("="))
+        return array.reshape(tuple(shape))
+
+
+def decode(data: bytes, *, limit: int = MAX_FRAME):
+    """The value in a frame body, after checking every limit; FrameError if anything is off."""
+    if len(data) > limit:
+        raise FrameTooLarge(f"frame of {len(data)} bytes (limit {limit})")
+    if len(data) < _PREFIX.size:
+        raise FrameError("frame shorter than its header length")
+    (header_length,) = _PREFIX.unpack_from(data)
+    if header_length > MAX_HEADER or header_length > len(data) - _PREFIX.size:
+        raise FrameError(f"header length {header_length} impossible for this frame")
+    view = memoryview(data)
+    header = bytes(view[_PREFIX.size:_PREFIX.size + header_length])
+    # Each list/dict/number costs tens of bytes as a Python object: bound how many the parser
+    # could make before it makes them (an over-estimate: brackets inside strings count too).
+    if header.count(b"[") + header.count(b"{") + header.count(b",") > 4 * MAX_ITEMS:
+        raise FrameError("header with too many values")
+    try:
+        tree = json.loads(header.decode("utf-8"), parse_constant=_reject_constant,
+                          parse_int=_parse_int)
+    except (UnicodeDecodeError, json.JSONDecodeError, RecursionError, ValueError) as error:
+        raise FrameError(f"unreadable header: {error}") from None
+    decoder = _Decoder(view[_PREFIX.size + header_length:])
+    value = decoder.value(tree, 1)
+    if decoder.offset != len(decoder.data):
+        raise FrameError(f"{len(decoder.data) - decoder.offset} bytes after the last array")
+    return value
+
+
+# --- frames on file descriptors -----------------------------------------------------------
+
+def framed(body: bytes) -> bytes:
+    """A body with its length prefix: the bytes a reader of frames expects."""
+    return _PREFIX.pack(len(body)) + body
+
+
+def frame(obj) -> bytes:
+    """``obj`` as a whole frame: length prefix and body."""
+    return framed(encode(obj))
+
+
+def write_all(fd: int, data: bytes) -> None:
+    """Write every byte (pipes take large writes in pieces)."""
+    view = memoryview(data)
+    while view:
+        view = view[os.write(fd, view):]
+
+
+def write_frame(fd: int, obj) -> None:
+    write_all(fd, frame(obj))
+
+
+def _read_exactly(fd: int, size: int) -> bytearray | None:
+    buffer = bytearray(size)
+    view, got = memoryview(buffer), 0
+    while got < size:
+        n = os.readv(fd, [view[got:]])
+        if n == 0:
+            return None if got == 0 else buffer[:got]
+        got += n
+    return buffer
+
+
+def read_frame(fd: int, *, limit: int = MAX_FRAME):
+    """The next value on ``fd``; None on a clean end of file (between frames). A length over
+    ``limit`` raises FrameTooLarge before a byte of the body is read or allocated."""
+    prefix = _read_exactly(fd, _PREFIX.size)
+    if prefix is None:
+        return None
+    if len(prefix) < _PREFIX.size:
+        raise FrameError("end of file inside a frame's length")
+    (length,) = _PREFIX.unpack(prefix)
+    if length > limit:
+        raise FrameTooLarge(f"frame of {length} bytes (limit {limit})")
+    body = _read_exactly(fd, length) if length else bytearray()
+    if body is None or len(body) < length:
+        raise FrameError("end of file inside a frame")
+    return decode(body, limit=limit)
+
+
+class FrameSplitter:
+    """Cuts a byte stream read in arbitrary chunks (non-blocking pipes, ``select``) into frame
+    bodies; a length over ``limit`` raises FrameTooLarge as soon as the prefix is seen."""
+
+    def __init__(self, limit: int):
+        self.limit = limit
+        self._buffer = bytearray()
+
+    @property
+    def pending(self) -> int:
+        """Bytes of an unfinished frame (non-zero at end of file means a truncated frame)."""
+        return len(self._buffer)
+
+    def feed(self, chunk: bytes) -> Iterator[bytes]:
+        """The bodies completed by ``chunk``, in order. A generator, so the frames before a bad
+        length in the same chunk are still delivered (and tell where the writer was)."""
+        self._buffer += chunk
+        while len(self._buffer) >= _PREFIX.size:
+            (length,) = _PREFIX.unpack_from(self._buffer)
+            if length > self.limit:
+                raise FrameTooLarge(f"frame of {length} bytes (limit {self.limit})")
+            end = _PREFIX.size + length
+            if len(self._buffer) < end:
+                break
+            body = bytes(self._buffer[_PREFIX.size:end])
+            del self._buffer[:end]
+            yield body

@@ -1,0 +1,404 @@
+"""The gradebook: every graded submission and every graded part, in one SQLite file.
+
+Why SQLite in WAL mode: a batch of hundreds of notebooks is graded by several threads and may
+be interrupted at any moment (Ctrl-C, a laptop lid, a killed job). Each submission is recorded
+in one transaction that replaces that student's rows, so after a crash the file holds, for every
+student, either the old grading or the new one, never half of each; re-running the batch skips
+what is current (``is_current``) and grades the rest. WAL lets ``attnkit report`` read while a
+batch is writing, and ``synchronous=NORMAL`` is durable enough for that (a power cut can lose the
+last commits, never corrupt the file), and much faster than FULL.
+
+Primary keys make every write an upsert: recording the same submission twice leaves the same
+rows. ``graded_at`` is kept for the instructor's own queries but is part of no dataclass and no
+report, so reports are byte-for-byte the same for the same grading.
+
+This module uses the standard library only: the grader's trusted side imports it next to the
+sandbox client, and nothing here needs numpy.
+"""
+
+from __future__ import annotations
+
+import json
+import math
+import sqlite3
+import threading
+from contextlib import contextmanager
+from dataclasses import dataclass, field
+from datetime import datetime, timezone
+from pathlib import Path
+
+FORMAT = "attnkit-gradebook"
+SCHEMA_VERSION = 1
+# "ATKG": SQLite's own slot for the file's type, so `file` and other tools can tell it apart
+# from any other database; the meta table is what this module checks.
+APPLICATION_ID = 0x41544B47
+BUSY_TIMEOUT_MS = 30_000
+
+RESULT_STATUSES = ("passed", "failed", "partial", "missing", "error", "manual")
+# graded: the notebook was run and its parts recorded (some may have failed);
+# error: it could not be graded at all (unreadable, another student's notebook…), see notes;
+# missing: nothing was submitted.
+SUBMISSION_STATUSES = ("graded", "error", "missing")
+
+# A student's answer is stored so the feedback page can show it, not to re-grade it: a
+# 2000×2000 matrix of floats would make the file huge for nothing, so beyond this many bytes
+# of JSON only a marker is kept.
+ANSWER_LIMIT = 64 * 1024
+OMITTED = "omitted"  # the marker's only key: {"omitted": "why"}; encoded values never use it
+
+_SCHEMA = f"""
+CREATE TABLE meta (
+    key   TEXT PRIMARY KEY,
+    value TEXT NOT NULL
+) WITHOUT ROWID;
+CREATE TABLE submissions (
+    assignment   TEXT NOT NULL,
+    student      TEXT NOT NULL,
+    path         TEXT NOT NULL,
+    content_hash TEXT NOT NULL,
+    status       TEXT NOT NULL CHECK (status IN {SUBMISSION_STATUSES!r}),
+    notes        TEXT NOT NULL,             -- JSON list of strings
+    score        REAL NOT NULL,
+    max_score    REAL NOT NULL,
+    duration_ms  INTEGER NOT NULL,
+    graded_at    TEXT NOT NULL,             -- UTC, ISO 8601, never in a report
+    kit_version  TEXT NOT NULL,
+    PRIMARY KEY (assignment, student)
+);
+CREATE TABLE results (
+    assignment    TEXT NOT NULL,
+    student       TEXT NOT NULL,
+    problem       TEXT NOT NULL,
+    part          TEXT NOT NULL,
+    position      INTEGER NOT NULL,         -- order as recorded: the key's problem and part order
+    score         REAL NOT NULL,
+    max_score     REAL NOT NULL,
+    status        TEXT NOT NULL CHECK (status IN {RESULT_STATUSES!r}),
+    message       TEXT NOT NULL,
+    misconception TEXT,
+    answer        TEXT,                     -- JSON (exercises.serialize.to_jsonable), capped
+    duration_ms   INTEGER NOT NULL,
+    content_hash  TEXT NOT NULL,
+    PRIMARY KEY (assignment, student, problem, part),
+    FOREIGN KEY (assignment, student) REFERENCES submissions (assignment, student)
+        ON DELETE CASCADE
+);
+"""
+
+_SUBMISSION_COLUMNS = ("assignment", "student", "path", "content_hash", "status", "notes", "score",
+                       "max_score", "duration_ms", "kit_version")
+_RESULT_COLUMNS = ("assignment", "student", "problem", "part", "position", "score", "max_score",
+                   "status", "message", "misconception", "answer", "duration_ms", "content_hash")
+
+
+class GradebookError(RuntimeError):
+    """A file that is not a gradebook this version can read, or a damaged one; the message
+    names the file."""
+
+
+@dataclass(frozen=True)
+class SubmissionRow:
+    """One student's submission for one assignment, as graded. ``score``/``max_score`` are
+    the totals over its parts; ``notes`` say what the instructor should know (wrong student
+    id in the notebook, a crashed cell, …)."""
+
+    assignment: str
+    student: str
+    path: str
+    content_hash: str
+    status: str
+    notes: tuple[str, ...] = ()
+    score: float = 0.0
+    max_score: float = 0.0
+    duration_ms: int = 0
+    kit_version: str = ""
+
+    def __post_init__(self):
+        object.__setattr__(self, "notes", tuple(str(n) for n in self.notes))
+        if self.status not in SUBMISSION_STATUSES:
+            raise ValueError(f"submission status must be one of {', '.join(SUBMISSION_STATUSES)}, "
+                             f"not {self.status!r}")
+
+
+@dataclass(frozen=True)
+class ResultRow:
+    """One graded part. ``answer`` is the student's value made JSON-ready
+    (``exercises.serialize.to_jsonable``) or None; read back, an answer that was too large to
+    store is ``{"omitted": reason}`` (see ``omitted_reason``). ``misconception`` is the code of
+    the twin the wrong answer matched (``solutions.MISCONCEPTIONS``)."""
+
+    assignment: str
+    student: str
+    problem: str
+    part: str
+    score: float
+    max_score: float
+    status: str
+    message: str = ""
+    misconception: str | None = None
+    answer: object = field(default=None, hash=False)
+    duration_ms: int = 0
+    content_hash: str = ""
+
+    def __post_init__(self):
+        if self.status not in RESULT_STATUSES:
+            raise ValueError(f"result status must be one of {', '.join(RESULT_STATUSES)}, "
+                             f"not {self.status!r}")
+
+
+def omitted_reason(answer) -> str | None:
+    """Why a stored answer was left out (too large), or None for a real answer."""
+    if isinstance(answer, dict) and set(answer) == {OMITTED}:
+        return str(answer[OMITTED])
+    return None
+
+
+def _answer_text(row: ResultRow) -> str | None:
+    if row.answer is None:
+        return None
+    try:
+        text = json.dumps(row.answer, ensure_ascii=False, allow_nan=False, separators=(",", ":"))
+    except (TypeError, ValueError) as err:
+        raise ValueError(f"{row.student}: {row.problem}/{row.part}: the answer is not JSON-ready "
+                         f"({err}); store exercises.serialize.to_jsonable(value)") from None
+    size = len(text.encode("utf-8"))
+    if size > ANSWER_LIMIT:
+        reason = f"the answer was too large to keep ({size} bytes as JSON; the limit is {ANSWER_LIMIT})"
+        text = json.dumps({OMITTED: reason}, ensure_ascii=False)
+    return text
+
+
+def _number(x, what: str) -> float:
+    x = float(x)
+    if not math.isfinite(x):
+        raise ValueError(f"{what} must be a finite number, not {x}")
+    return x
+
+
+def _submission_values(s: SubmissionRow) -> tuple:
+    return (s.assignment, s.student, str(s.path), s.content_hash, s.status,
+            json.dumps(list(s.notes), ensure_ascii=False),
+            _number(s.score, "score"), _number(s.max_score, "max_score"), int(s.duration_ms),
+            s.kit_version)
+
+
+def _result_values(position: int, r: ResultRow) -> tuple:
+    what = f"{r.student}: {r.problem}/{r.part}"
+    return (r.assignment, r.student, r.problem, r.part, position,
+            _number(r.score, f"{what}: score"), _number(r.max_score, f"{what}: max_score"),
+            r.status, str(r.message), r.misconception, _answer_text(r), int(r.duration_ms),
+            r.content_hash)
+
+
+def _submission_row(values) -> SubmissionRow:
+    row = dict(zip(_SUBMISSION_COLUMNS, values))
+    row["notes"] = tuple(json.loads(row["notes"]))
+    return SubmissionRow(**row)
+
+
+def _result_row(values) -> ResultRow:
+    row = dict(zip(_RESULT_COLUMNS, values))
+    del row["position"]
+    row["answer"] = None if row["answer"] is None else json.loads(row["answer"])
+    return ResultRow(**row)
+
+
+class Gradebook:
+    """``with Gradebook(path) as gb: …``. Created if the file does not exist; safe to share
+    between threads (calls are serialised) and between processes (SQLite's locks, waiting up
+    to ``BUSY_TIMEOUT_MS`` for a writer)."""
+
+    def __init__(self, path: str | Path):
+        self.path = Path(path)
+        self._lock = threading.RLock()
+        self._conn: sqlite3.Connection | None = None
+        self.path.parent.mkdir(parents=True, exist_ok=True)
+        try:
+            # isolation_level=None: transactions are begun and ended here, explicitly.
+            self._conn = sqlite3.connect(self.path, timeout=BUSY_TIMEOUT_MS / 1000,
+                                         isolation_level=None, check_same_thread=False)
+            with self._errors():
+                self._prepare()
+        except BaseException:
+            self.close()
+            raise
+
+    # ------------------------------------------------------------------ opening
+
+    @contextmanager
+    def _errors(self):
+        try:
+            yield
+        except sqlite3.DatabaseError as err:
+            raise GradebookError(f"{self.path}: not a readable gradebook ({err})") from None
+
+    def _prepare(self) -> None:
+        c = self._conn
+        c.execute(f"PRAGMA busy_timeout = {BUSY_TIMEOUT_MS}")
+        mode = c.execute("PRAGMA journal_mode = WAL").fetchone()[0]
+        if str(mode).lower() != "wal":
+            raise GradebookError(f"{self.path}: SQLite cannot use WAL mode here (it says "
+                                 f"{mode!r}); put the gradebook on a local disk")
+        c.execute("PRAGMA synchronous = NORMAL")
+        c.execute("PRAGMA foreign_keys = ON")
+        c.execute("BEGIN IMMEDIATE")  # two processes opening a new file: one creates it
+        try:
+            if not self._tables():
+                # one by one: executescript would COMMIT the transaction
+                for statement in filter(str.strip, _SCHEMA.split(";")):
+                    c.execute(statement)
+                c.executemany("INSERT INTO meta (key, value) VALUES (?, ?)",
+                              [("format", FORMAT), ("schema_version", str(SCHEMA_VERSION))])
+                c.execute(f"PRAGMA application_id = {APPLICATION_ID}")
+            c.execute("COMMIT")
+        except BaseException:
+            if c.in_transaction:
+                c.execute("ROLLBACK")
+            raise
+        self._check_format()
+        problems = [r[0] for r in c.execute("PRAGMA quick_check")]
+        if problems != ["ok"]:
+            raise GradebookError(f"{self.path}: the gradebook is damaged: " + "; ".join(problems[:5]))
+
+    def _tables(self) -> set[str]:
+        return {r[0] for r in self._conn.execute("SELECT name FROM sqlite_master WHERE type = 'table'")}
+
+    def _check_format(self) -> None:
+        tables = self._tables()
+        if "meta" not in tables:
+            raise GradebookError(f"{self.path}: not an attnkit gradebook (a SQLite database with "
+                                 f"tables {', '.join(sorted(tables))})")
+        meta = dict(self._conn.execute("SELECT key, value FROM meta"))
+        if meta.get("format") != FORMAT:
+            raise GradebookError(f"{self.path}: not an attnkit gradebook (format "
+                                 f"{meta.get('format')!r})")
+        try:
+            version = int(meta.get("schema_version", ""))
+        except ValueError:
+            raise GradebookError(f"{self.path}: not a readable gradebook (schema version "
+                                 f"{meta.get('schema_version')!r})") from None
+        if version > SCHEMA_VERSION:
+            raise GradebookError(f"{self.path}: written by a newer attnkit (gradebook schema "
+                                 f"{version}; this version reads schema {SCHEMA_VERSION}): upgrade "
+                                 "attnkit to read it")
+        if version < SCHEMA_VERSION or not {"submissions", "results"} <= tables:
+            raise GradebookError(f"{self.path}: not a readable gradebook (schema {version}, "
+                                 f"tables {', '.join(sorted(tables))})")
+
+    # ---------------------------------------------------------------- lifecycle
+
+    def close(self) -> None:
+        with self._lock:
+            if self._conn is not None:
+                self._conn.close()
+                self._conn = None
+
+    def __enter__(self) -> "Gradebook":
+        return self
+
+    def __exit__(self, *exc) -> None:
+        self.close()
+
+    def _connection(self) -> sqlite3.Connection:
+        if self._conn is None:
+            raise GradebookError(f"{self.path}: the gradebook is closed")
+        return self._conn
+
+    # ------------------------------------------------------------------ writing
+
+    def is_current(self, assignment: str, student: str, content_hash: str,
+                   kit_version: str | None = None) -> bool:
+        """True when this exact notebook (and, if given, this kit version) has already been
+        graded: a resumed batch skips it. Submissions that could not be graded (``error``)
+        are never current, so a re-run retries them."""
+        with self._lock, self._errors():
+            row = self._connection().execute(
+                "SELECT content_hash, status, kit_version FROM submissions "
+                "WHERE assignment = ? AND student = ?", (assignment, student)).fetchone()
+        return (row is not None and row[0] == content_hash and row[1] == "graded"
+                and (kit_version is None or row[2] == kit_version))
+
+    def record(self, submission: SubmissionRow, results: list[ResultRow]) -> None:
+        """Store one graded submission with all its parts, in one transaction that replaces
+        the student's previous rows (a part no longer graded leaves no stale row; a crash
+        mid-way leaves the previous grading whole). Recording exactly what is stored already
+        changes nothing, not even ``graded_at``."""
+        results = list(results)
+        for r in results:
+            if (r.assignment, r.student) != (submission.assignment, submission.student):
+                raise ValueError(f"a result of {r.assignment}/{r.student} recorded with the "
+                                 f"submission of {submission.assignment}/{submission.student}")
+        seen: set[tuple[str, str]] = set()
+        for r in results:
+            if (r.problem, r.part) in seen:
+                raise ValueError(f"{r.student}: part {r.problem}/{r.part} recorded twice")
+            seen.add((r.problem, r.part))
+        new_submission = _submission_values(submission)
+        new_results = [_result_values(i, r) for i, r in enumerate(results)]
+        who = (submission.assignment, submission.student)
+        with self._lock, self._errors():
+            c = self._connection()
+            c.execute("BEGIN IMMEDIATE")
+            try:
+                if self._stored(who) != (new_submission, new_results):
+                    graded_at = datetime.now(timezone.utc).isoformat(timespec="seconds")
+                    columns = ", ".join(_SUBMISSION_COLUMNS) + ", graded_at"
+                    updates = ", ".join(f"{k} = excluded.{k}" for k in _SUBMISSION_COLUMNS[2:])
+                    c.execute(f"INSERT INTO submissions ({columns}) VALUES "
+                              f"({', '.join('?' * (len(_SUBMISSION_COLUMNS) + 1))}) "
+                              f"ON CONFLICT (assignment, student) DO UPDATE SET {updates}, "
+                              "graded_at = excluded.graded_at", (*new_submission, graded_at))
+                    c.execute("DELETE FROM results WHERE assignment = ? AND student = ?", who)
+                    c.executemany(f"INSERT INTO results ({', '.join(_RESULT_COLUMNS)}) VALUES "
+                                  f"({', '.join('?' * len(_RESULT_COLUMNS))})", new_results)
+                c.execute("COMMIT")
+            except BaseException:
+                if c.in_transaction:
+                    c.execute("ROLLBACK")
+                raise
+
+    def _stored(self, who: tuple[str, str]):
+        c = self._conn
+        sub = c.execute(f"SELECT {', '.join(_SUBMISSION_COLUMNS)} FROM submissions "
+                        "WHERE assignment = ? AND student = ?", who).fetchone()
+        res = c.execute(f"SELECT {', '.join(_RESULT_COLUMNS)} FROM results "
+                        "WHERE assignment = ? AND student = ? ORDER BY position", who).fetchall()
+        return sub, res
+
+    def mark_missing(self, assignment: str, student: str, max_score: float,
+                     kit_version: str = "") -> None:
+        """No submission from ``student``: a row with status ``missing`` and score 0 (and
+        any earlier results of theirs removed)."""
+        self.record(SubmissionRow(assignment, student, path="", content_hash="", status="missing",
+                                  notes=(), score=0.0, max_score=max_score, duration_ms=0,
+                                  kit_version=kit_version), [])
+
+    # ------------------------------------------------------------------ reading
+
+    def submissions(self, assignment: str) -> list[SubmissionRow]:
+        """Every submission row of ``assignment``, by student id."""
+        with self._lock, self._errors():
+            rows = self._connection().execute(
+                f"SELECT {', '.join(_SUBMISSION_COLUMNS)} FROM submissions WHERE assignment = ? "
+                "ORDER BY student", (assignment,)).fetchall()
+        return [_submission_row(r) for r in rows]
+
+    def submission(self, assignment: str, student: str) -> SubmissionRow | None:
+        with self._lock, self._errors():
+            row = self._connection().execute(
+                f"SELECT {', '.join(_SUBMISSION_COLUMNS)} FROM submissions "
+                "WHERE assignment = ? AND student = ?", (assignment, student)).fetchone()
+        return None if row is None else _submission_row(row)
+
+    def results(self, assignment: str, student: str | None = None) -> list[ResultRow]:
+        """Result rows by student, then in the order they were recorded (the key's problem
+        and part order)."""
+        query = f"SELECT {', '.join(_RESULT_COLUMNS)} FROM results WHERE assignment = ?"
+        args: tuple = (assignment,)
+        if student is not None:
+            query += " AND student = ?"
+            args += (student,)
+        with self._lock, self._errors():
+            rows = self._connection().execute(
+                query + " ORDER BY student, position, problem, part", args).fetchall()
+        return [_result_row(r) for r in rows]

@@ -1,0 +1,218 @@
+"""One grading run: submissions in, verdicts out, rows into the gradebook.
+
+The run is what the pytest plugin (grader.plugin) reports to. It knows the answer key and
+the submissions; the sandbox only ever receives a submission's own code, its givens and the
+hidden inputs, and hands back values. Every score is decided here, in the trusted process.
+"""
+
+from __future__ import annotations
+
+import threading
+import time
+from dataclasses import dataclass, field
+
+from exercises.serialize import NotSerializable, decode_names, to_jsonable
+
+from .checking import ERROR, MISSING, CaseOutcome, Missing, Verdict, problem_verdicts
+
+
+@dataclass
+class Graded:
+    """One submission after the sandbox and the checks."""
+    verdicts: dict                  # (problem, part) → Verdict
+    answers: dict                   # (problem, part) → the student's value, JSON-ready, or None
+    notes: list[str] = field(default_factory=list)
+    seconds: float = 0.0
+
+
+def _jsonable_answer(value):
+    if isinstance(value, Missing):
+        return None
+    type_name = getattr(value, "type_name", None)
+    if type_name is not None and not isinstance(value, str):
+        return {"unsupported": str(type_name)}
+    try:
+        return to_jsonable(value)
+    except (NotSerializable, TypeError, ValueError):
+        return {"unsupported": type(value).__name__}
+
+
+def _causes(result, program) -> dict:
+    """answer cell label → why it may not have assigned its variable (an error or a crash)."""
+    causes = {}
+    for error in getattr(result, "errors", ()):
+        where = f" on line {error.line}" if getattr(error, "line", None) else ""
+        causes.setdefault(error.label, f"the cell raised {error.type}{where}: {error.message}")
+    for crash in getattr(result, "crashes", ()):
+        if getattr(crash, "case", None) is None:
+            causes[crash.label] = f"the cell stopped the run ({crash.reason}) and was skipped"
+    return causes
+
+
+def grade_values(entry: dict, values: dict, outcomes: dict, free_text: dict, causes: dict) -> Graded:
+    """Verdicts for every part of every problem of one student's key ``entry``, from what the
+    sandbox returned: ``values`` problem → {variable: value}, ``outcomes`` problem → {case
+    position: CaseOutcome}, ``free_text`` problem → {part: text}, ``causes`` answer cell
+    label → why its variable may be missing."""
+    verdicts, answers = {}, {}
+    for pid, record in entry["problems"].items():      # (the key sorts them; rows keep the item order)
+        got = dict(values.get(pid, {}))
+        for part, variable in record.get("answer_names", {}).items():
+            if variable not in got:
+                got[variable] = Missing(causes.get(f"{pid}-{part}", ""))
+        try:
+            parts = problem_verdicts(record, got, outcomes.get(pid, {}), free_text.get(pid, {}))
+        except Exception as err:  # noqa: BLE001 — a grader bug costs this problem, never the batch
+            parts = {g.get("id") or g.get("family"): Verdict(0.0, float(g["points"]), ERROR,
+                                                             f"internal grader error: {type(err).__name__}: {err}")
+                     for g in record["grading"]}
+        for part, verdict in parts.items():
+            verdicts[(pid, part)] = verdict
+            variable = record.get("answer_names", {}).get(part)
+            if variable is not None:
+                answers[(pid, part)] = _jsonable_answer(got.get(variable))
+            elif record["kind"] == "free_response":
+                answers[(pid, part)] = free_text.get(pid, {}).get(part)
+            else:
+                answers[(pid, part)] = None
+    return Graded(verdicts, answers)
+
+
+def unrunnable(entry: dict, reason: str) -> Graded:
+    """Every part of a submission that could not be run at all (unreadable notebook)."""
+    verdicts = {}
+    for pid, record in entry["problems"].items():
+        for g in record["grading"]:
+            part = g.get("id") or g.get("family")
+            verdicts[(pid, part)] = Verdict(0.0, float(g["points"]), MISSING, reason)
+    return Graded(verdicts, {k: None for k in verdicts}, [reason])
+
+
+# --- the run -----------------------------------------------------------------------------
+
+def _parts(record: dict) -> list[tuple[str, float]]:
+    return [(g.get("id") or g["family"], float(g["points"])) for g in record["grading"]]
+
+
+class GradingRun:
+    """What the pytest plugin asks while it grades: which submissions, which parts, and each
+    part's verdict; and what it reports back: a submission whose items have all run.
+
+    ``execute`` runs on the sandbox threads (one per worker); everything else, including
+    every gradebook write, on pytest's main thread."""
+
+    def __init__(self, key: dict, submissions, gradebook, sandbox, *, workers: int = 1,
+                 regrade: bool = False, progress=None, kit_version: str = ""):
+        self.key = key
+        self.assignment = key["assignment"]["id"]
+        self.entries = key["students"]
+        self.order = [p["id"] for p in key["assignment"]["problems"]]   # the assignment's order
+        self.submissions = {s.student: s for s in submissions}
+        self.gradebook, self.sandbox = gradebook, sandbox
+        self.workers, self.regrade, self.progress = workers, regrade, progress
+        self.kit_version = kit_version
+        self.skipped: list[str] = []          # unchanged since they were graded
+        self.recorded: list[str] = []
+        self.not_recorded: list[str] = []     # partly selected with -k: gradebook left alone
+        self.graded: dict[str, Graded] = {}
+        self._pool = None
+        self._futures: dict = {}
+        self._lock = threading.Lock()
+
+    # --- what to grade ---------------------------------------------------------------
+
+    def students_to_grade(self) -> list[str]:
+        chosen = []
+        for student in sorted(self.submissions):
+            submission = self.submissions[student]
+            if (not self.regrade and self.gradebook is not None
+                    and self.gradebook.is_current(self.assignment, student, submission.content_hash)):
+                self.skipped.append(student)
+            else:
+                chosen.append(student)
+        return chosen
+
+    def parts_of(self, student: str) -> list[tuple[str, list[tuple[str, float]]]]:
+        problems = self.entries[student]["problems"]
+        return [(pid, _parts(problems[pid])) for pid in self.order if pid in problems]
+
+    def item_count(self, student: str) -> int:
+        return sum(len(parts) for _, parts in self.parts_of(student))
+
+    # --- running ---------------------------------------------------------------------
+
+    def start(self, students: list[str]) -> None:
+        from concurrent.futures import ThreadPoolExecutor
+
+        if not students:
+            return
+        self._pool = ThreadPoolExecutor(self.workers, thread_name_prefix="attnkit-sandbox")
+        for student in students:
+            self._futures[student] = self._pool.submit(self.execute, student)
+
+    def wait(self, student: str) -> Graded:
+        if student not in self.graded:
+            future = self._futures.get(student)
+            self.graded[student] = future.result() if future else self.execute(student)
+        return self.graded[student]
+
+    def stop(self) -> None:
+        if self._pool is not None:
+            self._pool.shutdown(wait=True, cancel_futures=True)
+            self._pool = None
+
+    def execute(self, student: str) -> Graded:
+        """Run one submission in the sandbox and judge every part (a sandbox thread)."""
+        from .program import job_for
+
+        started = time.perf_counter()
+        submission, entry = self.submissions[student], self.entries[student]
+        notes = [issue.message for issue in submission.issues]
+        if not submission.cells:
+            graded = unrunnable(entry, notes[-1] if notes else "the notebook has no cells")
+            graded.notes = notes
+            graded.seconds = time.perf_counter() - started
+            return graded
+        program = job_for(submission, entry, order=self.order)
+        notes += [getattr(n, "message", str(n)) for n in program.notes]
+        result = self.sandbox.run(program.steps)
+        outcomes = {pid: {case: CaseOutcome(o.ok, o.value, o.error or "") for case, o in cases.items()}
+                    for pid, cases in result.outputs.items()}
+        for crash in result.crashes:
+            notes.append(f"{crash.label}: stopped the run ({crash.reason}); the run went on "
+                         "without it" + (f" from hidden case {crash.case + 1}" if crash.case is not None else ""))
+        graded = grade_values(entry, result.values, outcomes, program.free_text, _causes(result, program))
+        graded.notes = notes
+        graded.seconds = time.perf_counter() - started
+        return graded
+
+    def verdict(self, student: str, problem: str, part: str, seconds: float = 0.0) -> Verdict:
+        return self.wait(student).verdicts[(problem, part)]
+
+    # --- recording -------------------------------------------------------------------
+
+    def finished(self, student: str, record: bool = True) -> None:
+        graded = self.wait(student)
+        del self.graded[student]          # done with it: a long run does not keep every value
+        self._futures.pop(student, None)
+        if self.progress is not None:
+            self.progress.advance(1)
+        if not record or self.gradebook is None:
+            self.not_recorded.append(student)
+            return
+        from .gradebook import ResultRow, SubmissionRow
+
+        submission = self.submissions[student]
+        per_part_ms = round(graded.seconds * 1000 / max(len(graded.verdicts), 1), 3)
+        rows = [ResultRow(self.assignment, student, problem, part, v.score, v.max_score, v.status,
+                          v.message, v.misconception, graded.answers.get((problem, part)),
+                          per_part_ms, submission.content_hash)
+                for problem, parts in self.parts_of(student) for part, _ in parts
+                for v in [graded.verdicts[(problem, part)]]]
+        score = sum(v.score for v in graded.verdicts.values())
+        total = sum(v.max_score for v in graded.verdicts.values())
+        self.gradebook.record(SubmissionRow(self.assignment, student, str(submission.path),
+                                            submission.content_hash, "graded", tuple(graded.notes),
+                                            score, total, round(graded.seconds * 1000, 3),
+                                            self.kit_version), rows)
+        self.recorded.append(student)

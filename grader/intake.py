@@ -1,0 +1,629 @@
+"""Submissions in: find the notebooks students handed in, read each one without ever raising,
+and pair them with the students of the answer key.
+
+What comes out is data, not judgement: which cells are the kit's (by their nbgrader grade id,
+or by their cell id when a tool stripped the nbgrader metadata), which were added, and a list
+of issues, each with a stable code and a message that names the file, so the instructor and
+the student can both see what happened to a submission. Nothing here runs student code; the
+only parsing of it is ``ast.parse`` of a givens cell, to tell an edited one from a pristine
+one (parsing never executes anything).
+
+Layouts (``find_submissions``):
+
+    ROOT/submitted/<student>/<assignment>/*.ipynb    nbgrader's exchange ("collect")
+    ROOT/<student>/<assignment>/*.ipynb              the same, pointed at ``submitted/``
+    ROOT/<student>.ipynb                             a flat folder (an LMS download)
+    ROOT/<student>/<assignment>.ipynb                the build's release/ layout, handed back
+
+Issue codes (``ISSUE_CODES``) are part of the interface: the gradebook stores them, the
+feedback explains them, and tests pin their messages.
+"""
+
+from __future__ import annotations
+
+import ast
+import errno
+import hashlib
+import json
+import os
+import re
+import stat
+from dataclasses import dataclass, replace
+from pathlib import Path
+from typing import NamedTuple
+
+from exercises.build import CLASS_STUDENT
+from exercises.literals import assignment
+from exercises.notebook import _cell_id as cell_id_of
+from exercises.serialize import decode_names
+
+MAX_BYTES = 64 * 1024 * 1024      # far above any real notebook; a larger file is not read into memory
+_MAX_GIVENS_SOURCE = 1_000_000    # a givens cell longer than this is "edited" without parsing it
+
+ISSUE_CODES = {
+    # reading the file
+    "unreadable": "the file could not be read (permissions, a folder, it vanished)",
+    "symlink": "a symbolic link: never followed (it could point at another student's notebook)",
+    "too-large": f"larger than {MAX_BYTES // (1024 * 1024)} MiB: not read",
+    "empty-file": "0 bytes",
+    "not-text": "not UTF-8 text",
+    "invalid-json": "not valid JSON (line and column given)",
+    "not-a-notebook": "valid JSON, but not an object",
+    "not-nbformat-4": "nbformat 3, missing or another version: nothing in it is run",
+    "no-cells": "no list of cells, or an empty one",
+    "bad-cell": "a cell that is not an object or has an unreadable source: skipped",
+    # the kit's cells
+    "metadata-stripped": "kit cells without nbgrader metadata, matched by their cell ids",
+    "no-kit-cells": "no kit cell identifiable: every code cell runs, values read by name",
+    "kit-cell-missing": "an answer, givens or example cell is not in the notebook",
+    "duplicate-grade-id": "a grade id on two cells (a copied cell): both kept, in order",
+    "givens-edited": "a locked givens cell was changed (harmless: givens come from the key)",
+    # the notebook's variant record
+    "no-record": "no attnkit variant record in the notebook metadata",
+    "wrong-student": "the record names another student",
+    "wrong-assignment": "the record names another assignment",
+    "wrong-variant": "the record's variant digests differ from the key's",
+    # pairing files with students (``match``)
+    "duplicate": "a student handed in more than one notebook",
+    "unknown-student": "a folder or file name that is not a student of the key: not graded",
+}
+
+
+@dataclass(frozen=True)
+class Issue:
+    """Something about a submission the instructor (and usually the student) should know.
+
+    ``code`` is one of ``ISSUE_CODES``; ``message`` names the file (and the cell, when there
+    is one); ``cell`` is that cell's label (a grade id, or "cell N" for a cell the student
+    added) so feedback can attach the issue to a part."""
+    code: str
+    message: str
+    cell: str | None = None
+
+
+@dataclass(frozen=True)
+class Found:
+    """A notebook file on disk and the student its place names (folder name or file stem).
+
+    ``shown`` is the path relative to the folder that was searched: short enough for a
+    message, precise enough to find the file."""
+    student: str
+    path: Path
+    shown: str
+    layout: str                      # "nbgrader" (<student>/<assignment>/x.ipynb), "release"
+                                     # (<student>/<assignment>.ipynb) or "flat" (<student>.ipynb)
+
+
+@dataclass(frozen=True)
+class Cell:
+    """One cell of a submission, in notebook order.
+
+    ``grade_id`` is the kit cell this is (None for a cell the student added): the nbgrader
+    grade id when the metadata has one, else the cell id when it names a kit cell of the
+    student's key entry (``matched_by`` says which)."""
+    index: int                       # 0-based position in the notebook
+    cell_type: str                   # "code" | "markdown" | "raw" | whatever the file says
+    source: str
+    grade_id: str | None = None
+    matched_by: str | None = None    # "nbgrader" | "cell id" | None
+
+    @property
+    def label(self) -> str:
+        """How messages and the sandbox name this cell: its grade id, else its position."""
+        return self.grade_id or f"cell {self.index + 1}"
+
+
+@dataclass(frozen=True)
+class Submission:
+    """A notebook as read: never an exception, at worst no cells and an issue saying why.
+
+    ``content_hash`` is the SHA-256 of the file's bytes (hex), so an unchanged file is not
+    graded twice; ``record`` is the notebook's ``attnkit`` metadata (the variant record the
+    build wrote) when it is an object, else None."""
+    student: str
+    path: Path
+    shown: str
+    content_hash: str
+    cells: tuple[Cell, ...]
+    record: dict | None
+    issues: tuple[Issue, ...]
+    nbformat: int | None = None
+
+
+class Matched(NamedTuple):
+    """What ``match`` makes of a folder: a named tuple so it also unpacks as the contract's
+    ``(submissions, missing, issues)``.
+
+    ``submissions``: one per student of the key, sorted by student id; ``missing``: key
+    students without a notebook; ``issues``: files that are not graded (a duplicate that was
+    not chosen, a name that is not a student)."""
+    submissions: list[Submission]
+    missing: list[str]
+    issues: list[Issue]
+
+
+@dataclass(frozen=True)
+class KitCell:
+    """What a grade id of the student's entry is: its problem (None for setup and header),
+    its role, and the part (or implement function, or test family) it belongs to.
+
+    Roles: setup, header, prompt, givens, answer, check, heatmap, solution, example, tests."""
+    grade_id: str
+    problem: str | None
+    role: str
+    part: str | None = None
+
+
+# --- finding -------------------------------------------------------------------------------
+
+def _visible(path: Path) -> bool:
+    return not path.name.startswith(".")
+
+
+def _natural(text: str) -> list:
+    """'hw (10)' after 'hw (9)': numbers compare as numbers."""
+    return [(0, int(t), "") if t.isdigit() else (1, 0, t) for t in re.split(r"(\d+)", text)]
+
+
+def find_submissions(root: Path, assignment_id: str) -> list[Found]:
+    """Every notebook of ``assignment_id`` under ``root``, sorted by student then file name.
+
+    ``root`` may be an nbgrader course (``root/submitted/<student>/<assignment>/``), its
+    ``submitted`` folder itself, a flat folder of ``<student>.ipynb`` files, or the build's
+    ``release/<student>/<assignment>.ipynb``; every kind is collected when a folder mixes
+    them. Hidden files and folders (``.ipynb_checkpoints``) are skipped; symbolic links are
+    listed, so that reading them refuses them with an issue instead of their vanishing
+    silently."""
+    root = Path(root)
+    base = root / "submitted" if (root / "submitted").is_dir() else root
+    found: list[Found] = []
+    if not base.is_dir():
+        return found
+    for entry in sorted(base.iterdir()):
+        if not _visible(entry):
+            continue
+        if entry.suffix == ".ipynb" and (entry.is_file() or entry.is_symlink()) and not entry.is_dir():
+            found.append(Found(entry.stem, entry, str(entry.relative_to(root)), "flat"))
+        elif entry.is_dir() and not entry.is_symlink():
+            release = entry / f"{assignment_id}.ipynb"     # the kit's own release/<student>/ layout
+            if release.is_symlink() or release.is_file():
+                found.append(Found(entry.name, release, str(release.relative_to(root)), "release"))
+            folder = entry / assignment_id
+            if not folder.is_dir() or folder.is_symlink():
+                continue
+            for nb in sorted(folder.iterdir()):
+                if (_visible(nb) and nb.suffix == ".ipynb" and not nb.is_dir()
+                        and (nb.is_file() or nb.is_symlink())):
+                    found.append(Found(entry.name, nb, str(nb.relative_to(root)), "nbgrader"))
+    found.sort(key=lambda f: (f.student, _natural(f.path.name), f.shown))
+    return found
+
+
+# --- the key's cells ---------------------------------------------------------------------
+
+def entry_for(key: dict | None, student: str) -> dict | None:
+    """The key entry that grades ``student``: theirs, or the class entry of an nbgrader
+    course key (one variant for everyone, stored under ``CLASS_STUDENT``)."""
+    if not isinstance(key, dict) or not isinstance(key.get("students"), dict):
+        return None
+    students = key["students"]
+    if student in students:
+        return students[student]
+    if set(students) == {CLASS_STUDENT}:
+        return students[CLASS_STUDENT]
+    return None
+
+
+def is_class_key(key: dict | None) -> bool:
+    return isinstance(key, dict) and isinstance(key.get("students"), dict) \
+        and set(key["students"]) == {CLASS_STUDENT}
+
+
+def kit_cells(entry: dict) -> dict[str, KitCell]:
+    """Every grade id a notebook built for ``entry`` may hold, mapped to what it is.
+
+    Heatmap cells are listed for every numeric part (the build adds one only for 2-D float
+    answers, which the key does not say); the instructor's worked-solution cells too."""
+    cells = {"setup": KitCell("setup", None, "setup"), "header": KitCell("header", None, "header")}
+
+    def add(grade_id, pid, role, part=None):
+        cells[grade_id] = KitCell(grade_id, pid, role, part)
+
+    for pid, record in entry.get("problems", {}).items():
+        add(f"{pid}--prompt", pid, "prompt")
+        add(f"{pid}--solution", pid, "solution")
+        if record.get("givens"):
+            add(f"{pid}--givens", pid, "givens")
+        if record.get("kind") == "implement":
+            fname = record.get("function", "")
+            base = f"{pid}-{fname}"
+            add(base, pid, "answer", fname)
+            add(f"{base}--prompt", pid, "prompt", fname)
+            add(f"{base}--example", pid, "example", fname)
+            for family in record.get("grading", []):
+                add(f"{base}-{family.get('family')}", pid, "tests", family.get("family"))
+            continue
+        for grading in record.get("grading", []):
+            part = grading.get("id")
+            base = f"{pid}-{part}"
+            add(base, pid, "answer", part)
+            add(f"{base}--prompt", pid, "prompt", part)
+            if record.get("kind") != "free_response":
+                add(f"{base}--check", pid, "check", part)
+                add(f"{base}--heatmap", pid, "heatmap", part)
+    return cells
+
+
+def _graded_cells(kit: dict[str, KitCell]) -> list[KitCell]:
+    """The kit cells grading reads: answers, givens, examples (in key order)."""
+    return [k for k in kit.values() if k.role in ("answer", "givens", "example")]
+
+
+# --- reading -------------------------------------------------------------------------------
+
+class _Unread(Exception):
+    """Why a file's bytes could not be had; carries the issue (and a hash, when one exists)."""
+
+    def __init__(self, issue: Issue, content_hash: str = ""):
+        super().__init__(issue.message)
+        self.issue, self.content_hash = issue, content_hash
+
+
+def _read_bytes(found: Found) -> tuple[bytes, str]:
+    """(bytes, sha256 hex). Symbolic links are refused (O_NOFOLLOW): a link planted in a
+    submissions folder could point at another student's or the instructor's notebook."""
+    flags = os.O_RDONLY | getattr(os, "O_NOFOLLOW", 0) | getattr(os, "O_NONBLOCK", 0)
+    try:
+        if found.path.is_symlink():
+            raise OSError(errno.ELOOP, "symbolic link")
+        fd = os.open(found.path, flags)
+    except OSError as err:
+        if err.errno == errno.ELOOP:
+            raise _Unread(Issue("symlink", f"{found.shown}: a symbolic link, not a file: not read "
+                                           "(hand in the notebook itself)")) from None
+        raise _Unread(Issue("unreadable", f"{found.shown}: could not be read "
+                                          f"({err.strerror or type(err).__name__})")) from None
+    digest, chunks, size = hashlib.sha256(), [], 0
+    try:
+        with os.fdopen(fd, "rb") as f:
+            if not stat.S_ISREG(os.fstat(fd).st_mode):     # a FIFO or device named *.ipynb
+                raise _Unread(Issue("unreadable", f"{found.shown}: not a regular file: not read"))
+            while chunk := f.read(1 << 20):
+                digest.update(chunk)
+                size += len(chunk)
+                if size <= MAX_BYTES:
+                    chunks.append(chunk)
+    except OSError as err:
+        raise _Unread(Issue("unreadable", f"{found.shown}: could not be read "
+                                          f"({err.strerror or type(err).__name__})")) from None
+    if size > MAX_BYTES:
+        raise _Unread(Issue("too-large", f"{found.shown}: {size / (1024 * 1024):.0f} MiB, more than the "
+                                         f"{MAX_BYTES // (1024 * 1024)} MiB a notebook may have: not read"),
+                      digest.hexdigest())
+    return b"".join(chunks), digest.hexdigest()
+
+
+def _parse(found: Found, data: bytes):
+    """The JSON document, or _Unread with the issue."""
+    if not data:
+        raise _Unread(Issue("empty-file", f"{found.shown}: the file is empty (0 bytes): "
+                                          "nothing was saved"))
+    try:
+        text = data.decode("utf-8-sig")      # a BOM some editors add is not an error
+    except UnicodeDecodeError as err:
+        offset = err.start + len(data) - len(err.object)      # the codec counts after a BOM
+        raise _Unread(Issue("not-text", f"{found.shown}: not a notebook: byte {offset} "
+                                        f"(0x{data[offset]:02x}) is not UTF-8 text")) from None
+    try:
+        return json.loads(text)
+    except json.JSONDecodeError as err:
+        raise _Unread(Issue("invalid-json", f"{found.shown}: not valid JSON ({err.msg} at line "
+                                            f"{err.lineno}, column {err.colno}): the file was "
+                                            "damaged or edited outside Jupyter")) from None
+    except (RecursionError, ValueError) as err:
+        reason = "nested too deeply" if isinstance(err, RecursionError) else str(err)
+        raise _Unread(Issue("invalid-json", f"{found.shown}: not valid JSON ({reason})")) from None
+
+
+def _json_type(value) -> str:
+    return {list: "a list", str: "a string", int: "a number", float: "a number", bool: "true or false",
+            type(None): "null"}.get(type(value), type(value).__name__)
+
+
+def _source(raw) -> str | None:
+    if isinstance(raw, str):
+        return raw
+    if isinstance(raw, list) and all(isinstance(s, str) for s in raw):
+        return "".join(raw)
+    return None
+
+
+def _cells(found: Found, raw_cells: list, kit: dict[str, KitCell] | None,
+           issues: list[Issue]) -> tuple[Cell, ...]:
+    by_cell_id = {cell_id_of(g): g for g in kit} if kit else {}
+    cells, bad = [], []
+    for index, raw in enumerate(raw_cells):
+        if not isinstance(raw, dict):
+            bad.append(index)
+            continue
+        source = _source(raw.get("source", ""))
+        if source is None:
+            bad.append(index)
+            continue
+        metadata = raw.get("metadata") if isinstance(raw.get("metadata"), dict) else {}
+        nbgrader = metadata.get("nbgrader") if isinstance(metadata.get("nbgrader"), dict) else {}
+        grade_id, matched_by = nbgrader.get("grade_id"), "nbgrader"
+        if not isinstance(grade_id, str) or not grade_id:
+            raw_id = raw.get("id")
+            grade_id = by_cell_id.get(raw_id) if isinstance(raw_id, str) else None
+            matched_by = "cell id" if grade_id else None
+        cell_type = raw.get("cell_type") if isinstance(raw.get("cell_type"), str) else "unknown"
+        cells.append(Cell(index, cell_type, source, grade_id, matched_by))
+    if bad:
+        where = ", ".join(str(i + 1) for i in bad)
+        issues.append(Issue("bad-cell", f"{found.shown}: cell{'s' if len(bad) > 1 else ''} {where} "
+                                        f"{'are' if len(bad) > 1 else 'is'} not readable "
+                                        "(not a cell object, or its source is not text): skipped"))
+    return tuple(cells)
+
+
+def read_submission(found: Found, key: dict | None = None) -> Submission:
+    """The notebook at ``found``, read as far as it can be; never raises on bad input.
+
+    With the answer key, the notebook is also checked against the student's entry: kit
+    cells missing or doubled, givens cells edited, a variant record naming another student,
+    assignment or variant. Without it (or for a student the key does not know) only the
+    file itself is checked and only nbgrader grade ids identify kit cells."""
+    issues: list[Issue] = []
+    try:
+        data, content_hash = _read_bytes(found)
+    except _Unread as err:
+        return Submission(found.student, found.path, found.shown, err.content_hash, (), None, (err.issue,))
+    try:
+        document = _parse(found, data)
+    except _Unread as err:
+        return Submission(found.student, found.path, found.shown, content_hash, (), None, (err.issue,))
+    if not isinstance(document, dict):
+        issue = Issue("not-a-notebook", f"{found.shown}: not a notebook: the JSON is "
+                                        f"{_json_type(document)}, not an object")
+        return Submission(found.student, found.path, found.shown, content_hash, (), None, (issue,))
+    version = document.get("nbformat")
+    version = version if isinstance(version, int) and not isinstance(version, bool) else None
+    metadata = document.get("metadata") if isinstance(document.get("metadata"), dict) else {}
+    record = metadata.get("attnkit") if isinstance(metadata.get("attnkit"), dict) else None
+    if version != 4:
+        said = (f"a notebook of format {version}" if version is not None
+                else "a file without an nbformat version")
+        issues.append(Issue("not-nbformat-4", f"{found.shown}: {said}, not a Jupyter notebook of "
+                                              "format 4: nothing in it was run (open it in Jupyter "
+                                              "and save it again to convert it)"))
+        return Submission(found.student, found.path, found.shown, content_hash, (), record,
+                          tuple(issues), version)
+    entry = entry_for(key, found.student)
+    kit = kit_cells(entry) if entry else None
+    raw_cells = document.get("cells")
+    if not isinstance(raw_cells, list) or not raw_cells:
+        issues.append(Issue("no-cells", f"{found.shown}: the notebook has no cells"))
+        cells: tuple[Cell, ...] = ()
+    else:
+        cells = _cells(found, raw_cells, kit, issues)
+    if entry is not None:
+        issues += _record_issues(found, record, key, entry)
+        if cells:
+            issues += _kit_issues(found, cells, kit, entry)
+    return Submission(found.student, found.path, found.shown, content_hash, cells, record,
+                      tuple(issues), version)
+
+
+# --- checks against the key --------------------------------------------------------------
+
+def _record_issues(found: Found, record: dict | None, key: dict, entry: dict) -> list[Issue]:
+    if record is None:
+        return [Issue("no-record", f"{found.shown}: the notebook has no variant record (attnkit "
+                                   "metadata), so it cannot be confirmed to be the one issued to "
+                                   f"{found.student}; it is graded against {found.student}'s key entry")]
+    issues = []
+    named = record.get("student")
+    wanted = "" if is_class_key(key) else found.student
+    if named != wanted:
+        who = f"student {_short(named)}" if isinstance(named, str) and named else "no student"
+        issues.append(Issue("wrong-student", f"{found.shown}: this notebook was issued to {who}, not "
+                                             f"{found.student}: it is graded with {found.student}'s "
+                                             "givens and answers"))
+    assignment_id = (key.get("assignment") or {}).get("id")
+    named_assignment = (record.get("assignment") or {}).get("id") \
+        if isinstance(record.get("assignment"), dict) else None
+    if assignment_id is not None and named_assignment != assignment_id:
+        issues.append(Issue("wrong-assignment", f"{found.shown}: this notebook is for assignment "
+                                                f"{_short(repr(named_assignment))}, not {assignment_id!r}"))
+    digests = {}
+    for p in record.get("problems") if isinstance(record.get("problems"), list) else []:
+        if isinstance(p, dict) and isinstance(p.get("id"), str):
+            digests[p["id"]] = p.get("variant_digest")
+    problems = entry.get("problems", {})
+    differ = [pid for pid in problems if digests.get(pid) != problems[pid].get("digest")]
+    extra = sum(pid not in problems for pid in digests)     # their ids are the notebook's text: counted only
+    if extra:
+        differ.append(f"{extra} problem{'s' if extra > 1 else ''} the key does not have")
+    if differ:
+        issues.append(Issue("wrong-variant", f"{found.shown}: the notebook's variant of "
+                                             f"{', '.join(differ)} is not the one in the answer key "
+                                             "(another student's notebook, or one built with another "
+                                             "secret or version): it is graded with the key's givens"))
+    return issues
+
+
+def _kit_issues(found: Found, cells: tuple[Cell, ...], kit: dict[str, KitCell],
+                entry: dict) -> list[Issue]:
+    known = [c for c in cells if c.grade_id in kit]
+    if not known:
+        return [Issue("no-kit-cells", f"{found.shown}: none of the notebook's cells is a cell of the "
+                                      "assignment (no nbgrader grade ids or cell ids it was issued "
+                                      "with): every code cell is run in order and answers are read "
+                                      "by variable name only")]
+    issues = []
+    stripped = [c for c in known if c.matched_by == "cell id"]
+    if stripped:
+        issues.append(Issue("metadata-stripped", f"{found.shown}: {len(stripped)} cell"
+                                                 f"{'s have' if len(stripped) > 1 else ' has'} no "
+                                                 "nbgrader metadata (removed by a tool or a copy into "
+                                                 "a new notebook); matched by cell id instead"))
+    present = {c.grade_id for c in known}
+    for k in _graded_cells(kit):
+        if k.grade_id not in present:
+            issues.append(Issue("kit-cell-missing", f"{found.shown}: the cell {k.grade_id} is missing "
+                                                    f"(deleted, or its id was lost): {_MISSING_EFFECT[k.role]}",
+                                k.grade_id))
+    positions: dict[str, list[int]] = {}
+    for c in known:
+        positions.setdefault(c.grade_id, []).append(c.index + 1)
+    for grade_id, where in positions.items():
+        if len(where) > 1:
+            issues.append(Issue("duplicate-grade-id", f"{found.shown}: cells {_and(where)} all carry "
+                                                      f"the grade id {grade_id} (a copied cell): all of "
+                                                      "them are kept, in notebook order", grade_id))
+    for c in known:
+        k = kit[c.grade_id]
+        if k.role == "givens":
+            changed = givens_edits(c.source, decode_names(entry["problems"][k.problem]["givens"]))
+            if changed:
+                issues.append(Issue("givens-edited", f"{found.shown}: the locked givens cell {c.grade_id} "
+                                                     f"was edited ({changed}); harmless: grading always "
+                                                     "uses the givens as issued", c.grade_id))
+    return issues
+
+
+_MISSING_EFFECT = {
+    "answer": "the answer is read from its variable wherever the notebook defines it",
+    "givens": "the givens are set from the answer key before the problem's first cell",
+    "example": "its example is not defined unless another cell defines it",
+}
+
+
+def _short(text: str, limit: int = 64) -> str:
+    """Text from the notebook, cut to fit in a message."""
+    return text if len(text) <= limit else text[:limit - 1] + "…"
+
+
+def _and(items) -> str:
+    items = [str(i) for i in items]
+    return items[0] if len(items) == 1 else ", ".join(items[:-1]) + " and " + items[-1]
+
+
+# --- givens edited? ------------------------------------------------------------------------
+
+class _TuplesAsLists(ast.NodeTransformer):
+    """The key stores tuples as lists: a tuple given and its list copy are the same given."""
+
+    def visit_Tuple(self, node):
+        self.generic_visit(node)
+        return ast.List(elts=node.elts, ctx=node.ctx)
+
+
+def _assignments(source: str) -> tuple[dict[str, str], bool] | None:
+    """name → the normalised AST of its value, and whether anything else is in the cell
+    (None if it does not parse). Layout, comments and float spellings do not matter."""
+    try:
+        module = ast.parse(source)
+    except (SyntaxError, ValueError, RecursionError, MemoryError):
+        return None
+    values, other = {}, False
+    for statement in module.body:
+        if (isinstance(statement, ast.Assign) and len(statement.targets) == 1
+                and isinstance(statement.targets[0], ast.Name) and statement.targets[0].id not in values):
+            values[statement.targets[0].id] = ast.dump(_TuplesAsLists().visit(statement.value))
+        else:
+            other = True
+    return values, other
+
+
+def assigns_exactly(source: str, names) -> bool:
+    """True when the cell only assigns these names, once each (whatever the values): how a
+    givens cell is recognised by its content when no id says what it is."""
+    found = _assignments(source) if len(source) <= _MAX_GIVENS_SOURCE else None
+    return found is not None and not found[1] and set(found[0]) == set(names)
+
+
+def expected_givens_source(givens: dict) -> str:
+    """The assignment lines a givens cell holds for these (decoded) givens."""
+    return "\n".join(assignment(name, value) for name, value in givens.items())
+
+
+def givens_edits(source: str, givens: dict) -> str:
+    """'' when the cell still assigns exactly ``givens`` (the key's, decoded); else what
+    changed, in words ("Q and lengths changed", "other code added", …)."""
+    if len(source) > _MAX_GIVENS_SOURCE:
+        return "it was replaced by something much longer"
+    found = _assignments(source)
+    if found is None:
+        return "it no longer parses as Python"
+    expected, _ = _assignments(expected_givens_source(givens))
+    values, other = found
+    said = []
+    changed = [n for n in expected if n in values and values[n] != expected[n]]
+    removed = [n for n in expected if n not in values]
+    added = [n for n in values if n not in expected]
+    if changed:
+        said.append(f"{_and(changed)} changed")
+    if removed:
+        said.append(f"{_and(removed)} removed")
+    if added:
+        said.append(f"{_and(added)} added")
+    if other:
+        said.append("other code added")
+    return "; ".join(said)
+
+
+# --- matching files and students -----------------------------------------------------------
+
+def match(found: list[Found], key: dict) -> Matched:
+    """Pair files with the key's students.
+
+    A student with several notebooks gets one graded: ``<assignment>.ipynb`` if there is one,
+    else the one whose record names them, else the last by (natural) name order — the
+    others are listed as ``duplicate`` issues. A folder or file stem that is not a student
+    of the key is an ``unknown-student`` issue and is not graded (with an nbgrader course's
+    class key every name is a student). ``missing``: key students without any notebook."""
+    assignment_id = (key.get("assignment") or {}).get("id", "")
+    class_key = is_class_key(key)
+    students = key.get("students", {}) if isinstance(key.get("students"), dict) else {}
+    by_student: dict[str, list[Found]] = {}
+    issues: list[Issue] = []
+    for f in found:
+        if f.student in students or (class_key and f.student != CLASS_STUDENT):
+            by_student.setdefault(f.student, []).append(f)
+        else:
+            issues.append(Issue("unknown-student", f"{f.shown}: {f.student!r} is not a student of the "
+                                                   "answer key (the folder or file name must be a "
+                                                   "student id of the roster): not graded"))
+    submissions = []
+    for student in sorted(by_student):
+        files = by_student[student]
+        read = [read_submission(f, key) for f in files]
+        if len(read) == 1:
+            submissions.append(read[0])
+            continue
+        chosen, why = _choose(read, student, assignment_id, class_key)
+        others = [s for s in read if s is not chosen]
+        for s in others:
+            issues.append(Issue("duplicate", f"{s.shown}: not graded: {student} handed in "
+                                             f"{len(read)} notebooks and {chosen.shown} was graded"))
+        note = Issue("duplicate", f"{chosen.shown}: graded, {why}; {student} handed in {len(read)} "
+                                  f"notebooks (also {_and([s.shown for s in others])})")
+        submissions.append(replace(chosen, issues=chosen.issues + (note,)))
+    missing = [] if class_key else sorted(s for s in students if s not in by_student)
+    return Matched(submissions, missing, issues)
+
+
+def _choose(read: list[Submission], student: str, assignment_id: str,
+            class_key: bool) -> tuple[Submission, str]:
+    named = [s for s in read if s.path.name == f"{assignment_id}.ipynb"]
+    if len(named) == 1:
+        return named[0], f"as it is named {assignment_id}.ipynb"
+    owner = "" if class_key else student
+    pool = named or read
+    theirs = [s for s in pool if s.record is not None and s.record.get("student") == owner]
+    if len(theirs) == 1 and not class_key:
+        return theirs[0], f"as its record names {student}"
+    chosen = max(theirs or pool, key=lambda s: (_natural(s.path.name), s.shown))
+    return chosen, "as its name sorts last (the newest)"

@@ -1,0 +1,285 @@
+"""From a submission to the steps the sandbox runs: what runs, in what order, with which givens.
+
+The program replays the notebook the way its author would have run it top to bottom, with
+three differences that keep grading fair and safe:
+
+- the kit's own setup runs first, whatever the setup cell says now, with ``show_heatmap``
+  a no-op (the sandbox has neither matplotlib nor a display);
+- a problem's givens come from the answer key (a ``set`` step at its givens cell's place),
+  never from the notebook, so an edited givens cell changes nothing;
+- locked cells the student only reads (prompts, visible checks, heatmaps, worked
+  solutions) never run; answer cells, the cells the student added and the ``--example``
+  cells (data only) run in notebook order.
+
+After the last cell of a problem a ``send`` step asks for its answer variables (a ``call``
+step runs an implement problem's function on the hidden cases instead). The key's expected
+values never enter a step: the sandbox gets only the student's code, the givens and the
+hidden inputs.
+
+Pure: no I/O, the same program for the same submission and entry.
+"""
+
+from __future__ import annotations
+
+import ast
+import re
+from dataclasses import dataclass, field
+
+from exercises.notebook import SETUP
+from exercises.serialize import decode_names
+
+from .intake import Issue, Submission, assigns_exactly, kit_cells
+
+PLACEHOLDER = "YOUR ANSWER HERE"
+
+# Issues of the submission that change what is graded (the others, such as an edited givens
+# cell or stripped metadata, are worth knowing but change nothing).
+GRADING_ISSUES = frozenset({
+    "unreadable", "symlink", "too-large", "empty-file", "not-text", "invalid-json", "not-a-notebook",
+    "not-nbformat-4", "no-cells", "bad-cell", "no-kit-cells", "kit-cell-missing",
+    "duplicate-grade-id", "wrong-student", "wrong-assignment", "wrong-variant", "duplicate",
+})
+
+# The program's own notes (beside the submission's issues, grader.intake.ISSUE_CODES).
+NOTE_CODES = {
+    "magics-stripped": "lines starting with % or ! were replaced by `pass` (IPython only)",
+    "answer-not-code": "an answer cell turned into Markdown or raw: not run",
+}
+
+_HEATMAP_DEF = "\n\ndef show_heatmap("
+
+
+def _grading_setup() -> str:
+    """The kit's setup cell with ``show_heatmap`` replaced by a no-op of the same signature
+    (it is the setup's last definition: everything from its ``def`` on is replaced)."""
+    cut = SETUP.index(_HEATMAP_DEF)
+    return (SETUP[:cut] + "\n\n\ndef show_heatmap(matrix, title, ylabel=\"row\", xlabel=\"column\"):\n"
+            '    """Does nothing at grading: there is no display to draw on."""\n'
+            "    return None\n")
+
+
+GRADING_SETUP = _grading_setup()
+
+# What never runs: the student reads these; the setup is the kit's own; givens come from the key.
+_NEVER_RUN = frozenset({"setup", "header", "prompt", "givens", "check", "heatmap", "solution", "tests"})
+
+
+@dataclass(frozen=True)
+class Program:
+    """What the sandbox runs for one submission, and what grading needs beside it.
+
+    ``steps``: the job's steps (dicts as grader.worker takes them); ``problem_of_step``:
+    for each step, the problem it belongs to (None for the setup and cells before the first
+    problem), so a crash or an error can be charged to the right problem; ``free_text``:
+    problem → part → the student's Markdown answer ('' when unanswered) for free-response
+    problems; ``notes``: issues that affect grading, the submission's and the program's own
+    (magics left out, an answer cell that is not code)."""
+    steps: list[dict]
+    problem_of_step: list[str | None]
+    free_text: dict[str, dict[str, str]] = field(default_factory=dict)
+    notes: list[Issue] = field(default_factory=list)
+
+
+def problem_order(key: dict) -> list[str]:
+    """The assignment's problem ids in the order the notebook shows them (the key's entries
+    are sorted by id, so the order lives in the key's assignment summary)."""
+    return [p["id"] for p in key.get("assignment", {}).get("problems", []) if isinstance(p, dict)]
+
+
+# --- magics --------------------------------------------------------------------------------
+
+_MAGIC = re.compile(r"^(\s*)[%!]")
+
+
+def strip_magics(source: str) -> tuple[str, bool]:
+    """(source, whether lines were replaced): IPython magics and shell escapes (``%matplotlib
+    inline``, ``!pip install …``) are SyntaxErrors to ``exec``. Source that already parses is
+    left alone (a ``%`` line inside a string stays); else each line starting with % or ! is
+    replaced by ``pass`` at its indent, so the block around it and the line numbers of
+    errors stay as the student sees them."""
+    try:
+        ast.parse(source)        # parsing only: nothing of the student's runs on this side
+        return source, False
+    except (SyntaxError, ValueError, RecursionError, MemoryError):
+        pass
+    lines = source.split("\n")
+    out = [(m.group(1) + "pass") if (m := _MAGIC.match(line)) else line for line in lines]
+    return "\n".join(out), out != lines
+
+
+def free_answer(text: str) -> str:
+    """A Markdown answer without nbgrader's placeholder line: '' means unanswered."""
+    return "\n".join(line for line in text.split("\n") if line.strip() != PLACEHOLDER).strip()
+
+
+# --- building the steps --------------------------------------------------------------------
+
+class _Builder:
+    def __init__(self, submission: Submission, entry: dict, order: list[str]):
+        self.submission = submission
+        self.entry = entry
+        self.order = order
+        self.steps: list[dict] = []
+        self.problems: list[str | None] = []
+        self.notes: list[Issue] = [i for i in submission.issues if i.code in GRADING_ISSUES]
+        self.givens = {pid: decode_names(entry["problems"][pid].get("givens", {})) for pid in order}
+        self.owner: dict[str, str] = {}       # given name → the problem whose value it holds now
+        self.given_set: set[str] = set()      # problems whose givens were set at least once
+
+    def add(self, step: dict, problem: str | None) -> None:
+        self.steps.append(step)
+        self.problems.append(problem)
+
+    def set_givens(self, pid: str, names=None) -> None:
+        values = dict(self.givens[pid])
+        if names is not None:
+            values = {n: values[n] for n in names}
+        if not values:
+            return
+        self.add({"op": "set", "values": values}, pid)
+        self.given_set.add(pid)
+        self.owner.update(dict.fromkeys(values, pid))
+
+    def ensure_givens(self, pid: str) -> None:
+        """Before running a cell of ``pid``: its givens set, and those that another problem's
+        givens overwrote since (Q, K, V are shared between problems) set back, as the
+        notebook asks the student to do ("run this cell again when you come back")."""
+        if pid not in self.given_set:
+            self.set_givens(pid)
+            return
+        stolen = [n for n in self.givens[pid] if self.owner.get(n) != pid]
+        if stolen:
+            self.set_givens(pid, stolen)
+
+    def run(self, cell, pid: str | None) -> None:
+        if cell.cell_type != "code" or not cell.source.strip():
+            return
+        source, stripped = strip_magics(cell.source)
+        if stripped:
+            self.notes.append(Issue("magics-stripped", f"{self.submission.shown}: {cell.label}: lines "
+                                                       "starting with % or ! (IPython magics, shell "
+                                                       "commands) cannot run at grading and were left "
+                                                       "out", cell.label))
+        if pid is not None:
+            self.ensure_givens(pid)
+        self.add({"op": "exec", "label": cell.label, "source": source}, pid)
+
+    def collect(self, pid: str) -> None:
+        record = self.entry["problems"][pid]
+        if record.get("kind") == "implement":
+            cases = [decode_names(case.get("args", {})) for case in record.get("tests", [])]
+            self.add({"op": "call", "problem": pid, "function": record.get("function", ""),
+                      "cases": cases, "first": 0}, pid)
+        elif record.get("kind") != "free_response":
+            names = list(record.get("answer_names", {}).values())
+            if names:
+                self.add({"op": "send", "problem": pid, "names": names}, pid)
+
+
+def _order(submission: Submission, entry: dict, order) -> list[str]:
+    problems = entry.get("problems", {})
+    if order is None:
+        record = submission.record or {}
+        listed = record.get("problems") if isinstance(record.get("problems"), list) else []
+        order = [p.get("id") for p in listed if isinstance(p, dict) and isinstance(p.get("id"), str)]
+    chosen = [pid for pid in dict.fromkeys(order) if pid in problems]
+    return chosen + [pid for pid in problems if pid not in chosen]
+
+
+def job_for(submission: Submission, entry: dict, *, order: list[str] | None = None) -> Program:
+    """The program for ``submission`` graded against the key ``entry``.
+
+    ``order``: the assignment's problem ids in notebook order (``problem_order(key)``);
+    by default the order the notebook's record lists, then the entry's."""
+    order = _order(submission, entry, order)
+    builder = _Builder(submission, entry, order)
+    builder.add({"op": "exec", "label": "setup", "source": GRADING_SETUP}, None)
+    kit = kit_cells(entry)
+    known = [c for c in submission.cells if c.grade_id in kit]
+    if known:
+        _in_notebook_order(builder, submission, kit)
+    else:
+        _by_name_only(builder, submission)
+    free = _free_text(submission, entry, kit, builder)
+    return Program(builder.steps, builder.problems, free, builder.notes)
+
+
+def _in_notebook_order(builder: _Builder, submission: Submission, kit) -> None:
+    cells = submission.cells
+    belongs, current = [], None
+    for c in cells:
+        k = kit.get(c.grade_id) if c.grade_id else None
+        if k is not None:
+            current = k.problem
+        belongs.append(current)      # a cell the student added: the problem of the kit cell before it
+    last = {pid: i for i, pid in enumerate(belongs) if pid is not None}
+    has_givens_cell = {kit[c.grade_id].problem for c in cells
+                       if c.grade_id in kit and kit[c.grade_id].role == "givens"}
+    for i, c in enumerate(cells):
+        pid = belongs[i]
+        k = kit.get(c.grade_id) if c.grade_id else None
+        if pid is not None and pid not in builder.given_set and pid not in has_givens_cell:
+            builder.set_givens(pid)                   # no givens cell: before the problem's first cell
+        if k is not None and k.role == "givens":
+            builder.set_givens(pid)
+        elif k is None or k.role not in _NEVER_RUN:
+            if k is not None and k.role == "answer" and c.cell_type != "code" \
+                    and builder.entry["problems"][pid].get("kind") != "free_response":
+                builder.notes.append(Issue("answer-not-code", f"{submission.shown}: the answer cell "
+                                                              f"{c.grade_id} is a {c.cell_type} cell, "
+                                                              "not code: it was not run", c.grade_id))
+            builder.run(c, pid)
+        if pid is not None and last.get(pid) == i:
+            builder.collect(pid)
+    for pid in builder.order:                        # problems none of whose cells are left
+        if pid not in last:
+            builder.set_givens(pid)
+            builder.collect(pid)
+
+
+def _givens_of(cell, builder: _Builder, used: set[str]) -> str | None:
+    """With no kit cell identifiable: the problem whose givens cell this is, recognised by
+    content (exactly that problem's given names assigned, values as issued or not)."""
+    if cell.cell_type != "code":
+        return None
+    for pid in builder.order:
+        givens = builder.givens[pid]
+        if givens and pid not in used and assigns_exactly(cell.source, givens):
+            return pid
+    return None
+
+
+def _by_name_only(builder: _Builder, submission: Submission) -> None:
+    """No kit cell identifiable (a notebook rebuilt by hand, cells pasted into a new one):
+    every problem's givens first, in problem order; every code cell in order, except that a
+    cell recognisably a givens cell is replaced by the key's givens; then every problem's
+    values."""
+    for pid in builder.order:
+        builder.set_givens(pid)
+    used: set[str] = set()
+    for c in submission.cells:
+        pid = _givens_of(c, builder, used)
+        if pid is not None:
+            used.add(pid)
+            builder.set_givens(pid)
+        else:
+            builder.run(c, None)
+    for pid in builder.order:
+        builder.collect(pid)
+
+
+def _free_text(submission: Submission, entry: dict, kit, builder: _Builder) -> dict[str, dict[str, str]]:
+    texts: dict[str, dict[str, list[str]]] = {}
+    for c in submission.cells:
+        k = kit.get(c.grade_id) if c.grade_id else None
+        if k is not None and k.role == "answer" and entry["problems"][k.problem].get("kind") == "free_response":
+            text = free_answer(c.source)
+            if text:
+                texts.setdefault(k.problem, {}).setdefault(k.part, []).append(text)
+    free = {}
+    for pid in builder.order:
+        record = entry["problems"][pid]
+        if record.get("kind") == "free_response":
+            free[pid] = {g["id"]: "\n\n".join(texts.get(pid, {}).get(g["id"], []))
+                         for g in record.get("grading", [])}
+    return free

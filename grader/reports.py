@@ -1,0 +1,589 @@
+"""What instructors and students read, made from the gradebook and the answer key.
+
+- ``write_csv``: the class list with totals and a score per problem, for a spreadsheet or an LMS;
+- ``write_gradescope``: ``<student>/results.json`` in Gradescope's autograder format;
+- ``write_feedback``: one self-contained HTML page per student (no script, no CDN, no link);
+- ``class_table``: the same numbers as aligned plain text for the terminal, with a summary;
+- ``summary_json``: everything ``class_table`` shows, as data (``attnkit report --json``).
+
+The key decides who is in the class and what the problems and parts are (in its order), the
+gradebook what each student earned: a student without a submission is listed as ``missing``
+with 0, never left out. Every output is a function of those two alone — sorted, no times, no
+paths of this machine — so reporting twice gives the same bytes.
+
+Expected values appear only on feedback pages written with ``reveal=True``: a page sent to a
+student before the deadline must not hand their answers to their classmates.
+"""
+
+from __future__ import annotations
+
+import csv
+import io
+import json
+import re
+import statistics
+import unicodedata
+from collections import Counter
+from dataclasses import dataclass
+from pathlib import Path
+
+import numpy as np
+from solutions import MISCONCEPTIONS
+
+from exercises.html import code_block, escape, heatmap_svg, markdown_to_html, page
+from exercises.notebook import LETTERS
+from exercises.preview import _decimals_for, value_text
+from exercises.serialize import decode_names, from_jsonable
+from exercises.textfile import write_atomic
+
+from .gradebook import Gradebook, ResultRow, SubmissionRow, omitted_reason
+
+MISSING, GRADED, ERROR, MANUAL = "missing", "graded", "error", "manual"
+# A spreadsheet runs a cell that starts with one of these as a formula; names and e-mails
+# come from rosters, which anyone may have typed into.
+_FORMULA_START = ("=", "+", "-", "@", "\t", "\r")
+# Beyond this many numbers an answer is described, not drawn: a page of 4096 cells helps no one.
+MAX_CELLS = 400
+
+
+# ------------------------------------------------------------------ the class, from both sources
+
+
+@dataclass(frozen=True)
+class Part:
+    """One gradable part of one student's problem, as the key defines it (implement: a test
+    family), with what the gradebook holds for it (None: not graded)."""
+
+    problem: str
+    part: str
+    points: float
+    result: ResultRow | None
+
+    @property
+    def score(self) -> float:
+        return self.result.score if self.result else 0.0
+
+    @property
+    def status(self) -> str:
+        return self.result.status if self.result else MISSING
+
+
+@dataclass(frozen=True)
+class StudentGrades:
+    id: str
+    name: str
+    email: str
+    status: str                   # the submission's status, "missing" without one
+    notes: tuple[str, ...]
+    parts: tuple[Part, ...]       # in the key's problem and part order
+    total: float
+    max_score: float
+    problem_scores: dict          # problem id → points earned
+
+
+def _problems(key: dict) -> list[dict]:
+    return list(key["assignment"]["problems"])
+
+
+def _part_ids(record: dict) -> list[tuple[str, float]]:
+    """(part id, points) of a key record: a test family for implement problems."""
+    if record.get("kind") == "implement":
+        return [(g["family"], float(g["points"])) for g in record.get("grading", [])]
+    return [(g["id"], float(g["points"])) for g in record.get("grading", [])]
+
+
+def _student_parts(entry: dict, problems: list[dict], rows: list[ResultRow]) -> tuple[Part, ...]:
+    by_part = {(r.problem, r.part): r for r in rows}
+    parts = []
+    for problem in problems:
+        pid = problem["id"]
+        known = _part_ids(entry["problems"].get(pid, {}))
+        parts += [Part(pid, part, points, by_part.pop((pid, part), None)) for part, points in known]
+        # A part the grader recorded that this key does not list (a key rebuilt since):
+        # shown after the key's own, so no earned point goes unseen.
+        parts += [Part(pid, r.part, r.max_score, r) for r in rows if (r.problem, r.part) in by_part
+                  and r.problem == pid]
+    return tuple(parts)
+
+
+def class_grades(gradebook: Gradebook, key: dict) -> list[StudentGrades]:
+    """Every student of the key, by id, with their submission and parts."""
+    assignment = key["assignment"]
+    problems = _problems(key)
+    submissions: dict[str, SubmissionRow] = {s.student: s for s in gradebook.submissions(assignment["id"])}
+    rows: dict[str, list[ResultRow]] = {}
+    for r in gradebook.results(assignment["id"]):
+        rows.setdefault(r.student, []).append(r)
+    grades = []
+    for sid in sorted(key["students"]):
+        entry = key["students"][sid]
+        submission = submissions.get(sid)
+        parts = _student_parts(entry, problems, rows.get(sid, []))
+        scores = {p["id"]: sum(x.score for x in parts if x.problem == p["id"]) for p in problems}
+        grades.append(StudentGrades(
+            id=sid, name=str(entry.get("name", "")), email=str(entry.get("email", "")),
+            status=submission.status if submission else MISSING,
+            notes=submission.notes if submission else (), parts=parts,
+            total=sum(scores.values()), max_score=float(assignment["points"]), problem_scores=scores))
+    return grades
+
+
+def _points(x: float, decimals: int = 2) -> str:
+    """A score as people write it: 12.5, 13, 0.67."""
+    text = f"{round(float(x), decimals) + 0.0:.{decimals}f}".rstrip("0").rstrip(".")
+    return "0" if text == "-0" else text
+
+
+# ------------------------------------------------------------------------------------- CSV
+
+
+def _safe_cell(text: str) -> str:
+    """A text cell that a spreadsheet shows as text: a leading apostrophe stops a formula."""
+    text = str(text)
+    return "'" + text if text.startswith(_FORMULA_START) else text
+
+
+def csv_text(gradebook: Gradebook, key: dict) -> str:
+    problems = _problems(key)
+    out = io.StringIO()
+    writer = csv.writer(out, lineterminator="\r\n")  # RFC 4180: CRLF, quotes only where needed
+    writer.writerow(["student_id", "name", "email", "total", "max", *(p["id"] for p in problems),
+                     "status"])
+    for s in class_grades(gradebook, key):
+        writer.writerow([_safe_cell(s.id), _safe_cell(s.name), _safe_cell(s.email),
+                         _points(s.total, 4), _points(s.max_score, 4),
+                         *(_points(s.problem_scores[p["id"]], 4) for p in problems),
+                         _safe_cell(s.status)])
+    return out.getvalue()
+
+
+def write_csv(gradebook: Gradebook, key: dict, path: str | Path) -> Path:
+    """One row per student of the key: student_id, name, email, total, max, one column per
+    problem (in the key's order), status. UTF-8 without a byte-order mark."""
+    path = Path(path)
+    write_atomic(path, csv_text(gradebook, key).encode("utf-8"))
+    return path
+
+
+# ------------------------------------------------------------------------------ Gradescope
+
+
+def _problem_titles(key: dict) -> dict[str, tuple[int, str]]:
+    return {p["id"]: (n, str(p.get("title", p["id"]))) for n, p in enumerate(_problems(key), 1)}
+
+
+def gradescope_results(s: StudentGrades, key: dict) -> dict:
+    """Gradescope's results.json for one student: one test per part."""
+    titles = _problem_titles(key)
+    tests, counter = [], Counter()
+    for part in s.parts:
+        n, title = titles[part.problem]
+        counter[part.problem] += 1
+        result = part.result
+        if result is None:
+            output = "No submission." if s.status == MISSING else "Not graded."
+        elif result.status == MANUAL:
+            output = "Graded by hand: these points are added after the instructor reads your answer."
+        else:
+            output = result.message
+        test = {"name": f"{title}: {part.part}", "number": f"{n}.{counter[part.problem]}",
+                "score": round(part.score, 6), "max_score": part.points, "output": output,
+                "visibility": "visible"}
+        # Gradescope's status is optional; a part still to be graded by hand is neither passed
+        # nor failed, so it is left to show its score alone.
+        if part.status != MANUAL:
+            test["status"] = "passed" if part.status == "passed" else "failed"
+        tests.append(test)
+    summary = f"{key['assignment'].get('title', key['assignment']['id'])}: {_points(s.total)} of " \
+              f"{_points(s.max_score)} points."
+    if s.status == MISSING:
+        summary += " No submission was received."
+    elif s.status == ERROR:
+        summary += " Your notebook could not be graded."
+    lines = [summary, *s.notes]
+    return {"score": round(s.total, 6), "output": "\n".join(lines), "tests": tests}
+
+
+def write_gradescope(gradebook: Gradebook, key: dict, out_dir: str | Path) -> list[Path]:
+    """``out_dir/<student>/results.json`` for every student of the key."""
+    written = []
+    for s in class_grades(gradebook, key):
+        path = Path(out_dir) / s.id / "results.json"
+        text = json.dumps(gradescope_results(s, key), ensure_ascii=False, indent=2) + "\n"
+        write_atomic(path, text.encode("utf-8"))
+        written.append(path)
+    return written
+
+
+# -------------------------------------------------------------------------------- feedback
+
+
+_ANCHOR = re.compile(r"<a\s[^>]*>|</a>")
+
+
+def _markdown(text: str) -> str:
+    """Markdown as HTML without links: the page opens offline and sends no one anywhere,
+    whatever a student wrote in an answer. markdown-it escapes raw HTML (html=False), so an
+    ``<a`` here can only be one it made itself."""
+    return _ANCHOR.sub("", markdown_to_html(text))
+
+
+_STATUS_LABELS = {"passed": "✓ correct", "failed": "✗ not correct", "partial": "◐ partly correct",
+                  "missing": "— no answer", "error": "⚠ error", "manual": "✎ graded by hand"}
+
+
+def _word_lists(record: dict) -> list[list[str]]:
+    """Lists of words among the givens (tokens of a sentence): labels for a matrix's rows or
+    columns when their number matches."""
+    try:
+        givens = decode_names(record.get("givens", {}))
+    except (ValueError, KeyError, TypeError):
+        return []
+    return [list(v) for _, v in sorted(givens.items())
+            if isinstance(v, list) and v and all(isinstance(x, str) for x in v)]
+
+
+def _labels_for(shape, words: list[list[str]]):
+    pick = lambda n: next((w for w in words if len(w) == n), None)  # noqa: E731
+    return pick(shape[0]), pick(shape[1])
+
+
+def _as_array(value):
+    """A list of numbers (or of equally shaped arrays) as one array, else None."""
+    if isinstance(value, np.ndarray):
+        return value
+    if not isinstance(value, (list, tuple)) or not value:
+        return None
+    try:
+        array = np.asarray(value)
+    except (ValueError, TypeError):
+        return None
+    return array if array.dtype.kind in "biuf" else None
+
+
+def _is_float(value) -> bool:
+    """Floats are compared with the part's tolerance; whole numbers, booleans and text exactly."""
+    if isinstance(value, (float, np.floating)):
+        return True
+    array = _as_array(value)
+    return array is not None and array.dtype.kind == "f"
+
+
+def _math(text: str) -> str:
+    return _markdown(text) if "$" in text else f"<p><code>{escape(text)}</code></p>"
+
+
+def value_html(value, decimals: int = 4, words=()) -> str:
+    """An answer for the page: numbers and vectors as math, 2-D arrays as heatmaps (rows and
+    columns named after the givens' words when their number matches), text as text."""
+    reason = omitted_reason(value)
+    if reason is not None:
+        return f"<p><em>{escape(reason)}</em></p>"
+    array = _as_array(value)
+    if array is not None and array.ndim >= 1:
+        if array.size > MAX_CELLS:
+            return f"<p>An array of shape {escape(array.shape)}: too large to show here.</p>"
+        if array.ndim == 2 and array.dtype.kind in "iuf" and min(array.shape) > 1:
+            rows, cols = _labels_for(array.shape, list(words))
+            return f"<figure>{heatmap_svg(array, rows, cols)}</figure>"
+        if array.ndim >= 3:
+            return "".join(f"<p>[{i}]</p>" + value_html(array[i], decimals, words)
+                           for i in range(array.shape[0]))
+    if isinstance(value, str):
+        return code_block(value) if "\n" in value else f"<p><code>{escape(value)}</code></p>"
+    if isinstance(value, dict):
+        return ("<dl>" + "".join(f"<dt><code>{escape(k)}</code></dt><dd>{value_html(v, decimals, words)}</dd>"
+                                 for k, v in value.items()) + "</dl>")
+    if isinstance(value, (list, tuple)) and any(isinstance(v, (list, tuple, dict, np.ndarray)) for v in value):
+        shown = value[:16]
+        more = f"<p>… and {len(value) - len(shown)} more.</p>" if len(value) > len(shown) else ""
+        return "".join(f"<p>[{i}]</p>" + value_html(v, decimals, words) for i, v in enumerate(shown)) + more
+    try:
+        return _math(value_text(array if array is not None else value, "markdown", decimals))
+    except Exception:  # noqa: BLE001 — an odd value must not cost the student their page
+        return f"<p><code>{escape(repr(value))}</code></p>"
+
+
+def _decoded(answer):
+    if answer is None or omitted_reason(answer) is not None:
+        return answer
+    try:
+        return from_jsonable(answer)
+    except (ValueError, TypeError, KeyError):
+        return answer
+
+
+def _option_html(options: list[dict], index: int) -> str:
+    letter = LETTERS[index] if 0 <= index < len(LETTERS) else "?"
+    text = options[index]["text"] if 0 <= index < len(options) else ""
+    return f'<div class="option"><p><strong>{letter}.</strong></p>{_markdown(text)}</div>'
+
+
+def _student_answer_html(record: dict, part: Part, words) -> str:
+    result = part.result
+    if result is None or result.answer is None:
+        return "<p><em>No answer recorded.</em></p>"
+    value = _decoded(result.answer)
+    kind = record.get("kind")
+    if kind == "free_response" and isinstance(value, str):
+        return f'<div class="free-text">{_markdown(value)}</div>'
+    if kind == "choice" and isinstance(value, str):
+        options = record.get("options", {}).get(part.part, [])
+        letter = value.strip().upper()
+        if len(letter) == 1 and letter in LETTERS[:len(options)]:
+            return _option_html(options, LETTERS.index(letter))
+    return value_html(value, _decimals(record, part.part, value), words)
+
+
+def _grading(record: dict, part: str) -> dict:
+    return next((g for g in record.get("grading", []) if g.get("id") == part), {})
+
+
+def _decimals(record: dict, part: str, value) -> int:
+    """As many decimals as the part's tolerance needs: a value off by more than the
+    tolerance never looks the same as the right one."""
+    atol = _grading(record, part).get("atol", record.get("atol", 1e-4))  # implement: one for all
+    return _decimals_for(float(atol), value)
+
+
+def _expected_html(record: dict, part: Part, words) -> str:
+    kind = record.get("kind")
+    if kind == "free_response":
+        rubric = record.get("rubrics", {}).get(part.part, "")
+        return _markdown(rubric) if rubric else ""
+    if kind == "implement":
+        out = []
+        for test in record.get("tests", []):
+            if test.get("family") == part.part:
+                expected = from_jsonable(test["expected"])
+                out.append(f"<p>Hidden case {int(test.get('index', 0)) + 1}: expected output</p>"
+                           + value_html(expected, _decimals(record, part.part, expected), words))
+        return "".join(out)
+    answers = record.get("answers", {})
+    if part.part not in answers:
+        return ""
+    expected = decode_names({part.part: answers[part.part]})[part.part]
+    if kind == "choice":
+        return _option_html(record.get("options", {}).get(part.part, []), int(expected))
+    grading = _grading(record, part.part)
+    atol, rtol = float(grading.get("atol", 0.0)), float(grading.get("rtol", 0.0))
+    shown = value_html(expected, _decimals_for(atol, expected), words)
+    if _is_float(expected):
+        shown += f"<p><small>Compared with tolerance atol {atol:g}, rtol {rtol:g}.</small></p>"
+    return shown
+
+
+def _diagnosis_html(result: ResultRow) -> str:
+    if not result or not result.misconception:
+        return ""
+    m = MISCONCEPTIONS.get(result.misconception)
+    if m is None:
+        return (f'<div class="diagnosis"><p><strong>Diagnosis:</strong> '
+                f"<code>{escape(result.misconception)}</code></p></div>")
+    explanation = "" if m.explanation in result.message else f"<p>{escape(m.explanation)}</p>"
+    return (f'<div class="diagnosis"><p><strong>Diagnosis:</strong> your answer equals '
+            f"{escape(m.summary)}.</p>{explanation}{code_block(m.code)}</div>")
+
+
+def _part_html(record: dict, part: Part, index: int, reveal: bool, words) -> str:
+    result = part.result
+    label = f"({LETTERS[index].lower()}) {part.part}" if index < len(LETTERS) else part.part
+    status = _STATUS_LABELS.get(part.status, part.status)
+    head = (f'<div class="part status-{escape(part.status)}"><h3>{escape(label)} — '
+            f"{_points(part.score)} / {_points(part.points)} · {escape(status)}</h3>")
+    body = []
+    if result is None:
+        body.append("<p>Not graded.</p>")
+    else:
+        if result.message:
+            body.append(_markdown(result.message))
+        body.append(_diagnosis_html(result))
+    if record.get("kind") == "free_response":
+        if part.status == MANUAL and not (result and result.message):
+            body.append("<p>This part is graded by hand; its points are added later.</p>")
+        body.append("<h4>Your answer</h4>" + _student_answer_html(record, part, words))
+        if reveal:
+            body.append("<h4>Rubric</h4>" + _expected_html(record, part, words))
+    else:
+        if result is not None and result.answer is not None:
+            body.append("<h4>Your answer</h4>" + _student_answer_html(record, part, words))
+        if reveal:
+            body.append("<h4>Expected</h4>" + _expected_html(record, part, words))
+    return head + "".join(body) + "</div>"
+
+
+def feedback_page(s: StudentGrades, key: dict, reveal: bool = False) -> str:
+    """The student's page: their score per problem and per part, what went wrong and why,
+    their own answers; the expected answers only with ``reveal``."""
+    assignment = key["assignment"]
+    entry = key["students"][s.id]
+    title = f"{assignment.get('title', assignment['id'])} — feedback"
+    who = f"{s.name} ({s.id})" if s.name else s.id
+    body = [f"<h1>{escape(title)}</h1>", f"<p>{escape(who)}</p>",
+            f"<p><strong>{_points(s.total)} / {_points(s.max_score)} points</strong></p>"]
+    if s.status == MISSING:
+        body.append("<p>No submission was received for this assignment.</p>")
+    elif s.status == ERROR:
+        body.append("<p>Your notebook could not be graded; the notes below say why.</p>")
+    if s.notes:
+        body.append("<ul class=\"notes\">" + "".join(f"<li>{escape(n)}</li>" for n in s.notes) + "</ul>")
+    if any(p.status == MANUAL for p in s.parts):
+        body.append("<p>Some parts are graded by hand: their points are not included yet.</p>")
+    problems = _problems(key)
+    rows = "".join(f"<tr><td>{n}. {escape(p.get('title', p['id']))}</td>"
+                   f"<td>{_points(s.problem_scores[p['id']])} / {_points(p['points'])}</td></tr>"
+                   for n, p in enumerate(problems, 1))
+    body.append(f"<table><thead><tr><th>Problem</th><th>Points</th></tr></thead><tbody>{rows}</tbody></table>")
+    if reveal:
+        body.append("<p><em>This page shows the expected answers.</em></p>")
+    for n, problem in enumerate(problems, 1):
+        pid = problem["id"]
+        record = entry["problems"].get(pid, {})
+        words = _word_lists(record)
+        parts = [p for p in s.parts if p.problem == pid]
+        section = [f'<section class="problem"><h2>Problem {n}. {escape(problem.get("title", pid))} '
+                   f"({_points(s.problem_scores[pid])} / {_points(problem['points'])})</h2>"]
+        section += [_part_html(record, p, i, reveal, words) for i, p in enumerate(parts)]
+        body.append("".join(section) + "</section>")
+    return page(f"{title}: {who}", "\n".join(body))
+
+
+def write_feedback(gradebook: Gradebook, key: dict, out_dir: str | Path, reveal: bool = False,
+                   progress=None) -> list[Path]:
+    """``out_dir/<student>.html`` for every student of the key; ``progress`` (optional) gets
+    ``advance(1)`` per page."""
+    written = []
+    for s in class_grades(gradebook, key):
+        path = Path(out_dir) / f"{s.id}.html"
+        write_atomic(path, feedback_page(s, key, reveal).encode("utf-8"))
+        written.append(path)
+        if progress is not None:
+            progress.advance(1)
+    return written
+
+
+# ---------------------------------------------------------------------- summary and table
+
+
+def _statistics(values: list[float]) -> dict:
+    if not values:
+        return {"mean": None, "median": None}
+    return {"mean": round(sum(values) / len(values), 6), "median": round(statistics.median(values), 6)}
+
+
+def summary_json(gradebook: Gradebook, key: dict) -> dict:
+    """The class as data: per student and part; per problem the mean and median over the
+    graded submissions (a missing or unreadable one would only drag them towards 0); the
+    commonest misconceptions; how many submissions are missing or errored."""
+    grades = class_grades(gradebook, key)
+    graded = [s for s in grades if s.status == GRADED]
+    problems = [{"id": p["id"], "title": p.get("title", p["id"]), "points": float(p["points"]),
+                 **_statistics([s.problem_scores[p["id"]] for s in graded])}
+                for p in _problems(key)]
+    mistakes: Counter = Counter()
+    where: dict[str, set[str]] = {}
+    for s in grades:
+        for part in s.parts:
+            code = part.result.misconception if part.result else None
+            if code:
+                mistakes[code] += 1
+                where.setdefault(code, set()).add(part.problem)
+    misconceptions = [{"code": code, "count": count,
+                       "summary": MISCONCEPTIONS[code].summary if code in MISCONCEPTIONS else "",
+                       "problems": sorted(where[code])}
+                      for code, count in sorted(mistakes.items(), key=lambda kv: (-kv[1], kv[0]))]
+    students = [{"id": s.id, "name": s.name, "email": s.email, "status": s.status,
+                 "total": round(s.total, 6), "max": s.max_score, "notes": list(s.notes),
+                 "problems": {pid: round(x, 6) for pid, x in s.problem_scores.items()},
+                 "parts": [{"problem": p.problem, "part": p.part, "score": round(p.score, 6),
+                            "max_score": p.points, "status": p.status,
+                            "misconception": p.result.misconception if p.result else None}
+                           for p in s.parts]}
+                for s in grades]
+    statuses = Counter(s.status for s in grades)
+    return {
+        "assignment": {"id": key["assignment"]["id"], "title": key["assignment"].get("title", ""),
+                       "points": float(key["assignment"]["points"])},
+        "students": students,
+        "problems": problems,
+        "totals": _statistics([s.total for s in graded]),
+        "misconceptions": misconceptions,
+        "counts": {"students": len(grades), "graded": statuses[GRADED], "missing": statuses[MISSING],
+                   "error": statuses[ERROR],
+                   "manual_parts": sum(p.status == MANUAL for s in grades for p in s.parts)},
+    }
+
+
+def _width(text: str) -> int:
+    """Columns a terminal gives ``text``: combining marks take none, wide characters two."""
+    return sum(0 if unicodedata.combining(c) else 2 if unicodedata.east_asian_width(c) in "WF" else 1
+               for c in text)
+
+
+def _clip(text: str, limit: int) -> str:
+    if _width(text) <= limit:
+        return text
+    while _width(text) > limit - 1:
+        text = text[:-1]
+    return text + "…"
+
+
+def _table(header: list[str], rows: list[list[str]], right: set[int]) -> list[str]:
+    widths = [max(_width(r[i]) for r in [header, *rows]) for i in range(len(header))]
+
+    def line(cells):
+        padded = [(" " * (w - _width(c)) + c) if i in right else (c + " " * (w - _width(c)))
+                  for i, (c, w) in enumerate(zip(cells, widths))]
+        return "  ".join(padded).rstrip()
+    return [line(header), "  ".join("─" * w for w in widths), *map(line, rows)]
+
+
+_COLOURS = {MISSING: "\x1b[33m", ERROR: "\x1b[31m", GRADED: "\x1b[32m"}
+
+
+def class_table(gradebook: Gradebook, key: dict, colour: bool = False) -> str:
+    """The class as aligned plain text: a line per student (total and per problem), then the
+    mean and median per problem, the commonest misconceptions and how many submissions are
+    missing or errored. ``colour`` adds ANSI colours to the status column."""
+    summary = summary_json(gradebook, key)
+    assignment = summary["assignment"]
+    pids = [p["id"] for p in summary["problems"]]
+    out = [f"{assignment['title']} ({assignment['id']}): {len(summary['students'])} students, "
+           f"{_points(assignment['points'])} points", ""]
+    rows = []
+    for s in summary["students"]:
+        rows.append([s["id"], _clip(s["name"], 28), f"{_points(s['total'])}/{_points(s['max'])}",
+                     *(_points(s["problems"][pid]) for pid in pids), s["status"]])
+    lines = _table(["student", "name", "total", *pids, "status"], rows,
+                   right=set(range(2, 3 + len(pids))))
+    if colour:  # after padding, so the escape codes do not count as width
+        lines = lines[:2] + [_colour_status(line, s["status"]) for line, s in zip(lines[2:], summary["students"])]
+    out += lines
+    counts = summary["counts"]
+    graded = counts["graded"]
+    out += ["", f"Per problem, over the {graded} graded submission{'s' if graded != 1 else ''}:"]
+    stat_rows = [[p["id"], _points(p["points"]),
+                  "–" if p["mean"] is None else _points(p["mean"]),
+                  "–" if p["median"] is None else _points(p["median"])] for p in summary["problems"]]
+    out += ["  " + line for line in _table(["problem", "points", "mean", "median"], stat_rows, {1, 2, 3})]
+    out.append("")
+    if summary["misconceptions"]:
+        out.append("Most common misconceptions:")
+        for m in summary["misconceptions"][:10]:
+            what = f" — {m['summary']}" if m["summary"] else ""
+            out.append(f"  {m['count']:>4}  {m['code']}{what} ({', '.join(m['problems'])})")
+    else:
+        out.append("No misconception was diagnosed.")
+    out.append(f"Submissions: {counts['graded']} graded, {counts['missing']} missing, "
+               f"{counts['error']} with errors.")
+    if counts["manual_parts"]:
+        out.append(f"{counts['manual_parts']} part{'s' if counts['manual_parts'] != 1 else ''} "
+                   "to grade by hand (not in the totals yet).")
+    return "\n".join(out) + "\n"
+
+
+def _colour_status(line: str, status: str) -> str:
+    code = _COLOURS.get(status)
+    if not code or not line.endswith(status):
+        return line
+    return line[: -len(status)] + code + status + "\x1b[0m"

@@ -1,0 +1,167 @@
+"""The trusted side's judgement of a part: scores, precise messages, and the diagnosis of
+misconceptions on real variants of the bank (each twin's own wrong value, as stored in the
+key, must be named as that twin)."""
+
+import numpy as np
+import pytest
+
+from exercises import load_bank, make_variant, variant_seed
+from exercises.compare import compare
+from exercises.serialize import decode_names, from_jsonable, same_value
+from grader.checking import (FAILED, MANUAL, MISSING, PARTIAL, PASSED, CaseOutcome, Missing,
+                             choice_part, implement_family, numeric_part, problem_verdicts)
+from solutions import MISCONCEPTIONS
+
+SECRET = b"a test course secret of 32 bytes"
+
+
+@pytest.fixture(scope="module")
+def records():
+    """template id → its key record for one student (answer names = part ids)."""
+    templates, _ = load_bank()
+    out = {}
+    for tid, t in sorted(templates.items()):
+        record = make_variant(t, variant_seed(SECRET, "hw", "s1", tid)).record()
+        record["answer_names"] = {p.id: p.id for p in t.parts if t.kind in ("numeric", "choice")}
+        out[tid] = record
+    return out
+
+
+GRADING = {"id": "w", "points": 2.0, "rtol": 1e-5, "atol": 1e-3, "misconceptions": []}
+EXPECTED = np.array([[0.7, 0.3], [0.25, 0.75]])
+
+
+def test_a_right_answer_earns_the_points_within_tolerance():
+    v = numeric_part(GRADING, EXPECTED, EXPECTED + 0.0009, {}, "w")
+    assert (v.score, v.status, v.message) == (2.0, PASSED, "")
+
+
+@pytest.mark.parametrize("value, message", [
+    (Missing(), "`w` is not defined: your answer cell did not assign it."),
+    (Missing("the cell raised NameError on line 2: name 'Q' is not defined"),
+     "`w` is not defined: your answer cell did not assign it (the cell raised NameError on line "
+     "2: name 'Q' is not defined)."),
+    (np.ones(4), "`w`: wrong shape: expected (2, 2), got (4,)."),
+    (np.array([[np.nan, 0.3], [0.25, 0.75]]), "`w`: 1 entries are NaN."),
+    ("0.7", "`w`: expected a number or an array, got str."),
+    (EXPECTED + 0.01, "`w`: 4 of 4 entries outside tolerance (largest error 0.01; allowed 0.001 "
+                      "+ 1e-05·|expected|)."),
+    (EXPECTED.T, "`w`: 2 of 4 entries outside tolerance (largest error 0.05; allowed 0.001 + "
+                 "1e-05·|expected|). Its transpose is right: rows and columns are swapped."),
+])
+def test_a_wrong_answer_is_told_exactly_what_is_wrong(value, message):
+    v = numeric_part(GRADING, EXPECTED, value, {}, "w")
+    assert v.score == 0 and v.message == message
+    assert v.status == (MISSING if isinstance(value, Missing) else FAILED)
+
+
+def test_an_object_that_cannot_cross_the_boundary_is_named():
+    from grader.frames import Unsupported
+    v = numeric_part(GRADING, EXPECTED, Unsupported("function"), {}, "w")
+    assert v.message == "`w` is a function; expected an array of shape (2, 2)."
+
+
+def test_a_value_matching_a_twin_names_the_mistake():
+    twins = {"sdpa_no_scale": EXPECTED * 0 + 0.5}
+    v = numeric_part({**GRADING, "misconceptions": ["sdpa_no_scale"]}, EXPECTED,
+                     np.full((2, 2), 0.5), twins, "w")
+    m = MISCONCEPTIONS["sdpa_no_scale"]
+    assert v.misconception == "sdpa_no_scale" and v.score == 0
+    assert m.summary in v.message and m.explanation in v.message
+
+
+def test_every_numeric_twin_of_the_bank_is_diagnosed_on_its_own_wrong_value(records):
+    diagnosed = set()
+    for tid, record in records.items():
+        if record["kind"] != "numeric":
+            continue
+        answers = decode_names(record["answers"])
+        for name, by_part in record["twins"].items():
+            wrong = from_jsonable(by_part)
+            for part, value in wrong.items():
+                values = {**answers, part: value}
+                verdict = problem_verdicts(record, values, {}, {})[part]
+                assert verdict.status == FAILED, (tid, name, part)
+                assert verdict.misconception is not None, (tid, name, part, verdict.message)
+                # The named twin gives this same wrong value (two twins may coincide on a part).
+                named = from_jsonable(record["twins"][verdict.misconception])[part]
+                assert same_value(named, value) or compare(named, value, 1e-9, 1e-9).ok
+                diagnosed.add(verdict.misconception)
+    assert len(diagnosed) >= 10, sorted(diagnosed)
+
+
+def test_every_implement_twin_of_the_bank_is_diagnosed_from_its_outputs(records):
+    diagnosed = set()
+    for tid, record in records.items():
+        if record["kind"] != "implement":
+            continue
+        for name, outputs in record["twins"].items():
+            outcomes = {i: (CaseOutcome(True, from_jsonable(out)) if out is not None
+                            else CaseOutcome(False, error="ValueError: boom"))
+                        for i, out in enumerate(outputs)}
+            verdicts = problem_verdicts(record, {}, outcomes, {})
+            failed = [v for v in verdicts.values() if v.status != PASSED]
+            assert failed, (tid, name)
+            if all(out is not None for out in outputs):
+                assert {v.misconception for v in failed} == {name}, (tid, name, failed)
+                diagnosed.add(name)
+    assert len(diagnosed) >= 5
+
+
+def test_the_reference_answers_pass_every_part(records):
+    for tid, record in records.items():
+        if record["kind"] == "implement":
+            outcomes = {i: CaseOutcome(True, from_jsonable(t["expected"]))
+                        for i, t in enumerate(record["tests"])}
+            verdicts = problem_verdicts(record, {}, outcomes, {})
+        elif record["kind"] == "choice":
+            letters = {p: "ABCDEFGHIJKLMNOPQRSTUVWXYZ"[i] for p, i in decode_names(record["answers"]).items()}
+            verdicts = problem_verdicts(record, letters, {}, {})
+        elif record["kind"] == "numeric":
+            verdicts = problem_verdicts(record, decode_names(record["answers"]), {}, {})
+        else:
+            verdicts = problem_verdicts(record, {}, {}, {g["id"]: "my answer" for g in record["grading"]})
+            assert {v.status for v in verdicts.values()} == {MANUAL}
+            continue
+        assert all(v.status == PASSED for v in verdicts.values()), (tid, verdicts)
+        assert sum(v.score for v in verdicts.values()) == pytest.approx(
+            sum(g["points"] for g in record["grading"]))
+
+
+OPTIONS = [{"text": "15%", "feedback": ""}, {"text": "80%", "feedback": "That is the [MASK] share."},
+           {"text": "10%", "feedback": ""}]
+CHOICE = {"id": "c", "points": 1.0}
+
+
+@pytest.mark.parametrize("value, status, message", [
+    ("A", PASSED, ""),
+    (" a ", PASSED, ""),
+    ("B", FAILED, "B is not right. That is the [MASK] share."),
+    ("D", FAILED, "`c` should be one of the letters A, B, C (as text, e.g. \"A\"); it is text 'D'."),
+    (np.array(0), FAILED, "`c` should be one of the letters A, B, C (as text, e.g. \"A\"); it is a number."),
+    (Missing(), MISSING, "`c` is not defined: your answer cell did not assign it."),
+])
+def test_choices(value, status, message):
+    v = choice_part(CHOICE, OPTIONS, 0, value, "c")
+    assert (v.status, v.message) == (status, message)
+
+
+def _array(rows):
+    return {"array": rows, "dtype": "float64", "shape": [len(rows), len(rows[0])]}
+
+
+def test_implement_families_earn_points_per_case():
+    family = {"family": "basic", "points": 2.0, "cases": 2}
+    cases = [{"family": "basic", "index": 0, "position": 3, "expected": _array([[1.0, 2.0]])},
+             {"family": "basic", "index": 1, "position": 4, "expected": _array([[3.0, 4.0]])}]
+    half = {3: CaseOutcome(True, np.array([[1.0, 2.0]])), 4: CaseOutcome(False, error="TypeError: nope")}
+    v = implement_family(family, cases, half, "f", 1e-6, 1e-9, {}, ())
+    assert (v.score, v.status) == (1.0, PARTIAL)
+    assert v.message == "`f` fails 1 of 2 hidden `basic` cases: case 2: raised TypeError: nope."
+    none = implement_family(family, cases, {}, "f", 1e-6, 1e-9, {}, ())
+    assert (none.score, none.status) == (0.0, FAILED)
+    assert "case 1: was never run (an earlier crash)" in none.message
+    tuple_out = {3: CaseOutcome(True, [np.array([[1.0, 2.0]]), np.zeros(2)]),
+                 4: CaseOutcome(True, np.array([[3.0, 4.0]]))}
+    assert "case 1: returned 2 values, expected 1" in implement_family(
+        family, cases, tuple_out, "f", 1e-6, 1e-9, {}, ()).message

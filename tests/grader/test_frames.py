@@ -1,0 +1,283 @@
+"""Frames: what crosses the sandbox boundary comes back equal, and every way a frame can lie is
+refused before it costs memory."""
+
+import json
+import math
+import os
+import struct
+import tracemalloc
+
+import numpy as np
+import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
+from hypothesis.extra import numpy as hnp
+
+from grader import frames
+from grader.frames import FrameError, FrameSplitter, FrameTooLarge, Unsupported, decode, encode
+
+
+def body(header, data: bytes = b"") -> bytes:
+    """A hand-made frame body: any header (a JSON-able tree or raw bytes) and any data."""
+    raw = header if isinstance(header, bytes) else json.dumps(header).encode()
+    return struct.pack(">I", len(raw)) + raw + data
+
+
+def same(a, b) -> bool:
+    """Equality as the boundary defines it: tuples arrive as lists, numpy scalars as 0-d
+    arrays, NaN equals NaN, arrays keep dtype and shape."""
+    if isinstance(a, (np.ndarray, np.generic)):
+        a = np.asarray(a)
+        return (isinstance(b, np.ndarray) and b.dtype == a.dtype.newbyteorder("=") and a.shape == b.shape
+                and np.array_equal(a, b, equal_nan=a.dtype.kind == "f"))
+    if isinstance(a, float):
+        return type(b) is float and (a == b or (math.isnan(a) and math.isnan(b)))
+    if isinstance(a, (list, tuple)):
+        return type(b) is list and len(a) == len(b) and all(same(x, y) for x, y in zip(a, b))
+    if isinstance(a, dict):
+        return type(b) is dict and list(a) == list(b) and all(same(a[k], b[k]) for k in a)
+    return type(a) is type(b) and a == b
+
+
+# --- round trips ---------------------------------------------------------------------------
+
+DTYPES = st.sampled_from(["bool", "int8", "int16", "int32", "int64", "uint8", "uint16", "uint32",
+                          "uint64", "float16", "float32", "float64", ">i4", ">f8", ">u2"])
+arrays = DTYPES.flatmap(lambda dtype: hnp.arrays(np.dtype(dtype), hnp.array_shapes(min_dims=0, max_dims=4, min_side=0, max_side=5)))
+scalars = (st.none() | st.booleans() | st.integers(-(2**63), 2**63 - 1) | st.floats(allow_nan=True)
+           | st.text(max_size=50) | arrays)
+values = st.recursive(scalars, lambda inner: st.lists(inner, max_size=4) | st.tuples(inner, inner)
+                      | st.dictionaries(st.text(max_size=10), inner, max_size=4), max_leaves=20)
+
+
+@settings(max_examples=150, deadline=None)
+@given(values)
+def test_values_come_back_equal(value):
+    assert same(value, decode(encode(value)))
+
+
+@settings(max_examples=50, deadline=None)
+@given(values, st.lists(st.integers(1, 50), min_size=1, max_size=20))
+def test_a_stream_cut_anywhere_gives_the_same_frames(value, cuts):
+    stream = frames.frame(value) + frames.frame([value, "second"])
+    splitter, bodies, position = FrameSplitter(limit=frames.MAX_FRAME), [], 0
+    for cut in cuts * (len(stream) // sum(cuts) + 1):
+        bodies += splitter.feed(stream[position:position + cut])
+        position += cut
+    assert splitter.pending == 0 and len(bodies) == 2
+    assert same(value, decode(bodies[0])) and same([value, "second"], decode(bodies[1]))
+
+
+def test_numpy_scalars_become_zero_dimensional_arrays_of_their_dtype():
+    for scalar in (np.float32(1.5), np.int16(-3), np.uint64(2**64 - 1), np.bool_(True), np.float64("nan")):
+        back = decode(encode(scalar))
+        assert back.shape == () and back.dtype == scalar.dtype and same(scalar, back)
+
+
+def test_arrays_arrive_native_writable_and_independent():
+    strided = np.arange(24, dtype=">f8").reshape(4, 6)[:, ::2].T
+    back = decode(encode(strided))
+    assert back.dtype == np.dtype("float64") and back.dtype.isnative and back.flags.writeable
+    assert np.array_equal(back, strided) and back.shape == (3, 4)
+
+
+def test_special_floats_and_text():
+    value = [float("inf"), float("-inf"), float("nan"), -0.0, 1e-310, "Zoë ∑ \x00 \ud7ff", ""]
+    assert same(value, decode(encode(value)))
+    assert math.copysign(1, decode(encode(-0.0))) == -1
+
+
+@pytest.mark.parametrize("value, name", [
+    (lambda: 1, "function"),
+    ({1, 2}, "set"),
+    (b"bytes", "bytes"),
+    (1 + 2j, "complex"),
+    (np.ones(2, dtype=complex), "numpy.ndarray of complex128"),
+    (np.array(["a"]), "numpy.ndarray of <U1"),
+    (np.array([object()]), "numpy.ndarray of object"),
+    (np.zeros((1,) * 9), "numpy.ndarray with 9 dimensions"),
+    (2**64, "int beyond 64 bits"),
+    ({1: "a"}, "dict with keys that are not str"),
+    ((x for x in []), "generator"),
+    (np.complex128(1j), "numpy.ndarray of complex128"),
+])
+def test_what_cannot_cross_is_named_by_its_type(value, name):
+    assert decode(encode(value)) == Unsupported(name)
+    assert decode(encode({"inside": [value]})) == {"inside": [Unsupported(name)]}
+
+
+def test_a_value_too_deep_or_self_containing_is_cut_at_the_depth_limit():
+    loop = []
+    loop.append(loop)
+    back = decode(encode(loop))
+    for _ in range(frames.MAX_DEPTH - 1):
+        back = back[0]
+    assert back == [Unsupported(f"list nested more than {frames.MAX_DEPTH} levels deep")]
+
+
+def test_encoding_refuses_too_many_items_or_too_much_text():
+    with pytest.raises(FrameTooLarge):
+        encode(list(range(frames.MAX_ITEMS + 1)))
+    assert decode(encode("x" * (frames.MAX_TEXT + 1))) == Unsupported(f"str of {frames.MAX_TEXT + 1} characters")
+
+
+def test_unsupported_itself_round_trips():
+    assert decode(encode(Unsupported("a thing"))) == Unsupported("a thing")
+
+
+# --- every rejection -----------------------------------------------------------------------
+
+ARRAY = {"a": ["<f8", [2]]}
+TWO_FLOATS = np.array([1.0, 2.0]).tobytes()
+
+
+def test_a_well_formed_hand_made_frame_is_accepted():
+    """The baseline the rejections below depart from."""
+    assert np.array_equal(decode(body(ARRAY, TWO_FLOATS)), [1.0, 2.0])
+
+
+@pytest.mark.parametrize("dtype", ["<c16", "|O", ">f8", "<U3", "<M8[s]", "|V8", "<f16", "float64", 7])
+def test_dtypes_outside_the_whitelist(dtype):
+    with pytest.raises(FrameError, match="dtype"):
+        decode(body({"a": [dtype, [2]]}, TWO_FLOATS))
+
+
+@pytest.mark.parametrize("shape", [[1] * 9, [-2], [2.0], ["2"], [True, 2], None, 2])
+def test_bad_shapes(shape):
+    with pytest.raises(FrameError):
+        decode(body({"a": ["<f8", shape]}, TWO_FLOATS))
+
+
+@pytest.mark.parametrize("shape", [[3], [2**62], [2**31, 2**31, 2**31, 2**31]])
+def test_a_header_claiming_more_bytes_than_the_frame_holds_allocates_nothing(shape):
+    tracemalloc.start()
+    try:
+        with pytest.raises(FrameError, match="bytes"):
+            decode(body({"a": ["<f8", shape]}, TWO_FLOATS))
+        assert tracemalloc.get_traced_memory()[1] < 1_000_000
+    finally:
+        tracemalloc.stop()
+
+
+def test_bytes_left_over_after_the_arrays():
+    with pytest.raises(FrameError, match="after the last array"):
+        decode(body(ARRAY, TWO_FLOATS + b"\x00"))
+    with pytest.raises(FrameError, match="after the last array"):
+        decode(body(None, b"\x00"))
+
+
+def test_bool_arrays_are_only_ever_true_or_false():
+    back = decode(body({"a": ["|b1", [3]]}, b"\x00\x02\xff"))
+    assert back.dtype == bool and back.tolist() == [False, True, True]
+    assert back.view(np.uint8).tolist() == [0, 1, 1]
+
+
+def test_a_frame_over_the_limit():
+    data = encode(np.zeros(1000))
+    with pytest.raises(FrameTooLarge):
+        decode(data, limit=len(data) - 1)
+    assert decode(data, limit=len(data)).shape == (1000,)
+
+
+@pytest.mark.parametrize("raw", [
+    b"", b"\x00\x00",                                   # shorter than the header length
+    struct.pack(">I", 100) + b"{}",                     # header longer than the frame
+    struct.pack(">I", frames.MAX_HEADER + 1) + b"x" * (frames.MAX_HEADER + 1),
+])
+def test_impossible_header_lengths(raw):
+    with pytest.raises(FrameError):
+        decode(raw)
+
+
+@pytest.mark.parametrize("header, match", [
+    (b"\xff\xfe", "unreadable"),                        # not UTF-8
+    (b"[1,", "unreadable"),                             # not JSON
+    (b"NaN", "constant"),                               # JSON's non-standard constants
+    (b'{"l":[Infinity]}', "constant"),
+    (b"1" * 30, "too long"),                            # an integer literal the size of a book
+    (b"1e999", "non-finite"),
+    (str(2**63).encode(), "int64"),
+    (b"[1, 2]", "not tagged"),                          # a bare list is never written
+    (b'{"x": 1}', "unknown"),
+    (b'{"l": [], "d": []}', "not tagged"),
+    (b'{"l": 1}', "unknown"),
+    (b'{"d": [["k"]]}', "dict entry"),
+    (b'{"d": [[1, 2]]}', "dict entry"),
+    (b'{"f": "big"}', "unknown"),
+    (b'{"u": 5}', "unknown"),
+    (b'{"a": ["<f8"]}', "malformed array"),
+])
+def test_malformed_headers(header, match):
+    with pytest.raises(FrameError, match=match):
+        decode(body(header))
+
+
+def test_nesting_beyond_the_depth_limit():
+    deep = None
+    for _ in range(frames.MAX_DEPTH):
+        deep = {"l": [deep]}
+    assert decode(body(deep)) is not None
+    with pytest.raises(FrameError, match="nested"):
+        decode(body({"l": [deep]}))
+    with pytest.raises(FrameError, match="unreadable"):       # deeper than the JSON parser goes
+        decode(body(b"[" * 100_000 + b"]" * 100_000))
+
+
+def test_too_many_values():
+    with pytest.raises(FrameError, match="too many values"):
+        decode(body({"l": [0] * (4 * frames.MAX_ITEMS + 1)}))
+    with pytest.raises(FrameError, match=f"more than {frames.MAX_ITEMS} values"):
+        decode(body({"l": [{"l": []}] * (frames.MAX_ITEMS + 1)}))
+
+
+def test_text_over_the_limit():
+    long = "x" * (frames.MAX_TEXT + 1)
+    for header in (long, {"d": [[long, 1]]}):
+        with pytest.raises(FrameError, match="text limit"):
+            decode(body(header))
+
+
+# --- on file descriptors -------------------------------------------------------------------
+
+def test_frames_through_a_pipe_and_a_clean_end():
+    read_end, write_end = os.pipe()
+    try:
+        frames.write_frame(write_end, {"event": "values", "values": {"w": np.eye(3)}})
+        frames.write_frame(write_end, [1, "two"])
+        os.close(write_end)
+        first = frames.read_frame(read_end)
+        assert np.array_equal(first["values"]["w"], np.eye(3))
+        assert frames.read_frame(read_end) == [1, "two"]
+        assert frames.read_frame(read_end) is None
+    finally:
+        os.close(read_end)
+
+
+def test_a_length_over_the_limit_is_refused_before_the_body_is_read():
+    read_end, write_end = os.pipe()
+    try:
+        os.write(write_end, struct.pack(">I", 2**31) + b"not read")   # writer still open: a read would block
+        with pytest.raises(FrameTooLarge):
+            frames.read_frame(read_end, limit=2**20)
+        with pytest.raises(FrameTooLarge):
+            list(FrameSplitter(limit=2**20).feed(struct.pack(">I", 2**20 + 1)))
+        splitter = FrameSplitter(limit=2**20)       # the frames before a bad length still arrive
+        arrived = []
+        with pytest.raises(FrameTooLarge):
+            arrived.extend(splitter.feed(frames.frame("first") + struct.pack(">I", 2**20 + 1)))
+        assert [decode(b) for b in arrived] == ["first"]
+    finally:
+        os.close(read_end)
+        os.close(write_end)
+
+
+@pytest.mark.parametrize("raw", [b"\x00\x00", struct.pack(">I", 10) + b"short"])
+def test_an_end_of_file_inside_a_frame(raw):
+    read_end, write_end = os.pipe()
+    try:
+        os.write(write_end, raw)
+        os.close(write_end)
+        with pytest.raises(FrameError, match="end of file"):
+            frames.read_frame(read_end)
+    finally:
+        os.close(read_end)

@@ -1,0 +1,222 @@
+"""The isolation layers: the seccomp program as data, the layers this machine supports, and
+what a student's code can and cannot do inside a live sandbox child. A test of a layer this
+machine lacks is skipped with the reason; what the layers report is checked either way."""
+
+import errno
+import os
+import socket
+import sys
+from pathlib import Path
+
+import pytest
+
+from grader import isolation
+from grader.sandbox import Limits, Sandbox
+
+STATIC = {layer["name"]: layer for layer in isolation.explain()}
+ROOT = os.geteuid() == 0
+
+
+def active(name):
+    return STATIC[name]["active"]
+
+
+needs_root = pytest.mark.skipif(not ROOT, reason="the uid drop and the network namespace need root")
+needs_landlock = pytest.mark.skipif(not active("landlock"), reason=STATIC["landlock"]["detail"])
+
+
+# --- the seccomp filter, run on a tiny BPF interpreter ------------------------------------
+
+def run_bpf(program, nr: int, arch: int) -> int:
+    """Classic BPF as the kernel runs a seccomp filter: seccomp_data has nr at 0, arch at 4."""
+    accumulator, pc = 0, 0
+    while True:
+        code, jt, jf, k = program[pc]
+        if code == 0x20:                                   # ld [k]
+            accumulator = {0: nr, 4: arch}[k]
+        elif code in (0x15, 0x35):                         # jeq / jge #k
+            taken = accumulator == k if code == 0x15 else accumulator >= k
+            pc += jt if taken else jf
+        elif code == 0x06:                                 # ret #k
+            return k
+        else:
+            raise AssertionError(f"unexpected instruction {code:#x}")
+        pc += 1
+
+
+X86_64 = 0xC000003E
+ALLOW, EPERM, KILL = 0x7FFF0000, 0x00050000 | errno.EPERM, 0x80000000
+
+
+def test_the_seccomp_program_denies_exactly_its_list():
+    program = isolation.seccomp_program()
+    assert program[-1][0] == 0x06                           # it cannot run off its end
+    assert all(pc + 1 + max(jt, jf) < len(program) for pc, (code, jt, jf, _) in enumerate(program)
+               if code in (0x15, 0x35))
+    denied = set(isolation.DENIED_SYSCALLS.values())
+    for nr in range(0, 460):
+        assert run_bpf(program, nr, X86_64) == (EPERM if nr in denied else ALLOW), nr
+    for name in ("fork", "vfork", "clone", "clone3", "execve", "execveat", "socket", "connect",
+                 "kill", "tkill", "tgkill", "ptrace", "process_vm_readv", "process_vm_writev"):
+        assert run_bpf(program, isolation.DENIED_SYSCALLS[name], X86_64) == EPERM
+    assert run_bpf(program, 0x40000000 + 57, X86_64) == EPERM      # the x32 ABI's fork
+    assert run_bpf(program, 0, 0x40000003) == KILL                  # i386 syscalls: another table
+
+
+def test_only_the_python_installation_is_readable():
+    roots = isolation.readable_roots()
+    assert os.path.realpath(sys.base_prefix) in roots or any(
+        os.path.realpath(sys.base_prefix).startswith(r + "/") for r in roots)
+    project = Path(isolation.__file__).resolve().parent.parent
+    for package in ("exercises", "solutions", "grader"):
+        assert not any(str(project / package).startswith(r.rstrip("/") + "/") for r in roots)
+
+
+def test_explain_says_why_a_layer_is_missing():
+    assert list(STATIC) == ["session", "network", "landlock", "fds", "rlimits", "uid", "seccomp"]
+    for layer in STATIC.values():
+        assert isinstance(layer["active"], bool) and layer["detail"]
+    assert active("uid") == active("network") == ROOT
+    assert active("landlock") == (isolation.landlock_abi()[0] > 0)
+    assert active("seccomp") == (os.uname().machine == "x86_64")
+
+
+# --- inside a live child -------------------------------------------------------------------
+
+@pytest.fixture(scope="module")
+def sandbox():
+    with Sandbox(1, Limits(wall_seconds=2.0, memory_mb=256)) as box:
+        yield box
+
+
+PROBE = """
+import os
+def probe(action):
+    try:
+        action()
+        return "allowed"
+    except BaseException as error:
+        return f"{type(error).__name__} {getattr(error, 'errno', '')}".strip()
+"""
+
+
+def attempt(sandbox, source: str):
+    """Run ``outcome = probe(lambda: ...)`` style code in a child; returns ``outcome``."""
+    result = sandbox.run([{"op": "exec", "label": "probe", "source": PROBE},
+                          {"op": "exec", "label": "try", "source": source},
+                          {"op": "send", "problem": "p", "names": ["outcome"]}])
+    assert result.errors == [] and result.crashes == [], (result.errors, result.crashes)
+    return result.values["p"]["outcome"]
+
+
+def test_the_live_child_reports_what_explain_predicts(sandbox):
+    layers = {layer["name"]: layer["active"] for layer in sandbox.run([]).layers}
+    assert layers == {name: layer["active"] for name, layer in STATIC.items()}
+
+
+def test_a_0600_file_of_the_grader_cannot_be_read(sandbox, tmp_path):
+    secret = tmp_path / "secret.txt"
+    secret.write_text("the answer key")
+    secret.chmod(0o600)
+    outcome = attempt(sandbox, f"outcome = probe(lambda: open({str(secret)!r}).read())")
+    if active("uid") or active("landlock"):
+        assert outcome.startswith("PermissionError")
+    else:
+        pytest.skip("neither the uid drop nor Landlock is available: the child is the grader's user")
+
+
+@needs_root
+def test_the_child_runs_as_an_unused_uid(sandbox):
+    uid = attempt(sandbox, "outcome = os.getresuid() + os.getresgid() + tuple(os.getgroups())")
+    assert len(set(uid)) == 1 and uid[0] >= isolation.UID_BASE and uid[0] != os.getuid()
+
+
+CONNECT = """
+import ctypes
+libc = ctypes.CDLL(None, use_errno=True)      # the system calls themselves, not the socket module
+fd = libc.socket(2, 1, 0)                     # AF_INET, SOCK_STREAM
+if fd < 0:
+    outcome = ["socket", ctypes.get_errno()]
+else:
+    address = (2).to_bytes(2, "little") + ({port}).to_bytes(2, "big") + bytes([127, 0, 0, 1]) + bytes(8)
+    outcome = ["connect", libc.connect(fd, address, 16), ctypes.get_errno()]
+"""
+
+
+@pytest.mark.skipif(not (active("network") or active("seccomp") or active("landlock")),
+                    reason="no layer here stops the network")
+def test_no_connection_even_to_localhost(sandbox):
+    with socket.create_server(("127.0.0.1", 0)) as listener:
+        port = listener.getsockname()[1]
+        outcome = attempt(sandbox, CONNECT.format(port=port))
+    if active("seccomp"):
+        assert outcome == ["socket", errno.EPERM]
+    else:                                  # Landlock: EACCES; an empty namespace: unreachable
+        assert outcome[:2] == ["connect", -1] and outcome[2] in (errno.EACCES, errno.ENETUNREACH)
+
+
+@pytest.mark.skipif(not (active("seccomp") or "nproc 1" in STATIC["rlimits"]["detail"] or not ROOT),
+                    reason="neither seccomp nor RLIMIT_NPROC applies here")
+def test_no_new_process(sandbox):
+    outcome = attempt(sandbox, "outcome = [probe(os.fork), probe(lambda: os.posix_spawn('/bin/true', ['true'], {}))]")
+    assert all(o in ("PermissionError 1", f"BlockingIOError {errno.EAGAIN}") for o in outcome), outcome
+
+
+def test_no_file_can_be_written(sandbox, tmp_path):
+    tmp_path.chmod(0o777)                  # so only the sandbox, not the directory, can refuse
+    target = tmp_path / "out.bin"
+    outcome = attempt(sandbox, f"outcome = probe(lambda: open({str(target)!r}, 'wb').write(b'x' * 2**21))")
+    assert outcome.startswith(("PermissionError", "OSError 27"))        # Landlock, or EFBIG from RLIMIT_FSIZE
+    assert not target.exists() or target.stat().st_size <= 2**20
+
+
+@needs_landlock
+def test_landlock_hides_everything_but_python(sandbox):
+    outcome = attempt(sandbox, "outcome = [probe(lambda: open('/etc/hostname').read()),\n"
+                               "           probe(lambda: __import__('solutions')),\n"
+                               "           probe(lambda: open(os.__file__).read(10))]")
+    assert outcome[0] == "PermissionError 13"
+    assert outcome[1].startswith(("PermissionError", "ModuleNotFoundError", "ImportError"))
+    if not ROOT:                           # as root the dropped uid cannot read /root/.pyenv anyway
+        assert outcome[2] == "allowed"
+
+
+def test_the_grader_cannot_be_signalled_or_inspected(sandbox):
+    outcome = attempt(sandbox, "outcome = [probe(lambda: os.kill(os.getppid(), 0)),\n"
+                               "           probe(lambda: open(f'/proc/{os.getppid()}/mem', 'rb').read(1))]")
+    if active("seccomp") or active("uid") or active("landlock"):
+        assert all(o != "allowed" for o in outcome), outcome
+
+
+@needs_root
+def test_without_root_the_layers_that_need_it_say_so_and_the_rest_hold():
+    """Root is dropped first in a forked helper (no student code: this only plays an
+    unprivileged grader), which then builds and applies the walls as such a grader would."""
+    import json
+    read_end, write_end = os.pipe()
+    pid = os.fork()
+    if pid == 0:
+        try:
+            os.setgroups([])
+            os.setresgid(isolation.UID_BASE + 999, isolation.UID_BASE + 999, isolation.UID_BASE + 999)
+            os.setresuid(isolation.UID_BASE + 999, isolation.UID_BASE + 999, isolation.UID_BASE + 999)
+            layers = isolation.Walls(0).apply(write_end, {"memory_mb": 256})
+            try:
+                os.fork()
+                forked = "allowed"
+            except OSError as error:
+                forked = error.errno
+            os.write(isolation.RESULT_FD, json.dumps({"layers": layers, "fork": forked}).encode())
+        finally:
+            os._exit(0)
+    os.close(write_end)
+    with os.fdopen(read_end, "rb") as pipe:
+        report = json.loads(pipe.read())
+    os.waitpid(pid, 0)
+    layers = {layer["name"]: layer for layer in report["layers"]}
+    assert not layers["network"]["active"] and "needs root" in layers["network"]["detail"]
+    assert not layers["uid"]["active"] and "not root" in layers["uid"]["detail"]
+    assert "nproc 1" in layers["rlimits"]["detail"]
+    assert all(layers[name]["active"] for name in ("session", "fds", "rlimits"))
+    assert layers["landlock"]["active"] == active("landlock") and layers["seccomp"]["active"] == active("seccomp")
+    assert report["fork"] in (errno.EPERM, errno.EAGAIN)
