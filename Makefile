@@ -13,10 +13,27 @@ $(STAMP): pyproject.toml
 
 DEMO_SECRET ?= demo secret: never use it for a real course
 
+DEMO_ENV := ATTNKIT_SECRET='$(DEMO_SECRET)'
+DEMO_HW   := problem_bank/assignments/example.yaml
+
+# The whole loop on the sample roster: build, students' submissions (synthetic: correct,
+# partial, one per common misconception, a few hostile ones), a self-check, grading in the
+# sandbox, the class table and the reports.
 demo: $(STAMP)
 	$(VENV)/bin/attnkit demo
-	ATTNKIT_SECRET='$(DEMO_SECRET)' $(VENV)/bin/attnkit build problem_bank/assignments/example.yaml \
+	@printf '\n== 1. build: a randomized notebook per student ==\n'
+	$(DEMO_ENV) $(VENV)/bin/attnkit build $(DEMO_HW) \
 		--roster problem_bank/assignments/sample_roster.csv --out build/demo --format html
+	@printf '\n== 2. submissions: correct, partial, misconceptions, hostile ==\n'
+	$(DEMO_ENV) $(PY) -m grader.synthetic build/demo --key build/demo/instructor/answer_key.json \
+		--secret-env ATTNKIT_SECRET --out build/demo/submissions
+	@printf '\n== 3. a student checks their notebook before handing it in ==\n'
+	$(VENV)/bin/attnkit check build/demo/submissions/submitted/s2026002/attention-hw1/attention-hw1.ipynb
+	@printf '\n== 4. grading, in the sandbox (unchanged submissions are skipped: --regrade) ==\n'
+	$(DEMO_ENV) $(VENV)/bin/attnkit grade $(DEMO_HW) build/demo/submissions/submitted \
+		--build build/demo --timeout 3
+	@printf '\n== 5. reports ==\n'
+	$(DEMO_ENV) $(VENV)/bin/attnkit report $(DEMO_HW) --build build/demo
 
 test: $(STAMP)
 	$(PY) -m pytest

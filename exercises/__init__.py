@@ -5,12 +5,28 @@ sampled per student (``seeds``, ``distributions``, ``variant``) with answers fro
 reference implementation in ``solutions``, and rendered (``render``).
 """
 
-from .bank import BANK_DIR, BankError, ValidationReport, load_bank, template_files, validate_template
-from .compare import Comparison, compare
-from .objectives import OBJECTIVES
-from .schema import KINDS, Template, TemplateError, load_template, parse_template
-from .seeds import generator, variant_seed
-from .variant import TestCase, Variant, VariantError, make_variant
+import importlib
+
+# Names are imported on first use (PEP 562): a module that needs only, say, ``serialize``
+# (the grader, ``attnkit check``) does not pay for Jinja2, the schema and the bank.
+_HOME = {
+    **dict.fromkeys(["BANK_DIR", "BankError", "ValidationReport", "load_bank", "template_files",
+                     "validate_template"], "bank"),
+    **dict.fromkeys(["Comparison", "compare"], "compare"),
+    "OBJECTIVES": "objectives",
+    **dict.fromkeys(["KINDS", "Template", "TemplateError", "load_template", "parse_template"], "schema"),
+    **dict.fromkeys(["generator", "variant_seed"], "seeds"),
+    **dict.fromkeys(["TestCase", "Variant", "VariantError", "make_variant"], "variant"),
+}
+
+
+def __getattr__(name: str):
+    if name in _HOME:
+        value = getattr(importlib.import_module(f".{_HOME[name]}", __name__), name)
+        globals()[name] = value
+        return value
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
+
 
 __all__ = ["BANK_DIR", "BankError", "Comparison", "KINDS", "OBJECTIVES", "Template",
            "TemplateError", "TestCase", "ValidationReport", "Variant", "VariantError", "compare",

@@ -17,6 +17,9 @@ from pathlib import Path
 from .serialize import canonical_json as canonical
 
 FORMAT = "attnkit-answer-key/1"
+# The one entry of an nbgrader course's class-wide key: not a valid roster id, so it never
+# collides with a student's seed.
+CLASS_STUDENT = "(class)"
 _SIGNING_CONTEXT = b"attnkit answer key signature v1"
 
 

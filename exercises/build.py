@@ -32,6 +32,7 @@ from multiprocessing import get_context
 from pathlib import Path
 
 from . import answer_key
+from .answer_key import CLASS_STUDENT
 from .notebook import (Header, ProblemVariant, answer_names, build_notebook, notebook_bytes,
                        student_and_instructor)
 from .seeds import variant_seed
@@ -40,7 +41,6 @@ from .schema import TemplateError
 from .variant import VariantError, make_variant
 
 FORMATS = ("notebook", "html")
-CLASS_STUDENT = "(class)"      # not a valid roster id, so it never collides with a student's seed
 
 try:
     KIT_VERSION = version("attention-kit")

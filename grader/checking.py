@@ -15,7 +15,7 @@ import numpy as np
 from solutions import MISCONCEPTIONS
 
 from exercises.compare import compare, is_numeric, within
-from exercises.notebook import LETTERS
+from exercises.cells import LETTERS
 from exercises.serialize import decode_names, from_jsonable
 
 PASSED, FAILED, PARTIAL, MISSING, ERROR, MANUAL = "passed", "failed", "partial", "missing", "error", "manual"

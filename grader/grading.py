@@ -7,6 +7,7 @@ hidden inputs, and hands back values. Every score is decided here, in the truste
 
 from __future__ import annotations
 
+import hashlib
 import threading
 import time
 from dataclasses import dataclass, field
@@ -90,6 +91,14 @@ def unrunnable(entry: dict, reason: str) -> Graded:
 
 # --- the run -----------------------------------------------------------------------------
 
+def fingerprint(content_hash: str, entry: dict) -> str:
+    """What the gradebook keeps as a submission's hash: the notebook's bytes *and* the key
+    entry it was graded against (its variants' digests), so a submission counts as already
+    graded only if neither changed: a key rebuilt after a template fix grades it again."""
+    variants = ",".join(f"{pid}:{record.get('digest', '')}" for pid, record in sorted(entry["problems"].items()))
+    return hashlib.sha256(f"attnkit-graded/1|{content_hash}|{variants}".encode()).hexdigest()
+
+
 def _parts(record: dict) -> list[tuple[str, float]]:
     return [(g.get("id") or g["family"], float(g["points"])) for g in record["grading"]]
 
@@ -126,11 +135,15 @@ class GradingRun:
         for student in sorted(self.submissions):
             submission = self.submissions[student]
             if (not self.regrade and self.gradebook is not None
-                    and self.gradebook.is_current(self.assignment, student, submission.content_hash)):
+                    and self.gradebook.is_current(self.assignment, student, self._hash(student),
+                                                  self.kit_version)):
                 self.skipped.append(student)
             else:
                 chosen.append(student)
         return chosen
+
+    def _hash(self, student: str) -> str:
+        return fingerprint(self.submissions[student].content_hash, self.entries[student])
 
     def parts_of(self, student: str) -> list[tuple[str, list[tuple[str, float]]]]:
         problems = self.entries[student]["problems"]
@@ -206,13 +219,13 @@ class GradingRun:
         per_part_ms = round(graded.seconds * 1000 / max(len(graded.verdicts), 1), 3)
         rows = [ResultRow(self.assignment, student, problem, part, v.score, v.max_score, v.status,
                           v.message, v.misconception, graded.answers.get((problem, part)),
-                          per_part_ms, submission.content_hash)
+                          per_part_ms, self._hash(student))
                 for problem, parts in self.parts_of(student) for part, _ in parts
                 for v in [graded.verdicts[(problem, part)]]]
         score = sum(v.score for v in graded.verdicts.values())
         total = sum(v.max_score for v in graded.verdicts.values())
         self.gradebook.record(SubmissionRow(self.assignment, student, str(submission.path),
-                                            submission.content_hash, "graded", tuple(graded.notes),
+                                            self._hash(student), "graded", tuple(graded.notes),
                                             score, total, round(graded.seconds * 1000, 3),
                                             self.kit_version), rows)
         self.recorded.append(student)

@@ -32,9 +32,9 @@ from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import NamedTuple
 
-from exercises.build import CLASS_STUDENT
+from exercises.answer_key import CLASS_STUDENT
 from exercises.literals import assignment
-from exercises.notebook import _cell_id as cell_id_of
+from exercises.cells import cell_id as cell_id_of
 from exercises.serialize import decode_names
 
 MAX_BYTES = 64 * 1024 * 1024      # far above any real notebook; a larger file is not read into memory

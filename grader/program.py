@@ -25,7 +25,7 @@ import ast
 import re
 from dataclasses import dataclass, field
 
-from exercises.notebook import SETUP
+from exercises.cells import SETUP
 from exercises.serialize import decode_names
 
 from .intake import Issue, Submission, assigns_exactly, kit_cells

@@ -31,7 +31,7 @@ import numpy as np
 from solutions import MISCONCEPTIONS
 
 from exercises.html import code_block, escape, heatmap_svg, markdown_to_html, page
-from exercises.notebook import LETTERS
+from exercises.cells import LETTERS
 from exercises.preview import _decimals_for, value_text
 from exercises.serialize import decode_names, from_jsonable
 from exercises.textfile import write_atomic
@@ -380,6 +380,9 @@ def _diagnosis_html(result: ResultRow) -> str:
     if m is None:
         return (f'<div class="diagnosis"><p><strong>Diagnosis:</strong> '
                 f"<code>{escape(result.misconception)}</code></p></div>")
+    if m.summary in result.message:      # the message names it already: add the wrong line only
+        return (f'<div class="diagnosis"><p><strong>The mistake, in code:</strong></p>'
+                f"{code_block(m.code)}</div>")
     explanation = "" if m.explanation in result.message else f"<p>{escape(m.explanation)}</p>"
     return (f'<div class="diagnosis"><p><strong>Diagnosis:</strong> your answer equals '
             f"{escape(m.summary)}.</p>{explanation}{code_block(m.code)}</div>")
@@ -480,15 +483,19 @@ def summary_json(gradebook: Gradebook, key: dict) -> dict:
     problems = [{"id": p["id"], "title": p.get("title", p["id"]), "points": float(p["points"]),
                  **_statistics([s.problem_scores[p["id"]] for s in graded])}
                 for p in _problems(key)]
-    mistakes: Counter = Counter()
+    mistakes: Counter = Counter()        # students who made the mistake somewhere
+    parts: Counter = Counter()           # parts it cost, over the class
     where: dict[str, set[str]] = {}
     for s in grades:
+        codes = set()
         for part in s.parts:
             code = part.result.misconception if part.result else None
             if code:
-                mistakes[code] += 1
+                codes.add(code)
+                parts[code] += 1
                 where.setdefault(code, set()).add(part.problem)
-    misconceptions = [{"code": code, "count": count,
+        mistakes.update(codes)
+    misconceptions = [{"code": code, "count": count, "parts": parts[code],
                        "summary": MISCONCEPTIONS[code].summary if code in MISCONCEPTIONS else "",
                        "problems": sorted(where[code])}
                       for code, count in sorted(mistakes.items(), key=lambda kv: (-kv[1], kv[0]))]
@@ -568,10 +575,11 @@ def class_table(gradebook: Gradebook, key: dict, colour: bool = False) -> str:
     out += ["  " + line for line in _table(["problem", "points", "mean", "median"], stat_rows, {1, 2, 3})]
     out.append("")
     if summary["misconceptions"]:
-        out.append("Most common misconceptions:")
+        out.append("Most common misconceptions (students, and the parts it cost them):")
         for m in summary["misconceptions"][:10]:
             what = f" — {m['summary']}" if m["summary"] else ""
-            out.append(f"  {m['count']:>4}  {m['code']}{what} ({', '.join(m['problems'])})")
+            out.append(f"  {m['count']:>4} ({m['parts']:>3} parts)  {m['code']}{what} "
+                       f"({', '.join(m['problems'])})")
     else:
         out.append("No misconception was diagnosed.")
     out.append(f"Submissions: {counts['graded']} graded, {counts['missing']} missing, "

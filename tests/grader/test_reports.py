@@ -273,7 +273,7 @@ def test_summary_json_is_data_for_the_cli(gradebook):
     assert summary["counts"] == {"students": 3, "graded": 2, "missing": 1, "error": 0, "manual_parts": 1}
     assert [s["id"] for s in summary["students"]] == ["s1", "s2", "s3"]
     assert summary["students"][1]["problems"] == {"attn": 3.0, "quiz": 1.0, "essay": 0.0, "impl": 2.0}
-    assert summary["misconceptions"] == [{"code": "sdpa_no_scale", "count": 1, "problems": ["attn"],
+    assert summary["misconceptions"] == [{"code": "sdpa_no_scale", "count": 1, "parts": 1, "problems": ["attn"],
                                           "summary": MISCONCEPTIONS["sdpa_no_scale"].summary}]
     assert summary["totals"] == {"mean": 3.75, "median": 3.75}
     assert [p["status"] for p in summary["students"][2]["parts"]] == ["missing"] * 6
