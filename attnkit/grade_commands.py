@@ -30,7 +30,7 @@ def _load(args):
     from exercises.assignment import AssignmentError, load_assignment
 
     try:
-        assignment = load_assignment(args.assignment)
+        assignment = load_assignment(args.assignment, templates=False)
         key = load_key(args.key_path, assignment.secret())
     except AssignmentError as err:
         return _fail(err.problems)

@@ -93,8 +93,11 @@ class Assignment:
         return secret
 
 
-def load_assignment(path: str | Path) -> Assignment:
-    """Read and check an assignment spec and load the templates it names, overrides applied."""
+def load_assignment(path: str | Path, templates: bool = True) -> Assignment:
+    """Read and check an assignment spec and load the templates it names, overrides applied.
+
+    ``templates=False`` reads only the spec's own keys (id, title, secret) and leaves
+    ``problems`` empty: grading needs the secret, and the answer key holds the rest."""
     path = Path(path)
     shown = _display(path)
     text, raw = read_utf8(path, shown, AssignmentError)
@@ -122,8 +125,8 @@ def load_assignment(path: str | Path) -> Assignment:
     title = check.text(data, "title", "title") or ""
     instructions = check.text(data, "instructions", "instructions") or ""
     secret_source = _secret_source(check, data, folder)
-    templates = _Templates(check, folder, _bank(check, data, folder))
-    problems = _problems(check, data, templates)
+    problems = (_problems(check, data, _Templates(check, folder, _bank(check, data, folder)))
+                if templates else ())
     if check.problems:
         raise AssignmentError(check.problems)
     return Assignment(path=shown, id=aid, title=title, instructions=instructions,

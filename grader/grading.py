@@ -224,8 +224,11 @@ class GradingRun:
                 for v in [graded.verdicts[(problem, part)]]]
         score = sum(v.score for v in graded.verdicts.values())
         total = sum(v.max_score for v in graded.verdicts.values())
+        # A broken notebook is graded (0, with its reason); "error" is the grader's own failure
+        # on some part, and such a submission is graded again on the next run.
+        status = "error" if any(v.status == ERROR for v in graded.verdicts.values()) else "graded"
         self.gradebook.record(SubmissionRow(self.assignment, student, str(submission.path),
-                                            self._hash(student), "graded", tuple(graded.notes),
+                                            self._hash(student), status, tuple(graded.notes),
                                             score, total, round(graded.seconds * 1000, 3),
                                             self.kit_version), rows)
         self.recorded.append(student)

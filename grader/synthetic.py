@@ -286,17 +286,30 @@ def expect_implement(record: dict, mode: str) -> dict:
         passed = len(positions) - len(failed)
         name = next((t for t in record.get("misconceptions", ()) if t in stored and all(
             outputs[p] is not None and stored[t][p] is not None
-            and _same_outputs(outputs[p], stored[t][p], rtol, atol) for p in failed)), None)
+            and _same_outputs(outputs[p], stored[t][p], rtol, atol, nan_equal=True) for p in failed)), None)
         verdicts[family["family"]] = _verdict(PARTIAL if passed else FAILED,
                                               points * passed / len(positions), points, name)
     return verdicts
 
 
-def _same_outputs(got, want, rtol, atol) -> bool:
-    """The notebook's rule: a tuple or list is the function's outputs, anything else one."""
+def _same_outputs(got, want, rtol, atol, nan_equal: bool = False) -> bool:
+    """The notebook's rule: a tuple or list is the function's outputs, anything else one.
+    ``nan_equal``: NaN where the twin has NaN counts as the same (a diagnosis: a softmax that
+    overflows gives NaN for the student exactly where it does for the twin)."""
     got = list(got) if isinstance(got, (list, tuple)) else [got]
     want = list(want) if isinstance(want, (list, tuple)) else [want]
-    return len(got) == len(want) and all(_close(g, w, rtol, atol) for g, w in zip(got, want))
+    close = _close_or_both_nan if nan_equal else _close
+    return len(got) == len(want) and all(close(g, w, rtol, atol) for g, w in zip(got, want))
+
+
+def _close_or_both_nan(a, b, rtol: float, atol: float) -> bool:
+    try:
+        a, b = np.asarray(a, dtype=float), np.asarray(b, dtype=float)
+    except (TypeError, ValueError):
+        return _close(a, b, rtol, atol)
+    if a.shape != b.shape or not np.array_equal(np.isnan(a), np.isnan(b)):
+        return False
+    return _close(np.where(np.isnan(a), 0.0, a), np.where(np.isnan(b), 0.0, b), rtol, atol)
 
 
 # --- one student's notebook, as it is being filled ---------------------------------------

@@ -165,3 +165,16 @@ def test_implement_families_earn_points_per_case():
                  4: CaseOutcome(True, np.array([[3.0, 4.0]]))}
     assert "case 1: returned 2 values, expected 1" in implement_family(
         family, cases, tuple_out, "f", 1e-6, 1e-9, {}, ()).message
+
+
+def test_a_grader_bug_on_one_problem_costs_only_that_problem(records):
+    from grader.grading import grade_values
+    good = records["why_sqrt_dk"]
+    broken = {**records["dog_ran_fast"], "answers": {}}       # a key entry the checks cannot read
+    graded = grade_values({"problems": {"scaling": good, "walk": broken}},
+                          {"scaling": decode_names(good["answers"])}, {}, {}, {})
+    statuses = {k: v.status for k, v in graded.verdicts.items()}
+    assert {s for (pid, _), s in statuses.items() if pid == "scaling"} == {PASSED}
+    errors = [v for (pid, _), v in graded.verdicts.items() if pid == "walk"]
+    assert errors and all(v.status == "error" and v.message.startswith("internal grader error: KeyError")
+                          for v in errors)

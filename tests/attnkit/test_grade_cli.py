@@ -1,0 +1,455 @@
+"""``attnkit grade`` and ``attnkit report`` end to end: the example assignment built for eight
+students, synthetic submissions of known kinds, graded with ``attnkit.cli.main`` in process
+(and once as ``python -m attnkit`` in a process of its own, killed mid-run and resumed).
+Every recorded part is compared with the synthetic manifest's expected outcome."""
+
+import csv
+import io
+import json
+import math
+import os
+import re
+import shutil
+import signal
+import sqlite3
+import string
+import subprocess
+import sys
+import time
+import xml.etree.ElementTree as ET
+from contextlib import redirect_stderr, redirect_stdout
+from dataclasses import dataclass, replace
+from pathlib import Path
+
+import pytest
+
+from attnkit.cli import main
+from exercises.answer_key import load_key
+from exercises.assignment import load_assignment
+from exercises.build import build
+from exercises.roster import load_roster
+from exercises.serialize import decode_names
+from grader import isolation
+from grader.gradebook import Gradebook
+from grader.synthetic import MISCONCEPTION_PREFIX, load_manifest, profile_names, synthesize
+
+ROOT = Path(__file__).resolve().parents[2]
+EXAMPLE = ROOT / "problem_bank" / "assignments" / "example.yaml"
+ASSIGNMENT = "attention-hw1"
+SECRET = "grade-cli test secret: long enough, never a real one"
+# Ids with a dash: nothing else in a pytest node id (the scratch folder is attnkit-grade-<random
+# letters and digits>) can contain "st-01", so `-k "st-01 and …"` selects one student.
+STUDENTS = [f"st-{n:02d}" for n in range(1, 9)]
+JOBS, TIMEOUT = "2", "2"
+
+
+def attnkit(*argv) -> tuple[int, str, str]:
+    """``attnkit ARGV`` in this process: (exit code, stdout, stderr)."""
+    out, err = io.StringIO(), io.StringIO()
+    with redirect_stdout(out), redirect_stderr(err):
+        code = main([str(a) for a in argv])
+    return code, out.getvalue(), err.getvalue()
+
+
+@dataclass
+class Course:
+    build: Path
+    key: dict
+    folder: Path
+
+    def grade_args(self, submissions: Path, gradebook: Path, *extra) -> list:
+        return ["grade", EXAMPLE, submissions, "--build", self.build, "--gradebook", gradebook,
+                "--jobs", JOBS, "--timeout", TIMEOUT, *extra]
+
+
+@pytest.fixture(autouse=True)
+def _secret(monkeypatch):
+    monkeypatch.setenv("ATTNKIT_SECRET", SECRET)
+
+
+@pytest.fixture(scope="module")
+def course(tmp_path_factory):
+    folder = tmp_path_factory.mktemp("grade-cli")
+    roster = folder / "roster.csv"
+    roster.write_text("student_id,name,email\n" + "".join(
+        f"{sid},Student {sid.upper()},{sid}@example.edu\n" for sid in STUDENTS), encoding="utf-8")
+    with pytest.MonkeyPatch.context() as patch:
+        patch.setenv("ATTNKIT_SECRET", SECRET)
+        result = build(load_assignment(EXAMPLE), list(load_roster(roster)), folder / "build")
+    assert result.ok, result.failures
+    return Course(folder / "build", load_key(result.key_path, SECRET.encode()), folder)
+
+
+def first_twin(key) -> str:
+    return next(p for p in profile_names(key) if p.startswith(MISCONCEPTION_PREFIX))
+
+
+@dataclass
+class Graded:
+    submissions: Path
+    gradebook: Path
+    junit: Path
+    summary: dict
+    manifest: dict
+
+
+@pytest.fixture(scope="module")
+def graded(course, tmp_path_factory):
+    """The base set graded once with --json and --junitxml. Tests that change the gradebook or
+    the submissions work on copies."""
+    folder = tmp_path_factory.mktemp("graded")
+    profiles = ["correct", "partial", "typed_wrong", first_twin(course.key), "read_key",
+                "exit_midway", "broken_json", "wrong_student"]
+    synthesize(course.build, course.key, folder / "subs", profiles=profiles)
+    with pytest.MonkeyPatch.context() as patch:
+        patch.setenv("ATTNKIT_SECRET", SECRET)
+        code, out, err = attnkit(*course.grade_args(folder / "subs", folder / "gb.sqlite", "--json",
+                                                    "--junitxml", folder / "junit.xml"))
+    assert code == 0, err
+    return Graded(folder / "subs", folder / "gb.sqlite", folder / "junit.xml", json.loads(out),
+                  load_manifest(folder / "subs"))
+
+
+def student_of(manifest: dict, profile: str) -> str:
+    return next(sid for sid, m in manifest["students"].items() if m["profile"] == profile)
+
+
+def copy_gradebook(graded: Graded, tmp_path: Path) -> Path:
+    path = tmp_path / "gb.sqlite"
+    shutil.copyfile(graded.gradebook, path)      # closed: WAL checkpointed into the file
+    return path
+
+
+def _without_pids(answer):
+    """The key reader hands in what it found under /proc/<pid>/: the pids differ per run."""
+    return re.sub(r"/proc/\d+/", "/proc/PID/", answer) if isinstance(answer, str) else answer
+
+
+def rows(path: Path) -> tuple[list, list]:
+    """(submissions, results) of the gradebook, durations left out (they are timings)."""
+    with Gradebook(path) as gradebook:
+        subs = [replace(s, duration_ms=0) for s in gradebook.submissions(ASSIGNMENT)]
+        results = [replace(r, duration_ms=0, answer=_without_pids(r.answer))
+                   for r in gradebook.results(ASSIGNMENT)]
+    return subs, results
+
+
+def dump(path: Path) -> list:
+    """Every stored row, every column (graded_at and durations too)."""
+    with sqlite3.connect(f"file:{path}?mode=ro", uri=True) as con:
+        return [con.execute(f"SELECT * FROM {table} ORDER BY 1, 2, 3").fetchall()
+                for table in ("submissions", "results")]
+
+
+def same(row, expected: dict) -> bool:
+    return (row.status == expected["status"] and math.isclose(row.score, expected["score"], abs_tol=1e-9)
+            and math.isclose(row.max_score, expected["max_score"]) and row.misconception == expected["misconception"])
+
+
+def assert_matches_manifest(path: Path, manifest: dict) -> None:
+    subs, results = rows(path)
+    by_student = {}
+    for r in results:
+        by_student.setdefault(r.student, {})[(r.problem, r.part)] = r
+    assert sorted(s.student for s in subs) == sorted(manifest["students"])
+    for s in subs:
+        m = manifest["students"][s.student]
+        expected = {(pid, part): v for pid, parts in m["expected"].items() for part, v in parts.items()}
+        got = by_student[s.student]
+        assert set(got) == set(expected), m["profile"]
+        assert [k for k in expected if not same(got[k], expected[k])] == [], m["profile"]
+        assert math.isclose(s.score, m["score"]), m["profile"]
+
+
+def part_count(key: dict) -> int:
+    return sum(len(r["grading"]) for e in key["students"].values() for r in e["problems"].values())
+
+
+# --- grading and its summary -------------------------------------------------------------
+
+def test_grade_records_every_part_as_the_manifest_expects(course, graded):
+    s = graded.summary
+    assert (s["assignment"], s["submissions"], s["graded"], s["unchanged"]) == (ASSIGNMENT, 8, 8, 0)
+    assert s["missing"] == [] and s["not_recorded"] == 0
+    assert_matches_manifest(graded.gradebook, graded.manifest)
+    subs, _ = rows(graded.gradebook)
+    wrong = student_of(graded.manifest, "wrong_student")
+    owner = graded.manifest["students"][wrong]["notebook_of"]
+    notes = next(x.notes for x in subs if x.student == wrong)
+    assert any("issued to" in n and owner in n for n in notes), notes
+
+
+def test_junitxml_has_one_testcase_per_part_with_its_points(course, graded):
+    cases = ET.parse(graded.junit).getroot().iter("testcase")
+    _, results = rows(graded.gradebook)
+    expected = {(r.student, r.problem, r.part): r for r in results}
+    seen = set()
+    for case in cases:
+        student, problem = case.get("classname").rsplit(".", 2)[-2:]
+        k = (student, problem, case.get("name"))
+        assert k in expected and k not in seen
+        seen.add(k)
+        props = {p.get("name"): p.get("value") for p in case.iter("property")}
+        r = expected[k]
+        assert float(props["points"]) == r.score and float(props["max_points"]) == r.max_score
+        assert props["status"] == r.status
+        assert props.get("misconception") == r.misconception
+        assert (case.find("failure") is not None) == (r.status not in ("passed", "manual"))
+    assert seen == set(expected) and len(seen) == part_count(course.key)
+
+
+# --- 4. idempotence ------------------------------------------------------------------------
+
+def test_a_second_run_skips_every_unchanged_submission(course, graded, tmp_path):
+    gb = copy_gradebook(graded, tmp_path)
+    before = dump(gb)
+    code, out, _ = attnkit(*course.grade_args(graded.submissions, gb, "--json"))
+    assert code == 0
+    summary = json.loads(out)
+    assert (summary["graded"], summary["unchanged"]) == (0, 8)
+    assert dump(gb) == before
+
+
+def test_regrade_grades_everything_again_into_the_same_rows(course, graded, tmp_path):
+    gb = copy_gradebook(graded, tmp_path)
+    before = rows(gb)
+    code, out, _ = attnkit(*course.grade_args(graded.submissions, gb, "--json", "--regrade"))
+    assert code == 0
+    summary = json.loads(out)
+    assert (summary["graded"], summary["unchanged"]) == (8, 0)
+    assert rows(gb) == before
+
+
+def _notebook(submissions: Path, student: str) -> Path:
+    return submissions / "submitted" / student / ASSIGNMENT / f"{ASSIGNMENT}.ipynb"
+
+
+def test_editing_one_submission_regrades_only_it(course, graded, tmp_path):
+    gb = copy_gradebook(graded, tmp_path)
+    subs = tmp_path / "subs"
+    shutil.copytree(graded.submissions, subs)
+    student = student_of(graded.manifest, "correct")
+    record, pid = next((r, pid) for pid, r in course.key["students"][student]["problems"].items()
+                       if r["kind"] == "choice")
+    part = record["grading"][0]["id"]
+    right = string.ascii_uppercase[int(decode_names(record["answers"])[part])]
+    wrong = next(letter for letter in "ABCD" if letter != right)
+    path = _notebook(subs, student)
+    notebook = json.loads(path.read_text(encoding="utf-8"))
+    cell = next(c for c in notebook["cells"] if c.get("id") == f"{pid}-{part}")
+    cell["source"] = f"{record['answer_names'][part]} = {wrong!r}\n"
+    path.write_text(json.dumps(notebook, indent=1, ensure_ascii=False), encoding="utf-8")
+    old_subs, old_results = rows(gb)
+
+    code, out, _ = attnkit(*course.grade_args(subs, gb, "--json"))
+    assert code == 0
+    summary = json.loads(out)
+    assert (summary["graded"], summary["unchanged"]) == (1, 7)
+    new_subs, new_results = rows(gb)
+    assert [s for s in new_subs if s.student != student] == [s for s in old_subs if s.student != student]
+    assert [r for r in new_results if r.student != student] == [r for r in old_results if r.student != student]
+    old = {(r.problem, r.part): r for r in old_results if r.student == student}
+    new = {(r.problem, r.part): r for r in new_results if r.student == student}
+    assert (old[(pid, part)].status, new[(pid, part)].status) == ("passed", "failed")
+    assert new[(pid, part)].score == 0.0
+    unhashed = {k: replace(r, content_hash="") for k, r in new.items() if k != (pid, part)}
+    assert unhashed == {k: replace(r, content_hash="") for k, r in old.items() if k != (pid, part)}
+    assert next(s for s in new_subs if s.student == student).content_hash != \
+        next(s for s in old_subs if s.student == student).content_hash
+
+
+def test_a_student_without_a_notebook_is_marked_missing(course, graded, tmp_path):
+    gb = copy_gradebook(graded, tmp_path)
+    subs = tmp_path / "subs"
+    shutil.copytree(graded.submissions, subs)
+    gone = STUDENTS[-1]
+    shutil.rmtree(subs / "submitted" / gone)
+    code, out, _ = attnkit(*course.grade_args(subs, gb, "--json"))
+    assert code == 0
+    summary = json.loads(out)
+    assert summary["missing"] == [gone] and (summary["graded"], summary["unchanged"]) == (0, 7)
+    with Gradebook(gb) as gradebook:
+        row = gradebook.submission(ASSIGNMENT, gone)
+        assert (row.status, row.score) == ("missing", 0.0)
+        assert gradebook.results(ASSIGNMENT, gone) == []
+
+
+# --- 5. resuming after the process is killed -----------------------------------------------
+
+def _recorded(path: Path) -> list[str]:
+    """Students with a graded submission, read without writing (the grader is running)."""
+    try:
+        con = sqlite3.connect(f"file:{path}?mode=ro", uri=True, timeout=5)
+        try:
+            return [r[0] for r in con.execute(
+                "SELECT student FROM submissions WHERE status = 'graded' ORDER BY student")]
+        finally:
+            con.close()
+    except sqlite3.Error:           # not created yet, or no tables yet
+        return []
+
+
+def test_a_killed_run_resumes_with_exactly_the_rest(course, tmp_path):
+    # The key reader first (so it surely ran in the grading process, which holds the secret in
+    # its environment), an infinite loop last: it keeps the run busy for the timeout, so
+    # the kill lands while something is still to grade.
+    profiles = ["read_key", "correct", "partial", "typed_wrong", "exit_midway", first_twin(course.key),
+                "stripped_metadata", "infinite_loop"]
+    synthesize(course.build, course.key, tmp_path / "subs", profiles=profiles)
+    gb = tmp_path / "gb.sqlite"
+    args = ["grade", EXAMPLE, tmp_path / "subs", "--build", course.build, "--gradebook", gb,
+            "--jobs", "1", "--timeout", TIMEOUT, "--json"]
+    process = subprocess.Popen([sys.executable, "-m", "attnkit", *map(str, args)], cwd=ROOT,
+                               env={**os.environ, "ATTNKIT_SECRET": SECRET},
+                               stdout=subprocess.DEVNULL, stderr=subprocess.PIPE,
+                               start_new_session=True)
+    try:
+        deadline = time.monotonic() + 120
+        while not _recorded(gb):
+            assert process.poll() is None, process.stderr.read().decode()
+            assert time.monotonic() < deadline, "nothing was recorded in two minutes"
+            time.sleep(0.02)
+    finally:
+        if process.poll() is None:
+            os.killpg(process.pid, signal.SIGKILL)
+        process.wait()
+        process.stderr.close()
+    assert process.returncode == -signal.SIGKILL
+    done = _recorded(gb)
+    assert 1 <= len(done) < len(STUDENTS) and STUDENTS[-1] not in done
+
+    code, out, err = attnkit(*args)
+    assert code == 0, err
+    summary = json.loads(out)
+    assert (summary["graded"], summary["unchanged"]) == (len(STUDENTS) - len(done), len(done))
+    with sqlite3.connect(f"file:{gb}?mode=ro", uri=True) as con:
+        assert con.execute("SELECT COUNT(*), COUNT(DISTINCT student) FROM submissions").fetchone() == (8, 8)
+        assert con.execute("SELECT COUNT(*) FROM results").fetchone()[0] == part_count(course.key)
+
+    clean = tmp_path / "clean.sqlite"
+    code, _, err = attnkit(*[clean if a == gb else a for a in args])
+    assert code == 0, err
+    assert rows(gb) == rows(clean)
+    assert_matches_manifest(gb, load_manifest(tmp_path / "subs"))
+    for path in tmp_path.glob("gb.sqlite*"):
+        assert SECRET.encode() not in path.read_bytes()
+
+
+# --- 6. -k and --junitxml ----------------------------------------------------------------
+
+def test_k_runs_only_matching_items_and_leaves_the_gradebook_alone(course, graded, tmp_path):
+    gb = copy_gradebook(graded, tmp_path)
+    before = dump(gb)
+    student = STUDENTS[0]
+    junit = tmp_path / "k.xml"
+    code, out, _ = attnkit(*course.grade_args(graded.submissions, gb, "--json", "--regrade",
+                                              "-k", f"{student} and weights", "--junitxml", junit))
+    assert code == 0
+    summary = json.loads(out)
+    assert (summary["graded"], summary["not_recorded"]) == (0, 1)
+    assert dump(gb) == before                    # not even graded_at changed
+    cases = list(ET.parse(junit).getroot().iter("testcase"))
+    ran = {(c.get("classname").rsplit(".", 2)[-2], c.get("classname").rsplit(".", 1)[-1], c.get("name"))
+           for c in cases}
+    wanted = {(student, pid, g.get("id") or g.get("family"))
+              for pid, r in course.key["students"][student]["problems"].items() for g in r["grading"]
+              if "weights" in pid.lower() or "weights" in (g.get("id") or g.get("family")).lower()}
+    assert wanted and ran == wanted and len(cases) == len(wanted)
+    for case in cases:
+        assert {"points", "max_points", "status"} <= {p.get("name") for p in case.iter("property")}
+
+
+# --- 7. the other ways grade can end ------------------------------------------------------
+
+def test_explain_sandbox_prints_every_layer(capsys):
+    assert main(["grade", "--explain-sandbox"]) == 0
+    out = capsys.readouterr().out
+    for layer in isolation.explain():
+        assert re.search(rf"^\s*\[(on |off)\] {re.escape(layer['name'])}\s", out, re.M), layer["name"]
+
+
+def test_a_wrong_secret_is_refused_before_any_grading(course, graded, tmp_path, monkeypatch, capsys):
+    monkeypatch.setenv("ATTNKIT_SECRET", "not the course secret, but long enough")
+    gb = tmp_path / "gb.sqlite"
+    assert main([str(a) for a in course.grade_args(graded.submissions, gb)]) == 1
+    err = capsys.readouterr().err
+    assert "answer_key.json" in err and "secret" in err
+    assert not gb.exists()
+
+
+def test_a_missing_submissions_folder_exits_1(course, tmp_path, capsys):
+    missing = tmp_path / "no-such-folder"
+    assert main([str(a) for a in course.grade_args(missing, tmp_path / "gb.sqlite")]) == 1
+    assert str(missing) in capsys.readouterr().err
+
+
+@pytest.mark.parametrize("argv", [["grade"], ["grade", str(EXAMPLE)], ["grade", str(EXAMPLE), "subs"]])
+def test_missing_arguments_exit_2(argv, capsys):
+    assert main(argv) == 2
+    assert "attnkit grade: give" in capsys.readouterr().err
+
+
+# --- 8. reports ----------------------------------------------------------------------------
+
+@pytest.fixture(scope="module")
+def reports(course, graded, tmp_path_factory):
+    """(plain report folder, revealed report folder, the --json summary)."""
+    folder = tmp_path_factory.mktemp("reports")
+    with pytest.MonkeyPatch.context() as patch:
+        patch.setenv("ATTNKIT_SECRET", SECRET)
+        code, out, err = attnkit("report", EXAMPLE, "--build", course.build, "--gradebook",
+                                 graded.gradebook, "--out", folder / "plain", "--json")
+        assert code == 0, err
+        code, _, err = attnkit("report", EXAMPLE, "--build", course.build, "--gradebook",
+                               graded.gradebook, "--out", folder / "revealed", "--reveal")
+        assert code == 0, err
+    return folder / "plain", folder / "revealed", json.loads(out)
+
+
+def test_report_json_names_what_it_wrote(reports):
+    plain, _, summary = reports
+    assert [s["id"] for s in summary["students"]] == STUDENTS
+    assert set(summary["written"]) == {"csv", "gradescope", "feedback"}
+    assert Path(summary["written"]["csv"]) == plain / "grades.csv"
+
+
+def test_grades_csv_has_one_row_per_student_with_the_gradebook_total(reports, graded):
+    plain, _, _ = reports
+    with open(plain / "grades.csv", newline="", encoding="utf-8") as f:
+        table = list(csv.DictReader(f))
+    assert [row["student_id"] for row in table] == STUDENTS
+    subs, _ = rows(graded.gradebook)
+    totals = {s.student: s.score for s in subs}
+    assert all(math.isclose(float(row["total"]), totals[row["student_id"]]) for row in table)
+
+
+def test_gradescope_scores_sum_to_the_gradebook_total(reports, graded):
+    plain, _, _ = reports
+    subs, results = rows(graded.gradebook)
+    for s in subs:
+        data = json.loads((plain / "gradescope" / s.student / "results.json").read_text(encoding="utf-8"))
+        assert len(data["tests"]) == len([r for r in results if r.student == s.student])
+        assert math.isclose(sum(t["score"] for t in data["tests"]), s.score)
+        assert math.isclose(data["score"], s.score)
+
+
+def test_feedback_pages_link_nowhere_and_show_expected_values_only_when_revealed(reports, course):
+    plain, revealed, _ = reports
+    for student in STUDENTS:
+        hidden, shown = ((folder / "feedback" / f"{student}.html").read_text(encoding="utf-8")
+                         for folder in (plain, revealed))
+        for page in (hidden, shown):
+            assert not re.search(r"https?://", page)
+        parts = sum(len(r["grading"]) for r in course.key["students"][student]["problems"].values()
+                    if r["kind"] != "free_response")
+        assert "<h4>Expected</h4>" not in hidden and "Hidden case" not in hidden
+        assert "<h4>Rubric</h4>" not in hidden
+        assert shown.count("<h4>Expected</h4>") == parts and "Hidden case" in shown
+        assert "<h4>Rubric</h4>" in shown
+
+
+def test_the_course_secret_is_in_no_report_and_not_in_the_gradebook(reports, graded):
+    files = [p for folder in reports[:2] for p in folder.rglob("*") if p.is_file()]
+    files += list(graded.gradebook.parent.glob("gb.sqlite*"))
+    assert len(files) > 3 * len(STUDENTS)
+    assert [p for p in files if SECRET.encode() in p.read_bytes()] == []
