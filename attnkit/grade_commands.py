@@ -183,7 +183,8 @@ def _report(args) -> int:
         return 0
     if args.table:
         print(table)
-    print(f"reports for {assignment.id} ({len(key['students'])} students):")
+    students = summary["counts"]["students"]
+    print(f"reports for {assignment.id} ({students} student{'s' if students != 1 else ''}):")
     for what, where in written.items():
         print(f"  {what + ':':<12}{where}")
     if args.reveal:

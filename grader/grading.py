@@ -114,7 +114,6 @@ class GradingRun:
                  regrade: bool = False, progress=None, kit_version: str = ""):
         self.key = key
         self.assignment = key["assignment"]["id"]
-        self.entries = key["students"]
         self.order = [p["id"] for p in key["assignment"]["problems"]]   # the assignment's order
         self.submissions = {s.student: s for s in submissions}
         self.gradebook, self.sandbox = gradebook, sandbox
@@ -142,11 +141,17 @@ class GradingRun:
                 chosen.append(student)
         return chosen
 
+    def entry(self, student: str) -> dict:
+        """The key entry that grades ``student``: theirs, or an nbgrader course's class entry."""
+        from .intake import entry_for
+
+        return entry_for(self.key, student)
+
     def _hash(self, student: str) -> str:
-        return fingerprint(self.submissions[student].content_hash, self.entries[student])
+        return fingerprint(self.submissions[student].content_hash, self.entry(student))
 
     def parts_of(self, student: str) -> list[tuple[str, list[tuple[str, float]]]]:
-        problems = self.entries[student]["problems"]
+        problems = self.entry(student)["problems"]
         return [(pid, _parts(problems[pid])) for pid in self.order if pid in problems]
 
     def item_count(self, student: str) -> int:
@@ -179,7 +184,7 @@ class GradingRun:
         from .program import job_for
 
         started = time.perf_counter()
-        submission, entry = self.submissions[student], self.entries[student]
+        submission, entry = self.submissions[student], self.entry(student)
         notes = [issue.message for issue in submission.issues]
         if not submission.cells:
             graded = unrunnable(entry, notes[-1] if notes else "the notebook has no cells")

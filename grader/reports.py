@@ -30,6 +30,7 @@ from pathlib import Path
 import numpy as np
 from solutions import MISCONCEPTIONS
 
+from exercises.answer_key import CLASS_STUDENT
 from exercises.html import code_block, escape, heatmap_svg, markdown_to_html, page
 from exercises.cells import LETTERS
 from exercises.preview import _decimals_for, value_text
@@ -106,6 +107,18 @@ def _student_parts(entry: dict, problems: list[dict], rows: list[ResultRow]) -> 
     return tuple(parts)
 
 
+def _students(key: dict, submissions) -> list[str]:
+    """The key's students; for an nbgrader course's class-wide key (one entry for everyone),
+    the students the gradebook has."""
+    if set(key["students"]) == {CLASS_STUDENT}:
+        return sorted(submissions)
+    return sorted(key["students"])
+
+
+def _entry(key: dict, student: str) -> dict:
+    return key["students"].get(student) or key["students"][CLASS_STUDENT]
+
+
 def class_grades(gradebook: Gradebook, key: dict) -> list[StudentGrades]:
     """Every student of the key, by id, with their submission and parts."""
     assignment = key["assignment"]
@@ -115,8 +128,8 @@ def class_grades(gradebook: Gradebook, key: dict) -> list[StudentGrades]:
     for r in gradebook.results(assignment["id"]):
         rows.setdefault(r.student, []).append(r)
     grades = []
-    for sid in sorted(key["students"]):
-        entry = key["students"][sid]
+    for sid in _students(key, submissions):
+        entry = _entry(key, sid)
         submission = submissions.get(sid)
         parts = _student_parts(entry, problems, rows.get(sid, []))
         scores = {p["id"]: sum(x.score for x in parts if x.problem == p["id"]) for p in problems}
@@ -419,7 +432,7 @@ def feedback_page(s: StudentGrades, key: dict, reveal: bool = False) -> str:
     """The student's page: their score per problem and per part, what went wrong and why,
     their own answers; the expected answers only with ``reveal``."""
     assignment = key["assignment"]
-    entry = key["students"][s.id]
+    entry = _entry(key, s.id)
     title = f"{assignment.get('title', assignment['id'])} — feedback"
     who = f"{s.name} ({s.id})" if s.name else s.id
     body = [f"<h1>{escape(title)}</h1>", f"<p>{escape(who)}</p>",

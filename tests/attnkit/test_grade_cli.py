@@ -453,3 +453,32 @@ def test_the_course_secret_is_in_no_report_and_not_in_the_gradebook(reports, gra
     files += list(graded.gradebook.parent.glob("gb.sqlite*"))
     assert len(files) > 3 * len(STUDENTS)
     assert [p for p in files if SECRET.encode() in p.read_bytes()] == []
+
+
+def test_an_nbgrader_course_is_graded_against_its_class_key(tmp_path, monkeypatch):
+    """`attnkit build --nbgrader` writes one class-wide variant: every student's notebook is
+    graded against the class entry, and the reports list the students who handed in."""
+    monkeypatch.setenv("ATTNKIT_SECRET", SECRET)
+    course = tmp_path / "course"
+    assert attnkit("build", EXAMPLE, "--nbgrader", course)[0] == 0
+    source = course / "source" / ASSIGNMENT / f"{ASSIGNMENT}.ipynb"
+    for student in ("alice", "bob"):
+        folder = course / "submitted" / student / ASSIGNMENT
+        folder.mkdir(parents=True)
+        notebook = json.loads(source.read_text(encoding="utf-8"))
+        if student == "bob":            # bob hands in the blank notebook
+            for c in notebook["cells"]:
+                if c["metadata"].get("nbgrader", {}).get("solution"):
+                    c["source"] = "# YOUR CODE HERE\nraise NotImplementedError()" \
+                        if c["cell_type"] == "code" else "YOUR ANSWER HERE"
+        (folder / f"{ASSIGNMENT}.ipynb").write_text(json.dumps(notebook), encoding="utf-8")
+    key = course / "attnkit" / ASSIGNMENT / "answer_key.json"
+    code, out, err = attnkit("grade", EXAMPLE, course / "submitted", "--key", key, "--json")
+    assert code == 0, err
+    assert json.loads(out)["graded"] == 2
+    code, out, err = attnkit("report", EXAMPLE, "--key", key, "--out", tmp_path / "reports", "--json")
+    assert code == 0, err
+    totals = {s["id"]: s["total"] for s in json.loads(out)["students"]}
+    automatic = sum(p["points"] for p in load_key(key, SECRET.encode())["assignment"]["problems"]
+                    if p["kind"] != "free_response")
+    assert totals == {"alice": automatic, "bob": 0.0}
