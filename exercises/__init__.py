@@ -7,12 +7,15 @@ reference implementation in ``solutions``, and rendered (``render``).
 
 import importlib
 
+# Eager, because ``compare`` is both a submodule and a function: importing the submodule
+# anywhere would otherwise leave the module, not the function, under ``exercises.compare``.
+from .compare import Comparison, compare
+
 # Names are imported on first use (PEP 562): a module that needs only, say, ``serialize``
 # (the grader, ``attnkit check``) does not pay for Jinja2, the schema and the bank.
 _HOME = {
     **dict.fromkeys(["BANK_DIR", "BankError", "ValidationReport", "load_bank", "template_files",
                      "validate_template"], "bank"),
-    **dict.fromkeys(["Comparison", "compare"], "compare"),
     "OBJECTIVES": "objectives",
     **dict.fromkeys(["KINDS", "Template", "TemplateError", "load_template", "parse_template"], "schema"),
     **dict.fromkeys(["generator", "variant_seed"], "seeds"),
