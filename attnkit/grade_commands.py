@@ -3,7 +3,6 @@ codes; the work is in grader/."""
 
 from __future__ import annotations
 
-import argparse
 import json
 import os
 import sys
@@ -59,6 +58,24 @@ def _explain() -> int:
     return 0
 
 
+PROTECTING = ("landlock", "uid")     # layers that keep student code out of the grader's files
+
+
+def _unprotected(args) -> int:
+    """Refuse to run student code where nothing keeps it from the grader's own files (the
+    key, the gradebook, the kit's code): no Landlock and no uid of its own. 0 when fine."""
+    from grader.sandbox import explain
+
+    layers = {layer["name"]: layer for layer in explain()}
+    if any(layers.get(name, {}).get("active") for name in PROTECTING) or args.insecure:
+        return 0
+    print("attnkit grade: refusing to run student code here: neither Landlock (Linux ≥ 5.13) nor "
+          "a uid of its own (run as root) can keep it from reading the answer key or writing "
+          "the gradebook on this machine. See attnkit grade --explain-sandbox; --insecure grades "
+          "anyway (only for code you trust).", file=sys.stderr)
+    return 1
+
+
 def _grade(args) -> int:
     if args.explain_sandbox:
         return _explain()
@@ -77,14 +94,16 @@ def _grade(args) -> int:
     if not Path(args.submissions).is_dir():
         return _fail([f"{args.submissions}: no such folder"])
 
-    from exercises.build import KIT_VERSION
     from grader.gradebook import Gradebook, GradebookError
-    from grader.grading import GradingRun
+    from grader.grading import GradingRun, grader_version
     from grader.intake import find_submissions, match
     from grader.plugin import run_pytest
     from grader.sandbox import Limits, Sandbox
 
     started = time.perf_counter()
+    refused = _unprotected(args)
+    if refused:
+        return refused
     found = find_submissions(Path(args.submissions), assignment.id)
     submissions, missing, issues = match(found, key)
     progress = Progress(len(submissions), "grade", enabled=None if not args.json else False)
@@ -97,7 +116,7 @@ def _grade(args) -> int:
         with Gradebook(gradebook_path) as gradebook, \
                 Sandbox(args.jobs, Limits(wall_seconds=args.timeout)) as sandbox:
             run = GradingRun(key, submissions, gradebook, sandbox, workers=args.jobs,
-                             regrade=args.regrade, progress=progress, kit_version=KIT_VERSION)
+                             regrade=args.regrade, progress=progress, kit_version=grader_version())
             code = run_pytest(run, assignment.id, pytest_args, verbose=args.verbose)
             for student in missing:
                 gradebook.mark_missing(assignment.id, student, float(key["assignment"]["points"]))
@@ -115,6 +134,10 @@ def _grade(args) -> int:
         return 130
     progress.close()
     seconds = time.perf_counter() - started
+    if code == 2:           # pytest caught a Ctrl-C: what was recorded stays, the rest waits
+        print("attnkit grade: interrupted; what was graded is in the gradebook, and the next run "
+              "picks up the rest", file=sys.stderr)
+        return 130
     if code in (3, 4):      # pytest's internal error / usage error (a bad -k expression …)
         return _fail([f"pytest stopped with exit code {code}; see above"]) if code == 3 else 2
     summary = {"assignment": assignment.id, "submissions": len(submissions),
@@ -238,6 +261,9 @@ def add_grade_commands(commands) -> None:
     grade.add_argument("-v", "--verbose", action="store_true", help="show pytest's own report")
     grade.add_argument("--explain-sandbox", action="store_true",
                        help="say which isolation layers are active on this machine, and exit")
+    grade.add_argument("--insecure", action="store_true",
+                       help="grade even where the sandbox cannot protect the grader's files "
+                            "(no Landlock and not root): only for code you trust")
     grade.add_argument("--json", action="store_true", help="machine-readable summary on stdout")
     grade.set_defaults(handler=_grade, command="grade")
 

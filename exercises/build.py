@@ -22,7 +22,6 @@ cannot be made is reported and the others are still written.
 
 from __future__ import annotations
 
-import os
 import sys
 import time
 from concurrent.futures import ProcessPoolExecutor, as_completed

@@ -10,8 +10,8 @@ from __future__ import annotations
 import hashlib
 
 LETTERS = "ABCDEFGHIJKLMNOPQRSTUVWXYZ"
-_PLACEHOLDER = "# YOUR CODE HERE\nraise NotImplementedError()"
-_MARKDOWN_PLACEHOLDER = "YOUR ANSWER HERE"
+CODE_PLACEHOLDER = "# YOUR CODE HERE\nraise NotImplementedError()"   # nbgrader's own
+MARKDOWN_PLACEHOLDER = "YOUR ANSWER HERE"
 
 # The notebook's own helpers: defined in the locked setup cell, readable by students.
 SETUP = '''\

@@ -20,14 +20,13 @@ with it and the open-source kit a student could recompute the answers.
 from __future__ import annotations
 
 import builtins
-import hashlib
 import json
 import keyword
 from dataclasses import dataclass
 
 import numpy as np
 
-from .cells import _MARKDOWN_PLACEHOLDER, _PLACEHOLDER, LETTERS, SETUP, cell_id as _cell_id
+from .cells import CODE_PLACEHOLDER, LETTERS, MARKDOWN_PLACEHOLDER, SETUP, cell_id as _cell_id
 from .checks import CHECKS
 from .literals import assignment, literal
 from .schema import NOTEBOOK_NAMES
@@ -373,7 +372,7 @@ def _implement_tests(function: str, cases, rtol: float, atol: float) -> list[str
     for case in cases:
         expected = case.expected if isinstance(case.expected, (list, tuple)) else [case.expected]
         lines += [f"out = {function}(**{literal(case.args)})",
-                  f"outs = out if isinstance(out, (list, tuple)) else [out]",
+                  "outs = out if isinstance(out, (list, tuple)) else [out]",
                   f"expected = {literal(list(expected))}",
                   f"assert len(outs) == len(expected) and all(np.shape(o) == np.shape(e) and "
                   f"np.allclose(o, e, rtol={rtol!r}, atol={atol!r}) for o, e in zip(outs, expected)), "
@@ -454,9 +453,9 @@ def clear_solutions(source: str, cell_type: str) -> str:
             inside = True
             if cell_type == "code":
                 indent = line[:len(line) - len(line.lstrip())]
-                out += [indent + x for x in _PLACEHOLDER.split("\n")]
+                out += [indent + x for x in CODE_PLACEHOLDER.split("\n")]
             else:
-                out.append(_MARKDOWN_PLACEHOLDER)
+                out.append(MARKDOWN_PLACEHOLDER)
         elif "### END SOLUTION" in line:
             inside = False
         elif not inside:

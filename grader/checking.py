@@ -9,6 +9,7 @@ happens here, in the grader's own process.
 
 from __future__ import annotations
 
+import re
 from dataclasses import dataclass
 
 import numpy as np
@@ -99,7 +100,17 @@ def numeric_part(grading: dict, expected, value, twins: dict, variable: str) -> 
         return Verdict(0.0, points, FAILED, f"`{variable}` matches a known mistake: {m.summary}. "
                        f"{m.explanation}", name)
     hint = _shape_hint(value, expected, rtol, atol)
-    return Verdict(0.0, points, FAILED, f"`{variable}`: {result.reason}.{hint}")
+    return Verdict(0.0, points, FAILED, f"`{variable}`: {for_student(result.reason)}.{hint}")
+
+
+_LARGEST_ERROR = re.compile(r" \(largest error [^;]*; allowed ([^)]*)\)")
+
+
+def for_student(reason: str) -> str:
+    """A comparison's reason without the size of the error: |answer − expected| next to the
+    student's own answer would give the expected value away (for a number, to one of two
+    candidates), and the feedback must not, before ``--reveal``."""
+    return _LARGEST_ERROR.sub(r" (allowed \1)", reason)
 
 
 def diagnose(value, twins: dict, names, rtol: float, atol: float) -> str | None:
@@ -125,15 +136,11 @@ def _matches(value, wrong, rtol: float, atol: float) -> bool:
 
 
 def _shape_hint(value, expected, rtol, atol) -> str:
-    """Two mistakes no twin models but many students make: rows and columns swapped, and a
-    matrix given where its flattened list was expected."""
+    """A mistake no twin models but many students make: rows and columns swapped."""
     if not (isinstance(value, np.ndarray) and is_numeric(expected)):
         return ""
     want = np.asarray(expected)
-    if value.ndim == 2 and want.ndim == 2 and value.shape == want.shape[::-1] != want.shape:
-        if _matches(value.T, want, rtol, atol):
-            return " Its transpose is right: rows and columns are swapped."
-    if value.ndim == 2 and want.ndim == 2 and value.shape == want.shape and _matches(value.T, want, rtol, atol):
+    if value.ndim == 2 and want.ndim == 2 and _matches(value.T, want, rtol, atol):
         return " Its transpose is right: rows and columns are swapped."
     return ""
 
@@ -191,7 +198,7 @@ def _case_problem(outcome: CaseOutcome | None, expected, rtol, atol) -> str:
             return f"returned {describe(g)}" + (f" as output {k}" if len(want) > 1 else "")
         result = compare(g, e, rtol, atol)
         if not result.ok:
-            return (f"output {k}: " if len(want) > 1 else "") + result.reason
+            return (f"output {k}: " if len(want) > 1 else "") + for_student(result.reason)
     return ""
 
 

@@ -35,8 +35,8 @@ APPLICATION_ID = 0x41544B47
 BUSY_TIMEOUT_MS = 30_000
 
 RESULT_STATUSES = ("passed", "failed", "partial", "missing", "error", "manual")
-# graded: the notebook was run and its parts recorded (some may have failed);
-# error: it could not be graded at all (unreadable, another student's notebook…), see notes;
+# graded: every part has a verdict (an unreadable notebook too: 0 points, the reason per part);
+# error: the grader itself failed on some part (see the messages): graded again next run;
 # missing: nothing was submitted.
 SUBMISSION_STATUSES = ("graded", "error", "missing")
 

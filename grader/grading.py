@@ -10,9 +10,9 @@ from __future__ import annotations
 import hashlib
 import threading
 import time
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 
-from exercises.serialize import NotSerializable, decode_names, to_jsonable
+from exercises.serialize import NotSerializable, to_jsonable
 
 from .checking import ERROR, MISSING, CaseOutcome, Missing, Verdict, problem_verdicts
 
@@ -24,6 +24,11 @@ class Graded:
     answers: dict                   # (problem, part) → the student's value, JSON-ready, or None
     notes: list[str] = field(default_factory=list)
     seconds: float = 0.0
+
+
+def _clean(text: str) -> str:
+    """Text as the gradebook and reports can store it (lone surrogates replaced)."""
+    return text.encode("utf-8", "replace").decode("utf-8")
 
 
 def _jsonable_answer(value):
@@ -50,7 +55,8 @@ def _causes(result, program) -> dict:
     return causes
 
 
-def grade_values(entry: dict, values: dict, outcomes: dict, free_text: dict, causes: dict) -> Graded:
+def grade_values(entry: dict, values: dict, outcomes: dict, free_text: dict, causes: dict,
+                 stopped: str = "") -> Graded:
     """Verdicts for every part of every problem of one student's key ``entry``, from what the
     sandbox returned: ``values`` problem → {variable: value}, ``outcomes`` problem → {case
     position: CaseOutcome}, ``free_text`` problem → {part: text}, ``causes`` answer cell
@@ -58,9 +64,12 @@ def grade_values(entry: dict, values: dict, outcomes: dict, free_text: dict, cau
     verdicts, answers = {}, {}
     for pid, record in entry["problems"].items():      # (the key sorts them; rows keep the item order)
         got = dict(values.get(pid, {}))
+        never_sent = stopped and pid not in values
         for part, variable in record.get("answer_names", {}).items():
             if variable not in got:
-                got[variable] = Missing(causes.get(f"{pid}-{part}", ""))
+                cause = (f"the run stopped before this problem: {stopped}" if never_sent
+                         else causes.get(f"{pid}-{part}", ""))
+                got[variable] = Missing(cause)
         try:
             parts = problem_verdicts(record, got, outcomes.get(pid, {}), free_text.get(pid, {}))
         except Exception as err:  # noqa: BLE001 — a grader bug costs this problem, never the batch
@@ -79,17 +88,41 @@ def grade_values(entry: dict, values: dict, outcomes: dict, free_text: dict, cau
     return Graded(verdicts, answers)
 
 
-def unrunnable(entry: dict, reason: str) -> Graded:
-    """Every part of a submission that could not be run at all (unreadable notebook)."""
+def unrunnable(entry: dict, reason: str, status: str = MISSING) -> Graded:
+    """Every part of a submission that could not be run at all: an unreadable notebook
+    (``missing``, with the reason) or the grader's own failure (``error``)."""
     verdicts = {}
     for pid, record in entry["problems"].items():
         for g in record["grading"]:
             part = g.get("id") or g.get("family")
-            verdicts[(pid, part)] = Verdict(0.0, float(g["points"]), MISSING, reason)
+            verdicts[(pid, part)] = Verdict(0.0, float(g["points"]), status, reason)
     return Graded(verdicts, {k: None for k in verdicts}, [reason])
 
 
 # --- the run -----------------------------------------------------------------------------
+
+_SCORING_CODE = ("grader/*.py", "exercises/compare.py", "exercises/serialize.py", "exercises/cells.py",
+                 "solutions/misconceptions.py")
+
+
+def grader_version() -> str:
+    """The kit's version and a digest of the code that decides scores: stored with every
+    graded submission, so a grader that changed (even in an editable install, whose version
+    number does not move) grades everything again instead of trusting old verdicts."""
+    from importlib.metadata import PackageNotFoundError, version
+    from pathlib import Path
+
+    root = Path(__file__).resolve().parent.parent
+    digest = hashlib.sha256()
+    for pattern in _SCORING_CODE:
+        for path in sorted(root.glob(pattern)):
+            digest.update(path.name.encode() + b"\0" + path.read_bytes())
+    try:
+        kit = version("attention-kit")
+    except PackageNotFoundError:
+        kit = "0.0.0"
+    return f"{kit}+{digest.hexdigest()[:12]}"
+
 
 def fingerprint(content_hash: str, entry: dict) -> str:
     """What the gradebook keeps as a submission's hash: the notebook's bytes *and* the key
@@ -132,7 +165,6 @@ class GradingRun:
     def students_to_grade(self) -> list[str]:
         chosen = []
         for student in sorted(self.submissions):
-            submission = self.submissions[student]
             if (not self.regrade and self.gradebook is not None
                     and self.gradebook.is_current(self.assignment, student, self._hash(student),
                                                   self.kit_version)):
@@ -180,10 +212,21 @@ class GradingRun:
             self._pool = None
 
     def execute(self, student: str) -> Graded:
-        """Run one submission in the sandbox and judge every part (a sandbox thread)."""
+        """Run one submission in the sandbox and judge every part (a sandbox thread). Whatever
+        goes wrong costs this submission only: its parts are recorded as the grader's error
+        and it is graded again on the next run."""
+        started = time.perf_counter()
+        try:
+            return self._execute(student, started)
+        except Exception as err:  # noqa: BLE001 — one submission must never stop the batch
+            graded = unrunnable(self.entry(student), f"internal grader error: {type(err).__name__}: "
+                                                     f"{_clean(str(err))[:300]}", status=ERROR)
+            graded.seconds = time.perf_counter() - started
+            return graded
+
+    def _execute(self, student: str, started: float) -> Graded:
         from .program import job_for
 
-        started = time.perf_counter()
         submission, entry = self.submissions[student], self.entry(student)
         notes = [issue.message for issue in submission.issues]
         if not submission.cells:
@@ -199,12 +242,16 @@ class GradingRun:
         for crash in result.crashes:
             notes.append(f"{crash.label}: stopped the run ({crash.reason}); the run went on "
                          "without it" + (f" from hidden case {crash.case + 1}" if crash.case is not None else ""))
-        graded = grade_values(entry, result.values, outcomes, program.free_text, _causes(result, program))
+        stopped = getattr(result, "stopped", "")
+        if stopped:
+            notes.append(f"the run stopped: {stopped}")
+        graded = grade_values(entry, result.values, outcomes, program.free_text,
+                              _causes(result, program), stopped)
         graded.notes = notes
         graded.seconds = time.perf_counter() - started
         return graded
 
-    def verdict(self, student: str, problem: str, part: str, seconds: float = 0.0) -> Verdict:
+    def verdict(self, student: str, problem: str, part: str) -> Verdict:
         return self.wait(student).verdicts[(problem, part)]
 
     # --- recording -------------------------------------------------------------------
@@ -223,7 +270,7 @@ class GradingRun:
         submission = self.submissions[student]
         per_part_ms = round(graded.seconds * 1000 / max(len(graded.verdicts), 1), 3)
         rows = [ResultRow(self.assignment, student, problem, part, v.score, v.max_score, v.status,
-                          v.message, v.misconception, graded.answers.get((problem, part)),
+                          _clean(v.message), v.misconception, graded.answers.get((problem, part)),
                           per_part_ms, self._hash(student))
                 for problem, parts in self.parts_of(student) for part, _ in parts
                 for v in [graded.verdicts[(problem, part)]]]
@@ -232,8 +279,15 @@ class GradingRun:
         # A broken notebook is graded (0, with its reason); "error" is the grader's own failure
         # on some part, and such a submission is graded again on the next run.
         status = "error" if any(v.status == ERROR for v in graded.verdicts.values()) else "graded"
-        self.gradebook.record(SubmissionRow(self.assignment, student, str(submission.path),
-                                            self._hash(student), status, tuple(graded.notes),
-                                            score, total, round(graded.seconds * 1000, 3),
-                                            self.kit_version), rows)
+        row = SubmissionRow(self.assignment, student, str(submission.path), self._hash(student),
+                            status, tuple(_clean(n) for n in graded.notes), score, total,
+                            round(graded.seconds * 1000, 3), self.kit_version)
+        try:
+            self.gradebook.record(row, rows)
+        except (ValueError, TypeError) as err:
+            # Something of the student's that the gradebook refuses (an answer it cannot
+            # store): keep the scores and messages, drop the answers, and say so.
+            note = f"answers not stored: {type(err).__name__}: {_clean(str(err))[:200]}"
+            self.gradebook.record(replace(row, notes=(*row.notes, note)),
+                                  [replace(r, answer=None) for r in rows])
         self.recorded.append(student)

@@ -25,12 +25,12 @@ import ast
 import re
 from dataclasses import dataclass, field
 
-from exercises.cells import SETUP
+from exercises.cells import MARKDOWN_PLACEHOLDER, SETUP
 from exercises.serialize import decode_names
 
 from .intake import Issue, Submission, assigns_exactly, kit_cells
 
-PLACEHOLDER = "YOUR ANSWER HERE"
+PLACEHOLDER = MARKDOWN_PLACEHOLDER
 
 # Issues of the submission that change what is graded (the others, such as an edited givens
 # cell or stripped metadata, are worth knowing but change nothing).

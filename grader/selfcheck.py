@@ -13,6 +13,8 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from pathlib import Path
 
+from exercises.cells import MARKDOWN_PLACEHOLDER
+
 from .intake import Found, read_submission
 from .program import GRADING_SETUP, strip_magics
 
@@ -75,6 +77,7 @@ def _steps(submission, problems: list[dict]) -> tuple[list[dict], dict]:
     steps = [{"op": "exec", "label": "setup", "source": GRADING_SETUP}]
     checks = {}
     families = {f"{p['id']}-{p['function']}-": p for p in problems if p.get("kind") == "implement"}
+    # Names from the notebook's metadata go into code below: only plain identifiers.
     for cell in submission.cells:
         if cell.cell_type != "code" or cell.grade_id == "setup":
             continue
@@ -84,8 +87,9 @@ def _steps(submission, problems: list[dict]) -> tuple[list[dict], dict]:
         source, _ = strip_magics(cell.source)
         steps.append({"op": "exec", "label": cell.label, "source": source})
         if gid.endswith("--check"):
-            problem, part = gid[:-len("--check")].split("-", 1)
-            checks[cell.label] = (problem, part)
+            problem, _, part = gid[:-len("--check")].partition("-")
+            if problem and part:
+                checks[cell.label] = (problem, part)
         for prefix, p in families.items():
             if gid.startswith(prefix) and not gid.endswith("--example"):
                 checks[cell.label] = (p["id"], gid[len(prefix):])
@@ -105,6 +109,10 @@ def _steps(submission, problems: list[dict]) -> tuple[list[dict], dict]:
     return steps, checks
 
 
+def _identifier(name) -> bool:
+    return isinstance(name, str) and name.isidentifier()
+
+
 def _implemented_flag(problem: str) -> str:
     return f"_attnkit_{problem}_implemented"
 
@@ -121,7 +129,8 @@ def self_check(path: Path, timeout: float = 10.0, sandbox=None) -> CheckReport:
     if fatal:
         raise CheckError(fatal[0].message)
     record = submission.record or {}
-    problems = [p for p in record.get("problems", []) if isinstance(p, dict) and "id" in p]
+    problems = [p for p in record.get("problems", []) if isinstance(p, dict) and _identifier(p.get("id"))
+                and (p.get("kind") != "implement" or _identifier(p.get("function")))]
     if not problems:
         raise CheckError(f"{path}: not an Attention Kit notebook (no attnkit record in its metadata)")
     steps, checks = _steps(submission, problems)
@@ -147,7 +156,7 @@ def self_check(path: Path, timeout: float = 10.0, sandbox=None) -> CheckReport:
         if kind == "free_response":
             for gid, text in markdown.items():
                 if gid.startswith(f"{pid}-") and "--" not in gid:
-                    answered = text.strip() and text.strip() != "YOUR ANSWER HERE"
+                    answered = text.strip() and text.strip() != MARKDOWN_PLACEHOLDER
                     report.parts.append(PartCheck(pid, gid[len(pid) + 1:],
                                                   BY_HAND if answered else NOT_ANSWERED))
             continue

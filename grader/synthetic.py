@@ -47,6 +47,7 @@ import numpy as np
 
 from exercises.compare import compare, within
 from exercises.literals import assignment, literal
+from exercises.cells import CODE_PLACEHOLDER
 from exercises.notebook import LETTERS, notebook_bytes
 from exercises.serialize import decode_names, from_jsonable, same_value
 from exercises.textfile import write_atomic
@@ -56,8 +57,8 @@ LAYOUTS = ("nbgrader", "flat")
 PASSED, FAILED, PARTIAL, MISSING, MANUAL = "passed", "failed", "partial", "missing", "manual"
 MANIFEST = "manifest.json"
 
-_PLACEHOLDER = ("# YOUR CODE HERE", "raise NotImplementedError()")
-_MARKDOWN_PLACEHOLDER = "YOUR ANSWER HERE"
+_PLACEHOLDER = tuple(CODE_PLACEHOLDER.split("\n"))
+
 _LOST = object()          # the answer cell never assigns its variable (placeholder, crash)
 
 

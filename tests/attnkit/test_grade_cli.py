@@ -482,3 +482,29 @@ def test_an_nbgrader_course_is_graded_against_its_class_key(tmp_path, monkeypatc
     automatic = sum(p["points"] for p in load_key(key, SECRET.encode())["assignment"]["problems"]
                     if p["kind"] != "free_response")
     assert totals == {"alice": automatic, "bob": 0.0}
+
+
+def test_ctrl_c_stops_the_run_with_130_and_keeps_what_was_graded(course, tmp_path):
+    profiles = ["correct", "partial", "infinite_loop"]
+    synthesize(course.build, course.key, tmp_path / "subs", profiles=profiles)
+    gb = tmp_path / "gb.sqlite"
+    args = ["grade", EXAMPLE, tmp_path / "subs", "--build", course.build, "--gradebook", gb,
+            "--jobs", "1", "--timeout", "30"]
+    process = subprocess.Popen([sys.executable, "-m", "attnkit", *map(str, args)], cwd=ROOT,
+                               env={**os.environ, "ATTNKIT_SECRET": SECRET},
+                               stdout=subprocess.DEVNULL, stderr=subprocess.PIPE)
+    try:
+        deadline = time.monotonic() + 120
+        while len(_recorded(gb)) < 2:        # the third one loops until its 30 s deadline
+            assert process.poll() is None, process.stderr.read().decode()
+            assert time.monotonic() < deadline, "nothing was recorded in two minutes"
+            time.sleep(0.02)
+        process.send_signal(signal.SIGINT)
+        _, err = process.communicate(timeout=60)
+    finally:
+        if process.poll() is None:
+            process.kill()
+            process.wait()
+    assert process.returncode == 130, err.decode()
+    assert "interrupted" in err.decode()
+    assert len(_recorded(gb)) == 2

@@ -7,6 +7,7 @@ the grader's code).
 Two batches of twelve submissions: the ordinary and hostile profiles (one memory bomb, no
 infinite loop), and every misconception the example assignment can diagnose."""
 
+import json
 import math
 import re
 from dataclasses import dataclass
@@ -19,7 +20,6 @@ from exercises.answer_key import load_key
 from exercises.assignment import load_assignment
 from exercises.build import build
 from exercises.roster import load_roster
-from exercises.serialize import from_jsonable
 from grader.gradebook import Gradebook
 from grader.grading import GradingRun
 from grader.intake import find_submissions, match
@@ -332,3 +332,45 @@ def test_stripped_metadata_gets_full_marks(hostile):
     assert lost(hostile, student) == set() == lost_in_gradebook(hostile, student)
     assert hostile.submissions[student].score == auto_max(hostile, student) > 0
     assert any("cell id" in n for n in hostile.submissions[student].notes)
+
+
+# --- containment ---------------------------------------------------------------------------
+
+class _FailingFor:
+    """A sandbox that fails for one student (fault injection: a grader bug on one submission)
+    and is the real sandbox for everyone else."""
+
+    def __init__(self, sandbox, steps_marker: str):
+        self.sandbox, self.marker = sandbox, steps_marker
+
+    def run(self, steps):
+        if any(self.marker in str(s.get("source", "")) for s in steps):
+            raise RuntimeError("injected failure")
+        return self.sandbox.run(steps)
+
+
+def test_a_failure_on_one_submission_costs_that_submission_only(built, tmp_path):
+    build_dir, key = built
+    synthesize(build_dir, key, tmp_path / "subs", profiles=["correct", "correct", "correct"])
+    found = find_submissions(tmp_path / "subs", key["assignment"]["id"])
+    submissions = match(found, key).submissions[:3]
+    victim = submissions[1]
+    path = victim.path
+    notebook = json.loads(path.read_text(encoding="utf-8"))
+    cell = next(c for c in notebook["cells"] if c["metadata"].get("nbgrader", {}).get("grade_id") == "scaling-std")
+    cell["source"] = ["# INJECT-FAILURE\n", *cell["source"]]
+    path.write_text(json.dumps(notebook), encoding="utf-8")
+    submissions = match(find_submissions(tmp_path / "subs", key["assignment"]["id"]), key).submissions[:3]
+    with Gradebook(tmp_path / "gb.sqlite") as gradebook, Sandbox(1, Limits(wall_seconds=TIMEOUT)) as box:
+        run = GradingRun(key, submissions, gradebook, _FailingFor(box, "INJECT-FAILURE"))
+        run_pytest(run, key["assignment"]["id"])
+        rows = {s.student: s for s in gradebook.submissions(key["assignment"]["id"])}
+        parts = [r for r in gradebook.results(key["assignment"]["id"]) if r.student == victim.student]
+    assert set(rows) == {s.student for s in submissions}
+    assert rows[victim.student].status == "error"
+    assert parts and all(r.status == "error" and "injected failure" in r.message for r in parts)
+    others = [s for sid, s in rows.items() if sid != victim.student]
+    assert all(s.status == "graded" and s.score > 0 for s in others)
+    with Gradebook(tmp_path / "gb.sqlite") as gradebook:    # an error is retried next run
+        again = GradingRun(key, submissions, gradebook, None)
+        assert again.students_to_grade() == [victim.student]

@@ -15,6 +15,7 @@ from exercises import load_bank, make_variant
 from exercises.answer_key import load_key
 from exercises.assignment import load_assignment
 from exercises.build import build
+from exercises.cells import MARKDOWN_PLACEHOLDER
 from exercises.compare import compare, within
 from exercises.literals import literal
 from exercises.notebook import LETTERS
@@ -324,7 +325,7 @@ def test_correct_loses_nothing_and_free_responses_wait_for_a_human(synthesized):
     assert set(statuses(m).values()) == {"passed", "manual"}
     notebook = read(s.path)
     answers = [c for c in notebook.cells if c.metadata.get("nbgrader", {}).get("solution")]
-    assert answers and all(synthetic._MARKDOWN_PLACEHOLDER not in c.source
+    assert answers and all(MARKDOWN_PLACEHOLDER not in c.source
                            and "NotImplementedError" not in c.source for c in answers)
 
 
