@@ -245,7 +245,7 @@ def add_grade_commands(commands) -> None:
                     "each part is a pytest item, compared with the key's value and diagnosed "
                     "against known misconceptions. Results go to a SQLite gradebook; unchanged, "
                     "already graded submissions are skipped, so an interrupted run resumes.",
-        epilog="example: attnkit grade problem_bank/assignments/example.yaml build/demo/submitted "
+        epilog="example: attnkit grade problem_bank/assignments/example.yaml build/demo/submissions/submitted "
                "--build build/demo")
     grade.add_argument("assignment", metavar="ASSIGNMENT.yaml", nargs="?", help="the assignment spec (for its secret)")
     grade.add_argument("submissions", metavar="SUBMISSIONS", nargs="?", help="the folder of submitted notebooks")
