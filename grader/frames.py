@@ -17,9 +17,18 @@ it was. None, booleans, int64 integers, finite floats and strings are JSON scala
 
 Every limit is checked before the memory it guards is spent: the frame length against the
 caller's limit before the body is read; the header length, and a count of its structural
-characters, before it is parsed; every array's dtype (a whitelist), rank and byte count before
-any array is made; and the arrays' bytes must add up to exactly what the frame holds, so a lying
-header can never make the reader allocate more than the frame it already has.
+characters, before it is parsed; every array's dtype (a whitelist), rank, dimensions (each below
+2**31) and byte count before any array is made; and the arrays' bytes must add up to exactly
+what the frame holds, so a lying header can never make the reader allocate more than the frame
+it already has.
+
+Text is UTF-8 both ways. JSON can spell a lone surrogate (``"\\ud800"``), which is a Python str
+but no Unicode text: stored or printed later it would crash the trusted side, so ``decode``
+refuses it. ``encode`` never fails on one (a notebook cell can hold it): each becomes U+FFFD.
+
+``decode`` is the one place the trusted side parses bytes a student may have chosen, so the only
+exception that ever leaves it is FrameError, whatever the input (anything else that goes wrong
+in the parser or numpy is turned into one).
 """
 
 from __future__ import annotations
@@ -27,6 +36,7 @@ from __future__ import annotations
 import json
 import math
 import os
+import re
 import struct
 from collections.abc import Iterator
 from dataclasses import dataclass
@@ -39,7 +49,9 @@ MAX_TEXT = 1_000_000          # characters in one string (a long cell source fit
 MAX_DEPTH = 16                # lists/dicts within lists/dicts, the outermost at depth 1
 MAX_ITEMS = 100_000           # values in one frame, containers included
 MAX_NDIM = 8
+MAX_DIM = 2**31 - 1           # one dimension of an array (numpy refuses shapes past intp anyway)
 _MAX_TYPE_NAME = 200
+_SURROGATES = re.compile("[\ud800-\udfff]")
 
 _PREFIX = struct.Struct(">I")
 _INT64 = (-(2**63), 2**63 - 1)
@@ -140,13 +152,25 @@ def encode(obj) -> bytes:
     Raises FrameTooLarge when ``obj`` has too many items or too big a header."""
     encoder = _Encoder()
     tree = encoder.node(obj, 1)
-    header = json.dumps(tree, separators=(",", ":"), ensure_ascii=False, allow_nan=False).encode()
+    text = json.dumps(tree, separators=(",", ":"), ensure_ascii=False, allow_nan=False)
+    try:
+        header = text.encode()
+    except UnicodeEncodeError:
+        # lone surrogates, which can only sit inside strings of the tree: U+FFFD, one for one
+        header = _SURROGATES.sub("\ufffd", text).encode()
     if len(header) > MAX_HEADER:
         raise FrameTooLarge(f"header of {len(header)} bytes (limit {MAX_HEADER})")
     return b"".join([_PREFIX.pack(len(header)), header, *encoder.buffers])
 
 
 # --- decoding (the trusted side reads what the untrusted side wrote) ----------------------
+
+def _text(text: str) -> str:
+    """``text`` if it is Unicode text (encodes as UTF-8); FrameError for a lone surrogate."""
+    if _SURROGATES.search(text):
+        raise FrameError("a string with a lone surrogate (not Unicode text)")
+    return text
+
 
 def _reject_constant(name):
     raise FrameError(f"non-standard JSON constant {name}")
@@ -168,10 +192,12 @@ class _Decoder:
         self.items += 1
         if self.items > MAX_ITEMS:
             raise FrameError(f"more than {MAX_ITEMS} values")
-        if node is None or isinstance(node, (bool, str)):
-            if isinstance(node, str) and len(node) > MAX_TEXT:
-                raise FrameError("string over the text limit")
+        if node is None or isinstance(node, bool):
             return node
+        if isinstance(node, str):
+            if len(node) > MAX_TEXT:
+                raise FrameError("string over the text limit")
+            return _text(node)
         if type(node) is int:
             if not _INT64[0] <= node <= _INT64[1]:
                 raise FrameError("integer outside the int64 range")
@@ -195,14 +221,14 @@ class _Decoder:
                 if len(pair[0]) > MAX_TEXT:
                     raise FrameError("dict key over the text limit")
                 self.items += 1
-                out[pair[0]] = self.value(pair[1], depth + 1)
+                out[_text(pair[0])] = self.value(pair[1], depth + 1)
             return out
         if tag == "a":
             return self.array(body)
         if tag == "f" and body in ("nan", "inf", "-inf"):
             return float(body)
         if tag == "u" and isinstance(body, str) and len(body) <= _MAX_TYPE_NAME:
-            return Unsupported(body)
+            return Unsupported(_text(body))
         raise FrameError(f"unknown or malformed node {tag!r}")
 
     def array(self, body) -> np.ndarray:
@@ -211,8 +237,8 @@ class _Decoder:
         dtype_name, shape = body
         if dtype_name not in DTYPES:
             raise FrameError(f"dtype {dtype_name!r} not allowed")
-        if len(shape) > MAX_NDIM or not all(type(n) is int and n >= 0 for n in shape):
-            raise FrameError(f"bad shape {shape!r}")
+        if len(shape) > MAX_NDIM or not all(type(n) is int and 0 <= n <= MAX_DIM for n in shape):
+            raise FrameError(f"bad shape {shape!r:.200}")
         dtype = np.dtype(dtype_name)
         count = math.prod(shape)           # exact Python ints: no overflow to hide behind
         nbytes = count * dtype.itemsize
@@ -228,7 +254,17 @@ class _Decoder:
 
 
 def decode(data: bytes, *, limit: int = MAX_FRAME):
-    """The value in a frame body, after checking every limit; FrameError if anything is off."""
+    """The value in a frame body, after checking every limit; FrameError if anything is off,
+    and never any other exception, whatever ``data`` holds."""
+    try:
+        return _decode(data, limit)
+    except FrameError:
+        raise
+    except Exception as error:          # MemoryError, RecursionError, numpy's own refusals…
+        raise FrameError(f"undecodable frame: {type(error).__name__}: {error!s:.200}") from None
+
+
+def _decode(data: bytes, limit: int):
     if len(data) > limit:
         raise FrameTooLarge(f"frame of {len(data)} bytes (limit {limit})")
     if len(data) < _PREFIX.size:

@@ -21,6 +21,11 @@ child applies them:
 - ``seccomp`` (x86_64): a small BPF filter makes fork/clone/exec, sockets, kill, ptrace,
   cross-process memory access, namespaces, mounts and io_uring fail with EPERM.
 
+Whether the filesystem is walled off at all — Landlock or the uid drop — is ``protected()``:
+without either, student code reads whatever the grader can, so grading should refuse to run
+(unless the instructor insists: ``--insecure``). Off Linux (macOS) only ``session``, ``fds`` and
+most ``rlimits`` hold; the others report why not, and the child still runs.
+
 Anything the code imports after the uid drop must be readable by that uid: an interpreter under
 root's home (pyenv) is not, so the server imports what students commonly use *before* forking
 (``preimport``). The layers are built in the long-lived server once (``Walls``) — the Landlock
@@ -77,14 +82,14 @@ def layer(name: str, active: bool, detail: str) -> dict:
 
 def _libc():
     try:
-        return ctypes.CDLL(None, use_errno=True)
-    except OSError:
+        libc = ctypes.CDLL(None, use_errno=True)
+        libc.syscall.restype = ctypes.c_long
+        return libc
+    except (OSError, AttributeError):
         return None
 
 
 _LIBC = _libc()
-if _LIBC is not None:
-    _LIBC.syscall.restype = ctypes.c_long
 
 
 def _errno_text() -> str:
@@ -93,6 +98,7 @@ def _errno_text() -> str:
 
 
 def _prctl(option: int, arg2: int, arg3: int = 0) -> int:
+    """prctl(2); AttributeError where the C library has none (not Linux)."""
     return _LIBC.prctl(ctypes.c_int(option), ctypes.c_ulong(arg2), ctypes.c_ulong(arg3),
                        ctypes.c_ulong(0), ctypes.c_ulong(0))
 
@@ -293,10 +299,38 @@ def unused_id(slot: int) -> int:
 
 # --- the whole set ------------------------------------------------------------------------
 
+def _empty_directory() -> str | None:
+    """A fresh empty directory, removed when this process exits (a server's jail)."""
+    import atexit
+    import tempfile
+
+    try:
+        path = tempfile.mkdtemp(prefix="attnkit-empty-")
+        os.chmod(path, 0o555)
+    except OSError:
+        return None
+    atexit.register(_remove_quietly, path)
+    return path
+
+
+def _remove_quietly(path: str) -> None:
+    try:
+        os.rmdir(path)
+    except OSError:
+        pass
+
+
 def _vm_size() -> int:
-    """This process's virtual size in bytes (what RLIMIT_AS counts)."""
+    """This process's virtual size in bytes (what RLIMIT_AS counts); OSError without /proc."""
     with open("/proc/self/statm", "rb") as f:
         return int(f.read().split()[0]) * os.sysconf("SC_PAGE_SIZE")
+
+
+def _vm_size_or_none() -> int | None:
+    try:
+        return _vm_size()
+    except (OSError, ValueError, IndexError):
+        return None
 
 
 def _set_limit(which: int, soft: int, hard: int | None = None) -> None:
@@ -313,6 +347,7 @@ class Walls:
     def __init__(self, slot: int = 0):
         self.root = hasattr(os, "geteuid") and os.geteuid() == 0
         self.uid = unused_id(slot) if self.root else None
+        self.jail = _empty_directory() if self.root else None
         self.landlock = _Landlock()
         self.seccomp = _Seccomp()
 
@@ -328,15 +363,19 @@ class Walls:
                 layers.append(layer(name, False, f"{type(error).__name__}: {error}"))
 
         parent = os.getppid()
-        vm_size = _vm_size()                              # /proc is unreadable once Landlock is on
+        vm_size = _vm_size_or_none()                      # /proc is unreadable once Landlock is on
         null = os.open(os.devnull, os.O_RDWR)
         attempt("session", self._session)
         attempt("network", self._network)
         attempt("landlock", self.landlock.apply)
         attempt("fds", lambda: self._fds(result_fd, null))
         attempt("rlimits", lambda: self._rlimits(limits, vm_size))
+        attempt("chroot", self._chroot)
         attempt("uid", self._drop_uid)
-        self._die_with(parent, layers[0])
+        try:
+            self._die_with(parent, layers[0])
+        except Exception:                                 # no prctl (not Linux): nothing to arm
+            pass
         attempt("seccomp", self.seccomp.apply)
         return layers
 
@@ -344,7 +383,7 @@ class Walls:
     def _die_with(parent: int, session: dict) -> None:
         """SIGKILL when the server dies, so no child outlives it (a server killed in the middle
         of a job cannot kill its child's group any more). Set after the uid drop, which clears it."""
-        if _LIBC is None or _prctl(PR_SET_PDEATHSIG, signal.SIGKILL) != 0:
+        if _LIBC is None or not hasattr(_LIBC, "prctl") or _prctl(PR_SET_PDEATHSIG, signal.SIGKILL) != 0:
             return
         if os.getppid() != parent:        # the server died before the signal was armed
             os._exit(1)
@@ -358,7 +397,7 @@ class Walls:
         if not self.root:
             return layer("network", False, "a network namespace needs root (seccomp still denies sockets, "
                                            "Landlock TCP where its ABI allows)")
-        if _LIBC is None or _LIBC.unshare(ctypes.c_int(CLONE_NEWNET)) != 0:
+        if _LIBC is None or not hasattr(_LIBC, "unshare") or _LIBC.unshare(ctypes.c_int(CLONE_NEWNET)) != 0:
             return layer("network", False, f"unshare(CLONE_NEWNET) failed: {_errno_text()}")
         return layer("network", True, "an empty network namespace (no interface up, not even loopback)")
 
@@ -368,29 +407,45 @@ class Walls:
         for fd in (0, 1, 2):
             os.dup2(null, fd)
         os.dup2(high, RESULT_FD)
-        os.closerange(RESULT_FD + 1, max(resource.getrlimit(resource.RLIMIT_NOFILE)[0], 1024))
+        soft = resource.getrlimit(resource.RLIMIT_NOFILE)[0]
+        # (an unlimited soft limit, possible on macOS, would make closerange count to 2**63)
+        os.closerange(RESULT_FD + 1, soft if 1024 <= soft <= 2**20 else 1024 if soft < 1024 else 2**20)
         return layer("fds", True, f"stdin/stdout/stderr are /dev/null; every other descriptor closed "
                                   f"but the result pipe (fd {RESULT_FD})")
 
-    def _rlimits(self, limits: dict, vm_size: int) -> dict:
+    def _rlimits(self, limits: dict, vm_size: int | None) -> dict:
         cpu = max(1, int(limits.get("cpu_seconds", 10)))
-        address_space = vm_size + int(limits.get("memory_mb", 1024)) * MIB
         file_size = int(limits.get("file_size_mb", 1)) * MIB
         open_files = int(limits.get("open_files", 64))
         _set_limit(resource.RLIMIT_CPU, cpu, cpu + 1)      # SIGXCPU, then SIGKILL a second later
-        _set_limit(resource.RLIMIT_AS, address_space)
+        parts = [f"cpu {cpu} s"]
+        if vm_size is None:                                # no /proc: the margin has no base
+            parts.append("address space not limited (this process's size is unknown without /proc)")
+        else:
+            address_space = vm_size + int(limits.get("memory_mb", 1024)) * MIB
+            _set_limit(resource.RLIMIT_AS, address_space)
+            parts.append(f"address space {address_space // MIB} MiB "
+                         f"(size at fork {vm_size // MIB} MiB + {limits.get('memory_mb', 1024)})")
         _set_limit(resource.RLIMIT_FSIZE, file_size)
         _set_limit(resource.RLIMIT_NOFILE, open_files)
         _set_limit(resource.RLIMIT_CORE, 0)                # a segfault leaves no core file to write
-        parts = [f"cpu {cpu} s", f"address space {address_space // MIB} MiB "
-                 f"(size at fork {vm_size // MIB} MiB + {limits.get('memory_mb', 1024)})",
-                 f"file size {file_size // MIB} MiB", f"{open_files} open files", "no core dumps"]
+        parts += [f"file size {file_size // MIB} MiB", f"{open_files} open files", "no core dumps"]
         if not self.root or self.uid is not None:
             _set_limit(resource.RLIMIT_NPROC, 1)           # counted per real uid: no new process
             parts.append("no new processes (nproc 1)")
         else:
             parts.append("nproc not set (the kernel ignores it for root)")
         return layer("rlimits", True, ", ".join(parts))
+
+    def _chroot(self) -> dict:
+        """An empty directory as the root: without it, a uid-dropped child could still read
+        every world-readable file (other students' submissions, the project's solutions/)
+        where Landlock is missing. Everything the child needs was imported before."""
+        if self.jail is None:
+            return layer("chroot", False, "changing the root directory needs root")
+        os.chroot(self.jail)
+        os.chdir("/")
+        return layer("chroot", True, "an empty directory as its root: no file of the machine is visible")
 
     def _drop_uid(self) -> dict:
         if self.uid is None:
@@ -414,10 +469,31 @@ class Walls:
             layer("fds", True, "stdio to /dev/null, every other descriptor closed but the result pipe"),
             layer("rlimits", True, "cpu, address space, file size, open files"
                   + (", processes" if not root or self.uid is not None else "")),
+            layer("chroot", self.jail is not None, "an empty directory as the root" if self.jail
+                  else "changing the root directory needs root"),
             layer("uid", self.uid is not None, f"uid/gid {self.uid} per worker" if self.uid is not None
                   else "not root: runs as the grader's own user"),
             layer("seccomp", self.seccomp.fprog is not None, self.seccomp.detail),
         ]
+
+
+FILESYSTEM_WALLS = ("landlock", "uid")
+
+
+def protected(layers: list[dict] | None = None) -> bool:
+    """Is the filesystem walled off from student code? True when Landlock holds (nothing
+    outside the Python installation can be read) or the uid drop holds (nothing that is not
+    world-readable can be: the answer key is 0600). ``layers`` is what a live child reported
+    (``RunResult.layers``, ``sandbox.explain()``); without it, this machine's static check.
+
+    Without either, a student's code runs as the grader's own user and can read every file
+    the grader can, the answer key included: the grader refuses to grade then unless told
+    ``--insecure``. (The uid drop alone leaves world-readable files readable, e.g. a checkout
+    of the project's ``solutions/``: keep those out of the grading machine, or out of reach.)"""
+    if layers is None:
+        layers = explain()
+    return any(isinstance(x, dict) and x.get("name") in FILESYSTEM_WALLS and x.get("active") is True
+               for x in layers)
 
 
 def explain(slot: int = 0) -> list[dict]:

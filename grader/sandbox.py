@@ -4,20 +4,36 @@ back only the student's values, validated.
 The grader (the trusted process, which holds the answer key) never forks student code: forked
 children share their parent's memory image. It starts ``workers`` sandbox servers with
 ``sys.executable -m grader.worker`` (a fresh interpreter, clean environment) and talks to them
-over pipes only; each server forks a walled-in child per job (``grader/worker.py``,
-``grader/isolation.py``). ``Sandbox.run`` is thread-safe: each call borrows a free server.
+over pipes only; each server is a zygote that forks a walled-in child per job and never holds
+a job or a result itself (``grader/worker.py`` describes the pipes, the steps and the events;
+``grader/isolation.py`` the walls). ``Sandbox.run`` is thread-safe: each call borrows a free
+server.
+
+A job goes out on the server's stdin (the child reads it); the child's frames come straight
+back on the data pipe (the server's stdout); the server says how the child ended on the
+control pipe, and only then is the job over: the data pipe is drained (the child is dead, so
+all it wrote is there), a frame cut short is dropped (reason ``bad frame``), and the next job
+starts with an empty stream. Every frame is checked here — size and structure
+(``grader/frames.py``, whose ``decode`` raises nothing but FrameError) and then against the job
+that was sent (a step index must name a step of the right kind, values are kept only for the
+names that step asked for) — so a forged event can at most submit values, what the student was
+asked to do anyway, and an ``exit`` event on the data pipe is ignored. A bad frame or too much
+output (a frame over ``frame_mb``, or over ``OUTPUT_FACTOR`` of them in all) makes the grader
+ask the server to kill the child at once.
 
 A crash — ``os._exit`` in a cell, a timeout, a memory bomb, a segfault — costs only the step
-that was running: the run starts again in a fresh child without that exec step (or with that
-call resumed at its next case, the crashing case recorded as failed), and without the
+that was running: the run starts again in a fresh child without that step, and without the
 ``send``/``call`` steps whose results already arrived; earlier exec steps run again to rebuild
-the namespace (their errors are reported once). At most ``limits.restarts`` reruns.
+the namespace (their errors are reported once). A crash inside a ``call`` costs that case and
+the cases after it, which are recorded as not run ("not run: case 2 timed out"): a function
+that hangs on one hidden case would most likely hang on the next ones too, and each would
+cost a whole deadline and a rerun. At most ``limits.restarts`` reruns per submission: each
+crash removes at least one step, and each rerun repeats the cells before it, so this is what
+bounds a submission's time; when it is used up, ``RunResult.stopped`` says so and
+``RunResult.not_run`` names the steps that never ran.
 
-Whatever a student does inside the child, what reaches this module is a stream of frames that
-is size-capped and structurally checked (``grader/frames.py``); events are then checked
-against the job that was sent (a step index must name a step of the right kind, values are
-kept only for the names that step asked for), so a forged event can at most submit values —
-what the student was asked to do anyway.
+``run`` never raises for anything a student controls: a job that cannot even be sent (more
+code than a frame holds) comes back as a RunResult with the crash "job too large".
 """
 
 from __future__ import annotations
@@ -38,6 +54,8 @@ from grader import isolation
 
 MIB = 2**20
 SERVER_GRACE_SECONDS = 30.0       # beyond the job's own deadline, before a silent server is replaced
+OUTPUT_FACTOR = 4                 # a child may send at most this many frame limits in all
+_CONTROL_LIMIT = 4096             # the server's exit frame is a few dozen bytes
 _PROJECT_ROOT = str(Path(__file__).resolve().parent.parent)    # where `grader` is importable from
 _slots = itertools.count()        # one uid per server started by this process (see isolation.Walls)
 _slots_lock = threading.Lock()
@@ -51,7 +69,7 @@ class Limits:
     file_size_mb: int = 1
     open_files: int = 64
     frame_mb: int = 32             # one frame from the child; a child sends at most 4× this in all
-    restarts: int = 8              # reruns after crashes, per submission
+    restarts: int = 8              # reruns after crashes, per submission (see the module docstring)
 
     def for_job(self) -> dict:
         return {"wall_seconds": float(self.wall_seconds), "cpu_seconds": int(self.cpu_seconds),
@@ -78,8 +96,9 @@ class CellError:
 
 @dataclass(frozen=True)
 class Crash:
-    """A step that ended its child: ``reason`` is the server's exit reason ("timeout",
-    "memory", "signal 11", "exit 0", "output too large", "bad frame", "server died")."""
+    """A step that ended its child: ``reason`` is why ("timeout", "memory", "signal 11",
+    "exit 0", "output too large", "bad frame", "server died"). The label "sandbox" (case None)
+    is a run that failed before any step: "job too large", or the child's machinery failed."""
     label: str
     case: int | None
     reason: str
@@ -88,8 +107,13 @@ class Crash:
 @dataclass
 class RunResult:
     """The student's values for one submission. A problem whose ``send`` never completed (a
-    crash, see ``crashes``) is absent from ``values`` and ``missing``; a call case never run is
-    absent from ``outputs``."""
+    crash, see ``crashes``) is absent from ``values`` and ``missing``. A call case skipped after
+    an earlier case of the same call crashed is a failed Output ("not run: case 1 timed out");
+    a call case never run because the run stopped is absent from ``outputs``.
+
+    ``stopped`` is empty when every step ran or was skipped for its own crash; otherwise it says
+    why the run ended early ("too many crashes (9)", "job too large", …), and ``not_run`` holds
+    the labels of the steps that never ran, so later problems can be given that cause."""
     values: dict = field(default_factory=dict)       # pid → {name: value}
     missing: dict = field(default_factory=dict)      # pid → [names the student never defined]
     outputs: dict = field(default_factory=dict)      # pid → {case index: Output}
@@ -97,6 +121,8 @@ class RunResult:
     crashes: list = field(default_factory=list)      # [Crash]
     layers: list = field(default_factory=list)       # [{"name", "active", "detail"}]
     seconds: float = 0.0
+    stopped: str = ""
+    not_run: list = field(default_factory=list)      # [step label]
 
 
 class SandboxError(RuntimeError):
@@ -119,66 +145,141 @@ def crash_message(reason: str) -> str:
     return f"Crash: the sandbox process ended ({reason})"
 
 
-class _Server:
-    """One ``grader.worker`` process and the pipes to it."""
+def not_run_message(case: int, reason: str) -> str:
+    """A case skipped because an earlier case of the same call crashed."""
+    if reason == "timeout":
+        return f"not run: case {case} timed out"
+    if reason == "memory":
+        return f"not run: case {case} ran out of memory"
+    return f"not run: case {case} crashed the sandbox ({reason})"
 
-    def __init__(self):
+
+def server_command(slot: int, limits: Limits, control_fd: int, stop_fd: int) -> list[str]:
+    """The command line of one sandbox server (``grader/worker.py``)."""
+    return [sys.executable, "-m", "grader.worker", "--slot", str(slot),
+            "--control", str(control_fd), "--stop", str(stop_fd),
+            "--wall-seconds", repr(float(limits.wall_seconds)),
+            "--cpu-seconds", repr(float(limits.cpu_seconds))]
+
+
+class _Server:
+    """One ``grader.worker`` process and the four pipes to it: jobs (its stdin), data (its
+    stdout, written by its children), control (its exit reports) and stop (our kill requests)."""
+
+    def __init__(self, limits: Limits):
         with _slots_lock:
             self.slot = next(_slots) % 1000
+        control_read, control_write = os.pipe()
+        stop_read, stop_write = os.pipe()
         try:
             self.process = subprocess.Popen(
-                [sys.executable, "-m", "grader.worker", "--slot", str(self.slot)],
+                server_command(self.slot, limits, control_write, stop_read),
                 stdin=subprocess.PIPE, stdout=subprocess.PIPE, env=server_environment(),
-                cwd=_PROJECT_ROOT, close_fds=True, start_new_session=True, bufsize=0)
+                cwd=_PROJECT_ROOT, close_fds=True, pass_fds=(control_write, stop_read),
+                start_new_session=True, bufsize=0)
         except OSError as error:
+            os.close(control_read)
+            os.close(stop_write)
             raise SandboxError(f"cannot start a sandbox server: {error}") from error
+        finally:
+            os.close(control_write)
+            os.close(stop_read)
+        self.control, self.stop = control_read, stop_write
+        self.jobs, self.data = self.process.stdin.fileno(), self.process.stdout.fileno()
+        for fd in (self.jobs, self.data, self.stop):
+            os.set_blocking(fd, False)
+        self._closed = False
 
     @property
     def alive(self) -> bool:
         return self.process.poll() is None
 
-    def run_job(self, job: dict, on_event, frame_limit: int, seconds: float) -> str:
-        """Send one job; call ``on_event`` for each event; return the exit reason ("server died"
-        if the server stopped answering)."""
-        body = frames.encode(job)
-        if len(body) > frames.MAX_FRAME:          # the server would refuse it: do not kill it with it
-            return "job too large"
+    def run_job(self, job: bytes, attempt: _Attempt, frame_limit: int, seconds: float) -> str:
+        """Send one job (a frame body); pass each event to ``attempt``; return the exit reason
+        ("done" when every step ran; "server died" if the server stopped answering)."""
+        deadline = time.monotonic() + seconds
+        self._read_data()                       # stale bytes (nothing should be there): dropped
+        reason = self._send(frames.framed(job), deadline)
+        if reason is not None:
+            return reason
+        stream = _Stream(frame_limit, attempt, self._ask_stop)
+        poller = select.poll()                  # not select(): the grader may hold fds past 1024
+        poller.register(self.data, select.POLLIN)
+        poller.register(self.control, select.POLLIN)
+        while True:
+            left = deadline - time.monotonic()
+            ready = dict(poller.poll(left * 1000)) if left > 0 else {}
+            if not ready:
+                self.kill()
+                return "timeout"
+            if self.data in ready and not self._read_data(stream):
+                poller.unregister(self.data)    # end of file: the server is gone (control says so next)
+            if self.control in ready:
+                break
         try:
-            frames.write_all(self.process.stdin.fileno(), frames.framed(body))
-        except OSError:
+            report = frames.read_frame(self.control, limit=_CONTROL_LIMIT)
+        except frames.FrameError:
+            report = None
+        if not (isinstance(report, dict) and isinstance(report.get("reason"), str)):
             self.kill()
             return "server died"
-        out = self.process.stdout.fileno()
-        poller = select.poll()            # not select(): the grader may hold fds past 1024
-        poller.register(out, select.POLLIN)
-        splitter = frames.FrameSplitter(frame_limit)
-        deadline = time.monotonic() + seconds
+        self._read_data(stream)                 # the child is dead: all it wrote is in the pipe
+        reason = stream.reason(report["reason"])
+        if not attempt.ready:
+            # the child may have died before it read its whole job, and the rest of it would be
+            # the next child's "job": this server's job pipe cannot be trusted to be in step
+            self.kill()
+        return reason
+
+    def _send(self, data: bytes, deadline: float) -> str | None:
+        """Write a whole job frame; a reason if that failed (the server is then killed)."""
+        view = memoryview(data)
+        poller = select.poll()
+        poller.register(self.jobs, select.POLLOUT)
+        poller.register(self.control, select.POLLIN)     # a report before the job is in: out of step
+        while view:
+            left = deadline - time.monotonic()
+            ready = dict(poller.poll(left * 1000)) if left > 0 else {}
+            if not ready:
+                self.kill()
+                return "timeout"
+            if self.control in ready or ready.get(self.jobs, 0) & (select.POLLERR | select.POLLHUP):
+                self.kill()
+                return "server died"
+            try:
+                view = view[os.write(self.jobs, view):]
+            except BlockingIOError:
+                pass
+            except OSError:
+                self.kill()
+                return "server died"
+        return None
+
+    def _read_data(self, stream: _Stream | None = None) -> bool:
+        """Read what the data pipe holds now (to ``stream``, or dropped); False at end of file."""
+        while True:
+            try:
+                chunk = os.read(self.data, 1 << 16)
+            except BlockingIOError:
+                return True
+            except OSError:
+                return False
+            if not chunk:
+                return False
+            if stream is not None:
+                stream.feed(chunk)
+
+    def _ask_stop(self) -> None:
         try:
-            while True:
-                left = deadline - time.monotonic()
-                if left <= 0 or not poller.poll(left * 1000):
-                    self.kill()
-                    return "timeout"
-                chunk = os.read(out, 1 << 16)
-                if not chunk:
-                    self.kill()
-                    return "server died"
-                for body in splitter.feed(chunk):
-                    event = frames.decode(body, limit=frame_limit)
-                    if isinstance(event, dict) and event.get("event") == "exit":
-                        reason = event.get("reason")
-                        return reason if isinstance(reason, str) else "bad frame"
-                    on_event(event)
-        except frames.FrameError:
-            self.kill()                 # the stream cannot be resynchronised
-            return "bad frame"
+            os.write(self.stop, b"k")
+        except OSError:                         # full (cannot be: one byte per job) or the server is gone
+            pass
 
     def kill(self) -> None:
         if self.alive:
             self.process.kill()
         self.process.wait()
-        for pipe in (self.process.stdin, self.process.stdout):
-            pipe.close()
+        self._close_pipes()
 
     def close(self, timeout: float = 5.0) -> None:
         """Close stdin (the server's signal to finish) and wait; kill if it lingers."""
@@ -191,7 +292,62 @@ class _Server:
         except subprocess.TimeoutExpired:
             self.process.kill()
             self.process.wait()
-        self.process.stdout.close()
+        self._close_pipes()
+
+    def _close_pipes(self) -> None:
+        if self._closed:
+            return
+        self._closed = True
+        for pipe in (self.process.stdin, self.process.stdout):
+            try:
+                pipe.close()
+            except OSError:
+                pass
+        for fd in (self.control, self.stop):
+            os.close(fd)
+
+
+class _Stream:
+    """One job's data stream: cut into frames, decoded, checked, passed on; the first thing
+    wrong with it (a frame that does not decode, one too large, too much in all) stops it, and
+    the child is killed at once (``stop``)."""
+
+    def __init__(self, frame_limit: int, attempt: _Attempt, stop):
+        self.frame_limit, self.attempt, self.stop = frame_limit, attempt, stop
+        self.splitter = frames.FrameSplitter(frame_limit)
+        self.total = 0
+        self.failure: str | None = None
+
+    def feed(self, chunk: bytes) -> None:
+        if self.failure is not None:
+            return                              # the child is being killed: the rest is dropped
+        self.total += len(chunk)
+        try:
+            if self.total > OUTPUT_FACTOR * self.frame_limit:
+                raise frames.FrameTooLarge(f"more than {OUTPUT_FACTOR} frame limits in all")
+            for body in self.splitter.feed(chunk):
+                event = frames.decode(body, limit=self.frame_limit)
+                if isinstance(event, dict) and _is(event.get("event"), "exit"):
+                    continue                    # only the control pipe ends a job
+                self.attempt(event)
+        except frames.FrameTooLarge:
+            self.failure = "output too large"
+        except Exception:                       # FrameError; or a forged event the checks missed
+            self.failure = "bad frame"
+        if self.failure is not None:
+            self.stop()
+
+    def reason(self, server_reason: str) -> str:
+        """Why the job ended, from the server's report and what the stream showed."""
+        if self.failure is not None:
+            return self.failure
+        if self.splitter.pending:               # a frame cut short: dropped
+            return server_reason if server_reason == "timeout" else "bad frame"
+        if server_reason == "exit 0" and self.attempt.done:
+            return "done"
+        if server_reason == "stopped":          # (only ever asked for with a failure above)
+            return "bad frame"
+        return server_reason
 
 
 def _label(index: int, step: dict) -> str:
@@ -209,14 +365,23 @@ def _text(value, limit: int = 2000) -> str:
     return value[:limit] if isinstance(value, str) else ""
 
 
+def _is(value, expected) -> bool:
+    """``value == expected`` for a value from the child, which may be anything (a numpy array
+    compared with ``==`` gives an array, and its truth raises)."""
+    return type(value) is type(expected) and value == expected
+
+
 class _Attempt:
     """Collects one child's events into a RunResult, checking each against the job sent.
-    ``pending`` is the job's steps as (index in the caller's list, step)."""
+    ``pending`` is the job's steps as (index in the caller's list, step). Every event is
+    whatever the child chose to write: nothing in it is trusted but its type-checked parts."""
 
     def __init__(self, pending: list, result: RunResult, reported_errors: set):
         self.pending, self.result, self.reported_errors = pending, result, reported_errors
         self.last_start = None          # (job step index, case or None)
         self.arrived_cases = set()      # (job step index, case)
+        self.ready = False              # the child read its whole job and is inside the walls
+        self.done = False               # the child says every step ran
 
     def _step(self, index):
         if type(index) is int and 0 <= index < len(self.pending):
@@ -227,11 +392,16 @@ class _Attempt:
         if not isinstance(event, dict):
             return
         kind = event.get("event")
+        if type(kind) is not str:
+            return
         if kind == "ready":
             layers = event.get("layers")
-            if not self.result.layers and isinstance(layers, list):
+            if not self.ready and isinstance(layers, list):
                 self.result.layers = [{"name": _text(x.get("name"), 100), "active": x.get("active") is True,
                                        "detail": _text(x.get("detail"))} for x in layers if isinstance(x, dict)]
+            self.ready = True
+        elif kind == "done":
+            self.done = True
         elif kind == "start":
             step, case = self._step(event.get("step")), event.get("case")
             if step is None:
@@ -257,11 +427,12 @@ class _Attempt:
             if self.last_start is None or self.last_start[1] is not None:
                 return
             step = self._step(self.last_start[0])
-            if step.get("op") != "send" or event.get("problem") != step.get("problem"):
+            if step.get("op") != "send" or not _is(event.get("problem"), step.get("problem")):
                 return
             asked = [n for n in step.get("names", []) if isinstance(n, str)]
             values = event.get("values") if isinstance(event.get("values"), dict) else {}
             missing = event.get("missing") if isinstance(event.get("missing"), list) else []
+            missing = {n for n in missing if type(n) is str}
             problem = step.get("problem")
             self.result.values.setdefault(problem, {}).update({n: values[n] for n in asked if n in values})
             self.result.missing[problem] = [n for n in asked if n in missing and n not in values]
@@ -269,7 +440,7 @@ class _Attempt:
             if self.last_start is None or self.last_start[1] is None:
                 return
             step = self._step(self.last_start[0])
-            if event.get("case") != self.last_start[1] or event.get("problem") != step.get("problem"):
+            if not _is(event.get("case"), self.last_start[1]) or not _is(event.get("problem"), step.get("problem")):
                 return
             output = (Output(True, event.get("value")) if event.get("ok") is True
                       else Output(False, None, _text(event.get("error")) or "an error"))
@@ -295,7 +466,7 @@ class Sandbox:
         self._closed = False
         try:
             for _ in range(workers):
-                self._add(_Server())
+                self._add(_Server(limits))
         except BaseException:
             self.close()
             raise
@@ -324,7 +495,7 @@ class Sandbox:
         if server.alive:
             return server
         try:                                      # died between jobs: replace it
-            replacement = _Server()
+            replacement = _Server(self.limits)
         except BaseException:
             self._idle.put(server)                # the next borrower tries again
             raise
@@ -336,24 +507,39 @@ class Sandbox:
     def _give_back(self, server: _Server) -> None:
         self._idle.put(server)
 
-    def _job(self, pending: list, attempt: _Attempt) -> str:
-        job = {"steps": [step for _, step in pending], "limits": self.limits.for_job()}
+    def _job(self, body: bytes, attempt: _Attempt) -> str:
         server = self._borrow()
         try:
-            return server.run_job(job, attempt, int(self.limits.frame_mb) * MIB,
+            return server.run_job(body, attempt, int(self.limits.frame_mb) * MIB,
                                   float(self.limits.wall_seconds) + SERVER_GRACE_SECONDS)
+        except BaseException:
+            server.kill()         # interrupted mid-job: its pipes are out of step; replaced when next borrowed
+            raise
         finally:
             self._give_back(server)
 
+    def _encode(self, pending: list) -> bytes | None:
+        """The job frame's body; None if it cannot be sent (over a frame's limits)."""
+        try:
+            body = frames.encode({"steps": [step for _, step in pending], "limits": self.limits.for_job()})
+        except frames.FrameError:
+            return None
+        return body if len(body) <= frames.MAX_FRAME else None
+
     def run(self, steps: list[dict]) -> RunResult:
-        """Run a submission's steps (see /tmp/grader_contract.md) and return its values."""
+        """Run a submission's steps (``grader/worker.py`` describes them) and return its values."""
         started = time.monotonic()
         result = RunResult()
         reported_errors: set = set()
         pending = [(i, dict(step)) for i, step in enumerate(steps)]
         for rerun in itertools.count():
+            body = self._encode(pending)
+            if body is None:
+                result.crashes.append(Crash("sandbox", None, "job too large"))
+                self._stop(result, pending, "job too large")
+                break
             attempt = _Attempt(pending, result, reported_errors)
-            reason = self._job(pending, attempt)
+            reason = self._job(body, attempt)
             if reason == "done":
                 break
             if reason == "server died" and rerun < self.limits.restarts:
@@ -361,12 +547,21 @@ class Sandbox:
                                                   # student code): the same job on a new server
             if attempt.last_start is None:        # died before any step: nothing to skip
                 result.crashes.append(Crash("sandbox", None, reason))
+                self._stop(result, pending, f"the sandbox failed before any step ran ({reason})")
                 break
             pending = self._after_crash(pending, attempt, result, reason)
-            if rerun >= self.limits.restarts or not pending:
+            if not pending:
+                break
+            if rerun >= self.limits.restarts:
+                self._stop(result, pending, f"too many crashes ({len(result.crashes)})")
                 break
         result.seconds = time.monotonic() - started
         return result
+
+    @staticmethod
+    def _stop(result: RunResult, pending: list, why: str) -> None:
+        result.stopped = why
+        result.not_run = [_label(original, step) for original, step in pending]
 
     @staticmethod
     def _after_crash(pending: list, attempt: _Attempt, result: RunResult, reason: str) -> list:
@@ -374,18 +569,19 @@ class Sandbox:
         crashed_at, case = attempt.last_start
         original, step = pending[crashed_at]
         result.crashes.append(Crash(_label(original, step), case, reason))
-        if case is not None and (crashed_at, case) not in attempt.arrived_cases:
-            result.outputs.setdefault(step.get("problem"), {})[case] = Output(False, None, crash_message(reason))
+        if case is not None:
+            outputs = result.outputs.setdefault(step.get("problem"), {})
+            if (crashed_at, case) not in attempt.arrived_cases:
+                outputs[case] = Output(False, None, crash_message(reason))
+            for later in range(case + 1, len(step.get("cases", []))):
+                outputs.setdefault(later, Output(False, None, not_run_message(case, reason)))
         rerun = []
         for index, (original, step) in enumerate(pending):
             op = step.get("op")
             if index < crashed_at:
                 if op in ("exec", "set") or (op == "send" and not attempt.sent(index)):
                     rerun.append((original, step))      # calls before the crash all finished
-            elif index == crashed_at:
-                if op == "call" and case + 1 < len(step.get("cases", [])):
-                    rerun.append((original, {**step, "first": case + 1}))
-            else:
+            elif index > crashed_at:
                 rerun.append((original, step))
         return rerun
 

@@ -1,26 +1,68 @@
-"""The sandbox server: the only process that forks student code, and it holds nothing worth stealing.
+"""The sandbox server: a zygote that forks one walled-in child per job and never holds a job.
 
-Started by the grader (``grader/sandbox.py``) as ``python -m grader.worker --slot N`` with a
-clean environment, it imports numpy and what students commonly import once, prepares the
-isolation (``grader/isolation.py``), then serves jobs from its stdin for as long as it lives:
+Started by the grader (``grader/sandbox.py``) as ``python -m grader.worker --slot N --control
+FD --stop FD --wall-seconds S --cpu-seconds C`` with a clean environment, it imports numpy and
+what students commonly import once, prepares the isolation (``grader/isolation.py``), then
+serves jobs for as long as it lives. Why a long-lived server that forks: a fresh interpreter per
+submission costs ~80 ms before the first line of student code; a fork of a process that has
+numpy already costs ~3 ms. Why the grader does not fork itself: a forked child has a copy of its
+parent's memory, and the grader holds the answer key.
 
-    read a job frame → fork a child → relay the child's frames to stdout → ``exit`` frame
+Why the server never reads a job (the zygote): a child has a copy of its parent's heap, and
+freed memory is not wiped. A server that read jobs and relayed results would hand each child the
+remnants of earlier jobs — other students' code, their values — readable with ctypes. So the
+server only ever holds what a fresh interpreter holds, plus the walls:
 
-Why a long-lived server that forks: a fresh interpreter per submission costs ~80 ms before the
-first line of student code; a fork of a process that has numpy already costs ~3 ms. Why the
-grader does not fork itself: a forked child has a copy of its parent's memory, and the grader
-holds the answer key. This process was started by exec, so its memory is a fresh interpreter's
-plus the jobs it was sent: student code and the givens and arguments the student may see. It
-imports only the standard library, numpy, ``grader.frames`` and ``grader.isolation`` — never
-``exercises`` or ``solutions``.
+    wait until stdin is readable (poll; nothing read) → fork → wait for the child (deadline)
+    → kill its process group → one ``exit`` frame on the control pipe
 
-The child applies the isolation, sends ``ready`` (with the layers that hold), runs the job's
-steps in one namespace as a notebook would (an exception is reported and the next cell runs),
-and writes its frames to its own result pipe only: its stdout and stderr are /dev/null. The
-server reads that pipe with a wall-clock deadline, checks every frame (size, structure) before
-relaying it, and at the end kills the child's process group whatever happened, so nothing the
-student started outlives its job. Events and the ``exit`` frame: see /tmp/grader_contract.md
-(``start`` is sent before every step, not only exec steps, so a crash can always be placed).
+The child does the rest itself: it reads its own job frame from stdin, applies the walls
+(``session``, ``network``, ``landlock``, ``fds``, ``rlimits``, ``uid``, ``seccomp``; its data pipe
+becomes fd 3, stdio /dev/null, every other descriptor closed — the control pipe first of all),
+sends ``ready``, runs the steps in one namespace as a notebook would (an exception is reported and
+the next cell runs), and writes its frames straight to the grader over the data pipe (the
+server's stdout). The grader checks every one of them (``grader/frames.py`` for size and
+structure, ``grader/sandbox.py`` against the job it sent). The server's pipes, then:
+
+- stdin (job pipe, grader → child): one job frame per job; the server only polls it. Its
+  end of file (the grader closed it) ends the server.
+- stdout (data pipe, child → grader): the child's event frames, and nothing of the server's.
+- ``--control FD`` (server → grader): after each job, ``{"event": "exit", "reason": R}`` once the
+  child is dead and its process group killed, so everything the child wrote is already in the
+  data pipe. Only this pipe ends a job: an ``exit`` event on the data pipe is a forgery.
+- ``--stop FD`` (grader → server): a byte asks the server to kill the running child now (the
+  grader found a bad frame or too much output); the reason is then ``stopped``.
+
+Exit reasons: ``exit N`` (``exit 0`` when the steps ran to their end — the grader tells that
+from a crash by the ``done`` event), ``timeout`` (the wall-clock deadline, or the CPU limit),
+``memory`` (out of memory outside any student step), ``signal N``, ``stopped``.
+
+The job, ``{"steps": [...], "limits": {...}}`` (limits: ``Limits.for_job()`` in sandbox.py);
+steps, run in order:
+
+- ``{"op": "exec", "label": str, "source": str}`` — exec in the one namespace; an exception is
+  caught and reported and execution goes on, as a notebook run with allow_errors would.
+- ``{"op": "set", "values": {name: value}}`` — assign names (the givens from the key).
+- ``{"op": "send", "problem": pid, "names": [...]}`` → one ``values`` event.
+- ``{"op": "call", "problem": pid, "function": name, "cases": [{arg: value}], "first": k}`` →
+  one ``output`` event per case, from case ``first`` on.
+
+Events (child → grader), in order:
+
+- ``{"event": "ready", "layers": [{"name", "active": bool, "detail"}]}`` — the walls that hold;
+  sent once the whole job has been read (so the job pipe is empty again).
+- ``{"event": "start", "step": i}`` before every step but a call, and ``{"event": "start",
+  "step": i, "case": k}`` before each case of a call, so a crash can always be placed.
+- ``{"event": "error", "step": i, "label", "type": "NameError", "message": str (≤ 2000 chars),
+  "line": int | None}`` — an exception in an exec step (line: in that cell).
+- ``{"event": "values", "problem": pid, "values": {name: value}, "missing": [names never defined]}``
+- ``{"event": "output", "problem": pid, "case": k, "ok": true, "value": v}`` or ``"ok": false,
+  "error": "TypeError: …"`` — one hidden case of a call.
+- ``{"event": "done"}`` — every step ran.
+
+Values are what ``grader.frames`` carries (no pickle); one that cannot cross arrives as
+``Unsupported``, so the grader can still say what it was. This module imports only the standard
+library, numpy, ``grader.frames`` and ``grader.isolation`` — never ``exercises`` or ``solutions``.
 """
 
 from __future__ import annotations
@@ -41,8 +83,9 @@ from grader import frames, isolation
 MIB = 2**20
 EXIT_MEMORY = 86          # the child ran out of memory outside any student step
 EXIT_BROKEN = 87          # the child's own machinery failed (e.g. its result pipe was closed)
+EXIT_NO_JOB = 88          # the job pipe was at its end: the grader is done with this server
+EXIT_BAD_JOB = 89         # what came on the job pipe was not a job frame
 MAX_MESSAGE = 2000
-OUTPUT_FACTOR = 4         # a job may send at most this many frame limits in all
 
 
 # --- the child: runs the steps -------------------------------------------------------------
@@ -237,7 +280,7 @@ def run_child(job: dict, walls: isolation.Walls, result_fd: int) -> int:
     return 0
 
 
-# --- the server: forks, watches, relays -----------------------------------------------------
+# --- the server: forks, waits, kills, reports -------------------------------------------------
 
 def _kill_group(pid: int) -> None:
     for kill, target in ((os.killpg, pid), (os.kill, pid)):    # kill: in case setsid has not run yet
@@ -247,7 +290,7 @@ def _kill_group(pid: int) -> None:
             pass
 
 
-def _exit_reason(status: int, rusage, done: bool, cpu_seconds: float) -> str:
+def _exit_reason(status: int, rusage, cpu_seconds: float) -> str:
     if os.WIFSIGNALED(status):
         number = os.WTERMSIG(status)
         cpu = rusage.ru_utime + rusage.ru_stime
@@ -255,8 +298,6 @@ def _exit_reason(status: int, rusage, done: bool, cpu_seconds: float) -> str:
             return "timeout"
         return f"signal {number}"
     code = os.WEXITSTATUS(status)
-    if code == 0 and done:
-        return "done"
     if code == EXIT_MEMORY:
         return "memory"
     return f"exit {code}"
@@ -269,108 +310,140 @@ def _open_pidfd(pid: int):
         return None
 
 
-def relay(pid: int, result_fd: int, out_fd: int, limits: dict) -> str:
-    """Pass the child's frames on until it is done or the deadline passes; then kill its
-    process group, reap it and say why it ended."""
-    frame_limit = int(limits.get("frame_mb", 32)) * MIB
-    deadline = time.monotonic() + float(limits.get("wall_seconds", 10.0))
-    splitter = frames.FrameSplitter(frame_limit)
-    os.set_blocking(result_fd, False)
-    pidfd = _open_pidfd(pid)          # readable once the child exits, even if its pipe is held open
-    poller = select.poll()            # not select(): no limit on descriptor numbers
-    for fd in (result_fd, pidfd):
-        if fd is not None:
-            poller.register(fd, select.POLLIN)
-    total, done, reason, end_of_file = 0, False, None, False
+def _drain(fd: int) -> None:
+    """Read whatever is waiting on a non-blocking descriptor (a stale stop request)."""
     try:
-        while not end_of_file and reason is None:
+        while os.read(fd, 4096):
+            pass
+    except BlockingIOError:
+        pass
+
+
+def watch(pid: int, stop_fd: int, wall_seconds: float, cpu_seconds: float) -> tuple[str, int]:
+    """Wait for the child until it exits, the deadline passes or the grader asks to stop it;
+    then kill its process group (whatever it started dies with it) and reap it. Returns the
+    exit reason and the raw wait status."""
+    deadline = time.monotonic() + wall_seconds
+    pidfd = _open_pidfd(pid)          # readable once the child exits
+    poller = select.poll()            # not select(): no limit on descriptor numbers
+    poller.register(stop_fd, select.POLLIN)
+    if pidfd is not None:
+        poller.register(pidfd, select.POLLIN)
+    ended, waited = None, None
+    try:
+        while True:
             left = deadline - time.monotonic()
-            readable = {fd for fd, _ in poller.poll(left * 1000)} if left > 0 else set()
-            if not readable:
-                reason = "timeout"
+            if left <= 0:
+                ended = "timeout"
                 break
-            while True:
-                try:
-                    chunk = os.read(result_fd, 1 << 16)
-                except BlockingIOError:
+            # without a pidfd (not Linux, or Linux < 5.3), look every 5 ms
+            ready = {fd for fd, _ in poller.poll(left * 1000 if pidfd is not None else min(left * 1000, 5))}
+            if stop_fd in ready:
+                ended = "stopped"
+                break
+            if pidfd is not None:
+                if pidfd in ready:
                     break
-                if not chunk:
-                    end_of_file = True
+            else:
+                found = os.wait4(pid, os.WNOHANG)
+                if found[0] == pid:
+                    waited = found    # (a process group outlives its leader's pid: killpg below still works)
                     break
-                total += len(chunk)
-                if total > OUTPUT_FACTOR * frame_limit:
-                    reason = "output too large"
-                    break
-                for body in splitter.feed(chunk):
-                    event = frames.decode(body, limit=frame_limit)
-                    kind = event.get("event") if isinstance(event, dict) else None
-                    if kind == "exit":
-                        continue      # only the server ends a job: a forged one would desynchronise the stream
-                    done = done or kind == "done"
-                    frames.write_all(out_fd, frames.framed(body))
-            if pidfd is not None and pidfd in readable and not end_of_file and reason is None:
-                break                 # the child is gone; whatever still holds its pipe is killed below
-    except frames.FrameTooLarge:
-        reason = "output too large"
-    except frames.FrameError:
-        reason = "bad frame"
     finally:
         _kill_group(pid)
         if pidfd is not None:
             os.close(pidfd)
-    _, status, rusage = os.wait4(pid, 0)
-    return reason or _exit_reason(status, rusage, done, float(limits.get("cpu_seconds", 10)))
+    _, status, rusage = waited or os.wait4(pid, 0)
+    return ended or _exit_reason(status, rusage, cpu_seconds), status
 
 
-def serve_job(job: dict, walls: isolation.Walls, out_fd: int) -> str:
-    read_end, write_end = os.pipe()
-    pid = os.fork()
-    if pid == 0:                                  # the child never returns from here
-        status = EXIT_BROKEN
-        try:
-            os.close(read_end)
-            status = run_child(job, walls, write_end)
-        except MemoryError:
-            status = EXIT_MEMORY
-        except BaseException:
-            status = EXIT_BROKEN
-        finally:
-            os._exit(status)
-    os.close(write_end)
+def _child(walls: isolation.Walls, job_fd: int, data_fd: int, private: tuple[int, ...]) -> int:
+    """The forked child: read its own job, then run it inside the walls; returns its exit status."""
+    for fd in private:                # the control and stop pipes are the server's alone
+        os.close(fd)
     try:
-        reason = relay(pid, read_end, out_fd, job.get("limits", {}))
-    finally:
-        os.close(read_end)
-    frames.write_frame(out_fd, {"event": "exit", "reason": reason})
-    return reason
+        job = frames.read_frame(job_fd)
+    except frames.FrameError:
+        return EXIT_BAD_JOB
+    if job is None:
+        return EXIT_NO_JOB
+    if not isinstance(job, dict):
+        return EXIT_BAD_JOB
+    return run_child(job, walls, data_fd)
+
+
+def _hung_up(fd: int) -> bool:
+    """Is ``fd`` at end of file right now? (Linux says POLLHUP, macOS says readable.)"""
+    poller = select.poll()
+    poller.register(fd, select.POLLIN)
+    return bool(poller.poll(0))
+
+
+def serve(walls: isolation.Walls, job_fd: int, data_fd: int, control_fd: int, stop_fd: int,
+          wall_seconds: float, cpu_seconds: float) -> int:
+    """Fork a child for each job that arrives on ``job_fd`` until its end of file. The server
+    reads nothing from ``job_fd`` or ``data_fd``: every job byte lives only in its child."""
+    os.set_blocking(stop_fd, False)
+    poller = select.poll()
+    poller.register(job_fd, select.POLLIN)
+    while True:
+        mask = dict(poller.poll()).get(job_fd, 0)
+        if not mask & select.POLLIN:                # hung up with nothing to read: we are done
+            return 0
+        _drain(stop_fd)                              # a stop for the previous child, come too late
+        pid = os.fork()
+        if pid == 0:                                 # the child never returns from here
+            status = EXIT_BROKEN
+            try:
+                status = _child(walls, job_fd, data_fd, (control_fd, stop_fd))
+            except MemoryError:
+                status = EXIT_MEMORY
+            except BaseException:
+                status = EXIT_BROKEN
+            finally:
+                os._exit(status)
+        reason, status = watch(pid, stop_fd, wall_seconds, cpu_seconds)
+        if os.WIFEXITED(status) and os.WEXITSTATUS(status) == EXIT_NO_JOB and _hung_up(job_fd):
+            return 0                                 # (macOS: a pipe at its end polls readable)
+        try:
+            frames.write_frame(control_fd, {"event": "exit", "reason": reason})
+        except BrokenPipeError:                      # the grader is gone
+            return 0
 
 
 def _private_stdio() -> tuple[int, int]:
-    """The job and frame channels on private descriptors; fds 0 and 1 become /dev/null, so a
-    stray print (a library's warning) can never corrupt the frame stream."""
-    job_fd, out_fd = os.dup(0), os.dup(1)
+    """The job and data pipes on private descriptors; fds 0 and 1 become /dev/null, so a stray
+    print (a library's warning) can never corrupt the frame stream."""
+    job_fd, data_fd = os.dup(0), os.dup(1)
     null = os.open(os.devnull, os.O_RDWR)
     os.dup2(null, 0)
     os.dup2(null, 1)
     os.close(null)
-    return job_fd, out_fd
+    return job_fd, data_fd
+
+
+def _option(argv: list[str], name: str, default: str | None = None) -> str:
+    if name in argv:
+        return argv[argv.index(name) + 1]
+    if default is None:
+        raise SystemExit(f"grader.worker: {name} is required")
+    return default
 
 
 def main(argv: list[str] | None = None) -> int:
     argv = sys.argv[1:] if argv is None else argv
-    slot = int(argv[argv.index("--slot") + 1]) if "--slot" in argv else 0
-    job_fd, out_fd = _private_stdio()
+    slot = int(_option(argv, "--slot", "0"))
+    control_fd, stop_fd = int(_option(argv, "--control")), int(_option(argv, "--stop"))
+    wall_seconds = float(_option(argv, "--wall-seconds", "10"))
+    cpu_seconds = float(_option(argv, "--cpu-seconds", "10"))
+    job_fd, data_fd = _private_stdio()
     isolation.preimport()
     sys.meta_path.insert(0, _PlotStubs())
     walls = isolation.Walls(slot)
     # Every object so far is shared with each child copy-on-write; a garbage collection in the
     # child would touch (and so copy) all of them. Frozen, the collector leaves them alone.
     gc.freeze()
-    while True:
-        job = frames.read_frame(job_fd)
-        if job is None:                           # the grader closed our stdin: we are done
-            return 0
-        serve_job(job, walls, out_fd)
+    return serve(walls, job_fd, data_fd, control_fd, stop_fd, wall_seconds, cpu_seconds)
 
 
 if __name__ == "__main__":

@@ -73,7 +73,7 @@ def test_only_the_python_installation_is_readable():
 
 
 def test_explain_says_why_a_layer_is_missing():
-    assert list(STATIC) == ["session", "network", "landlock", "fds", "rlimits", "uid", "seccomp"]
+    assert list(STATIC) == ["session", "network", "landlock", "fds", "rlimits", "chroot", "uid", "seccomp"]
     for layer in STATIC.values():
         assert isinstance(layer["active"], bool) and layer["detail"]
     assert active("uid") == active("network") == ROOT
@@ -120,7 +120,8 @@ def test_a_0600_file_of_the_grader_cannot_be_read(sandbox, tmp_path):
     secret.chmod(0o600)
     outcome = attempt(sandbox, f"outcome = probe(lambda: open({str(secret)!r}).read())")
     if active("uid") or active("landlock"):
-        assert outcome.startswith("PermissionError")
+        # Landlock or the uid drop refuse it; under the chroot the file is not even there.
+        assert outcome.startswith(("PermissionError", "FileNotFoundError"))
     else:
         pytest.skip("neither the uid drop nor Landlock is available: the child is the grader's user")
 
@@ -166,7 +167,8 @@ def test_no_file_can_be_written(sandbox, tmp_path):
     tmp_path.chmod(0o777)                  # so only the sandbox, not the directory, can refuse
     target = tmp_path / "out.bin"
     outcome = attempt(sandbox, f"outcome = probe(lambda: open({str(target)!r}, 'wb').write(b'x' * 2**21))")
-    assert outcome.startswith(("PermissionError", "OSError 27"))        # Landlock, or EFBIG from RLIMIT_FSIZE
+    # Landlock, EFBIG from RLIMIT_FSIZE, or no such folder under the chroot
+    assert outcome.startswith(("PermissionError", "OSError 27", "FileNotFoundError"))
     assert not target.exists() or target.stat().st_size <= 2**20
 
 
@@ -175,7 +177,7 @@ def test_landlock_hides_everything_but_python(sandbox):
     outcome = attempt(sandbox, "outcome = [probe(lambda: open('/etc/hostname').read()),\n"
                                "           probe(lambda: __import__('solutions')),\n"
                                "           probe(lambda: open(os.__file__).read(10))]")
-    assert outcome[0] == "PermissionError 13"
+    assert outcome[0] in ("PermissionError 13", "FileNotFoundError 2")      # chroot: not there
     assert outcome[1].startswith(("PermissionError", "ModuleNotFoundError", "ImportError"))
     if not ROOT:                           # as root the dropped uid cannot read /root/.pyenv anyway
         assert outcome[2] == "allowed"
@@ -220,3 +222,86 @@ def test_without_root_the_layers_that_need_it_say_so_and_the_rest_hold():
     assert all(layers[name]["active"] for name in ("session", "fds", "rlimits"))
     assert layers["landlock"]["active"] == active("landlock") and layers["seccomp"]["active"] == active("seccomp")
     assert report["fork"] in (errno.EPERM, errno.EAGAIN)
+
+
+# --- off Linux -------------------------------------------------------------------------------
+
+def test_a_child_without_proc_or_prctl_reports_those_layers_off_and_still_runs():
+    """macOS has neither /proc nor prctl: the walls must say which layers are missing and let
+    the job run, not kill every child before it is ready. Played in a forked helper (no
+    student code): the C library loses prctl, unshare and syscall, /proc/self/statm is gone,
+    and Landlock and seccomp are unavailable, as there."""
+    import types
+
+    from grader import frames, worker
+
+    read_end, write_end = os.pipe()
+    pid = os.fork()
+    if pid == 0:
+        status = 1
+        try:
+            os.close(read_end)
+            walls = isolation.Walls(7)
+            walls.landlock.fd, walls.landlock.detail = -1, "not Linux (darwin)"
+            walls.seccomp.fprog, walls.seccomp.detail = None, "the filter is written for x86_64 Linux"
+
+            def no_proc():
+                raise FileNotFoundError(2, "No such file or directory", "/proc/self/statm")
+
+            isolation._vm_size = no_proc
+            isolation._LIBC = types.SimpleNamespace()          # a C library without prctl & co.
+            job = {"steps": [{"op": "exec", "label": "a", "source": "x = 6 * 7"},
+                             {"op": "send", "problem": "p", "names": ["x"]}],
+                   "limits": {"memory_mb": 256, "wall_seconds": 5}}
+            status = worker.run_child(job, walls, write_end)
+        finally:
+            os._exit(status)
+    os.close(write_end)
+    events = []
+    try:
+        while (event := frames.read_frame(read_end)) is not None:
+            events.append(event)
+    finally:
+        os.close(read_end)
+        _, status = os.waitpid(pid, 0)
+    assert os.WIFEXITED(status) and os.WEXITSTATUS(status) == 0
+    layers = {layer["name"]: layer for layer in events[0]["layers"]}
+    assert events[0]["event"] == "ready" and list(layers) == list(STATIC)
+    assert not layers["landlock"]["active"] and not layers["seccomp"]["active"]
+    assert all(layers[name]["active"] for name in ("session", "fds", "rlimits"))
+    assert "address space not limited" in layers["rlimits"]["detail"]
+    assert "killed if the server dies" not in layers["session"]["detail"]
+    if ROOT:
+        assert not layers["network"]["active"]
+    assert {"event": "values", "problem": "p", "values": {"x": 42}, "missing": []} in events
+    assert events[-1] == {"event": "done"}
+
+
+def named(*active):
+    return [isolation.layer(name, name in active, "") for name in STATIC]
+
+
+def test_protected_means_landlock_or_the_uid_drop_holds():
+    assert isolation.protected(named("landlock")) and isolation.protected(named("uid"))
+    assert isolation.protected(named("landlock", "uid", "seccomp"))
+    assert not isolation.protected(named("session", "fds", "rlimits", "seccomp", "network"))
+    assert not isolation.protected([])
+    assert not isolation.protected([{"name": "landlock", "active": "yes"}, "uid"])
+    assert isolation.protected() == (active("landlock") or active("uid"))
+
+
+def test_protected_agrees_with_a_live_child(sandbox):
+    layers = sandbox.run([]).layers
+    assert isolation.protected(layers) == (active("landlock") or active("uid"))
+
+
+@needs_root
+def test_no_file_of_the_machine_is_visible_under_the_chroot(sandbox, tmp_path):
+    """Even a world-readable file (another student's notebook, the project's solutions/) is
+    out of reach where Landlock is missing: the child's root is an empty directory."""
+    other = tmp_path / "another_students_notebook.ipynb"
+    other.write_text("{}")
+    other.chmod(0o644)
+    tmp_path.chmod(0o755)
+    outcome = attempt(sandbox, f"outcome = probe(lambda: open({str(other)!r}).read())")
+    assert outcome.startswith("FileNotFoundError")      # not refused: not there at all

@@ -10,7 +10,7 @@ import time
 import numpy as np
 import pytest
 
-from grader import frames
+from grader import frames, worker
 from grader.frames import Unsupported
 from grader.sandbox import CellError, Crash, Limits, Output, Sandbox, explain, server_environment
 
@@ -77,6 +77,30 @@ def test_reruns_stop_at_the_restart_limit(sandbox):
     result = sandbox.run([cell(f"c{i}", "import os\nos._exit(1)") for i in range(12)] + [send("p", "x")])
     assert [c.label for c in result.crashes] == [f"c{i}" for i in range(LIMITS.restarts + 1)]
     assert "p" not in result.values
+    # the grader can tell the later problems why they have nothing
+    assert result.stopped == f"too many crashes ({LIMITS.restarts + 1})"
+    assert result.not_run == [f"c{i}" for i in range(LIMITS.restarts + 1, 12)] + ["send p"]
+
+
+def test_a_run_that_finishes_has_not_stopped(sandbox):
+    result = sandbox.run([cell("a", "import os\nos._exit(1)"), cell("b", "b = 1"), send("p", "b")])
+    assert result.crashes == [Crash("a", None, "exit 1")] and result.values == {"p": {"b": 1}}
+    assert result.stopped == "" and result.not_run == []
+
+
+def test_a_function_that_hangs_costs_one_timeout_and_the_later_problems_still_run(sandbox):
+    """Each hidden case used to time out in turn: the reruns ran out before the later steps."""
+    cases = [{"n": n} for n in range(9)]
+    result = sandbox.run([
+        cell("impl", "def f(n):\n    while True:\n        pass"),
+        {"op": "call", "problem": "impl", "function": "f", "cases": cases},
+        cell("later", "x = 1"),
+        send("later", "x"),
+    ])
+    assert result.crashes == [Crash("impl:f", 0, "timeout")]
+    assert result.outputs["impl"] == {0: Output(False, None, "Timeout: no result within the time limit"),
+                                      **{n: Output(False, None, "not run: case 0 timed out") for n in range(1, 9)}}
+    assert result.values == {"later": {"x": 1}} and result.stopped == ""
 
 
 def test_an_exception_in_one_cell_does_not_stop_the_next(sandbox):
@@ -124,20 +148,21 @@ def test_a_segfault_costs_only_that_step(sandbox):
     assert result.values == {"p": {"b": 2}}
 
 
-def test_a_crashing_case_costs_only_that_case(sandbox):
+def test_a_crashing_case_costs_that_case_and_the_rest_of_its_call(sandbox):
     result = sandbox.run([
-        cell("impl", "import os\ndef f(n):\n    if n == 1:\n        os._exit(9)\n    if n == 2:\n"
-                     "        raise ValueError('two')\n    return np.full(2, n)\nimport numpy as np"),
+        cell("impl", "import os\ndef f(n):\n    if n == 2:\n        os._exit(9)\n    if n == 1:\n"
+                     "        raise ValueError('one')\n    return np.full(2, n)\nimport numpy as np"),
         cell("errs", "oops"),
         {"op": "call", "problem": "p", "function": "f", "cases": [{"n": 0}, {"n": 1}, {"n": 2}, {"n": 3}]},
         {"op": "call", "problem": "q", "function": "missing_function", "cases": [{"n": 0}]},
         {"op": "call", "problem": "r", "function": "os", "cases": [{}]},
     ])
     outputs = result.outputs["p"]
-    assert np.array_equal(outputs[0].value, [0, 0]) and np.array_equal(outputs[3].value, [3, 3])
-    assert outputs[1] == Output(False, None, "Crash: the sandbox process ended (exit 9)")
-    assert outputs[2] == Output(False, None, "ValueError: two")
-    assert result.crashes == [Crash("p:f", 1, "exit 9")]
+    assert np.array_equal(outputs[0].value, [0, 0])
+    assert outputs[1] == Output(False, None, "ValueError: one")
+    assert outputs[2] == Output(False, None, "Crash: the sandbox process ended (exit 9)")
+    assert outputs[3] == Output(False, None, "not run: case 2 crashed the sandbox (exit 9)")
+    assert result.crashes == [Crash("p:f", 2, "exit 9")] and result.stopped == ""
     assert result.outputs["q"][0] == Output(False, None, "NameError: name 'missing_function' is not defined")
     assert result.outputs["r"][0] == Output(False, None, "TypeError: 'os' is a module, not a function")
     assert [e.label for e in result.errors] == ["errs"]            # reported once despite the rerun
@@ -290,5 +315,87 @@ def test_a_child_does_not_outlive_its_server():
 
 def test_explain_names_every_layer():
     layers = explain(LIMITS)
-    assert [layer["name"] for layer in layers] == ["session", "network", "landlock", "fds", "rlimits", "uid", "seccomp"]
+    assert [layer["name"] for layer in layers] == ["session", "network", "landlock", "fds", "rlimits", "chroot", "uid", "seccomp"]
     assert all(isinstance(layer["active"], bool) and layer["detail"] for layer in layers)
+
+
+def test_a_frame_cut_short_when_its_writer_dies_is_a_bad_frame_and_the_next_job_is_clean(sandbox):
+    result = sandbox.run([
+        cell("a", "a = 1"),
+        cell("cut", "import os\nos.write(3, (100).to_bytes(4, 'big') + b'\\x00\\x00\\x00\\x05{\"l\"')\nos._exit(0)"),
+        cell("b", "b = 2"),
+        send("p", "a", "b"),
+    ])
+    assert result.crashes == [Crash("cut", None, "bad frame")]
+    assert result.values == {"p": {"a": 1, "b": 2}}
+    for _ in range(2):                  # both servers: no leftover of that frame in any stream
+        assert sandbox.run([cell("x", "x = 5"), send("p", "x")]).values == {"p": {"x": 5}}
+
+
+def test_a_huge_empty_array_header_costs_only_that_cell(sandbox):
+    """numpy refused the shape with a ValueError, which killed the process that decoded it."""
+    result = sandbox.run([
+        cell("evil", "import os, json, struct\n"
+                     "h = json.dumps({'a': ['<f8', [0, 10**19]]}).encode()\n"
+                     "body = struct.pack('>I', len(h)) + h\n"
+                     "os.write(3, struct.pack('>I', len(body)) + body)"),
+        cell("b", "x = 1"),
+        send("p", "x"),
+    ])
+    assert result.crashes == [Crash("evil", None, "bad frame")]
+    assert result.values == {"p": {"x": 1}}
+
+
+def test_lone_surrogates_go_in_as_replacement_characters_and_never_come_out(sandbox):
+    result = sandbox.run([
+        cell("text", "text = 'a\ud800b'\nmade = chr(0xd800) + 'c'"),      # a lone surrogate in the source
+        cell("forge", "import os\nfrom grader import frames\n"                # one spelled in JSON by the child
+                      "header = b'{\"d\":[[\"event\",\"values\"],[\"problem\",\"p\"],[\"values\",{\"d\":[[\"text\",\"\\\\ud800\"]]}]]}'\n"
+                      "os.write(3, frames.framed(len(header).to_bytes(4, 'big') + header))"),
+        send("p", "text", "made"),
+    ])
+    assert result.crashes == [Crash("forge", None, "bad frame")]
+    assert result.values == {"p": {"text": "a\ufffdb", "made": "\ufffdc"}}
+
+
+def test_forged_events_with_arrays_where_text_belongs_change_nothing(sandbox):
+    """``array == "p"`` is an array, and its truth raised inside the grader."""
+    forged = ("import os, numpy as np\nfrom grader import frames\nweird = np.array([1, 2])\n"
+              "for event in ({'event': weird}, {'event': 'start', 'step': 2},\n"
+              "              {'event': 'values', 'problem': weird, 'values': {'x': 666}, 'missing': []},\n"
+              "              {'event': 'values', 'problem': 'p', 'values': {}, 'missing': [weird, 'x']},\n"
+              "              {'event': 'start', 'step': 3, 'case': 0},\n"
+              "              {'event': 'output', 'problem': 'q', 'case': weird, 'ok': True, 'value': 1},\n"
+              "              {'event': 'output', 'problem': weird, 'case': 0, 'ok': True, 'value': 1}):\n"
+              "    os.write(3, frames.frame(event))")
+    result = sandbox.run([
+        cell("x", "x = 1\ndef f():\n    return 2"),
+        cell("forge", forged),
+        send("p", "x"),
+        {"op": "call", "problem": "q", "function": "f", "cases": [{}]},
+    ])
+    assert result.crashes == [] and result.errors == []
+    assert result.values == {"p": {"x": 1}} and result.missing == {"p": []}
+    assert result.outputs == {"q": {0: Output(True, 2)}}
+
+
+def test_a_job_too_large_to_send_comes_back_as_a_crash(sandbox):
+    """More code than a frame's header holds (a student controls that): nothing is raised."""
+    huge_cell = cell("huge", "data = [" + ",".join(["0.123456"] * 100_000) + "]\n")
+    for steps in ([huge_cell] * 3 + [send("p", "x")],
+                  [{"op": "set", "values": {"many": list(range(frames.MAX_ITEMS + 1))}}]):
+        result = sandbox.run(steps)
+        assert result.crashes == [Crash("sandbox", None, "job too large")]
+        assert (result.values, result.outputs, result.errors) == ({}, {}, [])
+        assert result.stopped == "job too large"
+    assert sandbox.run([cell("x", "x = 5"), send("p", "x")]).values == {"p": {"x": 5}}
+
+
+def test_the_protocol_is_documented_where_it_is_implemented():
+    for word in ('"exec"', '"set"', '"send"', '"call"', '"ready"', '"start"', '"error"', '"values"',
+                 '"output"', '"done"', '"exit"', "--control", "--stop"):
+        assert word in worker.__doc__, word
+    import grader.sandbox as sandbox_module
+    for module in (worker, sandbox_module, frames):
+        with open(module.__file__) as f:
+            assert "/tmp/" not in f.read()
