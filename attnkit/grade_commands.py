@@ -134,12 +134,16 @@ def _grade(args) -> int:
         return 130
     progress.close()
     seconds = time.perf_counter() - started
-    if code == 2:           # pytest caught a Ctrl-C: what was recorded stays, the rest waits
+    if run.interrupted:     # pytest caught a Ctrl-C: what was recorded stays, the rest waits
         print("attnkit grade: interrupted; what was graded is in the gradebook, and the next run "
               "picks up the rest", file=sys.stderr)
         return 130
-    if code in (3, 4):      # pytest's internal error / usage error (a bad -k expression …)
-        return _fail([f"pytest stopped with exit code {code}; see above"]) if code == 3 else 2
+    for failure in run.failed:
+        print(f"attnkit grade: {failure}", file=sys.stderr)
+    if code == 4:           # a usage error (a bad -k expression): pytest said why
+        return 2
+    if code in (2, 3):      # errors during collection / pytest's internal error
+        return _fail([f"grading stopped (pytest exit code {code}); see above"])
     summary = {"assignment": assignment.id, "submissions": len(submissions),
                "graded": len(run.recorded), "unchanged": len(run.skipped),
                "not_recorded": len(run.not_recorded), "missing": sorted(missing),

@@ -20,6 +20,7 @@ from __future__ import annotations
 
 import json
 import math
+import re
 import sqlite3
 import threading
 from contextlib import contextmanager
@@ -161,6 +162,7 @@ def _answer_text(row: ResultRow) -> str | None:
     except (TypeError, ValueError) as err:
         raise ValueError(f"{row.student}: {row.problem}/{row.part}: the answer is not JSON-ready "
                          f"({err}); store exercises.serialize.to_jsonable(value)") from None
+    text = _text(text)
     size = len(text.encode("utf-8"))
     if size > ANSWER_LIMIT:
         reason = f"the answer was too large to keep ({size} bytes as JSON; the limit is {ANSWER_LIMIT})"
@@ -175,9 +177,18 @@ def _number(x, what: str) -> float:
     return x
 
 
+_SURROGATE = re.compile("[\ud800-\udfff]")
+
+
+def _text(value) -> str:
+    """Text SQLite can store: a lone surrogate (from a file name that is not UTF-8, or a
+    student's string) becomes U+FFFD instead of failing the whole transaction."""
+    return _SURROGATE.sub("\ufffd", str(value))
+
+
 def _submission_values(s: SubmissionRow) -> tuple:
-    return (s.assignment, s.student, str(s.path), s.content_hash, s.status,
-            json.dumps(list(s.notes), ensure_ascii=False),
+    return (s.assignment, s.student, _text(s.path), s.content_hash, s.status,
+            _text(json.dumps(list(s.notes), ensure_ascii=False)),
             _number(s.score, "score"), _number(s.max_score, "max_score"), int(s.duration_ms),
             s.kit_version)
 
@@ -186,7 +197,7 @@ def _result_values(position: int, r: ResultRow) -> tuple:
     what = f"{r.student}: {r.problem}/{r.part}"
     return (r.assignment, r.student, r.problem, r.part, position,
             _number(r.score, f"{what}: score"), _number(r.max_score, f"{what}: max_score"),
-            r.status, str(r.message), r.misconception, _answer_text(r), int(r.duration_ms),
+            r.status, _text(r.message), r.misconception, _answer_text(r), int(r.duration_ms),
             r.content_hash)
 
 

@@ -8,6 +8,7 @@ hidden inputs, and hands back values. Every score is decided here, in the truste
 from __future__ import annotations
 
 import hashlib
+import re
 import threading
 import time
 from dataclasses import dataclass, field, replace
@@ -28,7 +29,7 @@ class Graded:
 
 def _clean(text: str) -> str:
     """Text as the gradebook and reports can store it (lone surrogates replaced)."""
-    return text.encode("utf-8", "replace").decode("utf-8")
+    return re.sub("[\ud800-\udfff]", "\ufffd", text)
 
 
 def _jsonable_answer(value):
@@ -37,6 +38,8 @@ def _jsonable_answer(value):
     type_name = getattr(value, "type_name", None)
     if type_name is not None and not isinstance(value, str):
         return {"unsupported": str(type_name)}
+    if isinstance(value, str):
+        return _clean(value)
     try:
         return to_jsonable(value)
     except (NotSerializable, TypeError, ValueError):
@@ -102,7 +105,7 @@ def unrunnable(entry: dict, reason: str, status: str = MISSING) -> Graded:
 # --- the run -----------------------------------------------------------------------------
 
 _SCORING_CODE = ("grader/*.py", "exercises/compare.py", "exercises/serialize.py", "exercises/cells.py",
-                 "solutions/misconceptions.py")
+                 "exercises/literals.py", "exercises/answer_key.py", "solutions/misconceptions.py")
 
 
 def grader_version() -> str:
@@ -154,6 +157,8 @@ class GradingRun:
         self.kit_version = kit_version
         self.skipped: list[str] = []          # unchanged since they were graded
         self.recorded: list[str] = []
+        self.failed: list[str] = []           # could not be recorded at all (reported)
+        self.interrupted = False              # set by the plugin on Ctrl-C
         self.not_recorded: list[str] = []     # partly selected with -k: gradebook left alone
         self.graded: dict[str, Graded] = {}
         self._pool = None
@@ -288,6 +293,11 @@ class GradingRun:
             # Something of the student's that the gradebook refuses (an answer it cannot
             # store): keep the scores and messages, drop the answers, and say so.
             note = f"answers not stored: {type(err).__name__}: {_clean(str(err))[:200]}"
-            self.gradebook.record(replace(row, notes=(*row.notes, note)),
-                                  [replace(r, answer=None) for r in rows])
+            try:
+                self.gradebook.record(replace(row, notes=(*row.notes, note)),
+                                      [replace(r, answer=None) for r in rows])
+            except (ValueError, TypeError) as again:       # never stop the batch for one
+                self.failed.append(f"{student}: not recorded: {type(again).__name__}: "
+                                   f"{_clean(str(again))[:200]}")
+                return
         self.recorded.append(student)

@@ -590,7 +590,11 @@ def match(found: list[Found], key: dict) -> Matched:
     by_student: dict[str, list[Found]] = {}
     issues: list[Issue] = []
     for f in found:
-        if f.student in students or (class_key and f.student != CLASS_STUDENT):
+        if not _printable(f.student):
+            issues.append(Issue("unknown-student", f"{_printable_text(f.shown)}: a folder or file "
+                                                   "name that is not UTF-8 text names no student: "
+                                                   "not graded"))
+        elif f.student in students or (class_key and f.student != CLASS_STUDENT):
             by_student.setdefault(f.student, []).append(f)
         else:
             issues.append(Issue("unknown-student", f"{f.shown}: {f.student!r} is not a student of the "
@@ -613,6 +617,18 @@ def match(found: list[Found], key: dict) -> Matched:
         submissions.append(replace(chosen, issues=chosen.issues + (note,)))
     missing = [] if class_key else sorted(s for s in students if s not in by_student)
     return Matched(submissions, missing, issues)
+
+
+def _printable(text: str) -> bool:
+    try:
+        text.encode("utf-8")
+    except UnicodeEncodeError:           # a file name that was not UTF-8 (surrogate-escaped)
+        return False
+    return True
+
+
+def _printable_text(text: str) -> str:
+    return re.sub("[\ud800-\udfff]", "\ufffd", text)
 
 
 def _choose(read: list[Submission], student: str, assignment_id: str,

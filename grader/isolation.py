@@ -108,6 +108,7 @@ PR_SET_PDEATHSIG = 1
 PR_SET_SECCOMP = 22
 SECCOMP_MODE_FILTER = 2
 CLONE_NEWNET = 0x40000000
+CLONE_NEWIPC = 0x08000000
 _X86_64 = platform.machine() in ("x86_64", "AMD64") and sys.platform.startswith("linux")
 
 
@@ -220,7 +221,17 @@ DENIED_SYSCALLS = {
     "execveat": 322, "userfaultfd": 323, "pidfd_send_signal": 424, "io_uring_setup": 425,
     "io_uring_enter": 426, "io_uring_register": 427, "open_tree": 428, "move_mount": 429,
     "fsopen": 430, "fsmount": 432, "pidfd_open": 434, "clone3": 435, "pidfd_getfd": 438,
+    # System V and POSIX IPC: memory that outlives the child (and a channel between jobs)
+    "shmget": 29, "shmat": 30, "shmctl": 31, "semget": 64, "msgget": 68, "mq_open": 240,
 }
+# Calls denied only for some commands (their second argument): what a child could do to the
+# result pipe it shares with later children — make it non-blocking, shrink it, or have the
+# kernel signal a process of its choice when the grader reads it (F_SETOWN + F_SETSIG).
+FCNTL, IOCTL = 72, 16
+DENIED_FCNTL = {"F_SETFL": 4, "F_SETOWN": 8, "F_SETSIG": 10, "F_SETOWN_EX": 15, "F_SETLEASE": 1024,
+                "F_NOTIFY": 1026, "F_SETPIPE_SZ": 1031}
+DENIED_IOCTL = {"TIOCSTI": 0x5412, "FIONBIO": 0x5421, "FIOASYNC": 0x5452, "FIOSETOWN": 0x8901,
+                "SIOCSPGRP": 0x8902}
 _AUDIT_ARCH_X86_64 = 0xC000003E
 _X32_SYSCALL_BIT = 0x40000000
 _BPF_LD_W_ABS, _BPF_JEQ_K, _BPF_JGE_K, _BPF_RET_K = 0x20, 0x15, 0x35, 0x06
@@ -238,20 +249,27 @@ class _SockFprog(ctypes.Structure):
 
 
 def seccomp_program() -> list[tuple[int, int, int, int]]:
-    """The BPF program: wrong architecture → kill; x32 numbers or a denied call → EPERM; else allow.
-    (seccomp_data: nr at offset 0, arch at offset 4.)"""
-    denied = sorted(DENIED_SYSCALLS.values())
-    n = len(denied)
-    deny_at = 5 + n + 1                # the RET EPERM instruction, after the n tests and RET ALLOW
-    program = [(_BPF_LD_W_ABS, 0, 0, 4),
-               (_BPF_JEQ_K, 1, 0, _AUDIT_ARCH_X86_64),
-               (_BPF_RET_K, 0, 0, _RET_KILL_PROCESS),
-               (_BPF_LD_W_ABS, 0, 0, 0),
-               (_BPF_JGE_K, deny_at - 5, 0, _X32_SYSCALL_BIT)]
-    for i, number in enumerate(denied):
-        program.append((_BPF_JEQ_K, deny_at - (5 + i + 1), 0, number))
-    program += [(_BPF_RET_K, 0, 0, _RET_ALLOW), (_BPF_RET_K, 0, 0, _RET_EPERM)]
-    return program
+    """The BPF program: wrong architecture → kill; x32 numbers, a denied call, or fcntl/ioctl
+    with a denied command → EPERM; else allow. (seccomp_data: nr at offset 0, arch at 4, the
+    low 32 bits of the second argument at 24.) Jumps go forward only, to labels resolved below."""
+    program: list = [(_BPF_LD_W_ABS, 0, 0, 4),
+                     (_BPF_JEQ_K, 1, 0, _AUDIT_ARCH_X86_64),
+                     (_BPF_RET_K, 0, 0, _RET_KILL_PROCESS),
+                     (_BPF_LD_W_ABS, 0, 0, 0),
+                     (_BPF_JGE_K, "deny", 0, _X32_SYSCALL_BIT)]
+    program += [(_BPF_JEQ_K, "deny", 0, nr) for nr in sorted(DENIED_SYSCALLS.values())]
+    program += [(_BPF_JEQ_K, "fcntl", 0, FCNTL), (_BPF_JEQ_K, "ioctl", 0, IOCTL),
+                (_BPF_RET_K, 0, 0, _RET_ALLOW)]
+    labels = {}
+    for label, commands in (("fcntl", DENIED_FCNTL), ("ioctl", DENIED_IOCTL)):
+        labels[label] = len(program)
+        program += [(_BPF_LD_W_ABS, 0, 0, 24)]
+        program += [(_BPF_JEQ_K, "deny", 0, cmd) for cmd in sorted(commands.values())]
+        program += [(_BPF_RET_K, 0, 0, _RET_ALLOW)]
+    labels["deny"] = len(program)
+    program.append((_BPF_RET_K, 0, 0, _RET_EPERM))
+    return [(code, labels[jt] - pc - 1 if isinstance(jt, str) else jt, jf, k)
+            for pc, (code, jt, jf, k) in enumerate(program)]
 
 
 class _Seccomp:
@@ -264,7 +282,9 @@ class _Seccomp:
         self.filters = (_SockFilter * len(program))(*[_SockFilter(*p) for p in program])
         self.fprog = _SockFprog(len(program), self.filters)
         self.detail = ("EPERM for " + ", ".join(sorted(DENIED_SYSCALLS, key=DENIED_SYSCALLS.get))
-                       + "; other architectures killed")
+                       + ", fcntl " + "/".join(DENIED_FCNTL) + ", ioctl " + "/".join(DENIED_IOCTL)
+                       + " (" + str(len(DENIED_SYSCALLS)) + " calls and 12 commands); other "
+                       "architectures killed")
 
     def apply(self) -> dict:
         if self.fprog is None:
@@ -299,25 +319,19 @@ def unused_id(slot: int) -> int:
 
 # --- the whole set ------------------------------------------------------------------------
 
-def _empty_directory() -> str | None:
-    """A fresh empty directory, removed when this process exits (a server's jail)."""
-    import atexit
+def _empty_directory() -> int | None:
+    """An open descriptor of an empty directory that is already removed (nothing can be
+    created in it, and nothing is left behind in /tmp when a server is killed)."""
     import tempfile
 
     try:
         path = tempfile.mkdtemp(prefix="attnkit-empty-")
-        os.chmod(path, 0o555)
-    except OSError:
-        return None
-    atexit.register(_remove_quietly, path)
-    return path
-
-
-def _remove_quietly(path: str) -> None:
-    try:
+        os.chmod(path, 0o111)             # searchable by the child's uid, nothing to list
+        fd = os.open(path, os.O_RDONLY | os.O_DIRECTORY)
         os.rmdir(path)
     except OSError:
-        pass
+        return None
+    return fd
 
 
 def _vm_size() -> int:
@@ -347,9 +361,12 @@ class Walls:
     def __init__(self, slot: int = 0):
         self.root = hasattr(os, "geteuid") and os.geteuid() == 0
         self.uid = unused_id(slot) if self.root else None
-        self.jail = _empty_directory() if self.root else None
+        self.landlock_missing = None                      # set below, once Landlock is known
         self.landlock = _Landlock()
         self.seccomp = _Seccomp()
+        # Landlock already hides every file but Python's; where it is missing, root can give the
+        # child an empty root directory instead (it would only break imports where Landlock holds).
+        self.jail = _empty_directory() if self.root and self.landlock.fd < 0 else None
 
     def apply(self, result_fd: int, limits: dict) -> list[dict]:
         """Put this (freshly forked) process inside the walls. Afterwards its result pipe is
@@ -368,9 +385,9 @@ class Walls:
         attempt("session", self._session)
         attempt("network", self._network)
         attempt("landlock", self.landlock.apply)
+        attempt("chroot", self._chroot)                   # (before fds: it closes the jail's)
         attempt("fds", lambda: self._fds(result_fd, null))
         attempt("rlimits", lambda: self._rlimits(limits, vm_size))
-        attempt("chroot", self._chroot)
         attempt("uid", self._drop_uid)
         try:
             self._die_with(parent, layers[0])
@@ -397,9 +414,11 @@ class Walls:
         if not self.root:
             return layer("network", False, "a network namespace needs root (seccomp still denies sockets, "
                                            "Landlock TCP where its ABI allows)")
-        if _LIBC is None or not hasattr(_LIBC, "unshare") or _LIBC.unshare(ctypes.c_int(CLONE_NEWNET)) != 0:
-            return layer("network", False, f"unshare(CLONE_NEWNET) failed: {_errno_text()}")
-        return layer("network", True, "an empty network namespace (no interface up, not even loopback)")
+        if (_LIBC is None or not hasattr(_LIBC, "unshare")
+                or _LIBC.unshare(ctypes.c_int(CLONE_NEWNET | CLONE_NEWIPC)) != 0):
+            return layer("network", False, f"unshare(CLONE_NEWNET | CLONE_NEWIPC) failed: {_errno_text()}")
+        return layer("network", True, "an empty network namespace (no interface up, not even loopback) "
+                                      "and an IPC namespace of its own")
 
     @staticmethod
     def _fds(result_fd: int, null: int) -> dict:
@@ -438,12 +457,14 @@ class Walls:
         return layer("rlimits", True, ", ".join(parts))
 
     def _chroot(self) -> dict:
-        """An empty directory as the root: without it, a uid-dropped child could still read
-        every world-readable file (other students' submissions, the project's solutions/)
-        where Landlock is missing. Everything the child needs was imported before."""
+        """An empty directory as the root, where Landlock is missing: without it, a uid-dropped
+        child could still read every world-readable file (other students' submissions, the
+        project's solutions/). Everything the child needs was imported before."""
         if self.jail is None:
-            return layer("chroot", False, "changing the root directory needs root")
-        os.chroot(self.jail)
+            return layer("chroot", False, "not needed: Landlock hides the files" if self.landlock.fd >= 0
+                         else "changing the root directory needs root")
+        os.fchdir(self.jail)
+        os.chroot(".")
         os.chdir("/")
         return layer("chroot", True, "an empty directory as its root: no file of the machine is visible")
 
@@ -466,11 +487,12 @@ class Walls:
                   "an empty network namespace per job" if root else
                   "a network namespace needs root (seccomp still denies sockets, Landlock TCP where its ABI allows)"),
             layer("landlock", self.landlock.fd >= 0, self.landlock.detail),
+            layer("chroot", self.jail is not None, "an empty directory as the root" if self.jail is not None
+                  else "not needed: Landlock hides the files" if self.landlock.fd >= 0
+                  else "changing the root directory needs root"),
             layer("fds", True, "stdio to /dev/null, every other descriptor closed but the result pipe"),
             layer("rlimits", True, "cpu, address space, file size, open files"
                   + (", processes" if not root or self.uid is not None else "")),
-            layer("chroot", self.jail is not None, "an empty directory as the root" if self.jail
-                  else "changing the root directory needs root"),
             layer("uid", self.uid is not None, f"uid/gid {self.uid} per worker" if self.uid is not None
                   else "not root: runs as the grader's own user"),
             layer("seccomp", self.seccomp.fprog is not None, self.seccomp.detail),

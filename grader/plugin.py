@@ -81,6 +81,9 @@ class GradingPlugin:
     def pytest_sessionfinish(self, session):
         self.run.stop()
 
+    def pytest_keyboard_interrupt(self, excinfo):
+        self.run.interrupted = True
+
 
 class AssignmentFile(pytest.File):
     """The manifest: its children are the submissions the run grades."""

@@ -488,6 +488,9 @@ class Sandbox:
         except BaseException:
             self.close()
             raise
+        # Load the lazily imported modules now, in this thread, while the servers boot:
+        # Python's LazyLoader is not safe when two threads touch a module first at once.
+        frames.FrameError, isolation.RESULT_FD
 
     def _add(self, server: _Server) -> None:
         with self._lock:

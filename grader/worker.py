@@ -68,6 +68,7 @@ library, numpy, ``grader.frames`` and ``grader.isolation`` — never ``exercises
 from __future__ import annotations
 
 import builtins
+import fcntl
 import gc
 import importlib.abc
 import importlib.machinery
@@ -90,6 +91,9 @@ MAX_MESSAGE = 2000
 
 # --- the child: runs the steps -------------------------------------------------------------
 
+_PIPE_SIZE = 65536          # Linux's default pipe buffer
+
+
 class _Emitter:
     """Writes events to the result pipe. A value that cannot be encoded (a student object that
     raises from ``__iter__``) or that would make the frame too big becomes an Unsupported, the
@@ -99,7 +103,10 @@ class _Emitter:
         self.fd, self.limit = fd, limit
 
     def __call__(self, event: dict) -> None:
-        frames.write_all(self.fd, self._encode(event))
+        data = self._encode(event)
+        if not os.get_blocking(self.fd):             # the student's own doing: wait, not fail
+            os.set_blocking(self.fd, True)
+        frames.write_all(self.fd, data)
 
     def _try(self, event: dict) -> bytes | None:
         try:
@@ -379,6 +386,20 @@ def _hung_up(fd: int) -> bool:
     return bool(poller.poll(0))
 
 
+def _reset_pipes(*fds: int) -> None:
+    """The job and data pipes are shared by every child of this server: undo what a child may
+    have changed on them (blocking mode, async signals, a shrunk buffer), so one student can
+    never cost the next their values. Seccomp denies these changes already where it runs."""
+    for fd in fds:
+        try:
+            fcntl.fcntl(fd, fcntl.F_SETFL, 0)                       # blocking, no O_ASYNC
+            fcntl.fcntl(fd, fcntl.F_SETOWN, 0)
+            if hasattr(fcntl, "F_SETPIPE_SZ"):
+                fcntl.fcntl(fd, fcntl.F_SETPIPE_SZ, _PIPE_SIZE)
+        except OSError:
+            pass
+
+
 def serve(walls: isolation.Walls, job_fd: int, data_fd: int, control_fd: int, stop_fd: int,
           wall_seconds: float, cpu_seconds: float) -> int:
     """Fork a child for each job that arrives on ``job_fd`` until its end of file. The server
@@ -391,6 +412,7 @@ def serve(walls: isolation.Walls, job_fd: int, data_fd: int, control_fd: int, st
         if not mask & select.POLLIN:                # hung up with nothing to read: we are done
             return 0
         _drain(stop_fd)                              # a stop for the previous child, come too late
+        _reset_pipes(job_fd, data_fd)                # whatever the previous child did to them
         pid = os.fork()
         if pid == 0:                                 # the child never returns from here
             status = EXIT_BROKEN

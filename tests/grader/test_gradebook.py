@@ -249,3 +249,16 @@ def test_a_damaged_gradebook_is_named_in_the_error(tmp_path):
     with pytest.raises(GradebookError, match="g.sqlite: "):
         with Gradebook(path) as gb:
             gb.results(A)
+
+
+def test_text_that_is_not_utf8_is_stored_with_replacement_characters(tmp_path):
+    """A file name that was not UTF-8, or a student's string with a lone surrogate, must not
+    fail the transaction (it would stop the batch on every run)."""
+    from dataclasses import replace
+    with Gradebook(tmp_path / "gb.sqlite") as gb:
+        gb.record(replace(submission(notes=("note \ud800",)), path="submitted/s1/hw/h\udcff.ipynb"),
+                  [result("p", "a", message="got '\ud800'", answer="\ud800 text")])
+        row, = gb.submissions(A)
+        part, = gb.results(A)
+    assert row.path == "submitted/s1/hw/h\ufffd.ipynb" and row.notes == ("note \ufffd",)
+    assert part.message == "got '\ufffd'" and part.answer == "\ufffd text"

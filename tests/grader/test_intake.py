@@ -523,3 +523,18 @@ def test_any_json_in_any_place_is_read_and_programmed_without_raising(course, ke
     assert all(i.code in ISSUE_CODES for i in s.issues)
     program = job_for(s, key["students"][A])
     assert program.steps[0]["label"] == "setup" and len(program.problem_of_step) == len(program.steps)
+
+
+def test_a_name_that_is_not_utf8_is_reported_and_not_graded(tmp_path):
+    import os
+    folder = os.fsencode(tmp_path / "submitted") + b"/st\xff01/hw"
+    os.makedirs(folder)
+    with open(folder + b"/hw.ipynb", "w") as f:
+        f.write("{}")
+    found = find_submissions(tmp_path, "hw")
+    class_key = {"assignment": {"id": "hw"}, "students": {"(class)": {"problems": {}}}}
+    matched = match(found, class_key)
+    assert matched.submissions == []
+    assert [i.code for i in matched.issues] == ["unknown-student"]
+    assert "not UTF-8" in matched.issues[0].message
+    matched.issues[0].message.encode("utf-8")

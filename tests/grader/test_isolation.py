@@ -27,13 +27,14 @@ needs_landlock = pytest.mark.skipif(not active("landlock"), reason=STATIC["landl
 
 # --- the seccomp filter, run on a tiny BPF interpreter ------------------------------------
 
-def run_bpf(program, nr: int, arch: int) -> int:
-    """Classic BPF as the kernel runs a seccomp filter: seccomp_data has nr at 0, arch at 4."""
+def run_bpf(program, nr: int, arch: int, arg1: int = 0) -> int:
+    """Classic BPF as the kernel runs a seccomp filter: seccomp_data has nr at 0, arch at 4,
+    the second argument's low half at 24."""
     accumulator, pc = 0, 0
     while True:
         code, jt, jf, k = program[pc]
         if code == 0x20:                                   # ld [k]
-            accumulator = {0: nr, 4: arch}[k]
+            accumulator = {0: nr, 4: arch, 24: arg1}[k]
         elif code in (0x15, 0x35):                         # jeq / jge #k
             taken = accumulator == k if code == 0x15 else accumulator >= k
             pc += jt if taken else jf
@@ -56,6 +57,8 @@ def test_the_seccomp_program_denies_exactly_its_list():
     denied = set(isolation.DENIED_SYSCALLS.values())
     for nr in range(0, 460):
         assert run_bpf(program, nr, X86_64) == (EPERM if nr in denied else ALLOW), nr
+    for name in ("shmget", "shmat", "shmctl", "semget", "msgget", "mq_open"):
+        assert run_bpf(program, isolation.DENIED_SYSCALLS[name], X86_64) == EPERM
     for name in ("fork", "vfork", "clone", "clone3", "execve", "execveat", "socket", "connect",
                  "kill", "tkill", "tgkill", "ptrace", "process_vm_readv", "process_vm_writev"):
         assert run_bpf(program, isolation.DENIED_SYSCALLS[name], X86_64) == EPERM
@@ -73,7 +76,7 @@ def test_only_the_python_installation_is_readable():
 
 
 def test_explain_says_why_a_layer_is_missing():
-    assert list(STATIC) == ["session", "network", "landlock", "fds", "rlimits", "chroot", "uid", "seccomp"]
+    assert list(STATIC) == ["session", "network", "landlock", "chroot", "fds", "rlimits", "uid", "seccomp"]
     for layer in STATIC.values():
         assert isinstance(layer["active"], bool) and layer["detail"]
     assert active("uid") == active("network") == ROOT
@@ -296,12 +299,73 @@ def test_protected_agrees_with_a_live_child(sandbox):
 
 
 @needs_root
-def test_no_file_of_the_machine_is_visible_under_the_chroot(sandbox, tmp_path):
-    """Even a world-readable file (another student's notebook, the project's solutions/) is
-    out of reach where Landlock is missing: the child's root is an empty directory."""
-    other = tmp_path / "another_students_notebook.ipynb"
+def test_without_landlock_no_file_of_the_machine_is_visible(tmp_path):
+    """Where Landlock is missing, root gives the child an empty root directory: even a
+    world-readable file (another student's notebook, the project's solutions/) is not there.
+    Played in a forked helper (no student code) with Landlock switched off, as on an old kernel."""
+    from grader import frames, worker
+
+    import tempfile
+
+    folder = Path(tempfile.mkdtemp(dir="/tmp"))       # world-searchable: only the chroot hides it
+    folder.chmod(0o755)
+    other = folder / "another_students_notebook.ipynb"
     other.write_text("{}")
     other.chmod(0o644)
-    tmp_path.chmod(0o755)
-    outcome = attempt(sandbox, f"outcome = probe(lambda: open({str(other)!r}).read())")
-    assert outcome.startswith("FileNotFoundError")      # not refused: not there at all
+    read_end, write_end = os.pipe()
+    pid = os.fork()
+    if pid == 0:
+        status = 1
+        try:
+            os.close(read_end)
+            walls = isolation.Walls(9)
+            walls.landlock.fd, walls.landlock.detail = -1, "Linux older than 5.13"
+            walls.jail = isolation._empty_directory()
+            job = {"steps": [{"op": "exec", "label": "a", "source": (
+                       "try:\n    open(%r).read()\n    outcome = 'read'\n"
+                       "except OSError as e:\n    outcome = type(e).__name__\n" % str(other))},
+                             {"op": "send", "problem": "p", "names": ["outcome"]}],
+                   "limits": {"wall_seconds": 5}}
+            status = worker.run_child(job, walls, write_end)
+        finally:
+            os._exit(status)
+    os.close(write_end)
+    events = []
+    try:
+        while (event := frames.read_frame(read_end)) is not None:
+            events.append(event)
+    finally:
+        os.close(read_end)
+        os.waitpid(pid, 0)
+        other.unlink()
+        folder.rmdir()
+    layers = {layer["name"]: layer for layer in events[0]["layers"]}
+    assert layers["chroot"]["active"] and not layers["landlock"]["active"]
+    assert {"event": "values", "problem": "p", "values": {"outcome": "FileNotFoundError"},
+            "missing": []} in events
+
+
+def test_the_seccomp_filter_denies_what_a_child_could_do_to_the_shared_pipe():
+    program = isolation.seccomp_program()
+    for cmd in isolation.DENIED_FCNTL.values():
+        assert run_bpf(program, isolation.FCNTL, X86_64, cmd) == EPERM
+    for cmd in (0, 1, 2, 3, 1030):            # F_DUPFD, F_GETFD, F_SETFD, F_GETFL, F_DUPFD_CLOEXEC
+        assert run_bpf(program, isolation.FCNTL, X86_64, cmd) == ALLOW
+    for request in isolation.DENIED_IOCTL.values():
+        assert run_bpf(program, isolation.IOCTL, X86_64, request) == EPERM
+    assert run_bpf(program, isolation.IOCTL, X86_64, 0x5401) == ALLOW      # TCGETS (isatty)
+
+
+def test_a_child_cannot_change_the_pipe_it_shares_with_later_children(sandbox):
+    """Non-blocking, shrunk or signal-raising: any of these on fd 3 would have cost the next
+    students their values. The first job tries them all; the second sends a large value."""
+    if not active("seccomp"):
+        pytest.skip("seccomp is not available here")
+    outcome = attempt(sandbox, "import fcntl, os\n"
+                               "outcome = [probe(lambda: fcntl.fcntl(3, fcntl.F_SETFL, os.O_NONBLOCK)),\n"
+                               "           probe(lambda: fcntl.fcntl(3, 1031, 4096)),\n"
+                               "           probe(lambda: fcntl.fcntl(3, fcntl.F_SETOWN, os.getppid()))]")
+    assert all(o.startswith("PermissionError") for o in outcome), outcome
+    result = sandbox.run([{"op": "exec", "label": "big", "source": "import numpy as np\nx = np.ones(500_000)"},
+                          {"op": "send", "problem": "p", "names": ["x"]}])
+    assert result.crashes == [] and result.values["p"]["x"].shape == (500_000,)

@@ -315,7 +315,7 @@ def test_a_child_does_not_outlive_its_server():
 
 def test_explain_names_every_layer():
     layers = explain(LIMITS)
-    assert [layer["name"] for layer in layers] == ["session", "network", "landlock", "fds", "rlimits", "chroot", "uid", "seccomp"]
+    assert [layer["name"] for layer in layers] == ["session", "network", "landlock", "chroot", "fds", "rlimits", "uid", "seccomp"]
     assert all(isinstance(layer["active"], bool) and layer["detail"] for layer in layers)
 
 
