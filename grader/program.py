@@ -23,6 +23,7 @@ from __future__ import annotations
 
 import ast
 import re
+import threading
 from dataclasses import dataclass, field
 
 from exercises.cells import MARKDOWN_PLACEHOLDER, SETUP
@@ -89,6 +90,9 @@ def problem_order(key: dict) -> list[str]:
 # --- magics --------------------------------------------------------------------------------
 
 _MAGIC = re.compile(r"^(\s*)[%!]")
+# Programs are built on the grader's sandbox threads, and CPython 3.11's parser is not safe
+# to run in two threads at once ("SystemError: AST constructor recursion depth mismatch").
+_PARSING = threading.Lock()
 
 
 def strip_magics(source: str) -> tuple[str, bool]:
@@ -98,7 +102,8 @@ def strip_magics(source: str) -> tuple[str, bool]:
     replaced by ``pass`` at its indent, so the block around it and the line numbers of
     errors stay as the student sees them."""
     try:
-        ast.parse(source)        # parsing only: nothing of the student's runs on this side
+        with _PARSING:
+            ast.parse(source)    # parsing only: nothing of the student's runs on this side
         return source, False
     except (SyntaxError, ValueError, RecursionError, MemoryError):
         pass

@@ -448,3 +448,4 @@ def test_the_steps_cross_the_sandbox_boundary(course, key, tmp_path):
     program = program_of(tmp_path, filled(course), key)
     job = frames.decode(frames.encode({"steps": program.steps, "limits": {}}))
     assert [s["op"] for s in job["steps"]] == [s["op"] for s in program.steps]
+
