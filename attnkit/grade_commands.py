@@ -9,6 +9,8 @@ import sys
 import time
 from pathlib import Path
 
+from exercises.textfile import printable
+
 from .build_commands import _fail, _positive
 from .progress import Progress
 
@@ -151,7 +153,7 @@ def _grade(args) -> int:
                "seconds": round(seconds, 3),
                "submissions_per_second": round(len(run.recorded) / max(seconds, 1e-9), 1)}
     if args.json:
-        print(json.dumps(summary, indent=2, ensure_ascii=False))
+        print(printable(json.dumps(summary, indent=2, ensure_ascii=False)))
         return 0
     for issue in issues:
         print(f"note: {issue}", file=sys.stderr)
@@ -206,7 +208,7 @@ def _report(args) -> int:
     except OSError as err:
         return _fail([f"{err.filename or out}: {err.strerror or err}"])
     if args.json:
-        print(json.dumps({**summary, "written": written}, indent=2, ensure_ascii=False))
+        print(printable(json.dumps({**summary, "written": written}, indent=2, ensure_ascii=False)))
         return 0
     if args.table:
         print(table)
@@ -234,7 +236,7 @@ def _check(args) -> int:
         except CheckError as err:
             return _fail([str(err)])
     if args.json:
-        print(json.dumps(report.as_json(), indent=2, ensure_ascii=False))
+        print(printable(json.dumps(report.as_json(), indent=2, ensure_ascii=False)))
     else:
         print(report.table())
     return 0

@@ -4,9 +4,19 @@ written atomically."""
 from __future__ import annotations
 
 import os
+import re
 from pathlib import Path
 
 _BOM = b"\xef\xbb\xbf"
+
+
+_LONE_SURROGATE = re.compile("[\ud800-\udfff]")
+
+
+def printable(text: str) -> str:
+    """``text`` with each lone surrogate (what a file name that is not UTF-8, or a string
+    escaped into JSON, leaves in a Python string) as U+FFFD, so it can be written as UTF-8."""
+    return _LONE_SURROGATE.sub("\ufffd", text)
 
 
 class ProblemsError(ValueError):

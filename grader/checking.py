@@ -251,6 +251,16 @@ def _matches_outputs(value, wrong, rtol, atol) -> bool:
 
 # --- a whole problem ---------------------------------------------------------------------
 
+def part_id(grading: dict) -> str:
+    """A key record's grading entry by name: a part's id, or an implement test family's."""
+    return grading.get("id") or grading["family"]
+
+
+def graded_parts(record: dict) -> list[tuple[str, float]]:
+    """(part id, points) of every graded item of a key record, in the key's order."""
+    return [(part_id(g), float(g["points"])) for g in record.get("grading", [])]
+
+
 def free_response_part(grading: dict, text: str | None) -> Verdict:
     points = float(grading["points"])
     if not text:

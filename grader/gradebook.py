@@ -20,13 +20,14 @@ from __future__ import annotations
 
 import json
 import math
-import re
 import sqlite3
 import threading
 from contextlib import contextmanager
 from dataclasses import dataclass, field
 from datetime import datetime, timezone
 from pathlib import Path
+
+from exercises.textfile import printable
 
 FORMAT = "attnkit-gradebook"
 SCHEMA_VERSION = 1
@@ -177,13 +178,10 @@ def _number(x, what: str) -> float:
     return x
 
 
-_SURROGATE = re.compile("[\ud800-\udfff]")
-
-
 def _text(value) -> str:
     """Text SQLite can store: a lone surrogate (from a file name that is not UTF-8, or a
     student's string) becomes U+FFFD instead of failing the whole transaction."""
-    return _SURROGATE.sub("\ufffd", str(value))
+    return printable(str(value))
 
 
 def _submission_values(s: SubmissionRow) -> tuple:

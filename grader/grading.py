@@ -8,14 +8,18 @@ hidden inputs, and hands back values. Every score is decided here, in the truste
 from __future__ import annotations
 
 import hashlib
-import re
-import threading
 import time
+from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field, replace
 
 from exercises.serialize import NotSerializable, to_jsonable
+from exercises.textfile import printable
 
-from .checking import ERROR, MISSING, CaseOutcome, Missing, Verdict, problem_verdicts
+from .checking import (ERROR, MISSING, CaseOutcome, Missing, Verdict, graded_parts, part_id,
+                       problem_verdicts)
+from .gradebook import ResultRow, SubmissionRow
+from .intake import entry_for
+from .program import job_for
 
 
 @dataclass
@@ -27,33 +31,26 @@ class Graded:
     seconds: float = 0.0
 
 
-def _clean(text: str) -> str:
-    """Text as the gradebook and reports can store it (lone surrogates replaced)."""
-    return re.sub("[\ud800-\udfff]", "\ufffd", text)
-
-
 def _jsonable_answer(value):
     if isinstance(value, Missing):
         return None
     type_name = getattr(value, "type_name", None)
     if type_name is not None and not isinstance(value, str):
         return {"unsupported": str(type_name)}
-    if isinstance(value, str):
-        return _clean(value)
     try:
         return to_jsonable(value)
     except (NotSerializable, TypeError, ValueError):
         return {"unsupported": type(value).__name__}
 
 
-def _causes(result, program) -> dict:
+def _causes(result) -> dict:
     """answer cell label → why it may not have assigned its variable (an error or a crash)."""
     causes = {}
-    for error in getattr(result, "errors", ()):
-        where = f" on line {error.line}" if getattr(error, "line", None) else ""
+    for error in result.errors:
+        where = f" on line {error.line}" if error.line else ""
         causes.setdefault(error.label, f"the cell raised {error.type}{where}: {error.message}")
-    for crash in getattr(result, "crashes", ()):
-        if getattr(crash, "case", None) is None:
+    for crash in result.crashes:
+        if crash.case is None:
             causes[crash.label] = f"the cell stopped the run ({crash.reason}) and was skipped"
     return causes
 
@@ -76,8 +73,8 @@ def grade_values(entry: dict, values: dict, outcomes: dict, free_text: dict, cau
         try:
             parts = problem_verdicts(record, got, outcomes.get(pid, {}), free_text.get(pid, {}))
         except Exception as err:  # noqa: BLE001 — a grader bug costs this problem, never the batch
-            parts = {g.get("id") or g.get("family"): Verdict(0.0, float(g["points"]), ERROR,
-                                                             f"internal grader error: {type(err).__name__}: {err}")
+            parts = {part_id(g): Verdict(0.0, float(g["points"]), ERROR,
+                                         f"internal grader error: {type(err).__name__}: {err}")
                      for g in record["grading"]}
         for part, verdict in parts.items():
             verdicts[(pid, part)] = verdict
@@ -97,8 +94,7 @@ def unrunnable(entry: dict, reason: str, status: str = MISSING) -> Graded:
     verdicts = {}
     for pid, record in entry["problems"].items():
         for g in record["grading"]:
-            part = g.get("id") or g.get("family")
-            verdicts[(pid, part)] = Verdict(0.0, float(g["points"]), status, reason)
+            verdicts[(pid, part_id(g))] = Verdict(0.0, float(g["points"]), status, reason)
     return Graded(verdicts, {k: None for k in verdicts}, [reason])
 
 
@@ -135,10 +131,6 @@ def fingerprint(content_hash: str, entry: dict) -> str:
     return hashlib.sha256(f"attnkit-graded/1|{content_hash}|{variants}".encode()).hexdigest()
 
 
-def _parts(record: dict) -> list[tuple[str, float]]:
-    return [(g.get("id") or g["family"], float(g["points"])) for g in record["grading"]]
-
-
 class GradingRun:
     """What the pytest plugin asks while it grades: which submissions, which parts, and each
     part's verdict; and what it reports back: a submission whose items have all run.
@@ -163,7 +155,6 @@ class GradingRun:
         self.graded: dict[str, Graded] = {}
         self._pool = None
         self._futures: dict = {}
-        self._lock = threading.Lock()
 
     # --- what to grade ---------------------------------------------------------------
 
@@ -180,8 +171,6 @@ class GradingRun:
 
     def entry(self, student: str) -> dict:
         """The key entry that grades ``student``: theirs, or an nbgrader course's class entry."""
-        from .intake import entry_for
-
         return entry_for(self.key, student)
 
     def _hash(self, student: str) -> str:
@@ -189,7 +178,7 @@ class GradingRun:
 
     def parts_of(self, student: str) -> list[tuple[str, list[tuple[str, float]]]]:
         problems = self.entry(student)["problems"]
-        return [(pid, _parts(problems[pid])) for pid in self.order if pid in problems]
+        return [(pid, graded_parts(problems[pid])) for pid in self.order if pid in problems]
 
     def item_count(self, student: str) -> int:
         return sum(len(parts) for _, parts in self.parts_of(student))
@@ -197,8 +186,6 @@ class GradingRun:
     # --- running ---------------------------------------------------------------------
 
     def start(self, students: list[str]) -> None:
-        from concurrent.futures import ThreadPoolExecutor
-
         if not students:
             return
         self._pool = ThreadPoolExecutor(self.workers, thread_name_prefix="attnkit-sandbox")
@@ -225,13 +212,11 @@ class GradingRun:
             return self._execute(student, started)
         except Exception as err:  # noqa: BLE001 — one submission must never stop the batch
             graded = unrunnable(self.entry(student), f"internal grader error: {type(err).__name__}: "
-                                                     f"{_clean(str(err))[:300]}", status=ERROR)
+                                                     f"{str(err)[:300]}", status=ERROR)
             graded.seconds = time.perf_counter() - started
             return graded
 
     def _execute(self, student: str, started: float) -> Graded:
-        from .program import job_for
-
         submission, entry = self.submissions[student], self.entry(student)
         notes = [issue.message for issue in submission.issues]
         if not submission.cells:
@@ -240,18 +225,17 @@ class GradingRun:
             graded.seconds = time.perf_counter() - started
             return graded
         program = job_for(submission, entry, order=self.order)
-        notes += [getattr(n, "message", str(n)) for n in program.notes]
+        notes += [issue.message for issue in program.notes]
         result = self.sandbox.run(program.steps)
         outcomes = {pid: {case: CaseOutcome(o.ok, o.value, o.error or "") for case, o in cases.items()}
                     for pid, cases in result.outputs.items()}
         for crash in result.crashes:
             notes.append(f"{crash.label}: stopped the run ({crash.reason}); the run went on "
                          "without it" + (f" from hidden case {crash.case + 1}" if crash.case is not None else ""))
-        stopped = getattr(result, "stopped", "")
-        if stopped:
-            notes.append(f"the run stopped: {stopped}")
-        graded = grade_values(entry, result.values, outcomes, program.free_text,
-                              _causes(result, program), stopped)
+        if result.stopped:
+            notes.append(f"the run stopped: {result.stopped}")
+        graded = grade_values(entry, result.values, outcomes, program.free_text, _causes(result),
+                              result.stopped)
         graded.notes = notes
         graded.seconds = time.perf_counter() - started
         return graded
@@ -270,13 +254,11 @@ class GradingRun:
         if not record or self.gradebook is None:
             self.not_recorded.append(student)
             return
-        from .gradebook import ResultRow, SubmissionRow
-
-        submission = self.submissions[student]
+        submission, graded_hash = self.submissions[student], self._hash(student)
         per_part_ms = round(graded.seconds * 1000 / max(len(graded.verdicts), 1), 3)
         rows = [ResultRow(self.assignment, student, problem, part, v.score, v.max_score, v.status,
-                          _clean(v.message), v.misconception, graded.answers.get((problem, part)),
-                          per_part_ms, self._hash(student))
+                          v.message, v.misconception, graded.answers.get((problem, part)),
+                          per_part_ms, graded_hash)
                 for problem, parts in self.parts_of(student) for part, _ in parts
                 for v in [graded.verdicts[(problem, part)]]]
         score = sum(v.score for v in graded.verdicts.values())
@@ -284,20 +266,20 @@ class GradingRun:
         # A broken notebook is graded (0, with its reason); "error" is the grader's own failure
         # on some part, and such a submission is graded again on the next run.
         status = "error" if any(v.status == ERROR for v in graded.verdicts.values()) else "graded"
-        row = SubmissionRow(self.assignment, student, str(submission.path), self._hash(student),
-                            status, tuple(_clean(n) for n in graded.notes), score, total,
+        row = SubmissionRow(self.assignment, student, str(submission.path), graded_hash,
+                            status, tuple(graded.notes), score, total,
                             round(graded.seconds * 1000, 3), self.kit_version)
         try:
             self.gradebook.record(row, rows)
         except (ValueError, TypeError) as err:
             # Something of the student's that the gradebook refuses (an answer it cannot
             # store): keep the scores and messages, drop the answers, and say so.
-            note = f"answers not stored: {type(err).__name__}: {_clean(str(err))[:200]}"
+            note = f"answers not stored: {type(err).__name__}: {str(err)[:200]}"
             try:
                 self.gradebook.record(replace(row, notes=(*row.notes, note)),
                                       [replace(r, answer=None) for r in rows])
             except (ValueError, TypeError) as again:       # never stop the batch for one
                 self.failed.append(f"{student}: not recorded: {type(again).__name__}: "
-                                   f"{_clean(str(again))[:200]}")
+                                   f"{printable(str(again))[:200]}")
                 return
         self.recorded.append(student)

@@ -36,6 +36,7 @@ from exercises.answer_key import CLASS_STUDENT
 from exercises.literals import assignment
 from exercises.cells import cell_id as cell_id_of
 from exercises.serialize import decode_names
+from exercises.textfile import printable
 
 MAX_BYTES = 64 * 1024 * 1024      # far above any real notebook; a larger file is not read into memory
 _MAX_GIVENS_SOURCE = 1_000_000    # a givens cell longer than this is "edited" without parsing it
@@ -591,7 +592,7 @@ def match(found: list[Found], key: dict) -> Matched:
     issues: list[Issue] = []
     for f in found:
         if not _printable(f.student):
-            issues.append(Issue("unknown-student", f"{_printable_text(f.shown)}: a folder or file "
+            issues.append(Issue("unknown-student", f"{printable(f.shown)}: a folder or file "
                                                    "name that is not UTF-8 text names no student: "
                                                    "not graded"))
         elif f.student in students or (class_key and f.student != CLASS_STUDENT):
@@ -625,10 +626,6 @@ def _printable(text: str) -> bool:
     except UnicodeEncodeError:           # a file name that was not UTF-8 (surrogate-escaped)
         return False
     return True
-
-
-def _printable_text(text: str) -> str:
-    return re.sub("[\ud800-\udfff]", "\ufffd", text)
 
 
 def _choose(read: list[Submission], student: str, assignment_id: str,

@@ -283,8 +283,8 @@ class _Seccomp:
         self.fprog = _SockFprog(len(program), self.filters)
         self.detail = ("EPERM for " + ", ".join(sorted(DENIED_SYSCALLS, key=DENIED_SYSCALLS.get))
                        + ", fcntl " + "/".join(DENIED_FCNTL) + ", ioctl " + "/".join(DENIED_IOCTL)
-                       + " (" + str(len(DENIED_SYSCALLS)) + " calls and 12 commands); other "
-                       "architectures killed")
+                       + f" ({len(DENIED_SYSCALLS)} calls and {len(DENIED_FCNTL) + len(DENIED_IOCTL)} "
+                       "commands); other architectures killed")
 
     def apply(self) -> dict:
         if self.fprog is None:

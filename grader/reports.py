@@ -30,14 +30,15 @@ from pathlib import Path
 import numpy as np
 from solutions import MISCONCEPTIONS
 
-from exercises.answer_key import CLASS_STUDENT
-from exercises.html import code_block, escape, heatmap_svg, markdown_to_html, page
 from exercises.cells import LETTERS
+from exercises.html import code_block, escape, heatmap_svg, markdown_to_html, page
 from exercises.preview import _decimals_for, value_text
 from exercises.serialize import decode_names, from_jsonable
 from exercises.textfile import write_atomic
 
+from .checking import graded_parts
 from .gradebook import Gradebook, ResultRow, SubmissionRow, omitted_reason
+from .intake import entry_for, is_class_key
 
 MISSING, GRADED, ERROR, MANUAL = "missing", "graded", "error", "manual"
 # A spreadsheet runs a cell that starts with one of these as a formula; names and e-mails
@@ -86,19 +87,12 @@ def _problems(key: dict) -> list[dict]:
     return list(key["assignment"]["problems"])
 
 
-def _part_ids(record: dict) -> list[tuple[str, float]]:
-    """(part id, points) of a key record: a test family for implement problems."""
-    if record.get("kind") == "implement":
-        return [(g["family"], float(g["points"])) for g in record.get("grading", [])]
-    return [(g["id"], float(g["points"])) for g in record.get("grading", [])]
-
-
 def _student_parts(entry: dict, problems: list[dict], rows: list[ResultRow]) -> tuple[Part, ...]:
     by_part = {(r.problem, r.part): r for r in rows}
     parts = []
     for problem in problems:
         pid = problem["id"]
-        known = _part_ids(entry["problems"].get(pid, {}))
+        known = graded_parts(entry["problems"].get(pid, {}))
         parts += [Part(pid, part, points, by_part.pop((pid, part), None)) for part, points in known]
         # A part the grader recorded that this key does not list (a key rebuilt since):
         # shown after the key's own, so no earned point goes unseen.
@@ -110,13 +104,7 @@ def _student_parts(entry: dict, problems: list[dict], rows: list[ResultRow]) -> 
 def _students(key: dict, submissions) -> list[str]:
     """The key's students; for an nbgrader course's class-wide key (one entry for everyone),
     the students the gradebook has."""
-    if set(key["students"]) == {CLASS_STUDENT}:
-        return sorted(submissions)
-    return sorted(key["students"])
-
-
-def _entry(key: dict, student: str) -> dict:
-    return key["students"].get(student) or key["students"][CLASS_STUDENT]
+    return sorted(submissions) if is_class_key(key) else sorted(key["students"])
 
 
 def class_grades(gradebook: Gradebook, key: dict) -> list[StudentGrades]:
@@ -129,7 +117,7 @@ def class_grades(gradebook: Gradebook, key: dict) -> list[StudentGrades]:
         rows.setdefault(r.student, []).append(r)
     grades = []
     for sid in _students(key, submissions):
-        entry = _entry(key, sid)
+        entry = entry_for(key, sid)
         submission = submissions.get(sid)
         parts = _student_parts(entry, problems, rows.get(sid, []))
         scores = {p["id"]: sum(x.score for x in parts if x.problem == p["id"]) for p in problems}
@@ -432,7 +420,7 @@ def feedback_page(s: StudentGrades, key: dict, reveal: bool = False) -> str:
     """The student's page: their score per problem and per part, what went wrong and why,
     their own answers; the expected answers only with ``reveal``."""
     assignment = key["assignment"]
-    entry = _entry(key, s.id)
+    entry = entry_for(key, s.id)
     title = f"{assignment.get('title', assignment['id'])} — feedback"
     who = f"{s.name} ({s.id})" if s.name else s.id
     body = [f"<h1>{escape(title)}</h1>", f"<p>{escape(who)}</p>",

@@ -16,9 +16,8 @@ from hypothesis import strategies as st
 
 from exercises.answer_key import load_key
 from exercises.assignment import load_assignment
-from exercises.build import CLASS_STUDENT, build, build_nbgrader
+from exercises.build import CLASS_STUDENT, build_nbgrader
 from exercises.notebook import notebook_bytes
-from exercises.roster import load_roster
 from exercises.serialize import decode_names
 from grader.intake import (ISSUE_CODES, Found, Issue, assigns_exactly, entry_for, find_submissions,
                            givens_edits, kit_cells, match, read_submission)
@@ -26,21 +25,15 @@ from grader.program import job_for
 
 ROOT = Path(__file__).resolve().parents[2]
 EXAMPLE = ROOT / "problem_bank" / "assignments" / "example.yaml"
-SAMPLE_ROSTER = ROOT / "problem_bank" / "assignments" / "sample_roster.csv"
 SECRET = "grader intake test secret, 32 by"
 HW = "attention-hw1"
 A, B, C = "s2026001", "s2026002", "s2026003"
 
 
 @pytest.fixture(scope="module")
-def course(tmp_path_factory):
+def course(example_build):
     """A real build for three students: (out folder, key as the grader loads it)."""
-    out = tmp_path_factory.mktemp("build")
-    with pytest.MonkeyPatch.context() as patch:
-        patch.setenv("ATTNKIT_SECRET", SECRET)
-        result = build(load_assignment(EXAMPLE), list(load_roster(SAMPLE_ROSTER))[:3], out)
-    assert result.ok
-    return out, load_key(result.key_path, SECRET.encode())
+    return example_build(3, SECRET)
 
 
 @pytest.fixture

@@ -229,13 +229,9 @@ def test_without_root_the_layers_that_need_it_say_so_and_the_rest_hold():
 
 # --- off Linux -------------------------------------------------------------------------------
 
-def test_a_child_without_proc_or_prctl_reports_those_layers_off_and_still_runs():
-    """macOS has neither /proc nor prctl: the walls must say which layers are missing and let
-    the job run, not kill every child before it is ready. Played in a forked helper (no
-    student code): the C library loses prctl, unshare and syscall, /proc/self/statm is gone,
-    and Landlock and seccomp are unavailable, as there."""
-    import types
-
+def run_in_forked_walls(prepare, job: dict) -> tuple[list[dict], int]:
+    """(events, wait status) of ``job`` run by worker.run_child in a forked helper whose walls
+    ``prepare(walls)`` adjusts first (to play a machine without some layer; no student code)."""
     from grader import frames, worker
 
     read_end, write_end = os.pipe()
@@ -245,17 +241,7 @@ def test_a_child_without_proc_or_prctl_reports_those_layers_off_and_still_runs()
         try:
             os.close(read_end)
             walls = isolation.Walls(7)
-            walls.landlock.fd, walls.landlock.detail = -1, "not Linux (darwin)"
-            walls.seccomp.fprog, walls.seccomp.detail = None, "the filter is written for x86_64 Linux"
-
-            def no_proc():
-                raise FileNotFoundError(2, "No such file or directory", "/proc/self/statm")
-
-            isolation._vm_size = no_proc
-            isolation._LIBC = types.SimpleNamespace()          # a C library without prctl & co.
-            job = {"steps": [{"op": "exec", "label": "a", "source": "x = 6 * 7"},
-                             {"op": "send", "problem": "p", "names": ["x"]}],
-                   "limits": {"memory_mb": 256, "wall_seconds": 5}}
+            prepare(walls)
             status = worker.run_child(job, walls, write_end)
         finally:
             os._exit(status)
@@ -267,6 +253,30 @@ def test_a_child_without_proc_or_prctl_reports_those_layers_off_and_still_runs()
     finally:
         os.close(read_end)
         _, status = os.waitpid(pid, 0)
+    return events, status
+
+
+def test_a_child_without_proc_or_prctl_reports_those_layers_off_and_still_runs():
+    """macOS has neither /proc nor prctl: the walls must say which layers are missing and let
+    the job run, not kill every child before it is ready. Played in a forked helper (no
+    student code): the C library loses prctl, unshare and syscall, /proc/self/statm is gone,
+    and Landlock and seccomp are unavailable, as there."""
+    import types
+
+    def like_macos(walls):
+        walls.landlock.fd, walls.landlock.detail = -1, "not Linux (darwin)"
+        walls.seccomp.fprog, walls.seccomp.detail = None, "the filter is written for x86_64 Linux"
+
+        def no_proc():
+            raise FileNotFoundError(2, "No such file or directory", "/proc/self/statm")
+
+        isolation._vm_size = no_proc
+        isolation._LIBC = types.SimpleNamespace()          # a C library without prctl & co.
+
+    events, status = run_in_forked_walls(like_macos, {
+        "steps": [{"op": "exec", "label": "a", "source": "x = 6 * 7"},
+                  {"op": "send", "problem": "p", "names": ["x"]}],
+        "limits": {"memory_mb": 256, "wall_seconds": 5}})
     assert os.WIFEXITED(status) and os.WEXITSTATUS(status) == 0
     layers = {layer["name"]: layer for layer in events[0]["layers"]}
     assert events[0]["event"] == "ready" and list(layers) == list(STATIC)
@@ -303,8 +313,6 @@ def test_without_landlock_no_file_of_the_machine_is_visible(tmp_path):
     """Where Landlock is missing, root gives the child an empty root directory: even a
     world-readable file (another student's notebook, the project's solutions/) is not there.
     Played in a forked helper (no student code) with Landlock switched off, as on an old kernel."""
-    from grader import frames, worker
-
     import tempfile
 
     folder = Path(tempfile.mkdtemp(dir="/tmp"))       # world-searchable: only the chroot hides it
@@ -312,31 +320,19 @@ def test_without_landlock_no_file_of_the_machine_is_visible(tmp_path):
     other = folder / "another_students_notebook.ipynb"
     other.write_text("{}")
     other.chmod(0o644)
-    read_end, write_end = os.pipe()
-    pid = os.fork()
-    if pid == 0:
-        status = 1
-        try:
-            os.close(read_end)
-            walls = isolation.Walls(9)
-            walls.landlock.fd, walls.landlock.detail = -1, "Linux older than 5.13"
-            walls.jail = isolation._empty_directory()
-            job = {"steps": [{"op": "exec", "label": "a", "source": (
-                       "try:\n    open(%r).read()\n    outcome = 'read'\n"
-                       "except OSError as e:\n    outcome = type(e).__name__\n" % str(other))},
-                             {"op": "send", "problem": "p", "names": ["outcome"]}],
-                   "limits": {"wall_seconds": 5}}
-            status = worker.run_child(job, walls, write_end)
-        finally:
-            os._exit(status)
-    os.close(write_end)
-    events = []
+
+    def without_landlock(walls):
+        walls.landlock.fd, walls.landlock.detail = -1, "Linux older than 5.13"
+        walls.jail = isolation._empty_directory()
+
     try:
-        while (event := frames.read_frame(read_end)) is not None:
-            events.append(event)
+        events, _ = run_in_forked_walls(without_landlock, {
+            "steps": [{"op": "exec", "label": "a", "source": (
+                          "try:\n    open(%r).read()\n    outcome = 'read'\n"
+                          "except OSError as e:\n    outcome = type(e).__name__\n" % str(other))},
+                      {"op": "send", "problem": "p", "names": ["outcome"]}],
+            "limits": {"wall_seconds": 5}})
     finally:
-        os.close(read_end)
-        os.waitpid(pid, 0)
         other.unlink()
         folder.rmdir()
     layers = {layer["name"]: layer for layer in events[0]["layers"]}

@@ -13,32 +13,20 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from exercises.answer_key import load_key
-from exercises.assignment import load_assignment
-from exercises.build import build
 from exercises.notebook import LETTERS, SETUP
-from exercises.roster import load_roster
 from exercises.serialize import decode_names, encode_names, from_jsonable
 from grader.intake import Cell, Found, Issue, Submission, read_submission
 from grader.program import GRADING_SETUP, Program, free_answer, job_for, problem_order, strip_magics
 
-ROOT = Path(__file__).resolve().parents[2]
-EXAMPLE = ROOT / "problem_bank" / "assignments" / "example.yaml"
-SAMPLE_ROSTER = ROOT / "problem_bank" / "assignments" / "sample_roster.csv"
 SECRET = "grader program test secret, 32 b"
 HW = "attention-hw1"
 A, B = "s2026001", "s2026002"
 
 
 @pytest.fixture(scope="module")
-def course(tmp_path_factory):
+def course(example_build):
     """(build folder, key): a real build for two students, the key loaded as the grader does."""
-    out = tmp_path_factory.mktemp("build")
-    with pytest.MonkeyPatch.context() as patch:
-        patch.setenv("ATTNKIT_SECRET", SECRET)
-        result = build(load_assignment(EXAMPLE), list(load_roster(SAMPLE_ROSTER))[:2], out)
-    assert result.ok
-    return out, load_key(result.key_path, SECRET.encode())
+    return example_build(2, SECRET)
 
 
 @pytest.fixture

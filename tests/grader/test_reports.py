@@ -13,16 +13,11 @@ import numpy as np
 import pytest
 from solutions import MISCONCEPTIONS
 
-from exercises.answer_key import load_key
-from exercises.assignment import load_assignment
-from exercises.build import build
-from exercises.roster import load_roster
 from exercises.serialize import decode_names, encode_names, to_jsonable
 from grader.gradebook import Gradebook, ResultRow, SubmissionRow
 from grader.reports import (class_table, csv_text, feedback_page, class_grades, summary_json,
                             write_csv, write_feedback, write_gradescope)
 
-ROOT = Path(__file__).resolve().parents[2]
 A = "hw-reports"
 GRADING = {"rtol": 1e-5, "misconceptions": [], "checks": []}
 
@@ -309,14 +304,8 @@ SECRET = "report-test secret, 32 bytes long"
 
 
 @pytest.fixture(scope="module")
-def built_key(tmp_path_factory):
-    out = tmp_path_factory.mktemp("build")
-    with pytest.MonkeyPatch.context() as patch:
-        patch.setenv("ATTNKIT_SECRET", SECRET)
-        assignment = load_assignment(ROOT / "problem_bank" / "assignments" / "example.yaml")
-        roster = list(load_roster(ROOT / "problem_bank" / "assignments" / "sample_roster.csv"))[:3]
-        assert build(assignment, roster, out, jobs=1).ok
-    return load_key(out / "instructor" / "answer_key.json", SECRET.encode())
+def built_key(example_build):
+    return example_build(3, SECRET)[1]
 
 
 def _right_answers(key: dict, sid: str) -> list[ResultRow]:

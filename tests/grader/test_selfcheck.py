@@ -3,36 +3,24 @@ notebook's own visible checks, never an expected value."""
 
 import json
 import re
-from pathlib import Path
 
 import numpy as np
 import pytest
 
 from attnkit.cli import main
-from exercises.answer_key import load_key
-from exercises.assignment import load_assignment
-from exercises.build import build
-from exercises.roster import load_roster
 from exercises.serialize import decode_names
 from grader.sandbox import Limits, Sandbox
 from grader.selfcheck import (AT_GRADING, BY_HAND, ERROR, FAILS, NOT_ANSWERED, OK, CheckError,
                               self_check)
 from grader.synthetic import synthesize
 
-ROOT = Path(__file__).resolve().parents[2]
-EXAMPLE = ROOT / "problem_bank" / "assignments" / "example.yaml"
-ROSTER = ROOT / "problem_bank" / "assignments" / "sample_roster.csv"
 SECRET = "self-check test secret, 32 bytes"
 
 
 @pytest.fixture(scope="module")
-def notebooks(tmp_path_factory):
+def notebooks(example_build, tmp_path_factory):
     """profile → notebook path, plus the blank release notebook and the key."""
-    out = tmp_path_factory.mktemp("build")
-    with pytest.MonkeyPatch.context() as patch:
-        patch.setenv("ATTNKIT_SECRET", SECRET)
-        result = build(load_assignment(EXAMPLE), list(load_roster(ROSTER))[:3], out)
-    key = load_key(result.key_path, SECRET.encode())
+    out, key = example_build(3, SECRET)
     subs = tmp_path_factory.mktemp("subs")
     made = synthesize(out, key, subs, layout="flat", profiles=["correct", "typed_wrong", "partial"])
     paths = {s.profile: s.path for s in made}

@@ -12,35 +12,23 @@ import pytest
 from nbclient import NotebookClient
 
 from exercises import load_bank, make_variant
-from exercises.answer_key import load_key
-from exercises.assignment import load_assignment
-from exercises.build import build
 from exercises.cells import MARKDOWN_PLACEHOLDER
 from exercises.compare import compare, within
 from exercises.literals import literal
 from exercises.notebook import LETTERS
-from exercises.roster import load_roster
 from exercises.serialize import decode_names, from_jsonable, same_value
 from grader import synthetic
 from grader.synthetic import (CODE_EDITS, MISCONCEPTION_PREFIX, SyntheticError, assign_profiles,
                               edit_code, profile_names, synthesize)
 
-ROOT = Path(__file__).resolve().parents[2]
-EXAMPLE = ROOT / "problem_bank" / "assignments" / "example.yaml"
-SAMPLE_ROSTER = ROOT / "problem_bank" / "assignments" / "sample_roster.csv"
 SECRET = "synthetic-test secret, 32 bytes!"
 STUDENTS = 6
 
 
 @pytest.fixture(scope="session")
-def built(tmp_path_factory):
+def built(example_build):
     """(build folder, verified key) of the example assignment for six students."""
-    out = tmp_path_factory.mktemp("build")
-    with pytest.MonkeyPatch.context() as patch:
-        patch.setenv("ATTNKIT_SECRET", SECRET)
-        result = build(load_assignment(EXAMPLE), list(load_roster(SAMPLE_ROSTER))[:STUDENTS], out)
-    assert result.ok, result.failures
-    return out, load_key(result.key_path, SECRET.encode())
+    return example_build(STUDENTS, SECRET)
 
 
 @pytest.fixture(scope="session")
