@@ -107,7 +107,7 @@ def _grade(args) -> int:
     if refused:
         return refused
     found = find_submissions(Path(args.submissions), assignment.id)
-    submissions, missing, issues = match(found, key)
+    submissions, missing, issues = match(found, key, read=False)
     progress = Progress(len(submissions), "grade", enabled=None if not args.json else False)
     pytest_args = []
     if args.k:

@@ -12,6 +12,9 @@ from __future__ import annotations
 import hashlib
 import hmac
 import json
+import threading
+from collections import OrderedDict
+from collections.abc import Mapping
 from pathlib import Path
 
 from .serialize import canonical_json as canonical
@@ -35,8 +38,11 @@ def _signing_key(secret: bytes) -> bytes:
 def _signed_text(head: dict, entries: dict[str, str]) -> bytes:
     """What the signature covers: the head, and each student's id with the SHA-256 of their
     canonical entry (so workers can serialise entries in parallel and nothing is encoded twice)."""
-    lines = [canonical(head)] + [f"{canonical(sid)}:{hashlib.sha256(entries[sid].encode()).hexdigest()}"
-                                 for sid in sorted(entries)]
+    return _signed_lines(head, {sid: hashlib.sha256(text.encode()).hexdigest() for sid, text in entries.items()})
+
+
+def _signed_lines(head: dict, digests: dict[str, str]) -> bytes:
+    lines = [canonical(head)] + [f"{canonical(sid)}:{digests[sid]}" for sid in sorted(digests)]
     return "\n".join(lines).encode("utf-8")
 
 
@@ -58,8 +64,24 @@ def key_bytes(assignment: dict, entries: dict[str, str], kit_version: str, secre
 
 
 def load_key(path: Path, secret: bytes) -> dict:
-    """The key at ``path``, after checking its signature against the course secret."""
+    """The key at ``path``, after checking its signature against the course secret.
+
+    A key as the kit writes it (one student per line) is verified by hashing each student's
+    line as it stands, and its entries are parsed only when asked for (``Entries``): a key
+    for ten thousand students is hundreds of megabytes, and grading needs one entry at a
+    time. Any other layout (a key re-indented by some tool) is read whole and verified
+    against its canonical form, as before."""
     path = Path(path)
+    try:
+        quick = _verified_lines(path, secret)
+    except FileNotFoundError:
+        raise AnswerKeyError(f"{path}: no such file") from None
+    except (OSError, UnicodeDecodeError, ValueError):
+        quick = None
+    return quick if quick is not None else _load_whole(path, secret)
+
+
+def _load_whole(path: Path, secret: bytes) -> dict:
     try:
         key = json.loads(path.read_bytes().decode("utf-8"))
     except FileNotFoundError:
@@ -82,3 +104,107 @@ def load_key(path: Path, secret: bytes) -> dict:
         raise AnswerKeyError(f"{path}: the signature does not verify: the key was changed after "
                              "it was built, or it was built with another course secret")
     return key
+
+
+_STUDENTS_LINE = b' "students": {\n'
+
+
+def _verified_lines(path: Path, secret: bytes) -> dict | None:
+    """The key read the quick way, or None when the file is not laid out as ``key_bytes``
+    writes it or does not verify that way (the whole-file reader then decides)."""
+    decoder = json.JSONDecoder()
+    head, spans, digests = {}, {}, {}
+    with open(path, "rb") as file:
+        if file.readline() != b"{\n":
+            return None
+        for line in file:                                   # ' "name": value,' up to the students
+            if line == _STUDENTS_LINE:
+                break
+            if not (line.startswith(b' "') and line.endswith(b",\n")):
+                return None
+            name, end = decoder.raw_decode(line[1:-2].decode("utf-8"))
+            head[name] = json.loads(line[1:-2].decode("utf-8")[end:].removeprefix(": "))
+        else:
+            return None
+        offset = file.tell()
+        for line in file:                                   # '  "id": {entry},'
+            if line == b" }\n":
+                break
+            if not line.startswith(b'  "'):
+                return None
+            text = line[2:].decode("utf-8")
+            sid, end = decoder.raw_decode(text)
+            if not isinstance(sid, str) or not text.startswith(": ", end):
+                return None
+            prefix = 2 + len(text[:end + 2].encode("utf-8"))         # '  "id": '
+            entry = line[prefix:].removesuffix(b"\n").removesuffix(b",")
+            spans[sid] = (offset + prefix, len(entry))
+            digests[sid] = hashlib.sha256(entry).hexdigest()
+            offset += len(line)
+        else:
+            return None
+        if file.read() != b"}\n":
+            return None
+    signature = head.pop("signature", "")
+    if head.get("format") != FORMAT:
+        return None
+    mac = hmac.new(_signing_key(secret), _signed_lines(head, digests), hashlib.sha256)
+    if not hmac.compare_digest(str(signature).encode("utf-8"), ("hmac-sha256:" + mac.hexdigest()).encode()):
+        return None
+    return {**head, "students": Entries(path, spans, digests)}
+
+
+class Entries(Mapping):
+    """student id → key entry, each read from the key file when first asked for and checked
+    against the digest its signature covers (a file replaced while grading is refused, never
+    half-trusted). The most recently used entries stay parsed."""
+
+    CACHED = 32
+
+    def __init__(self, path: Path, spans: dict[str, tuple[int, int]], digests: dict[str, str]):
+        self._path, self._spans, self._digests = Path(path), spans, digests
+        self._recent: OrderedDict[str, dict] = OrderedDict()
+        self._lock = threading.Lock()           # grading reads entries from several threads
+
+    def __getitem__(self, sid: str) -> dict:
+        with self._lock:
+            if sid in self._recent:
+                self._recent.move_to_end(sid)
+                return self._recent[sid]
+        start, size = self._spans[sid]          # KeyError for a student not in the key
+        with open(self._path, "rb") as file:
+            file.seek(start)
+            text = file.read(size)
+        if hashlib.sha256(text).hexdigest() != self._digests[sid]:
+            raise AnswerKeyError(f"{self._path}: the key changed on disk after it was verified "
+                                 f"(the entry of {sid!r} differs); load it again")
+        entry = json.loads(text.decode("utf-8"))
+        with self._lock:
+            self._recent[sid] = entry
+            if len(self._recent) > self.CACHED:
+                self._recent.popitem(last=False)
+        return entry
+
+    def digest(self, sid: str) -> str:
+        """SHA-256 of the entry's canonical text, without parsing it."""
+        return self._digests[sid]
+
+    def __iter__(self):
+        return iter(self._spans)
+
+    def __len__(self) -> int:
+        return len(self._spans)
+
+    def __contains__(self, sid) -> bool:
+        return sid in self._spans
+
+
+def entry_digest(key: dict, student: str) -> str:
+    """SHA-256 of the canonical text of the entry that grades ``student`` (theirs, or the
+    class entry of an nbgrader course key): it changes whenever anything in the entry does."""
+    students = key["students"]
+    if student not in students and CLASS_STUDENT in students:
+        student = CLASS_STUDENT
+    if isinstance(students, Entries):
+        return students.digest(student)
+    return hashlib.sha256(canonical(students[student]).encode("utf-8")).hexdigest()

@@ -33,10 +33,6 @@ def _scalar(x: float):
     return x if math.isfinite(x) else {"float": _float(x)}
 
 
-def _unfloat(x):
-    return float(x) if isinstance(x, str) else x
-
-
 def to_jsonable(value):
     """A JSON-ready copy of a given or an answer (numbers, arrays, text, lists of them)."""
     if isinstance(value, (bool, np.bool_)):
@@ -85,8 +81,8 @@ def from_jsonable(data):
     if isinstance(data, dict) and set(data) == {"float"}:
         return float(data["float"])
     if isinstance(data, dict) and set(data) == {"array", "dtype", "shape"}:
-        values = _map_floats(data["array"], _unfloat) if data["dtype"] == "float64" else data["array"]
-        return np.array(values, dtype=_DTYPES[data["dtype"]]).reshape(data["shape"])
+        # (NumPy reads the texts "nan", "inf" and "-inf" of a float64 array itself)
+        return np.array(data["array"], dtype=_DTYPES[data["dtype"]]).reshape(data["shape"])
     if isinstance(data, dict) and set(data) == {"dict"}:
         return {k: from_jsonable(v) for k, v in data["dict"].items()}
     if isinstance(data, dict):

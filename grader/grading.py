@@ -9,16 +9,18 @@ from __future__ import annotations
 
 import hashlib
 import time
+from collections import deque
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field, replace
 
+from exercises.answer_key import entry_digest
 from exercises.serialize import NotSerializable, to_jsonable
 from exercises.textfile import printable
 
 from .checking import (ERROR, MISSING, CaseOutcome, Missing, Verdict, graded_parts, part_id,
                        problem_verdicts)
 from .gradebook import ResultRow, SubmissionRow
-from .intake import entry_for
+from .intake import Found, Submission, entry_for, file_hash, read_submission
 from .program import job_for
 
 
@@ -29,6 +31,7 @@ class Graded:
     answers: dict                   # (problem, part) → the student's value, JSON-ready, or None
     notes: list[str] = field(default_factory=list)
     seconds: float = 0.0
+    content_hash: str | None = None  # of the bytes that were graded (None: not read)
 
 
 def _jsonable_answer(value):
@@ -123,12 +126,11 @@ def grader_version() -> str:
     return f"{kit}+{digest.hexdigest()[:12]}"
 
 
-def fingerprint(content_hash: str, entry: dict) -> str:
+def fingerprint(content_hash: str, entry_digest: str) -> str:
     """What the gradebook keeps as a submission's hash: the notebook's bytes *and* the key
-    entry it was graded against (its variants' digests), so a submission counts as already
-    graded only if neither changed: a key rebuilt after a template fix grades it again."""
-    variants = ",".join(f"{pid}:{record.get('digest', '')}" for pid, record in sorted(entry["problems"].items()))
-    return hashlib.sha256(f"attnkit-graded/1|{content_hash}|{variants}".encode()).hexdigest()
+    entry it was graded against (``entry_digest``), so a submission counts as already graded
+    only if neither changed: a key rebuilt after a template fix grades it again."""
+    return hashlib.sha256(f"attnkit-graded/2|{content_hash}|{entry_digest}".encode()).hexdigest()
 
 
 class GradingRun:
@@ -143,7 +145,8 @@ class GradingRun:
         self.key = key
         self.assignment = key["assignment"]["id"]
         self.order = [p["id"] for p in key["assignment"]["problems"]]   # the assignment's order
-        self.submissions = {s.student: s for s in submissions}
+        # A Submission (already read), or the Found of a file read when its turn comes.
+        self.submissions: dict[str, Submission | Found] = {s.student: s for s in submissions}
         self.gradebook, self.sandbox = gradebook, sandbox
         self.workers, self.regrade, self.progress = workers, regrade, progress
         self.kit_version = kit_version
@@ -153,52 +156,93 @@ class GradingRun:
         self.interrupted = False              # set by the plugin on Ctrl-C
         self.not_recorded: list[str] = []     # partly selected with -k: gradebook left alone
         self.graded: dict[str, Graded] = {}
+        self.window = max(8, 4 * workers)     # submissions run ahead of the one being recorded
+        self._parts: dict[str, list] = {}     # student → parts_of, until recorded
+        self._entries: dict[str, dict] = {}   # student → key entry, until recorded
         self._pool = None
-        self._futures: dict = {}
+        self._queue: deque[str] = deque()     # to run, in order
+        self._futures: dict = {}              # running or run, not yet recorded
+        self._done: set[str] = set()          # recorded or discarded
 
     # --- what to grade ---------------------------------------------------------------
 
     def students_to_grade(self) -> list[str]:
         chosen = []
         for student in sorted(self.submissions):
-            if (not self.regrade and self.gradebook is not None
-                    and self.gradebook.is_current(self.assignment, student, self._hash(student),
-                                                  self.kit_version)):
-                self.skipped.append(student)
-            else:
+            if self.regrade or self.gradebook is None or not self.gradebook.is_current(
+                    self.assignment, student, self._hash(student, self._content_hash(student)),
+                    self.kit_version):
                 chosen.append(student)
+            else:
+                self.skipped.append(student)
         return chosen
 
-    def entry(self, student: str) -> dict:
-        """The key entry that grades ``student``: theirs, or an nbgrader course's class entry."""
-        return entry_for(self.key, student)
+    def _content_hash(self, student: str) -> str:
+        submission = self.submissions[student]
+        return submission.content_hash if isinstance(submission, Submission) else file_hash(submission)
 
-    def _hash(self, student: str) -> str:
-        return fingerprint(self.submissions[student].content_hash, self.entry(student))
+    def entry(self, student: str) -> dict:
+        """The key entry that grades ``student``: theirs, or an nbgrader course's class entry.
+        Parsed once while the submission is in flight (from collection to its record)."""
+        entry = self._entries.get(student)
+        if entry is None:
+            entry = self._entries[student] = entry_for(self.key, student)
+        return entry
+
+    def _hash(self, student: str, content_hash: str) -> str:
+        return fingerprint(content_hash, entry_digest(self.key, student))
 
     def parts_of(self, student: str) -> list[tuple[str, list[tuple[str, float]]]]:
-        problems = self.entry(student)["problems"]
-        return [(pid, graded_parts(problems[pid])) for pid in self.order if pid in problems]
+        """(problem, [(part, points)]) in the assignment's order: what pytest collects."""
+        if student not in self._parts:
+            problems = self.entry(student)["problems"]
+            self._parts[student] = [(pid, graded_parts(problems[pid])) for pid in self.order if pid in problems]
+        return self._parts[student]
 
     def item_count(self, student: str) -> int:
         return sum(len(parts) for _, parts in self.parts_of(student))
 
     # --- running ---------------------------------------------------------------------
+    #
+    # The sandbox threads run submissions in the order pytest will ask for them, at most
+    # ``window`` ahead of the last one recorded: the workers never wait for pytest (between
+    # its sessions, say), and a batch of any size holds only a window's worth of results.
 
     def start(self, students: list[str]) -> None:
+        """Queue ``students`` (in the order their items will run) for the sandbox."""
         if not students:
             return
-        self._pool = ThreadPoolExecutor(self.workers, thread_name_prefix="attnkit-sandbox")
-        for student in students:
-            self._futures[student] = self._pool.submit(self.execute, student)
+        if self._pool is None:
+            self._pool = ThreadPoolExecutor(self.workers, thread_name_prefix="attnkit-sandbox")
+        self._queue.extend(s for s in students if s not in self._futures)
+        self._top_up()
+
+    def _top_up(self) -> None:
+        while self._queue and len(self._futures) < self.window and self._pool is not None:
+            student = self._queue.popleft()
+            if student not in self._futures and student not in self._done:
+                self._futures[student] = self._pool.submit(self.execute, student)
+
+    def discard(self, student: str) -> None:
+        """Not graded in this run after all (deselected with -k): free what it holds."""
+        future = self._futures.pop(student, None)
+        if future is not None:
+            future.cancel()
+        for held in (self.graded, self._parts, self._entries):
+            held.pop(student, None)
+        self._done.add(student)
+        self._top_up()
 
     def wait(self, student: str) -> Graded:
         if student not in self.graded:
             future = self._futures.get(student)
+            if future is None:            # never queued: run it here (and never again)
+                self._done.add(student)
             self.graded[student] = future.result() if future else self.execute(student)
         return self.graded[student]
 
     def stop(self) -> None:
+        self._queue.clear()
         if self._pool is not None:
             self._pool.shutdown(wait=True, cancel_futures=True)
             self._pool = None
@@ -218,11 +262,14 @@ class GradingRun:
 
     def _execute(self, student: str, started: float) -> Graded:
         submission, entry = self.submissions[student], self.entry(student)
+        if isinstance(submission, Found):
+            submission = read_submission(submission, self.key, entry)
         notes = [issue.message for issue in submission.issues]
         if not submission.cells:
             graded = unrunnable(entry, notes[-1] if notes else "the notebook has no cells")
             graded.notes = notes
             graded.seconds = time.perf_counter() - started
+            graded.content_hash = submission.content_hash
             return graded
         program = job_for(submission, entry, order=self.order)
         notes += [issue.message for issue in program.notes]
@@ -238,6 +285,7 @@ class GradingRun:
                               result.stopped)
         graded.notes = notes
         graded.seconds = time.perf_counter() - started
+        graded.content_hash = submission.content_hash
         return graded
 
     def verdict(self, student: str, problem: str, part: str) -> Verdict:
@@ -249,17 +297,24 @@ class GradingRun:
         graded = self.wait(student)
         del self.graded[student]          # done with it: a long run does not keep every value
         self._futures.pop(student, None)
+        self._entries.pop(student, None)
+        self._done.add(student)
+        self._top_up()
         if self.progress is not None:
             self.progress.advance(1)
         if not record or self.gradebook is None:
             self.not_recorded.append(student)
             return
-        submission, graded_hash = self.submissions[student], self._hash(student)
+        submission, parts = self.submissions[student], self.parts_of(student)
+        del self._parts[student]
+        if graded.content_hash is None:        # the grader failed before reading it: grade it again next time
+            graded.content_hash = ""
+        graded_hash = self._hash(student, graded.content_hash)
         per_part_ms = round(graded.seconds * 1000 / max(len(graded.verdicts), 1), 3)
         rows = [ResultRow(self.assignment, student, problem, part, v.score, v.max_score, v.status,
                           v.message, v.misconception, graded.answers.get((problem, part)),
                           per_part_ms, graded_hash)
-                for problem, parts in self.parts_of(student) for part, _ in parts
+                for problem, problem_parts in parts for part, _ in problem_parts
                 for v in [graded.verdicts[(problem, part)]]]
         score = sum(v.score for v in graded.verdicts.values())
         total = sum(v.max_score for v in graded.verdicts.values())

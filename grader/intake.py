@@ -28,6 +28,7 @@ import json
 import os
 import re
 import stat
+from collections.abc import Mapping
 from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import NamedTuple
@@ -205,19 +206,19 @@ def find_submissions(root: Path, assignment_id: str) -> list[Found]:
 def entry_for(key: dict | None, student: str) -> dict | None:
     """The key entry that grades ``student``: theirs, or the class entry of an nbgrader
     course key (one variant for everyone, stored under ``CLASS_STUDENT``)."""
-    if not isinstance(key, dict) or not isinstance(key.get("students"), dict):
+    if not isinstance(key, dict) or not isinstance(key.get("students"), Mapping):
         return None
     students = key["students"]
     if student in students:
         return students[student]
-    if set(students) == {CLASS_STUDENT}:
+    if is_class_key(key):
         return students[CLASS_STUDENT]
     return None
 
 
 def is_class_key(key: dict | None) -> bool:
-    return isinstance(key, dict) and isinstance(key.get("students"), dict) \
-        and set(key["students"]) == {CLASS_STUDENT}
+    return (isinstance(key, dict) and isinstance(key.get("students"), Mapping)
+            and len(key["students"]) == 1 and CLASS_STUDENT in key["students"])
 
 
 def kit_cells(entry: dict) -> dict[str, KitCell]:
@@ -368,13 +369,14 @@ def _cells(found: Found, raw_cells: list, kit: dict[str, KitCell] | None,
     return tuple(cells)
 
 
-def read_submission(found: Found, key: dict | None = None) -> Submission:
+def read_submission(found: Found, key: dict | None = None, entry: dict | None = None) -> Submission:
     """The notebook at ``found``, read as far as it can be; never raises on bad input.
 
     With the answer key, the notebook is also checked against the student's entry: kit
     cells missing or doubled, givens cells edited, a variant record naming another student,
     assignment or variant. Without it (or for a student the key does not know) only the
-    file itself is checked and only nbgrader grade ids identify kit cells."""
+    file itself is checked and only nbgrader grade ids identify kit cells. ``entry``: the
+    student's key entry when the caller has it already (parsing one is not free)."""
     issues: list[Issue] = []
     try:
         data, content_hash = _read_bytes(found)
@@ -400,7 +402,7 @@ def read_submission(found: Found, key: dict | None = None) -> Submission:
                                               "and save it again to convert it)"))
         return Submission(found.student, found.path, found.shown, content_hash, (), record,
                           tuple(issues), version)
-    entry = entry_for(key, found.student)
+    entry = entry if entry is not None else entry_for(key, found.student)
     kit = kit_cells(entry) if entry else None
     raw_cells = document.get("cells")
     if not isinstance(raw_cells, list) or not raw_cells:
@@ -550,11 +552,23 @@ def expected_givens_source(givens: dict) -> str:
     return "\n".join(assignment(name, value) for name, value in givens.items())
 
 
+def _as_issued(source: str, givens: dict) -> bool:
+    """The quick answer for the usual case: the cell is, comment lines aside, exactly the
+    text the build wrote for these givens (one ``assignment`` per name, in any order).
+    Anything else goes to the parser, which tells a harmless re-spelling from an edit."""
+    code = "\n".join(line for line in source.split("\n") if not line.startswith("#"))
+    blocks = {name: assignment(name, value) for name, value in givens.items()}
+    order = sorted(blocks, key=lambda name: code.find(blocks[name]))
+    return code == "\n".join(blocks[name] for name in order)
+
+
 def givens_edits(source: str, givens: dict) -> str:
     """'' when the cell still assigns exactly ``givens`` (the key's, decoded); else what
     changed, in words ("Q and lengths changed", "other code added", …)."""
     if len(source) > _MAX_GIVENS_SOURCE:
         return "it was replaced by something much longer"
+    if _as_issued(source, givens):
+        return ""
     found = _assignments(source)
     if found is None:
         return "it no longer parses as Python"
@@ -577,7 +591,16 @@ def givens_edits(source: str, givens: dict) -> str:
 
 # --- matching files and students -----------------------------------------------------------
 
-def match(found: list[Found], key: dict) -> Matched:
+def file_hash(found: Found) -> str:
+    """SHA-256 of the file's bytes, read the way ``read_submission`` reads them ('' when the
+    file cannot be read at all): what tells a submission graded before from a changed one."""
+    try:
+        return _read_bytes(found)[1]
+    except _Unread as err:
+        return err.content_hash
+
+
+def match(found: list[Found], key: dict, read: bool = True) -> Matched:
     """Pair files with the key's students.
 
     A student with several notebooks gets one graded: ``<assignment>.ipynb`` if there is one,
@@ -587,7 +610,7 @@ def match(found: list[Found], key: dict) -> Matched:
     class key every name is a student). ``missing``: key students without any notebook."""
     assignment_id = (key.get("assignment") or {}).get("id", "")
     class_key = is_class_key(key)
-    students = key.get("students", {}) if isinstance(key.get("students"), dict) else {}
+    students = key.get("students", {}) if isinstance(key.get("students"), Mapping) else {}
     by_student: dict[str, list[Found]] = {}
     issues: list[Issue] = []
     for f in found:
@@ -604,16 +627,19 @@ def match(found: list[Found], key: dict) -> Matched:
     submissions = []
     for student in sorted(by_student):
         files = by_student[student]
-        read = [read_submission(f, key) for f in files]
-        if len(read) == 1:
-            submissions.append(read[0])
+        if len(files) == 1 and not read:
+            submissions.append(files[0])
             continue
-        chosen, why = _choose(read, student, assignment_id, class_key)
-        others = [s for s in read if s is not chosen]
+        copies = [read_submission(f, key) for f in files]
+        if len(copies) == 1:
+            submissions.append(copies[0])
+            continue
+        chosen, why = _choose(copies, student, assignment_id, class_key)
+        others = [s for s in copies if s is not chosen]
         for s in others:
             issues.append(Issue("duplicate", f"{s.shown}: not graded: {student} handed in "
-                                             f"{len(read)} notebooks and {chosen.shown} was graded"))
-        note = Issue("duplicate", f"{chosen.shown}: graded, {why}; {student} handed in {len(read)} "
+                                             f"{len(copies)} notebooks and {chosen.shown} was graded"))
+        note = Issue("duplicate", f"{chosen.shown}: graded, {why}; {student} handed in {len(copies)} "
                                   f"notebooks (also {_and([s.shown for s in others])})")
         submissions.append(replace(chosen, issues=chosen.issues + (note,)))
     missing = [] if class_key else sorted(s for s in students if s not in by_student)

@@ -17,9 +17,11 @@ submissions in flight, and the next run picks them up again.
 
 from __future__ import annotations
 
+import time
 from pathlib import Path
 
 import pytest
+from pytest import TestReport
 
 from .checking import MANUAL, PASSED, Verdict
 
@@ -35,10 +37,12 @@ class PartFailed(Exception):
 
 
 class GradingPlugin:
-    """The pytest plugin object; ``run`` is the grading run it reports to (grader.grading)."""
+    """The pytest plugin object of one session: ``run`` is the grading run it reports to
+    (grader.grading), ``students`` the submissions this session collects."""
 
-    def __init__(self, run):
+    def __init__(self, run, students: list[str]):
         self.run = run
+        self.students = students
         self._pending: dict[str, set[str]] = {}
         self.partly_selected: set[str] = set()
 
@@ -46,7 +50,8 @@ class GradingPlugin:
 
     def pytest_collect_file(self, file_path: Path, parent):
         if file_path.suffix == MANIFEST_SUFFIX:
-            return AssignmentFile.from_parent(parent, path=file_path, run=self.run)
+            return AssignmentFile.from_parent(parent, path=file_path, run=self.run,
+                                              students=self.students)
         return None
 
     @pytest.hookimpl(trylast=True)
@@ -58,17 +63,21 @@ class GradingPlugin:
         for student, ids in chosen.items():
             if len(ids) != self.run.item_count(student):
                 self.partly_selected.add(student)
+        for student in self.students:
+            if student not in chosen:       # every part deselected: not run, not recorded
+                self.run.discard(student)
         self._pending = chosen
-
-    def pytest_collection_finish(self, session):
-        # Start the sandbox on every chosen submission, in order, as many at once as workers.
-        self.run.start(list(self._pending))
 
     # --- running ---------------------------------------------------------------------
 
-    @pytest.hookimpl(hookwrapper=True)
+    @pytest.hookimpl(wrapper=True)
     def pytest_runtest_protocol(self, item, nextitem):
-        yield
+        try:
+            return (yield)
+        finally:
+            self._item_done(item)
+
+    def _item_done(self, item) -> None:
         student = getattr(item, "student", None)
         pending = self._pending.get(student)
         if pending is None:
@@ -78,22 +87,46 @@ class GradingPlugin:
             del self._pending[student]
             self.run.finished(student, record=student not in self.partly_selected)
 
-    def pytest_sessionfinish(self, session):
-        self.run.stop()
-
     def pytest_keyboard_interrupt(self, excinfo):
         self.run.interrupted = True
 
 
-class AssignmentFile(pytest.File):
-    """The manifest: its children are the submissions the run grades."""
+class PartProtocol:
+    """The run protocol of a part's item (a plugin of its own: GradingPlugin wraps the same
+    hook to record a submission once its last item has run)."""
 
-    def __init__(self, *, run, **kwargs):
+    @pytest.hookimpl(tryfirst=True)
+    def pytest_runtest_protocol(self, item, nextitem):
+        """A part's item has no fixtures, no setup and nothing to capture: it is reported
+        straight from its verdict, with the three reports (setup, call, teardown) that
+        reporters such as junitxml and the terminal expect, and none of the runner's
+        per-phase machinery, which cost ten times the grading itself. Anything unexpected
+        (a verdict that cannot be had) falls through to pytest's own protocol."""
+        if not isinstance(item, PartItem):
+            return None
+        try:
+            reports = item.reports()
+        except Exception:      # noqa: BLE001 — pytest's runner reports it, with its traceback
+            return None
+        ihook = item.ihook
+        ihook.pytest_runtest_logstart(nodeid=item.nodeid, location=item.location)
+        for report in reports:
+            ihook.pytest_runtest_logreport(report=report)
+        ihook.pytest_runtest_logfinish(nodeid=item.nodeid, location=item.location)
+        return True
+
+
+
+class AssignmentFile(pytest.File):
+    """The manifest: its children are the submissions the session grades."""
+
+    def __init__(self, *, run, students, **kwargs):
         super().__init__(**kwargs)
         self.run = run
+        self.students = students
 
     def collect(self):
-        for student in self.run.students_to_grade():
+        for student in self.students:
             yield SubmissionNode.from_parent(self, name=student, run=self.run)
 
 
@@ -129,36 +162,86 @@ class PartItem(pytest.Item):
         self.problem = self.parent.name
         self.verdict: Verdict | None = None
 
-    def runtest(self):
-        self.run.wait(self.student)
+    def judge(self) -> Verdict:
+        """This part's verdict (waiting for its submission's run), kept with its points as
+        the item's user properties (junitxml writes them)."""
         self.verdict = self.run.verdict(self.student, self.problem, self.name)
         self.user_properties += [("points", self.verdict.score), ("max_points", self.verdict.max_score),
                                  ("status", self.verdict.status)]
         if self.verdict.misconception:
             self.user_properties.append(("misconception", self.verdict.misconception))
-        if self.verdict.status == MANUAL:
+        return self.verdict
+
+    def runtest(self):              # pytest's own protocol (PartProtocol falls back to it)
+        verdict = self.verdict or self.judge()
+        if verdict.status == MANUAL:
             pytest.skip("graded by hand")
-        if self.verdict.status != PASSED:
-            raise PartFailed(self.verdict)
+        if verdict.status != PASSED:
+            raise PartFailed(verdict)
+
+    def reports(self) -> list[TestReport]:
+        """The setup, call and teardown reports of this part, made from its verdict."""
+        started = time.time()
+        verdict = self.judge()
+        if verdict.status == PASSED:
+            outcome, longrepr = "passed", None
+        elif verdict.status == MANUAL:
+            outcome, longrepr = "skipped", (str(self.path), 0, "Skipped: graded by hand")
+        else:
+            outcome, longrepr = "failed", self.failure_text(verdict)
+        keywords = dict.fromkeys(self.keywords, 1)
+        stopped = time.time()
+
+        def report(when, outcome="passed", longrepr=None):
+            return TestReport(self.nodeid, self.location, keywords, outcome, longrepr, when,
+                              duration=stopped - started if when == "call" else 0.0,
+                              start=started, stop=stopped, user_properties=self.user_properties)
+        return [report("setup"), report("call", outcome, longrepr), report("teardown")]
+
+    @staticmethod
+    def failure_text(verdict: Verdict) -> str:
+        return f"{verdict.score:g}/{verdict.max_score:g} points ({verdict.status}): {verdict.message}"
 
     def repr_failure(self, excinfo, style=None):
         if isinstance(excinfo.value, PartFailed):
-            v = excinfo.value.verdict
-            return f"{v.score:g}/{v.max_score:g} points ({v.status}): {v.message}"
+            return self.failure_text(excinfo.value.verdict)
         return super().repr_failure(excinfo, style)
 
     def reportinfo(self):
-        return self.path, None, f"{self.student}::{self.problem}::{self.name} ({self.points:g} points)"
+        return self.path, None, self._domain()
+
+    @property
+    def location(self) -> tuple[str, int | None, str]:
+        # What pytest derives from reportinfo, without resolving the same path for every part.
+        return self.parent.parent.parent.nodeid, None, self._domain()   # the manifest, relative to the rootdir
+
+    def _domain(self) -> str:
+        return f"{self.student}::{self.problem}::{self.name} ({self.points:g} points)"
 
 
-def run_pytest(run, assignment_id: str, extra_args=(), verbose: bool = False) -> int:
+SESSION_SIZE = 100      # submissions per pytest session (see run_pytest)
+
+
+def run_pytest(run, assignment_id: str, extra_args=(), verbose: bool = False,
+               session_size: int = SESSION_SIZE) -> int:
     """Grade ``run``'s submissions with pytest; pytest's exit code (1 when any part failed).
 
     pytest gets a scratch folder holding only the manifest, an empty ini file of our own and
-    no conftest: nothing from the submissions folder is ever imported into this process."""
+    no conftest: nothing from the submissions folder is ever imported into this process.
+
+    pytest holds every item it collects until its session ends (a few kilobytes each, and a
+    submission has dozens), so a large batch is graded in sessions of ``session_size``
+    submissions, one after another, while the sandbox runs on without waiting between them:
+    memory stays flat whatever the batch. With ``-v`` or ``--junitxml`` there is one session,
+    so the terminal report and the XML file are one each (junitxml keeps every report in
+    memory until it writes the file anyway)."""
     import os
     import tempfile
 
+    students = run.students_to_grade()
+    whole = verbose or any(str(a).startswith("--junitxml") for a in extra_args)
+    size = max(1, len(students) if whole else session_size)
+    sessions = [students[i:i + size] for i in range(0, len(students), size)] or [[]]
     with tempfile.TemporaryDirectory(prefix="attnkit-grade-") as scratch:
         root = Path(scratch)
         (root / "pytest.ini").write_text("[pytest]\n")
@@ -166,15 +249,34 @@ def run_pytest(run, assignment_id: str, extra_args=(), verbose: bool = False) ->
         manifest.write_text(f"attnkit grading run for {assignment_id}\n")
         args = [str(manifest), "-c", str(root / "pytest.ini"), "--rootdir", str(root),
                 "--noconftest", "-p", "no:cacheprovider", "-p", "no:stepwise", "-p", "no:logging",
-                "--capture=no", "-W", "ignore::pytest.PytestAssertRewriteWarning",
-                *(["-rN", "-q", "--tb=line"] if verbose else ["-p", "no:terminal"]),
+                "-p", "no:unraisableexception", "-p", "no:threadexception", "--capture=no",
+                *(["-rN", "-q", "--tb=line", "-W", "ignore::pytest.PytestAssertRewriteWarning"]
+                  if verbose else ["-p", "no:terminal", "-p", "no:warnings"]),
                 *extra_args]
         saved = os.environ.get("PYTEST_DISABLE_PLUGIN_AUTOLOAD")
         os.environ["PYTEST_DISABLE_PLUGIN_AUTOLOAD"] = "1"   # no third-party plugins in the grader
+        code = None
         try:
-            return int(pytest.main(args, plugins=[GradingPlugin(run)]))
+            run.start(students)
+            for chosen in sessions:
+                last = int(pytest.main(args, plugins=[GradingPlugin(run, chosen), PartProtocol()]))
+                code = _combined(code, last)
+                if last in (2, 3, 4) or run.interrupted:     # interrupted, internal or usage error
+                    break
+            return code
         finally:
+            run.stop()
             if saved is None:
                 os.environ.pop("PYTEST_DISABLE_PLUGIN_AUTOLOAD", None)
             else:
                 os.environ["PYTEST_DISABLE_PLUGIN_AUTOLOAD"] = saved
+
+
+def _combined(code: int | None, last: int) -> int:
+    """The exit code of the sessions so far: a stop (2, 3, 4) wins, then failures (1), then
+    success (0); "no tests collected" (5) only if no session collected any."""
+    if code is None or last in (2, 3, 4):
+        return last
+    if 1 in (code, last):
+        return 1
+    return 0 if 0 in (code, last) else 5

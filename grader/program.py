@@ -90,6 +90,7 @@ def problem_order(key: dict) -> list[str]:
 # --- magics --------------------------------------------------------------------------------
 
 _MAGIC = re.compile(r"^(\s*)[%!]")
+_MAGIC_LINE = re.compile(r"^[ \t]*[%!]", re.MULTILINE)
 # Programs are built on the grader's sandbox threads, and CPython 3.11's parser is not safe
 # to run in two threads at once ("SystemError: AST constructor recursion depth mismatch").
 _PARSING = threading.Lock()
@@ -101,6 +102,8 @@ def strip_magics(source: str) -> tuple[str, bool]:
     left alone (a ``%`` line inside a string stays); else each line starting with % or ! is
     replaced by ``pass`` at its indent, so the block around it and the line numbers of
     errors stay as the student sees them."""
+    if not _MAGIC_LINE.search(source):
+        return source, False     # no line to replace: the sandbox reports any syntax error
     try:
         with _PARSING:
             ast.parse(source)    # parsing only: nothing of the student's runs on this side
