@@ -189,7 +189,7 @@ def _case_problem(outcome: CaseOutcome | None, expected, rtol, atol) -> str:
     if outcome is None:
         return "was never run (an earlier crash)"
     if not outcome.ok:
-        return f"raised {outcome.error}"
+        return outcome.error if outcome.error.startswith("not run:") else f"raised {outcome.error}"
     got, want = outputs_of(outcome.value), outputs_of(expected)
     if len(got) != len(want):
         return f"returned {len(got)} value{'s' if len(got) != 1 else ''}, expected {len(want)}"

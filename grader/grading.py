@@ -13,13 +13,15 @@ from collections import deque
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field, replace
 
+import numpy as np
+
 from exercises.answer_key import entry_digest
 from exercises.serialize import NotSerializable, to_jsonable
 from exercises.textfile import printable
 
 from .checking import (ERROR, MISSING, CaseOutcome, Missing, Verdict, graded_parts, part_id,
                        problem_verdicts)
-from .gradebook import ResultRow, SubmissionRow
+from .gradebook import ANSWER_LIMIT, OMITTED, ResultRow, SubmissionRow
 from .intake import Found, Submission, entry_for, file_hash, read_submission
 from .program import job_for
 
@@ -37,6 +39,10 @@ class Graded:
 def _jsonable_answer(value):
     if isinstance(value, Missing):
         return None
+    if isinstance(value, np.ndarray) and value.size > ANSWER_LIMIT // 2:
+        # (at two characters a number at least, it could never be kept: not worth a copy that
+        # would take ten times the array's memory)
+        return {OMITTED: f"an array of shape {value.shape} is too large to keep"}
     type_name = getattr(value, "type_name", None)
     if type_name is not None and not isinstance(value, str):
         return {"unsupported": str(type_name)}
@@ -53,7 +59,10 @@ def _causes(result) -> dict:
         where = f" on line {error.line}" if error.line else ""
         causes.setdefault(error.label, f"the cell raised {error.type}{where}: {error.message}")
     for crash in result.crashes:
-        if crash.case is None:
+        if crash.case is None and crash.label.startswith("send "):      # the values of a whole problem
+            causes[crash.label] = (f"the run stopped ({crash.reason}) while this problem's answers "
+                                   "were being sent back to the grader")
+        elif crash.case is None:
             causes[crash.label] = f"the cell stopped the run ({crash.reason}) and was skipped"
     return causes
 
@@ -71,7 +80,7 @@ def grade_values(entry: dict, values: dict, outcomes: dict, free_text: dict, cau
         for part, variable in record.get("answer_names", {}).items():
             if variable not in got:
                 cause = (f"the run stopped before this problem: {stopped}" if never_sent
-                         else causes.get(f"{pid}-{part}", ""))
+                         else causes.get(f"{pid}-{part}") or causes.get(f"send {pid}", ""))
                 got[variable] = Missing(cause)
         try:
             parts = problem_verdicts(record, got, outcomes.get(pid, {}), free_text.get(pid, {}))
@@ -272,7 +281,7 @@ class GradingRun:
             graded.content_hash = submission.content_hash
             return graded
         program = job_for(submission, entry, order=self.order)
-        notes += [issue.message for issue in program.notes]
+        notes += [issue.message for issue in program.notes if issue not in submission.issues]
         result = self.sandbox.run(program.steps)
         outcomes = {pid: {case: CaseOutcome(o.ok, o.value, o.error or "") for case, o in cases.items()}
                     for pid, cases in result.outputs.items()}

@@ -28,6 +28,7 @@ import json
 import os
 import re
 import stat
+import threading
 from collections.abc import Mapping
 from dataclasses import dataclass, replace
 from pathlib import Path
@@ -38,6 +39,11 @@ from exercises.literals import assignment
 from exercises.cells import cell_id as cell_id_of
 from exercises.serialize import decode_names
 from exercises.textfile import printable
+
+# Submissions are read on the grader's sandbox threads, and CPython 3.11's parser is not safe
+# to run in two threads at once ("SystemError: AST constructor recursion depth mismatch"):
+# every ast.parse of the grader holds this lock.
+PARSING = threading.Lock()
 
 MAX_BYTES = 64 * 1024 * 1024      # far above any real notebook; a larger file is not read into memory
 _MAX_GIVENS_SOURCE = 1_000_000    # a givens cell longer than this is "edited" without parsing it
@@ -526,17 +532,18 @@ class _TuplesAsLists(ast.NodeTransformer):
 def _assignments(source: str) -> tuple[dict[str, str], bool] | None:
     """name → the normalised AST of its value, and whether anything else is in the cell
     (None if it does not parse). Layout, comments and float spellings do not matter."""
-    try:
-        module = ast.parse(source)
+    values, other = {}, False
+    try:        # (a deeply nested expression can overflow the parser or the walk after it)
+        with PARSING:
+            module = ast.parse(source)
+        for statement in module.body:
+            if (isinstance(statement, ast.Assign) and len(statement.targets) == 1
+                    and isinstance(statement.targets[0], ast.Name) and statement.targets[0].id not in values):
+                values[statement.targets[0].id] = ast.dump(_TuplesAsLists().visit(statement.value))
+            else:
+                other = True
     except (SyntaxError, ValueError, RecursionError, MemoryError):
         return None
-    values, other = {}, False
-    for statement in module.body:
-        if (isinstance(statement, ast.Assign) and len(statement.targets) == 1
-                and isinstance(statement.targets[0], ast.Name) and statement.targets[0].id not in values):
-            values[statement.targets[0].id] = ast.dump(_TuplesAsLists().visit(statement.value))
-        else:
-            other = True
     return values, other
 
 

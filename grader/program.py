@@ -23,13 +23,12 @@ from __future__ import annotations
 
 import ast
 import re
-import threading
 from dataclasses import dataclass, field
 
 from exercises.cells import MARKDOWN_PLACEHOLDER, SETUP
 from exercises.serialize import decode_names
 
-from .intake import Issue, Submission, assigns_exactly, kit_cells
+from .intake import PARSING, Issue, Submission, assigns_exactly, kit_cells
 
 PLACEHOLDER = MARKDOWN_PLACEHOLDER
 
@@ -91,9 +90,6 @@ def problem_order(key: dict) -> list[str]:
 
 _MAGIC = re.compile(r"^(\s*)[%!]")
 _MAGIC_LINE = re.compile(r"^[ \t]*[%!]", re.MULTILINE)
-# Programs are built on the grader's sandbox threads, and CPython 3.11's parser is not safe
-# to run in two threads at once ("SystemError: AST constructor recursion depth mismatch").
-_PARSING = threading.Lock()
 
 
 def strip_magics(source: str) -> tuple[str, bool]:
@@ -105,7 +101,7 @@ def strip_magics(source: str) -> tuple[str, bool]:
     if not _MAGIC_LINE.search(source):
         return source, False     # no line to replace: the sandbox reports any syntax error
     try:
-        with _PARSING:
+        with PARSING:
             ast.parse(source)    # parsing only: nothing of the student's runs on this side
         return source, False
     except (SyntaxError, ValueError, RecursionError, MemoryError):

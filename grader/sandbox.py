@@ -25,8 +25,8 @@ A crash — ``os._exit`` in a cell, a timeout, a memory bomb, a segfault — cos
 that was running: the run starts again in a fresh child without that step, and without the
 ``send``/``call`` steps whose results already arrived; earlier exec steps run again to rebuild
 the namespace (their errors are reported once). A crash inside a ``call`` costs that case and
-the cases after it, which are recorded as not run ("not run: case 2 timed out"): a function
-that hangs on one hidden case would most likely hang on the next ones too, and each would
+the cases after it, which are recorded as not run ("not run: an earlier hidden case timed
+out"): a function that hangs on one hidden case would most likely hang on the next ones too, and each would
 cost a whole deadline and a rerun. At most ``limits.restarts`` reruns per submission: each
 crash removes at least one step, and each rerun repeats the cells before it, so this is what
 bounds a submission's time; when it is used up, ``RunResult.stopped`` says so and
@@ -126,8 +126,8 @@ class Crash:
 class RunResult:
     """The student's values for one submission. A problem whose ``send`` never completed (a
     crash, see ``crashes``) is absent from ``values`` and ``missing``. A call case skipped after
-    an earlier case of the same call crashed is a failed Output ("not run: case 1 timed out");
-    a call case never run because the run stopped is absent from ``outputs``.
+    an earlier case of the same call crashed is a failed Output ("not run: an earlier hidden
+    case timed out"); a call case never run because the run stopped is absent from ``outputs``.
 
     ``stopped`` is empty when every step ran or was skipped for its own crash; otherwise it says
     why the run ended early ("too many crashes (9)", "job too large", …), and ``not_run`` holds
@@ -163,13 +163,14 @@ def crash_message(reason: str) -> str:
     return f"Crash: the sandbox process ended ({reason})"
 
 
-def not_run_message(case: int, reason: str) -> str:
-    """A case skipped because an earlier case of the same call crashed."""
+def not_run_message(reason: str) -> str:
+    """A case skipped because an earlier case of the same call crashed. Not numbered: the
+    feedback numbers a function's cases within each test family, the call across them."""
     if reason == "timeout":
-        return f"not run: case {case} timed out"
+        return "not run: an earlier hidden case timed out"
     if reason == "memory":
-        return f"not run: case {case} ran out of memory"
-    return f"not run: case {case} crashed the sandbox ({reason})"
+        return "not run: an earlier hidden case ran out of memory"
+    return f"not run: an earlier hidden case crashed the sandbox ({reason})"
 
 
 def server_command(slot: int, limits: Limits, control_fd: int, stop_fd: int) -> list[str]:
@@ -595,7 +596,7 @@ class Sandbox:
             if (crashed_at, case) not in attempt.arrived_cases:
                 outputs[case] = Output(False, None, crash_message(reason))
             for later in range(case + 1, len(step.get("cases", []))):
-                outputs.setdefault(later, Output(False, None, not_run_message(case, reason)))
+                outputs.setdefault(later, Output(False, None, not_run_message(reason)))
         rerun = []
         for index, (original, step) in enumerate(pending):
             op = step.get("op")

@@ -1,0 +1,234 @@
+"""Grading rate against nbgrader autograde, in the same run.
+
+Builds the example assignment (7 problems, every kind) for a synthetic roster, writes one
+synthetic submission per student (an ordinary mix: correct, partial, wrongly typed and one per
+diagnosable misconception; grader/synthetic.py) and grades them with ``attnkit grade`` as a
+user runs it: a fresh process, the sandbox on, a new gradebook. It reports submissions per
+second (over the whole command, start-up included), the p50/p99 latency of a submission
+(from the start of its sandbox run to its verdict, as the gradebook records it) and the
+grader's peak resident memory, for ``--submissions`` and for ``--large`` submissions.
+
+The large batch reuses the variants of the first: each student's key entry and submission
+is copied under new student ids (re-signed with the benchmark's own secret), because
+building ten thousand distinct variants takes minutes and measures the builder, not the
+grader. The grader does the same work per submission either way.
+
+In the same run, the real ``nbgrader autograde`` (course mode) grades ``--nbgrader``
+correct submissions of the class-wide notebook, and ``attnkit grade`` grades the very same
+files against the class key: the ratio compares notebooks per second. Times drift on
+these shared machines: read the ratios.
+
+    python -m bench.grade [--submissions N] [--large N] [--nbgrader N] [--jobs N] [--json]
+"""
+
+from __future__ import annotations
+
+import argparse
+import copy
+import json
+import os
+import shutil
+import sqlite3
+import statistics
+import subprocess
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+from exercises import answer_key
+from exercises.assignment import load_assignment
+from exercises.build import CLASS_STUDENT, build, build_nbgrader, header, problem_variants
+from exercises.notebook import build_notebook
+from exercises.textfile import write_atomic
+from grader.synthetic import profile_names, submission_path, synthesize
+
+from .build import BENCH_SECRET, EXAMPLE, _secret, roster
+from .nbgrader_course import hermetic_env, nbgrader
+
+ROOT = Path(__file__).resolve().parents[1]
+ORDINARY = ("correct", "partial", "typed_wrong")      # + every misconception profile
+
+
+# --- the submissions --------------------------------------------------------------------
+
+def prepare(assignment, students: int, folder: Path, jobs: int) -> tuple[Path, Path]:
+    """(answer key, submissions folder) for ``students`` synthetic students."""
+    result = build(assignment, roster(students), folder / "build", jobs=jobs)
+    if result.failures:
+        raise RuntimeError(f"build failed: {result.failures[0]}")
+    key = answer_key.load_key(result.key_path, BENCH_SECRET.encode())
+    profiles = [p for p in profile_names(key) if p in ORDINARY or p.startswith("misconception:")]
+    synthesize(folder / "build", key, folder / "submissions", profiles=profiles)
+    return result.key_path, folder / "submissions"
+
+
+def enlarge(key_path: Path, submissions: Path, factor: int, folder: Path) -> tuple[Path, Path]:
+    """A key and submissions ``factor`` times as many: copies of every student under new ids
+    ("<id>c<k>"), the key re-signed with the benchmark secret and each notebook's record naming
+    its new student."""
+    key = answer_key.load_key(key_path, BENCH_SECRET.encode())
+    head = {k: v for k, v in key.items() if k not in ("students", "signature")}
+    entries, out = {}, folder / "submissions"
+    assignment_id = key["assignment"]["id"]
+    for sid in key["students"]:
+        entry = key["students"][sid]
+        notebook = json.loads(submission_path(submissions, "nbgrader", assignment_id, sid).read_bytes())
+        for k in range(factor):
+            clone = f"{sid}c{k}"
+            entries[clone] = answer_key.canonical({**entry, "name": f"{entry['name']} ({k})"})
+            copied = copy.deepcopy(notebook)
+            copied["metadata"]["attnkit"]["student"] = clone
+            _write_notebook(submission_path(out, "nbgrader", assignment_id, clone), copied)
+    path = folder / "answer_key.json"
+    write_atomic(path, answer_key.key_bytes(head["assignment"], entries, head["kit_version"],
+                                            BENCH_SECRET.encode()), private=True)
+    return path, out
+
+
+def _write_notebook(path: Path, notebook: dict) -> None:
+    write_atomic(path, json.dumps(notebook, ensure_ascii=False, indent=1).encode("utf-8"))
+
+
+# --- attnkit grade, as a user runs it ---------------------------------------------------------
+
+def _peak_rss_mb(pid: int) -> float | None:
+    try:
+        for line in Path(f"/proc/{pid}/status").read_text().splitlines():
+            if line.startswith("VmHWM:"):
+                return int(line.split()[1]) / 1024
+    except OSError:
+        pass
+    return None
+
+
+def grade(key: Path, submissions: Path, gradebook: Path, jobs: int) -> dict:
+    """Run ``attnkit grade`` on ``submissions``; its figures and the gradebook's latencies."""
+    command = [sys.executable, "-m", "attnkit", "grade", str(EXAMPLE), str(submissions),
+               "--key", str(key), "--gradebook", str(gradebook), "--jobs", str(jobs), "--json"]
+    started = time.perf_counter()
+    process = subprocess.Popen(command, cwd=ROOT, stdout=subprocess.PIPE, stderr=subprocess.PIPE,
+                               env={**os.environ, "ATTNKIT_SECRET": BENCH_SECRET})
+    peak = 0.0
+    while process.poll() is None:            # VmHWM only grows: the last reading is the peak
+        peak = max(peak, _peak_rss_mb(process.pid) or 0.0)
+        time.sleep(0.05)
+    out, err = process.communicate()
+    seconds = time.perf_counter() - started
+    if process.returncode != 0:
+        raise RuntimeError(f"attnkit grade exited {process.returncode}:\n{err.decode()[-2000:]}")
+    summary = json.loads(out)
+    with sqlite3.connect(f"file:{gradebook}?mode=ro", uri=True) as con:
+        durations = sorted(r[0] for r in con.execute("SELECT duration_ms FROM submissions"))
+    graded = summary["graded"]
+    return {"submissions": graded, "seconds": seconds, "per_second": graded / seconds,
+            "in_run_per_second": summary["submissions_per_second"],
+            "p50_ms": _percentile(durations, 50), "p99_ms": _percentile(durations, 99),
+            "peak_rss_mb": peak}
+
+
+def _percentile(values: list[float], q: float) -> float:
+    if len(values) < 2:
+        return float(values[0]) if values else float("nan")
+    return statistics.quantiles(values, n=100, method="inclusive")[q - 1] if q < 100 else max(values)
+
+
+# --- nbgrader autograde on the same (class-wide) submissions --------------------------------
+
+def nbgrader_baseline(assignment, count: int, folder: Path, jobs: int) -> dict:
+    """nbgrader autograde and attnkit grade on ``count`` correct submissions of the course's
+    class-wide notebook."""
+    course = folder / "course"
+    build_nbgrader(assignment, course)
+    env = hermetic_env(folder / "env")
+    done, _ = nbgrader(["generate_assignment", assignment.id, "--force"], course, env)
+    if done.returncode != 0:
+        raise RuntimeError(f"nbgrader generate_assignment failed:\n{done.stderr[-2000:]}")
+    release = json.loads((course / "release" / assignment.id / f"{assignment.id}.ipynb").read_bytes())
+    solved = build_notebook(header(assignment), problem_variants(assignment, BENCH_SECRET.encode(),
+                                                                 CLASS_STUDENT), "instructor")
+    answers = {c["metadata"]["nbgrader"]["grade_id"]: c["source"] for c in solved["cells"]
+               if c["metadata"].get("nbgrader", {}).get("solution")}
+    for i in range(count):
+        notebook = copy.deepcopy(release)
+        for cell in notebook["cells"]:
+            gid = cell["metadata"].get("nbgrader", {}).get("grade_id")
+            if gid in answers:
+                cell["source"] = answers[gid]
+        _write_notebook(course / "submitted" / f"c{i:03d}" / assignment.id / f"{assignment.id}.ipynb",
+                        notebook)
+    done, seconds = nbgrader(["autograde", assignment.id, "--force"], course, env, timeout=3600)
+    if done.returncode != 0:
+        raise RuntimeError(f"nbgrader autograde failed:\n{done.stderr[-2000:]}")
+    ours = grade(course / "attnkit" / assignment.id / "answer_key.json", course / "submitted",
+                 folder / "attnkit.sqlite", jobs)
+    return {"submissions": count, "nbgrader_seconds": seconds, "nbgrader_per_second": count / seconds,
+            "attnkit": ours, "ratio": ours["per_second"] / (count / seconds)}
+
+
+# --- the run ----------------------------------------------------------------------------------
+
+def run(submissions: int = 1000, large: int = 10000, with_nbgrader: int = 20, jobs: int = 2) -> dict:
+    with _secret(BENCH_SECRET):
+        return _run(submissions, large, with_nbgrader, jobs)
+
+
+def _run(submissions, large, with_nbgrader, jobs) -> dict:
+    assignment = load_assignment(EXAMPLE)
+    scratch = Path(tempfile.mkdtemp(prefix="attnkit-bench-grade-"))
+    try:
+        result = {"assignment": assignment.id, "problems": len(assignment.problems),
+                  "cpus": os.cpu_count(), "jobs": jobs}
+        key, folder = prepare(assignment, submissions, scratch / "small", jobs)
+        result["batch"] = grade(key, folder, scratch / "small" / "gradebook.sqlite", jobs)
+        if large:
+            factor = max(1, round(large / submissions))
+            big_key, big_folder = enlarge(key, folder, factor, scratch / "large")
+            result["large"] = grade(big_key, big_folder, scratch / "large" / "gradebook.sqlite", jobs)
+        if with_nbgrader:
+            result["nbgrader"] = nbgrader_baseline(assignment, with_nbgrader, scratch / "nbgrader", jobs)
+            result["ratio"] = result["batch"]["per_second"] / result["nbgrader"]["nbgrader_per_second"]
+        return result
+    finally:
+        shutil.rmtree(scratch, ignore_errors=True)
+
+
+def _line(name: str, r: dict) -> str:
+    return (f"  {name}: {r['submissions']} submissions in {r['seconds']:.1f} s = {r['per_second']:.1f}/s "
+            f"({r['in_run_per_second']:.1f}/s once started); latency p50 {r['p50_ms']:.0f} ms, "
+            f"p99 {r['p99_ms']:.0f} ms; peak grader RSS {r['peak_rss_mb']:.0f} MB")
+
+
+def report(r: dict) -> str:
+    lines = [f"example assignment {r['assignment']}: {r['problems']} problems; {r['cpus']} CPUs, "
+             f"{r['jobs']} sandbox workers; attnkit grade as a user runs it (sandbox on, new gradebook)",
+             _line("batch", r["batch"])]
+    if "large" in r:
+        lines.append(_line("large", r["large"]) + " (copies of the batch's variants under new ids)")
+        lines.append(f"  peak RSS, large / batch: {r['large']['peak_rss_mb'] / r['batch']['peak_rss_mb']:.2f}×")
+    if "nbgrader" in r:
+        n = r["nbgrader"]
+        lines.append(f"  nbgrader autograde, {n['submissions']} correct class-wide notebooks: "
+                     f"{n['nbgrader_seconds']:.1f} s = {n['nbgrader_per_second']:.2f}/s; attnkit grade on "
+                     f"the same files {n['attnkit']['per_second']:.1f}/s ({n['ratio']:.0f}×)")
+        lines.append(f"  ratio, the batch's rate against nbgrader's: {r['ratio']:.0f}×")
+    return "\n".join(lines)
+
+
+def main(argv=None) -> int:
+    parser = argparse.ArgumentParser(prog="python -m bench.grade", description=__doc__.split("\n\n")[0])
+    parser.add_argument("--submissions", type=int, default=1000, help="batch size (default 1000)")
+    parser.add_argument("--large", type=int, default=10000,
+                        help="submissions of the large batch, for peak memory (default 10000; 0: skip)")
+    parser.add_argument("--nbgrader", type=int, default=20,
+                        help="submissions nbgrader autograde grades (default 20; 0: skip)")
+    parser.add_argument("--jobs", type=int, default=2, help="sandbox workers (default 2)")
+    parser.add_argument("--json", action="store_true", help="machine-readable output")
+    args = parser.parse_args(argv)
+    result = run(args.submissions, args.large, args.nbgrader, args.jobs)
+    print(json.dumps(result, indent=2) if args.json else report(result))
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())
