@@ -42,6 +42,7 @@ bench: $(STAMP)
 	$(PY) -m bench.model_forward
 	$(PY) -m bench.variants
 	$(PY) -m bench.build
+	$(PY) -m bench.grade
 
 clean:
 	rm -rf $(VENV) .pytest_cache .hypothesis *.egg-info build

@@ -1,0 +1,34 @@
+"""The grading benchmark runs end to end on a tiny batch and reports what it measured (its
+timings are not asserted)."""
+
+import os
+
+from bench import grade
+
+
+def test_run_grades_every_submission_of_both_batches_and_the_nbgrader_baseline():
+    before = os.environ.get("ATTNKIT_SECRET")
+    result = grade.run(submissions=6, large=18, with_nbgrader=1, jobs=2)
+    assert os.environ.get("ATTNKIT_SECRET") == before        # the bench's secret is its own
+    batch, large, nb = result["batch"], result["large"], result["nbgrader"]
+    assert batch["submissions"] == 6 and large["submissions"] == 18   # copies verify and are graded
+    for r in (batch, large, nb["attnkit"]):
+        assert r["per_second"] > 0 and 0 < r["p50_ms"] <= r["p99_ms"] and r["peak_rss_mb"] > 20
+    assert nb["submissions"] == 1 and nb["attnkit"]["submissions"] == 1 and nb["nbgrader_seconds"] > 0
+    text = grade.report(result)
+    assert "batch: 6 submissions" in text and "large: 18 submissions" in text
+    assert "nbgrader autograde, 1 correct" in text
+
+
+def test_the_report_gives_rates_latencies_memory_and_the_ratio():
+    line = {"submissions": 1000, "seconds": 10.0, "per_second": 100.0, "in_run_per_second": 110.0,
+            "p50_ms": 15.0, "p99_ms": 40.0, "peak_rss_mb": 120.0}
+    result = {"assignment": "hw", "problems": 7, "cpus": 2, "jobs": 2, "batch": line,
+              "large": {**line, "submissions": 10000, "peak_rss_mb": 126.0},
+              "nbgrader": {"submissions": 20, "nbgrader_seconds": 20.0, "nbgrader_per_second": 1.0,
+                           "attnkit": {**line, "submissions": 20, "per_second": 30.0}, "ratio": 30.0},
+              "ratio": 100.0}
+    text = grade.report(result)
+    assert "1000 submissions in 10.0 s = 100.0/s" in text and "p99 40 ms" in text
+    assert "peak RSS, large / batch: 1.05×" in text
+    assert "against nbgrader's: 100×" in text and "the same files 30.0/s (30×)" in text
