@@ -86,11 +86,21 @@ def key_entry(problems: list[ProblemVariant], notebook: str, student=None) -> di
 
 
 def assignment_summary(assignment) -> dict:
+    """The key's head. ``parts``: each problem's graded parts (implement: test families) and
+    their points, which come from the template alone, so the grader can list a submission's
+    parts without reading its entry."""
     return {"id": assignment.id, "title": assignment.title, "digest": assignment.source_digest,
             "points": assignment.points,
             "problems": [{"id": p.id, "template": p.template.id, "title": p.title,
-                          "kind": p.template.kind, "points": p.template.points}
+                          "kind": p.template.kind, "points": p.template.points,
+                          "parts": _parts(p.template)}
                          for p in assignment.problems]}
+
+
+def _parts(template) -> list[list]:
+    if template.kind == "implement":
+        return [[f.family, f.points] for f in template.tests]
+    return [[part.id, part.points] for part in template.parts]
 
 
 # --- one student -------------------------------------------------------------------------

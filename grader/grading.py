@@ -165,6 +165,9 @@ class GradingRun:
         self.interrupted = False              # set by the plugin on Ctrl-C
         self.not_recorded: list[str] = []     # partly selected with -k: gradebook left alone
         self.graded: dict[str, Graded] = {}
+        problems = key["assignment"]["problems"]
+        self._head_parts = ([(p["id"], [(str(part), float(points)) for part, points in p["parts"]])
+                             for p in problems] if all("parts" in p for p in problems) else None)
         self.window = max(8, 4 * workers)     # submissions run ahead of the one being recorded
         self._parts: dict[str, list] = {}     # student → parts_of, until recorded
         self._entries: dict[str, dict] = {}   # student → key entry, until recorded
@@ -202,7 +205,11 @@ class GradingRun:
         return fingerprint(content_hash, entry_digest(self.key, student))
 
     def parts_of(self, student: str) -> list[tuple[str, list[tuple[str, float]]]]:
-        """(problem, [(part, points)]) in the assignment's order: what pytest collects."""
+        """(problem, [(part, points)]) in the assignment's order: what pytest collects. From
+        the key's head where it lists them (they come from the templates, the same for every
+        student); a key without them has each entry read for it."""
+        if self._head_parts is not None:
+            return self._head_parts
         if student not in self._parts:
             problems = self.entry(student)["problems"]
             self._parts[student] = [(pid, graded_parts(problems[pid])) for pid in self.order if pid in problems]
@@ -262,12 +269,16 @@ class GradingRun:
         and it is graded again on the next run."""
         started = time.perf_counter()
         try:
-            return self._execute(student, started)
+            graded = self._execute(student, started)
         except Exception as err:  # noqa: BLE001 — one submission must never stop the batch
             graded = unrunnable(self.entry(student), f"internal grader error: {type(err).__name__}: "
                                                      f"{str(err)[:300]}", status=ERROR)
             graded.seconds = time.perf_counter() - started
-            return graded
+        for problem, parts in self.parts_of(student):      # (the head and the entry always agree)
+            for part, points in parts:
+                graded.verdicts.setdefault((problem, part), Verdict(
+                    0.0, points, ERROR, "internal grader error: the key's entry does not grade this part"))
+        return graded
 
     def _execute(self, student: str, started: float) -> Graded:
         submission, entry = self.submissions[student], self.entry(student)
@@ -315,7 +326,7 @@ class GradingRun:
             self.not_recorded.append(student)
             return
         submission, parts = self.submissions[student], self.parts_of(student)
-        del self._parts[student]
+        self._parts.pop(student, None)
         if graded.content_hash is None:        # the grader failed before reading it: grade it again next time
             graded.content_hash = ""
         graded_hash = self._hash(student, graded.content_hash)
@@ -325,11 +336,11 @@ class GradingRun:
                           per_part_ms, graded_hash)
                 for problem, problem_parts in parts for part, _ in problem_parts
                 for v in [graded.verdicts[(problem, part)]]]
-        score = sum(v.score for v in graded.verdicts.values())
-        total = sum(v.max_score for v in graded.verdicts.values())
+        score = sum(r.score for r in rows)
+        total = sum(r.max_score for r in rows)
         # A broken notebook is graded (0, with its reason); "error" is the grader's own failure
         # on some part, and such a submission is graded again on the next run.
-        status = "error" if any(v.status == ERROR for v in graded.verdicts.values()) else "graded"
+        status = "error" if any(r.status == ERROR for r in rows) else "graded"
         row = SubmissionRow(self.assignment, student, str(submission.path), graded_hash,
                             status, tuple(graded.notes), score, total,
                             round(graded.seconds * 1000, 3), self.kit_version)
