@@ -100,13 +100,13 @@ def grade_values(entry: dict, values: dict, outcomes: dict, free_text: dict, cau
     return Graded(verdicts, answers)
 
 
-def unrunnable(entry: dict, reason: str, status: str = MISSING) -> Graded:
-    """Every part of a submission that could not be run at all: an unreadable notebook
-    (``missing``, with the reason) or the grader's own failure (``error``)."""
+def unrunnable(entry: dict, reason: str) -> Graded:
+    """Every part of a submission that could not be run at all (an unreadable notebook):
+    ``missing``, with the reason."""
     verdicts = {}
     for pid, record in entry["problems"].items():
         for g in record["grading"]:
-            verdicts[(pid, part_id(g))] = Verdict(0.0, float(g["points"]), status, reason)
+            verdicts[(pid, part_id(g))] = Verdict(0.0, float(g["points"]), MISSING, reason)
     return Graded(verdicts, {k: None for k in verdicts}, [reason])
 
 
@@ -195,7 +195,7 @@ class GradingRun:
 
     def entry(self, student: str) -> dict:
         """The key entry that grades ``student``: theirs, or an nbgrader course's class entry.
-        Parsed once while the submission is in flight (from collection to its record)."""
+        Parsed once, and kept while the submission is in flight (until it is recorded)."""
         entry = self._entries.get(student)
         if entry is None:
             entry = self._entries[student] = entry_for(self.key, student)
@@ -268,16 +268,15 @@ class GradingRun:
         goes wrong costs this submission only: its parts are recorded as the grader's error
         and it is graded again on the next run."""
         started = time.perf_counter()
+        why = "internal grader error: the key's entry does not grade this part"   # (never: one template)
         try:
             graded = self._execute(student, started)
         except Exception as err:  # noqa: BLE001 — one submission must never stop the batch
-            graded = unrunnable(self.entry(student), f"internal grader error: {type(err).__name__}: "
-                                                     f"{str(err)[:300]}", status=ERROR)
-            graded.seconds = time.perf_counter() - started
-        for problem, parts in self.parts_of(student):      # (the head and the entry always agree)
+            why = f"internal grader error: {type(err).__name__}: {str(err)[:300]}"
+            graded = Graded({}, {}, [why], time.perf_counter() - started)    # (its entry may be what failed)
+        for problem, parts in self.parts_of(student):
             for part, points in parts:
-                graded.verdicts.setdefault((problem, part), Verdict(
-                    0.0, points, ERROR, "internal grader error: the key's entry does not grade this part"))
+                graded.verdicts.setdefault((problem, part), Verdict(0.0, points, ERROR, why))
         return graded
 
     def _execute(self, student: str, started: float) -> Graded:

@@ -8,10 +8,12 @@ per problem and an item per part (per test family for ``implement``). So the usu
 tools work: ``-k "s2026001 and weights"`` selects, ``--junitxml`` writes a report whose
 properties carry the points, and a failing item's message is the student's feedback.
 
-Student code runs before the items that judge it: once collection (and ``-k``) has chosen
-the submissions, a thread per sandbox worker runs them in collection order, and each item
-waits only for its own submission's values. A submission's rows reach the gradebook in one
-transaction once all its items have run, so an interrupted run loses at most the
+Student code runs before the items that judge it: a thread per sandbox worker runs the
+submissions in the order their items will run, a bounded window ahead (``GradingRun``), and
+each item waits only for its own submission's values. A large batch is graded in several
+pytest sessions of ``SESSION_SIZE`` submissions (pytest keeps every item it collects until
+its session ends); the sandbox runs on across them. A submission's rows reach the gradebook
+in one transaction once all its items have run, so an interrupted run loses at most the
 submissions in flight, and the next run picks them up again.
 """
 
@@ -100,8 +102,10 @@ class PartProtocol:
         """A part's item has no fixtures, no setup and nothing to capture: it is reported
         straight from its verdict, with the three reports (setup, call, teardown) that
         reporters such as junitxml and the terminal expect, and none of the runner's
-        per-phase machinery, which cost ten times the grading itself. Anything unexpected
-        (a verdict that cannot be had) falls through to pytest's own protocol."""
+        per-phase machinery (fixtures, capture, three calls per item), which took half the
+        grading process's time (measured in-process on 200 submissions: 10.5 s → 5.4 s).
+        Anything unexpected (a verdict that cannot be had) falls through to pytest's own
+        protocol."""
         if not isinstance(item, PartItem):
             return None
         try:
@@ -114,7 +118,6 @@ class PartProtocol:
             ihook.pytest_runtest_logreport(report=report)
         ihook.pytest_runtest_logfinish(nodeid=item.nodeid, location=item.location)
         return True
-
 
 
 class AssignmentFile(pytest.File):

@@ -68,3 +68,31 @@ def test_unreadable_keys_are_named(tmp_path, content, message):
         load_key(path, SECRET)
     with pytest.raises(AnswerKeyError, match="no such file"):
         load_key(tmp_path / "missing.json", SECRET)
+
+
+def test_the_line_reader_gives_what_the_whole_file_gives_and_entries_are_read_on_demand(key_path):
+    from exercises.answer_key import Entries, _load_whole, entry_digest
+
+    quick, whole = load_key(key_path, SECRET), _load_whole(key_path, SECRET)
+    assert isinstance(quick["students"], Entries)             # the line-by-line reader took it
+    assert {k: v for k, v in quick.items() if k != "students"} == \
+        {k: v for k, v in whole.items() if k != "students"}
+    assert dict(quick["students"].items()) == whole["students"]
+    for sid in whole["students"]:
+        assert entry_digest(quick, sid) == entry_digest(whole, sid)
+
+
+def test_a_re_indented_key_is_still_read_and_verified(key_path):
+    key = json.loads(key_path.read_text(encoding="utf-8"))
+    key_path.write_text(json.dumps(key, indent=4, ensure_ascii=False), encoding="utf-8")
+    again = load_key(key_path, SECRET)
+    assert not hasattr(again["students"], "digest")           # the whole-file reader
+    assert again["students"]['s"1']["problems"]["p"]["answers"]["x"] == 0.1
+
+
+def test_an_entry_changed_on_disk_after_loading_is_refused(key_path):
+    key = load_key(key_path, SECRET)
+    data = key_path.read_bytes()
+    key_path.write_bytes(data.replace(b'"x":0.1', b'"x":0.2'))      # same length: offsets still fit
+    with pytest.raises(AnswerKeyError, match="changed on disk after it was verified"):
+        key["students"]['s"1']
