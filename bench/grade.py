@@ -106,18 +106,21 @@ def grade(key: Path, submissions: Path, gradebook: Path, jobs: int) -> dict:
     """Run ``attnkit grade`` on ``submissions``; its figures and the gradebook's latencies."""
     command = [sys.executable, "-m", "attnkit", "grade", str(EXAMPLE), str(submissions),
                "--key", str(key), "--gradebook", str(gradebook), "--jobs", str(jobs), "--json"]
-    started = time.perf_counter()
-    process = subprocess.Popen(command, cwd=ROOT, stdout=subprocess.PIPE, stderr=subprocess.PIPE,
-                               env={**os.environ, "ATTNKIT_SECRET": BENCH_SECRET})
-    peak = 0.0
-    while process.poll() is None:            # VmHWM only grows: the last reading is the peak
-        peak = max(peak, _peak_rss_mb(process.pid) or 0.0)
-        time.sleep(0.05)
-    out, err = process.communicate()
-    seconds = time.perf_counter() - started
-    if process.returncode != 0:
-        raise RuntimeError(f"attnkit grade exited {process.returncode}:\n{err.decode()[-2000:]}")
-    summary = json.loads(out)
+    with tempfile.TemporaryFile() as out, tempfile.TemporaryFile() as err:   # (a pipe could fill)
+        started = time.perf_counter()
+        process = subprocess.Popen(command, cwd=ROOT, stdout=out, stderr=err,
+                                   env={**os.environ, "ATTNKIT_SECRET": BENCH_SECRET})
+        peak = 0.0
+        while process.poll() is None:        # VmHWM only grows: the last reading is the peak
+            peak = max(peak, _peak_rss_mb(process.pid) or 0.0)
+            time.sleep(0.05)
+        seconds = time.perf_counter() - started
+        out.seek(0)
+        err.seek(0)
+        if process.returncode != 0:
+            raise RuntimeError(f"attnkit grade exited {process.returncode}:\n"
+                               f"{err.read().decode(errors='replace')[-2000:]}")
+        summary = json.loads(out.read())
     with sqlite3.connect(f"file:{gradebook}?mode=ro", uri=True) as con:
         durations = sorted(r[0] for r in con.execute("SELECT duration_ms FROM submissions"))
     graded = summary["graded"]

@@ -12,7 +12,9 @@ from __future__ import annotations
 import hashlib
 import hmac
 import json
+import os
 import threading
+import weakref
 from collections import OrderedDict
 from collections.abc import Mapping
 from pathlib import Path
@@ -111,58 +113,76 @@ _STUDENTS_LINE = b' "students": {\n'
 
 def _verified_lines(path: Path, secret: bytes) -> dict | None:
     """The key read the quick way, or None when the file is not laid out as ``key_bytes``
-    writes it or does not verify that way (the whole-file reader then decides)."""
+    writes it or does not verify that way (the whole-file reader then decides). The file
+    stays open for its entries: they are read from the very file that was verified, even if
+    a rebuild replaces the key on disk meanwhile."""
+    file = open(path, "rb")
+    try:
+        found = _lines(file)
+        if found is not None:
+            head, spans, digests = found
+            signature = head.pop("signature", "")
+            mac = hmac.new(_signing_key(secret), _signed_lines(head, digests), hashlib.sha256)
+            if head.get("format") == FORMAT and hmac.compare_digest(
+                    str(signature).encode("utf-8"), ("hmac-sha256:" + mac.hexdigest()).encode()):
+                return {**head, "students": Entries(file, spans, digests)}
+    except BaseException:
+        file.close()
+        raise
+    file.close()
+    return None
+
+
+def _lines(file) -> tuple[dict, dict, dict] | None:
+    """(head, student id → (offset, size) of their entry, student id → its SHA-256) of a key
+    laid out one student per line, or None."""
     decoder = json.JSONDecoder()
     head, spans, digests = {}, {}, {}
-    with open(path, "rb") as file:
-        if file.readline() != b"{\n":
-            return None
-        for line in file:                                   # ' "name": value,' up to the students
-            if line == _STUDENTS_LINE:
-                break
-            if not (line.startswith(b' "') and line.endswith(b",\n")):
-                return None
-            name, end = decoder.raw_decode(line[1:-2].decode("utf-8"))
-            head[name] = json.loads(line[1:-2].decode("utf-8")[end:].removeprefix(": "))
-        else:
-            return None
-        offset = file.tell()
-        for line in file:                                   # '  "id": {entry},'
-            if line == b" }\n":
-                break
-            if not line.startswith(b'  "'):
-                return None
-            text = line[2:].decode("utf-8")
-            sid, end = decoder.raw_decode(text)
-            if not isinstance(sid, str) or not text.startswith(": ", end):
-                return None
-            prefix = 2 + len(text[:end + 2].encode("utf-8"))         # '  "id": '
-            entry = line[prefix:].removesuffix(b"\n").removesuffix(b",")
-            spans[sid] = (offset + prefix, len(entry))
-            digests[sid] = hashlib.sha256(entry).hexdigest()
-            offset += len(line)
-        else:
-            return None
-        if file.read() != b"}\n":
-            return None
-    signature = head.pop("signature", "")
-    if head.get("format") != FORMAT:
+    if file.readline() != b"{\n":
         return None
-    mac = hmac.new(_signing_key(secret), _signed_lines(head, digests), hashlib.sha256)
-    if not hmac.compare_digest(str(signature).encode("utf-8"), ("hmac-sha256:" + mac.hexdigest()).encode()):
+    for line in file:                                   # ' "name": value,' up to the students
+        if line == _STUDENTS_LINE:
+            break
+        if not (line.startswith(b' "') and line.endswith(b",\n")):
+            return None
+        name, end = decoder.raw_decode(line[1:-2].decode("utf-8"))
+        head[name] = json.loads(line[1:-2].decode("utf-8")[end:].removeprefix(": "))
+    else:
         return None
-    return {**head, "students": Entries(path, spans, digests)}
+    offset = file.tell()
+    for line in file:                                   # '  "id": {entry},'
+        if line == b" }\n":
+            break
+        if not line.startswith(b'  "'):
+            return None
+        text = line[2:].decode("utf-8")
+        sid, end = decoder.raw_decode(text)
+        if not isinstance(sid, str) or not text.startswith(": ", end):
+            return None
+        prefix = 2 + len(text[:end + 2].encode("utf-8"))         # '  "id": '
+        entry = line[prefix:].removesuffix(b"\n").removesuffix(b",")
+        spans[sid] = (offset + prefix, len(entry))
+        digests[sid] = hashlib.sha256(entry).hexdigest()
+        offset += len(line)
+    else:
+        return None
+    if file.read() != b"}\n":
+        return None
+    return head, spans, digests
 
 
 class Entries(Mapping):
-    """student id → key entry, each read from the key file when first asked for and checked
-    against the digest its signature covers (a file replaced while grading is refused, never
-    half-trusted). The most recently used entries stay parsed."""
+    """student id → key entry, each read from the verified key file when first asked for,
+    and checked again against the digest its signature covers (an entry edited in place
+    since is refused, never half-trusted). The most recently used entries stay parsed."""
 
     CACHED = 32
 
-    def __init__(self, path: Path, spans: dict[str, tuple[int, int]], digests: dict[str, str]):
-        self._path, self._spans, self._digests = Path(path), spans, digests
+    def __init__(self, file, spans: dict[str, tuple[int, int]], digests: dict[str, str]):
+        self._path, self._spans, self._digests = Path(file.name), spans, digests
+        self._fd = file.fileno()
+        weakref.finalize(self, file.close)     # (closed with the mapping, not left to a warning)
+        self._file = file
         self._recent: OrderedDict[str, dict] = OrderedDict()
         self._lock = threading.Lock()           # grading reads entries from several threads
 
@@ -172,9 +192,7 @@ class Entries(Mapping):
                 self._recent.move_to_end(sid)
                 return self._recent[sid]
         start, size = self._spans[sid]          # KeyError for a student not in the key
-        with open(self._path, "rb") as file:
-            file.seek(start)
-            text = file.read(size)
+        text = os.pread(self._fd, size, start)
         if hashlib.sha256(text).hexdigest() != self._digests[sid]:
             raise AnswerKeyError(f"{self._path}: the key changed on disk after it was verified "
                                  f"(the entry of {sid!r} differs); load it again")

@@ -173,6 +173,7 @@ class GradingRun:
         self._entries: dict[str, dict] = {}   # student → key entry, until recorded
         self._pool = None
         self._queue: deque[str] = deque()     # to run, in order
+        self._queued: set[str] = set()        # ever queued
         self._futures: dict = {}              # running or run, not yet recorded
         self._done: set[str] = set()          # recorded or discarded
 
@@ -198,7 +199,9 @@ class GradingRun:
         Parsed once, and kept while the submission is in flight (until it is recorded)."""
         entry = self._entries.get(student)
         if entry is None:
-            entry = self._entries[student] = entry_for(self.key, student)
+            entry = entry_for(self.key, student)
+            if student not in self._done:       # (a discarded run ending late keeps nothing)
+                self._entries[student] = entry
         return entry
 
     def _hash(self, student: str, content_hash: str) -> str:
@@ -230,7 +233,9 @@ class GradingRun:
             return
         if self._pool is None:
             self._pool = ThreadPoolExecutor(self.workers, thread_name_prefix="attnkit-sandbox")
-        self._queue.extend(s for s in students if s not in self._futures)
+        new = [s for s in students if s not in self._queued]
+        self._queued.update(new)
+        self._queue.extend(new)
         self._top_up()
 
     def _top_up(self) -> None:
@@ -314,9 +319,10 @@ class GradingRun:
 
     def finished(self, student: str, record: bool = True) -> None:
         graded = self.wait(student)
+        parts = self.parts_of(student)
         del self.graded[student]          # done with it: a long run does not keep every value
-        self._futures.pop(student, None)
-        self._entries.pop(student, None)
+        for held in (self._futures, self._entries, self._parts):
+            held.pop(student, None)
         self._done.add(student)
         self._top_up()
         if self.progress is not None:
@@ -324,8 +330,7 @@ class GradingRun:
         if not record or self.gradebook is None:
             self.not_recorded.append(student)
             return
-        submission, parts = self.submissions[student], self.parts_of(student)
-        self._parts.pop(student, None)
+        submission = self.submissions[student]
         if graded.content_hash is None:        # the grader failed before reading it: grade it again next time
             graded.content_hash = ""
         graded_hash = self._hash(student, graded.content_hash)

@@ -96,3 +96,13 @@ def test_an_entry_changed_on_disk_after_loading_is_refused(key_path):
     key_path.write_bytes(data.replace(b'"x":0.1', b'"x":0.2'))      # same length: offsets still fit
     with pytest.raises(AnswerKeyError, match="changed on disk after it was verified"):
         key["students"]['s"1']
+
+
+def test_a_key_replaced_on_disk_while_grading_leaves_the_loaded_one_whole(key_path):
+    """A rebuild writes a new file and renames it over the old one: the key already loaded
+    keeps reading the file it verified."""
+    key = load_key(key_path, SECRET)
+    write_atomic(key_path, key_bytes(ASSIGNMENT, entries(other={"name": "", "problems": {}}),
+                                     "9.9.9", SECRET), private=True)
+    assert key["students"]['s"1']["problems"]["p"]["answers"]["x"] == 0.1
+    assert sorted(load_key(key_path, SECRET)["students"]) == ["other"]
