@@ -181,8 +181,7 @@ class Entries(Mapping):
     def __init__(self, file, spans: dict[str, tuple[int, int]], digests: dict[str, str]):
         self._path, self._spans, self._digests = Path(file.name), spans, digests
         self._fd = file.fileno()
-        weakref.finalize(self, file.close)     # (closed with the mapping, not left to a warning)
-        self._file = file
+        weakref.finalize(self, file.close)     # holds the file open; closes it with the mapping
         self._recent: OrderedDict[str, dict] = OrderedDict()
         self._lock = threading.Lock()           # grading reads entries from several threads
 

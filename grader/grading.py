@@ -24,6 +24,7 @@ from .checking import (ERROR, MISSING, CaseOutcome, Missing, Verdict, graded_par
 from .gradebook import ANSWER_LIMIT, OMITTED, ResultRow, SubmissionRow
 from .intake import Found, Submission, entry_for, file_hash, read_submission
 from .program import job_for
+from .sandbox import send_label
 
 
 @dataclass
@@ -59,7 +60,7 @@ def _causes(result) -> dict:
         where = f" on line {error.line}" if error.line else ""
         causes.setdefault(error.label, f"the cell raised {error.type}{where}: {error.message}")
     for crash in result.crashes:
-        if crash.case is None and crash.label.startswith("send "):      # the values of a whole problem
+        if crash.case is None and crash.label.startswith(send_label("")):   # a whole problem's values
             causes[crash.label] = (f"the run stopped ({crash.reason}) while this problem's answers "
                                    "were being sent back to the grader")
         elif crash.case is None:
@@ -80,7 +81,7 @@ def grade_values(entry: dict, values: dict, outcomes: dict, free_text: dict, cau
         for part, variable in record.get("answer_names", {}).items():
             if variable not in got:
                 cause = (f"the run stopped before this problem: {stopped}" if never_sent
-                         else causes.get(f"{pid}-{part}") or causes.get(f"send {pid}", ""))
+                         else causes.get(f"{pid}-{part}") or causes.get(send_label(pid), ""))
                 got[variable] = Missing(cause)
         try:
             parts = problem_verdicts(record, got, outcomes.get(pid, {}), free_text.get(pid, {}))
@@ -246,10 +247,14 @@ class GradingRun:
 
     def discard(self, student: str) -> None:
         """Not graded in this run after all (deselected with -k): free what it holds."""
-        future = self._futures.pop(student, None)
+        future = self._futures.get(student)
         if future is not None:
             future.cancel()
-        for held in (self.graded, self._parts, self._entries):
+        self._release(student)
+
+    def _release(self, student: str) -> None:
+        """Done with ``student`` (recorded or discarded): keep nothing of theirs, run the next."""
+        for held in (self.graded, self._futures, self._entries, self._parts):
             held.pop(student, None)
         self._done.add(student)
         self._top_up()
@@ -318,13 +323,8 @@ class GradingRun:
     # --- recording -------------------------------------------------------------------
 
     def finished(self, student: str, record: bool = True) -> None:
-        graded = self.wait(student)
-        parts = self.parts_of(student)
-        del self.graded[student]          # done with it: a long run does not keep every value
-        for held in (self._futures, self._entries, self._parts):
-            held.pop(student, None)
-        self._done.add(student)
-        self._top_up()
+        graded, parts = self.wait(student), self.parts_of(student)
+        self._release(student)            # a long run does not keep every value
         if self.progress is not None:
             self.progress.advance(1)
         if not record or self.gradebook is None:

@@ -88,8 +88,8 @@ def problem_order(key: dict) -> list[str]:
 
 # --- magics --------------------------------------------------------------------------------
 
-_MAGIC = re.compile(r"^(\s*)[%!]")
-_MAGIC_LINE = re.compile(r"^[ \t]*[%!]", re.MULTILINE)
+# A line starting with % or ! (searched in a whole cell, it also finds every such line)
+_MAGIC = re.compile(r"^(\s*)[%!]", re.MULTILINE)
 
 
 def strip_magics(source: str) -> tuple[str, bool]:
@@ -98,7 +98,7 @@ def strip_magics(source: str) -> tuple[str, bool]:
     left alone (a ``%`` line inside a string stays); else each line starting with % or ! is
     replaced by ``pass`` at its indent, so the block around it and the line numbers of
     errors stay as the student sees them."""
-    if not _MAGIC_LINE.search(source):
+    if not _MAGIC.search(source):
         return source, False     # no line to replace: the sandbox reports any syntax error
     try:
         with PARSING:

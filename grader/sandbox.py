@@ -369,6 +369,11 @@ class _Stream:
         return server_reason
 
 
+def send_label(problem) -> str:
+    """How crashes name the step that sends a problem's values back."""
+    return f"send {problem}"
+
+
 def _label(index: int, step: dict) -> str:
     if "label" in step:
         return str(step["label"])
@@ -376,7 +381,7 @@ def _label(index: int, step: dict) -> str:
     if op == "call":
         return f"{step.get('problem')}:{step.get('function')}"
     if op == "send":
-        return f"send {step.get('problem')}"
+        return send_label(step.get("problem"))
     return f"step {index} ({op})"
 
 
