@@ -79,6 +79,19 @@ class Unsupported:
 
 # --- encoding (untrusted side writes, trusted side writes jobs) ---------------------------
 
+def list_objects(shape) -> int:
+    """How many Python objects ``ndarray.tolist()`` makes for an array of ``shape``: a list
+    per index of every axis but the last, plus the entries. Sizes are judged by this and by
+    bytes, never by ``.size`` alone: ``np.zeros((2**31 - 1, 0, 4))`` has no entries and 0
+    bytes, yet its nested lists would be 2**31 empty lists."""
+    total, count = 1, 1
+    for n in shape:
+        count *= int(n)
+        total += count
+    return total
+
+
+
 def type_name(obj) -> str:
     """The name a student would recognise: builtins bare, others with their package."""
     kind = type(obj)
