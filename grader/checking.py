@@ -126,8 +126,10 @@ def _matches(value, wrong, rtol: float, atol: float) -> bool:
     overflows gives NaN for the student exactly where it does for the twin."""
     try:
         if is_numeric(value) and is_numeric(wrong) and not isinstance(value, str):
+            if np.shape(value) != np.shape(wrong):    # before any copy: the student's may be huge
+                return False
             a, b = np.asarray(value, dtype=float), np.asarray(wrong, dtype=float)
-            if a.shape != b.shape or (np.isnan(a) != np.isnan(b)).any():
+            if (np.isnan(a) != np.isnan(b)).any():
                 return False
             return within(np.where(np.isnan(a), 0.0, a), np.where(np.isnan(b), 0.0, b), rtol, atol)
         return within(value, wrong, rtol, atol)
@@ -151,7 +153,7 @@ def choice_part(grading: dict, options: list[dict], correct: int, value, variabl
     """A multiple-choice part: the student gives a letter (``"B"``; case and spaces do not
     matter). A wrong option earns its own feedback."""
     points = float(grading["points"])
-    letters = LETTERS[:len(options)]
+    letters = tuple(LETTERS[:len(options)])      # a tuple: "BC" in "ABCD" would be True
     if isinstance(value, Missing):
         because = f" ({value.cause})" if value.cause else ""
         return Verdict(0.0, points, MISSING, f"`{variable}` is not defined: your answer cell did "

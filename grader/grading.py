@@ -19,8 +19,10 @@ from exercises.answer_key import entry_digest
 from exercises.serialize import NotSerializable, to_jsonable
 from exercises.textfile import printable
 
+from .budget import CPU_SECONDS, UNLIMITED, Budget, OverBudget
 from .checking import (ERROR, MISSING, CaseOutcome, Missing, Verdict, graded_parts, part_id,
                        problem_verdicts)
+from .frames import list_objects
 from .gradebook import ANSWER_LIMIT, OMITTED, ResultRow, SubmissionRow
 from .intake import Found, Submission, entry_for, file_hash, read_submission
 from .program import job_for
@@ -37,13 +39,30 @@ class Graded:
     content_hash: str | None = None  # of the bytes that were graded (None: not read)
 
 
+def _json_objects(value, limit: int) -> int:
+    """How many Python objects ``to_jsonable(value)`` would make, counted from shapes (never
+    by converting), and only up to ``limit``: beyond it the exact number does not matter."""
+    if isinstance(value, np.ndarray):
+        return list_objects(value.shape)
+    if isinstance(value, (list, tuple, dict)):
+        total = 1
+        for item in (value.values() if isinstance(value, dict) else value):
+            total += _json_objects(item, limit - total)
+            if total > limit:
+                break
+        return total
+    return 1
+
+
 def _jsonable_answer(value):
     if isinstance(value, Missing):
         return None
-    if isinstance(value, np.ndarray) and value.size > ANSWER_LIMIT // 2:
-        # (at two characters a number at least, it could never be kept: not worth a copy that
-        # would take ten times the array's memory)
-        return {OMITTED: f"an array of shape {value.shape} is too large to keep"}
+    if _json_objects(value, ANSWER_LIMIT // 2) > ANSWER_LIMIT // 2:
+        # (at two characters a value at least, it could never be kept: not worth a copy that
+        # would take ten times the array's memory — or, for an array with an empty axis after
+        # huge ones, 2**31 empty lists: sizes are judged by shape, never by .size alone)
+        shape = f" of shape {_shape_text(value.shape)}" if isinstance(value, np.ndarray) else ""
+        return {OMITTED: f"{'an array' if shape else 'an answer'}{shape} is too large to keep"}
     type_name = getattr(value, "type_name", None)
     if type_name is not None and not isinstance(value, str):
         return {"unsupported": str(type_name)}
@@ -51,6 +70,26 @@ def _jsonable_answer(value):
         return to_jsonable(value)
     except (NotSerializable, TypeError, ValueError):
         return {"unsupported": type(value).__name__}
+
+
+def _shape_text(shape) -> str:
+    text = str(tuple(shape))
+    return text if len(text) <= 80 else text[:79] + "…"
+
+
+MAX_NOTES = 20               # notes kept for one submission (the rest are counted)
+MAX_NOTE = 1_000             # characters of one note
+
+
+def capped_notes(notes: list[str]) -> list[str]:
+    """A submission's notes as they are stored and shown: each once, each at most a line or
+    two, at most ``MAX_NOTES`` of them. Their number and length are the student's choice (a
+    notebook of 100,000 cells once made 16.5 MB of notes, and a feedback page as large)."""
+    unique = list(dict.fromkeys(notes))
+    kept = [n if len(n) <= MAX_NOTE else n[:MAX_NOTE - 1] + "…" for n in unique[:MAX_NOTES]]
+    if len(unique) > MAX_NOTES:
+        kept.append(f"… and {len(unique) - MAX_NOTES:,} more notes like these, not shown")
+    return kept
 
 
 def _causes(result) -> dict:
@@ -69,13 +108,14 @@ def _causes(result) -> dict:
 
 
 def grade_values(entry: dict, values: dict, outcomes: dict, free_text: dict, causes: dict,
-                 stopped: str = "") -> Graded:
+                 stopped: str = "", budget: Budget = UNLIMITED) -> Graded:
     """Verdicts for every part of every problem of one student's key ``entry``, from what the
     sandbox returned: ``values`` problem → {variable: value}, ``outcomes`` problem → {case
     position: CaseOutcome}, ``free_text`` problem → {part: text}, ``causes`` answer cell
-    label → why its variable may be missing."""
+    label → why its variable may be missing. ``budget`` is checked before each problem."""
     verdicts, answers = {}, {}
     for pid, record in entry["problems"].items():      # (the key sorts them; rows keep the item order)
+        budget.check("comparing the answers")
         got = dict(values.get(pid, {}))
         never_sent = stopped and pid not in values
         for part, variable in record.get("answer_names", {}).items():
@@ -151,7 +191,8 @@ class GradingRun:
     every gradebook write, on pytest's main thread."""
 
     def __init__(self, key: dict, submissions, gradebook, sandbox, *, workers: int = 1,
-                 regrade: bool = False, progress=None, kit_version: str = ""):
+                 regrade: bool = False, progress=None, kit_version: str = "",
+                 cpu_seconds: float = CPU_SECONDS):
         self.key = key
         self.assignment = key["assignment"]["id"]
         self.order = [p["id"] for p in key["assignment"]["problems"]]   # the assignment's order
@@ -160,6 +201,7 @@ class GradingRun:
         self.gradebook, self.sandbox = gradebook, sandbox
         self.workers, self.regrade, self.progress = workers, regrade, progress
         self.kit_version = kit_version
+        self.cpu_seconds = cpu_seconds        # the grader CPU one submission may cost (grader.budget)
         self.skipped: list[str] = []          # unchanged since they were graded
         self.recorded: list[str] = []
         self.failed: list[str] = []           # could not be recorded at all (reported)
@@ -280,7 +322,10 @@ class GradingRun:
         started = time.perf_counter()
         why = "internal grader error: the key's entry does not grade this part"   # (never: one template)
         try:
-            graded = self._execute(student, started)
+            graded = self._execute(student, started, Budget(self.cpu_seconds).start())
+        except OverBudget as err:
+            why = str(err)
+            graded = Graded({}, {}, [why], time.perf_counter() - started)
         except Exception as err:  # noqa: BLE001 — one submission must never stop the batch
             why = f"internal grader error: {type(err).__name__}: {str(err)[:300]}"
             graded = Graded({}, {}, [why], time.perf_counter() - started)    # (its entry may be what failed)
@@ -289,20 +334,21 @@ class GradingRun:
                 graded.verdicts.setdefault((problem, part), Verdict(0.0, points, ERROR, why))
         return graded
 
-    def _execute(self, student: str, started: float) -> Graded:
+    def _execute(self, student: str, started: float, budget: Budget) -> Graded:
         submission, entry = self.submissions[student], self.entry(student)
         if isinstance(submission, Found):
             submission = read_submission(submission, self.key, entry)
+        budget.check("reading the notebook")
         notes = [issue.message for issue in submission.issues]
         if not submission.cells:
             graded = unrunnable(entry, notes[-1] if notes else "the notebook has no cells")
-            graded.notes = notes
+            graded.notes = capped_notes(notes)
             graded.seconds = time.perf_counter() - started
             graded.content_hash = submission.content_hash
             return graded
-        program = job_for(submission, entry, order=self.order)
+        program = job_for(submission, entry, order=self.order, budget=budget)
         notes += [issue.message for issue in program.notes if issue not in submission.issues]
-        result = self.sandbox.run(program.steps)
+        result = self.sandbox.run(program.steps, budget=budget)
         outcomes = {pid: {case: CaseOutcome(o.ok, o.value, o.error or "") for case, o in cases.items()}
                     for pid, cases in result.outputs.items()}
         for crash in result.crashes:
@@ -311,8 +357,8 @@ class GradingRun:
         if result.stopped:
             notes.append(f"the run stopped: {result.stopped}")
         graded = grade_values(entry, result.values, outcomes, program.free_text, _causes(result),
-                              result.stopped)
-        graded.notes = notes
+                              result.stopped, budget)
+        graded.notes = capped_notes(notes)
         graded.seconds = time.perf_counter() - started
         graded.content_hash = submission.content_hash
         return graded

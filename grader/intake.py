@@ -46,13 +46,20 @@ from exercises.textfile import printable
 PARSING = threading.Lock()
 
 MAX_BYTES = 64 * 1024 * 1024      # far above any real notebook; a larger file is not read into memory
+MAX_VALUES = 1_000_000            # JSON values in one notebook (a real one has a few thousand)
+MAX_CELLS = 5_000                 # cells in one notebook (a real one has a few hundred at most)
 _MAX_GIVENS_SOURCE = 1_000_000    # a givens cell longer than this is "edited" without parsing it
+_GIVENS_SLACK = 4_096             # … and one longer than 4× its issued text and this: "much longer"
+_LISTED = 8                       # names, cells or positions a message lists before "and N more"
+_CHEAP_JSON = 4 * 1024 * 1024     # below this many bytes, parsing cannot cost much memory whatever it holds
 
 ISSUE_CODES = {
     # reading the file
     "unreadable": "the file could not be read (permissions, a folder, it vanished)",
     "symlink": "a symbolic link: never followed (it could point at another student's notebook)",
     "too-large": f"larger than {MAX_BYTES // (1024 * 1024)} MiB: not read",
+    "too-complex": f"more than {MAX_VALUES:,} JSON values: not parsed",
+    "too-many-cells": f"more than {MAX_CELLS:,} cells: nothing in it is run",
     "empty-file": "0 bytes",
     "not-text": "not UTF-8 text",
     "invalid-json": "not valid JSON (line and column given)",
@@ -168,9 +175,21 @@ def _visible(path: Path) -> bool:
     return not path.name.startswith(".")
 
 
+_DIGITS = re.compile(r"([0-9]+)")     # ASCII digits only: '²'.isdigit() is True, int('²') fails
+
+
 def _natural(text: str) -> list:
-    """'hw (10)' after 'hw (9)': numbers compare as numbers."""
-    return [(0, int(t), "") if t.isdigit() else (1, 0, t) for t in re.split(r"(\d+)", text)]
+    """'hw (10)' after 'hw (9)': numbers compare as numbers. A run of digits compares by its
+    length without leading zeros, then by its digits (no ``int``: a name of 300 digits is text
+    a student chose, and needs no arithmetic)."""
+    key = []
+    for i, t in enumerate(_DIGITS.split(text)):
+        if i % 2:
+            digits = t.lstrip("0") or "0"
+            key.append((0, len(digits), digits, t))
+        else:
+            key.append((1, 0, t, ""))
+    return key
 
 
 def find_submissions(root: Path, assignment_id: str) -> list[Found]:
@@ -294,21 +313,53 @@ def _read_bytes(found: Found) -> tuple[bytes, str]:
     digest, chunks, size = hashlib.sha256(), [], 0
     try:
         with os.fdopen(fd, "rb") as f:
-            if not stat.S_ISREG(os.fstat(fd).st_mode):     # a FIFO or device named *.ipynb
+            status = os.fstat(fd)
+            if not stat.S_ISREG(status.st_mode):     # a FIFO or device named *.ipynb
                 raise _Unread(Issue("unreadable", f"{found.shown}: not a regular file: not read"))
-            while chunk := f.read(1 << 20):
-                digest.update(chunk)
+            if status.st_size > MAX_BYTES:           # refused by its size, before a byte is read
+                raise _too_large(found, status.st_size, _glimpse(f, status))
+            while size <= MAX_BYTES and (chunk := f.read(min(1 << 20, MAX_BYTES + 1 - size))):
+                digest.update(chunk)                 # (a file still growing is cut at the limit)
                 size += len(chunk)
-                if size <= MAX_BYTES:
-                    chunks.append(chunk)
+                chunks.append(chunk)
+            if size > MAX_BYTES:
+                raise _too_large(found, size, _glimpse(f, os.fstat(fd)))
     except OSError as err:
         raise _Unread(Issue("unreadable", f"{found.shown}: could not be read "
                                           f"({err.strerror or type(err).__name__})")) from None
-    if size > MAX_BYTES:
-        raise _Unread(Issue("too-large", f"{found.shown}: {size / (1024 * 1024):.0f} MiB, more than the "
-                                         f"{MAX_BYTES // (1024 * 1024)} MiB a notebook may have: not read"),
-                      digest.hexdigest())
     return b"".join(chunks), digest.hexdigest()
+
+
+_GLIMPSE = 64 * 1024
+
+
+def _glimpse(f, status) -> str:
+    """What tells one too-large file from another without reading it: its size, modification
+    time and first and last 64 KiB (a 2 GiB file is never read or hashed in full)."""
+    digest = hashlib.sha256(f"attnkit-too-large|{status.st_size}|{status.st_mtime_ns}|".encode())
+    f.seek(0)
+    digest.update(f.read(_GLIMPSE))
+    f.seek(max(0, status.st_size - _GLIMPSE))
+    digest.update(f.read(_GLIMPSE))
+    return digest.hexdigest()
+
+
+def _too_large(found: Found, size: int, content_hash: str) -> _Unread:
+    return _Unread(Issue("too-large", f"{found.shown}: {size / (1024 * 1024):.0f} MiB, more than the "
+                                      f"{MAX_BYTES // (1024 * 1024)} MiB a notebook may have: not read"),
+                   content_hash)
+
+
+# A JSON string (its contents are what a notebook is mostly made of, and hold no structure)
+_JSON_STRING = re.compile(rb'"[^"\\]*(?:\\.[^"\\]*)*"')
+
+
+def _json_values(data: bytes) -> int:
+    """An upper bound on the values ``json.loads`` would make of ``data``: its brackets and
+    commas outside strings (linear: one pass of a regex that never backtracks, one count).
+    What this bounds is memory: ``[[],[],…]`` is 64 MiB of text but 22 million lists, 1.3 GB."""
+    bare = _JSON_STRING.sub(b'""', data)
+    return bare.count(b"[") + bare.count(b"{") + bare.count(b",") + 1
 
 
 def _parse(found: Found, data: bytes):
@@ -316,6 +367,9 @@ def _parse(found: Found, data: bytes):
     if not data:
         raise _Unread(Issue("empty-file", f"{found.shown}: the file is empty (0 bytes): "
                                           "nothing was saved"))
+    if len(data) > _CHEAP_JSON and (values := _json_values(data)) > MAX_VALUES:
+        raise _Unread(Issue("too-complex", f"{found.shown}: about {values:,} JSON values, more than "
+                                           f"the {MAX_VALUES:,} a notebook may have: not read"))
     try:
         text = data.decode("utf-8-sig")      # a BOM some editors add is not an error
     except UnicodeDecodeError as err:
@@ -368,7 +422,7 @@ def _cells(found: Found, raw_cells: list, kit: dict[str, KitCell] | None,
         cell_type = raw.get("cell_type") if isinstance(raw.get("cell_type"), str) else "unknown"
         cells.append(Cell(index, cell_type, source, grade_id, matched_by))
     if bad:
-        where = ", ".join(str(i + 1) for i in bad)
+        where = _listed([i + 1 for i in bad], ",")
         issues.append(Issue("bad-cell", f"{found.shown}: cell{'s' if len(bad) > 1 else ''} {where} "
                                         f"{'are' if len(bad) > 1 else 'is'} not readable "
                                         "(not a cell object, or its source is not text): skipped"))
@@ -414,6 +468,12 @@ def read_submission(found: Found, key: dict | None = None, entry: dict | None = 
     if not isinstance(raw_cells, list) or not raw_cells:
         issues.append(Issue("no-cells", f"{found.shown}: the notebook has no cells"))
         cells: tuple[Cell, ...] = ()
+    elif len(raw_cells) > MAX_CELLS:
+        issues.append(Issue("too-many-cells", f"{found.shown}: {len(raw_cells):,} cells, more than "
+                                              f"the {MAX_CELLS:,} a notebook may have: nothing in it "
+                                              "was run"))
+        return Submission(found.student, found.path, found.shown, content_hash, (), record,
+                          tuple(issues), version)
     else:
         cells = _cells(found, raw_cells, kit, issues)
     if entry is not None:
@@ -488,13 +548,17 @@ def _kit_issues(found: Found, cells: tuple[Cell, ...], kit: dict[str, KitCell],
         positions.setdefault(c.grade_id, []).append(c.index + 1)
     for grade_id, where in positions.items():
         if len(where) > 1:
-            issues.append(Issue("duplicate-grade-id", f"{found.shown}: cells {_and(where)} all carry "
+            issues.append(Issue("duplicate-grade-id", f"{found.shown}: cells {_listed(where)} all carry "
                                                       f"the grade id {grade_id} (a copied cell): all of "
                                                       "them are kept, in notebook order", grade_id))
+    issued: dict[str, tuple[dict, str]] = {}      # problem → its givens and their text, made once
     for c in known:
         k = kit[c.grade_id]
         if k.role == "givens":
-            changed = givens_edits(c.source, decode_names(entry["problems"][k.problem]["givens"]))
+            if k.problem not in issued:
+                givens = decode_names(entry["problems"][k.problem]["givens"])
+                issued[k.problem] = givens, expected_givens_source(givens)
+            changed = givens_edits(c.source, *issued[k.problem])
             if changed:
                 issues.append(Issue("givens-edited", f"{found.shown}: the locked givens cell {c.grade_id} "
                                                      f"was edited ({changed}); harmless: grading always "
@@ -517,6 +581,14 @@ def _short(text: str, limit: int = 64) -> str:
 def _and(items) -> str:
     items = [str(i) for i in items]
     return items[0] if len(items) == 1 else ", ".join(items[:-1]) + " and " + items[-1]
+
+
+def _listed(items, joiner: str = "and") -> str:
+    """Like ``_and``, but a long list (its length is the student's choice) names its first
+    few and counts the rest: a message stays a line, whatever the notebook holds."""
+    items = [_short(str(i)) for i in items[:_LISTED + 1]] if len(items) <= _LISTED + 1 else \
+        [_short(str(i)) for i in items[:_LISTED]] + [f"{len(items) - _LISTED:,} more"]
+    return _and(items) if joiner == "and" else ", ".join(items)
 
 
 # --- givens edited? ------------------------------------------------------------------------
@@ -547,11 +619,20 @@ def _assignments(source: str) -> tuple[dict[str, str], bool] | None:
     return values, other
 
 
-def assigns_exactly(source: str, names) -> bool:
+def assigns_exactly(source: str, names, issued: int | None = None) -> bool:
     """True when the cell only assigns these names, once each (whatever the values): how a
-    givens cell is recognised by its content when no id says what it is."""
-    found = _assignments(source) if len(source) <= _MAX_GIVENS_SOURCE else None
+    givens cell is recognised by its content when no id says what it is. ``issued``: the
+    length of the givens cell as built, when known; a cell much longer than that is not
+    parsed (parsing is what a long cell would make expensive)."""
+    limit = _MAX_GIVENS_SOURCE if issued is None else _longest_givens(issued)
+    found = _assignments(source) if len(source) <= limit else None
     return found is not None and not found[1] and set(found[0]) == set(names)
+
+
+def _longest_givens(issued: int) -> int:
+    """How long a givens cell may be and still be parsed: re-spelling the numbers or adding
+    comments may make it longer, but not many times longer."""
+    return min(_MAX_GIVENS_SOURCE, 4 * issued + _GIVENS_SLACK)
 
 
 def expected_givens_source(givens: dict) -> str:
@@ -569,28 +650,30 @@ def _as_issued(source: str, givens: dict) -> bool:
     return code == "\n".join(blocks[name] for name in order)
 
 
-def givens_edits(source: str, givens: dict) -> str:
+def givens_edits(source: str, givens: dict, issued: str | None = None) -> str:
     """'' when the cell still assigns exactly ``givens`` (the key's, decoded); else what
-    changed, in words ("Q and lengths changed", "other code added", …)."""
-    if len(source) > _MAX_GIVENS_SOURCE:
+    changed, in words ("Q and lengths changed", "other code added", …). ``issued``: the
+    givens cell's text as built (``expected_givens_source(givens)``), when the caller has it."""
+    issued = expected_givens_source(givens) if issued is None else issued
+    if len(source) > _longest_givens(len(issued)):
         return "it was replaced by something much longer"
     if _as_issued(source, givens):
         return ""
     found = _assignments(source)
     if found is None:
         return "it no longer parses as Python"
-    expected, _ = _assignments(expected_givens_source(givens))
+    expected, _ = _assignments(issued)
     values, other = found
     said = []
     changed = [n for n in expected if n in values and values[n] != expected[n]]
     removed = [n for n in expected if n not in values]
     added = [n for n in values if n not in expected]
     if changed:
-        said.append(f"{_and(changed)} changed")
+        said.append(f"{_listed(changed)} changed")
     if removed:
-        said.append(f"{_and(removed)} removed")
+        said.append(f"{_listed(removed)} removed")
     if added:
-        said.append(f"{_and(added)} added")
+        said.append(f"{_listed(added)} added")
     if other:
         said.append("other code added")
     return "; ".join(said)

@@ -28,14 +28,18 @@ from dataclasses import dataclass, field
 from exercises.cells import MARKDOWN_PLACEHOLDER, SETUP
 from exercises.serialize import decode_names
 
-from .intake import PARSING, Issue, Submission, assigns_exactly, kit_cells
+from .budget import UNLIMITED, Budget
+from .intake import PARSING, Issue, Submission, assigns_exactly, expected_givens_source, kit_cells
+
+_LISTED = 8          # cells a note names before "and N more"
 
 PLACEHOLDER = MARKDOWN_PLACEHOLDER
 
 # Issues of the submission that change what is graded (the others, such as an edited givens
 # cell or stripped metadata, are worth knowing but change nothing).
 GRADING_ISSUES = frozenset({
-    "unreadable", "symlink", "too-large", "empty-file", "not-text", "invalid-json", "not-a-notebook",
+    "unreadable", "symlink", "too-large", "too-complex", "too-many-cells", "empty-file", "not-text",
+    "invalid-json", "not-a-notebook",
     "not-nbformat-4", "no-cells", "bad-cell", "no-kit-cells", "kit-cell-missing",
     "duplicate-grade-id", "wrong-student", "wrong-assignment", "wrong-variant", "duplicate",
 })
@@ -88,8 +92,10 @@ def problem_order(key: dict) -> list[str]:
 
 # --- magics --------------------------------------------------------------------------------
 
-# A line starting with % or ! (searched in a whole cell, it also finds every such line)
-_MAGIC = re.compile(r"^(\s*)[%!]", re.MULTILINE)
+# A line starting with % or ! (searched in a whole cell, it also finds every such line). The
+# indent is whitespace *but newlines*: with \s*, every line start would scan on across all the
+# blank lines after it, and a cell of newlines cost time quadratic in its length.
+_MAGIC = re.compile(r"^([^\S\n]*)[%!]", re.MULTILINE)
 
 
 def strip_magics(source: str) -> tuple[str, bool]:
@@ -119,7 +125,7 @@ def free_answer(text: str) -> str:
 # --- building the steps --------------------------------------------------------------------
 
 class _Builder:
-    def __init__(self, submission: Submission, entry: dict, order: list[str]):
+    def __init__(self, submission: Submission, entry: dict, order: list[str], budget: Budget):
         self.submission = submission
         self.entry = entry
         self.order = order
@@ -129,6 +135,16 @@ class _Builder:
         self.givens = {pid: decode_names(entry["problems"][pid].get("givens", {})) for pid in order}
         self.owner: dict[str, str] = {}       # given name → the problem whose value it holds now
         self.given_set: set[str] = set()      # problems whose givens were set at least once
+        self._issued: dict[str, int] = {}     # problem → length of its givens cell as built
+        self.magic_cells: list[str] = []      # cells whose % and ! lines were left out
+        self.budget = budget
+
+    def issued_length(self, pid: str) -> int:
+        """How long ``pid``'s givens cell was as built (made only when a cell is recognised by
+        its content: most notebooks keep their ids)."""
+        if pid not in self._issued:
+            self._issued[pid] = len(expected_givens_source(self.givens[pid]))
+        return self._issued[pid]
 
     def add(self, step: dict, problem: str | None) -> None:
         self.steps.append(step)
@@ -158,15 +174,24 @@ class _Builder:
     def run(self, cell, pid: str | None) -> None:
         if cell.cell_type != "code" or not cell.source.strip():
             return
+        self.budget.check("building the program")
         source, stripped = strip_magics(cell.source)
         if stripped:
-            self.notes.append(Issue("magics-stripped", f"{self.submission.shown}: {cell.label}: lines "
-                                                       "starting with % or ! (IPython magics, shell "
-                                                       "commands) cannot run at grading and were left "
-                                                       "out", cell.label))
+            self.magic_cells.append(cell.label)
         if pid is not None:
             self.ensure_givens(pid)
         self.add({"op": "exec", "label": cell.label, "source": source}, pid)
+
+    def note_magics(self) -> None:
+        """One note for every cell whose magics were left out (a notebook may have thousands)."""
+        cells = self.magic_cells
+        if not cells:
+            return
+        shown = ", ".join(cells[:_LISTED]) + (f" and {len(cells) - _LISTED:,} more" if len(cells) > _LISTED else "")
+        self.notes.append(Issue("magics-stripped", f"{self.submission.shown}: {shown}: lines starting "
+                                                   "with % or ! (IPython magics, shell commands) cannot "
+                                                   "run at grading and were left out",
+                                cells[0] if len(cells) == 1 else None))
 
     def collect(self, pid: str) -> None:
         record = self.entry["problems"][pid]
@@ -190,13 +215,15 @@ def _order(submission: Submission, entry: dict, order) -> list[str]:
     return chosen + [pid for pid in problems if pid not in chosen]
 
 
-def job_for(submission: Submission, entry: dict, *, order: list[str] | None = None) -> Program:
+def job_for(submission: Submission, entry: dict, *, order: list[str] | None = None,
+            budget: Budget = UNLIMITED) -> Program:
     """The program for ``submission`` graded against the key ``entry``.
 
     ``order``: the assignment's problem ids in notebook order (``problem_order(key)``);
-    by default the order the notebook's record lists, then the entry's."""
+    by default the order the notebook's record lists, then the entry's. ``budget`` is checked
+    before each cell (OverBudget: the submission cost the grader too much)."""
     order = _order(submission, entry, order)
-    builder = _Builder(submission, entry, order)
+    builder = _Builder(submission, entry, order, budget)
     builder.add({"op": "exec", "label": "setup", "source": GRADING_SETUP}, None)
     kit = kit_cells(entry)
     known = [c for c in submission.cells if c.grade_id in kit]
@@ -204,6 +231,7 @@ def job_for(submission: Submission, entry: dict, *, order: list[str] | None = No
         _in_notebook_order(builder, submission, kit)
     else:
         _by_name_only(builder, submission)
+    builder.note_magics()
     free = _free_text(submission, entry, kit, builder)
     return Program(builder.steps, builder.problems, free, builder.notes)
 
@@ -248,7 +276,7 @@ def _givens_of(cell, builder: _Builder, used: set[str]) -> str | None:
         return None
     for pid in builder.order:
         givens = builder.givens[pid]
-        if givens and pid not in used and assigns_exactly(cell.source, givens):
+        if givens and pid not in used and assigns_exactly(cell.source, givens, builder.issued_length(pid)):
             return pid
     return None
 

@@ -145,6 +145,10 @@ CHOICE = {"id": "c", "points": 1.0}
     ("D", FAILED, "`c` should be one of the letters A, B, C (as text, e.g. \"A\"); it is text 'D'."),
     (np.array(0), FAILED, "`c` should be one of the letters A, B, C (as text, e.g. \"A\"); it is a number."),
     (Missing(), MISSING, "`c` is not defined: your answer cell did not assign it."),
+    # hedges: matched as substrings of "ABC" they were accepted and read as their first letter
+    ("ABC", FAILED, "`c` should be one of the letters A, B, C (as text, e.g. \"A\"); it is text 'ABC'."),
+    ("AB", FAILED, "`c` should be one of the letters A, B, C (as text, e.g. \"A\"); it is text 'AB'."),
+    ("", FAILED, "`c` should be one of the letters A, B, C (as text, e.g. \"A\"); it is text ''."),
 ])
 def test_choices(value, status, message):
     v = choice_part(CHOICE, OPTIONS, 0, value, "c")
@@ -183,3 +187,22 @@ def test_a_grader_bug_on_one_problem_costs_only_that_problem(records):
     errors = [v for (pid, _), v in graded.verdicts.items() if pid == "walk"]
     assert errors and all(v.status == "error" and v.message.startswith("internal grader error: KeyError")
                           for v in errors)
+
+
+def test_a_huge_boolean_answer_is_refused_by_its_shape_before_any_copy():
+    """Boolean answers were converted to float64 before their shape was checked against each
+    twin's: four 30-million-entry answers from two students took the grader from 69 MB to
+    850 MB. The comparison and the diagnosis must not copy the student's array at all."""
+    import tracemalloc
+
+    huge = np.zeros(30_000_000, dtype=bool)
+    grading = {**GRADING, "misconceptions": ["sdpa_no_scale", "sdpa_softmax_over_queries"]}
+    twins = {"sdpa_no_scale": EXPECTED + 1, "sdpa_softmax_over_queries": EXPECTED * 2}
+    tracemalloc.start()
+    try:
+        verdict = numeric_part(grading, EXPECTED, huge, twins, "w")
+        _, peak = tracemalloc.get_traced_memory()
+    finally:
+        tracemalloc.stop()
+    assert verdict.status == FAILED and verdict.message == "`w`: wrong shape: expected (2, 2), got (30000000,)."
+    assert peak < 1_000_000, peak           # a float64 copy would be 240 MB

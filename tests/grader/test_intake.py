@@ -19,8 +19,8 @@ from exercises.assignment import load_assignment
 from exercises.build import CLASS_STUDENT, build_nbgrader
 from exercises.notebook import notebook_bytes
 from exercises.serialize import decode_names
-from grader.intake import (ISSUE_CODES, Found, Issue, assigns_exactly, entry_for, find_submissions,
-                           givens_edits, kit_cells, match, read_submission)
+from grader.intake import (ISSUE_CODES, MAX_CELLS, Found, Issue, assigns_exactly, entry_for, file_hash,
+                           find_submissions, givens_edits, kit_cells, match, read_submission)
 from grader.program import job_for
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -109,6 +109,19 @@ def test_several_notebooks_of_one_student_sort_naturally(tmp_path):
     for name in ("hw (10).ipynb", "hw (9).ipynb", f"{HW}.ipynb"):
         write(tmp_path / A / HW / name, {})
     assert [f.path.name for f in find_submissions(tmp_path, HW)] == [f"{HW}.ipynb", "hw (9).ipynb", "hw (10).ipynb"]
+
+
+@pytest.mark.parametrize("name", ["²1.ipynb", "hw ²³ (٣).ipynb", "x" + "9" * 240 + ".ipynb"])
+def test_names_with_digits_that_are_not_ascii_sort_without_stopping_anyone(tmp_path, name):
+    """'²'.isdigit() is True and int('²') raises: one such file name stopped `attnkit grade`
+    for the whole class, on every rerun (nbgrader layout and flat LMS names alike)."""
+    write(tmp_path / "submitted" / A / HW / name, {})
+    write(tmp_path / "submitted" / A / HW / "hw (2).ipynb", {})
+    write(tmp_path / "submitted" / f"{B}.ipynb", {})
+    found = find_submissions(tmp_path, HW)
+    assert sorted(f.path.name for f in found) == sorted([name, "hw (2).ipynb", f"{B}.ipynb"])
+    matched = match(found, {"assignment": {"id": HW}, "students": {A: {}, B: {}}}, read=True)
+    assert [s.student for s in matched.submissions] == [A, B]
 
 
 def test_nothing_is_found_in_a_folder_that_does_not_exist(tmp_path):
@@ -207,7 +220,34 @@ def test_a_file_too_large_is_hashed_but_not_read(key, tmp_path, monkeypatch):
     (tmp_path / "x.ipynb").write_bytes(data)
     s = read_submission(Found(A, tmp_path / "x.ipynb", "x.ipynb", "flat"), key)
     assert s.issues == (Issue("too-large", "x.ipynb: 5 MiB, more than the 3 MiB a notebook may have: not read"),)
-    assert s.content_hash == hashlib.sha256(data).hexdigest() and s.cells == ()
+    assert s.cells == () and len(s.content_hash) == 64
+    # the hash tells a changed file from the same one (so it is not re-read on every run) …
+    assert read_submission(Found(A, tmp_path / "x.ipynb", "x.ipynb", "flat"), key).content_hash == s.content_hash
+    (tmp_path / "x.ipynb").write_bytes(data[:-1] + b"x")
+    assert read_submission(Found(A, tmp_path / "x.ipynb", "x.ipynb", "flat"), key).content_hash != s.content_hash
+
+
+def _bytes_read() -> int:
+    with open("/proc/self/io") as f:
+        return int(next(line for line in f if line.startswith("rchar:")).split()[1])
+
+
+@pytest.mark.skipif(not Path("/proc/self/io").exists(), reason="needs /proc/self/io")
+def test_a_2_gib_file_is_refused_by_its_size_before_it_is_read(key, tmp_path):
+    """It was read and hashed in full, twice (file_hash, then read_submission): 11 s of
+    grader CPU before grading began, for a file that is refused anyway."""
+    path = tmp_path / "submitted" / A / HW / f"{HW}.ipynb"
+    path.parent.mkdir(parents=True)
+    with open(path, "wb") as f:               # sparse: 2 GiB that take no disk
+        f.truncate(2 * 1024**3)
+    [found] = find_submissions(tmp_path, HW)
+    before = _bytes_read()
+    digest = file_hash(found)
+    s = read_submission(found, key)
+    assert _bytes_read() - before < 1024 * 1024           # a glimpse of 64 KiB at each end, twice
+    assert s.issues == (Issue("too-large", f"submitted/{A}/{HW}/{HW}.ipynb: 2048 MiB, more than the "
+                                           "64 MiB a notebook may have: not read"),)
+    assert digest == s.content_hash and s.cells == ()
 
 
 def test_a_folder_named_like_a_notebook_is_unreadable(key, tmp_path):
@@ -531,3 +571,69 @@ def test_a_name_that_is_not_utf8_is_reported_and_not_graded(tmp_path):
     assert [i.code for i in matched.issues] == ["unknown-student"]
     assert "not UTF-8" in matched.issues[0].message
     matched.issues[0].message.encode("utf-8")
+
+
+# --- what a submission may cost intake -----------------------------------------------------------
+
+def test_a_notebook_of_too_many_cells_is_not_run(course, key, tmp_path):
+    """100,000 cells with a magic line each made 16.5 MB of notes in one gradebook row."""
+    notebook = solved(course, A)
+    notebook["cells"] += [{"cell_type": "code", "id": f"x{i}", "metadata": {}, "source": "%ls",
+                           "outputs": [], "execution_count": None} for i in range(MAX_CELLS)]
+    s = read_submission(flat(tmp_path, A, notebook), key)
+    assert codes(s) == ["too-many-cells"] and s.cells == ()
+    assert s.issues[0].message.startswith(f"{A}.ipynb: {len(notebook['cells']):,} cells, more than the 5,000")
+
+
+def test_json_that_would_parse_into_millions_of_objects_is_not_parsed(key, tmp_path):
+    """64 MiB of ``[],`` is 22 million lists (1.3 GB) to json.loads: refused by counting first.
+    Brackets and commas inside strings do not count (a printed array is text)."""
+    bomb = b'{"nbformat": 4, "cells": [' + b"[]," * 2_000_000 + b'[]]}'
+    s = read_submission(flat(tmp_path, A, bomb), key)
+    assert codes(s) == ["too-complex"] and "about 4,000,00" in s.issues[0].message
+    printed = {"nbformat": 4, "nbformat_minor": 5, "metadata": {},
+               "cells": [{"cell_type": "markdown", "id": "a", "metadata": {},
+                          "source": "[1, 2], " * 1_000_000}]}
+    assert codes(read_submission(flat(tmp_path, A, json.dumps(printed).encode()), key)) != ["too-complex"]
+
+
+def test_a_givens_bomb_is_judged_by_its_length_and_noted_in_a_line(course, key, tmp_path):
+    """Three 1 MB edited copies of a givens cell cost 5–7 s of grader CPU under the parser
+    lock and 2.5 MB of notes."""
+    notebook = solved(course, A)
+    index = next(i for i, c in enumerate(notebook["cells"]) if c["id"] == "masks--givens")
+    bomb = "".join(f"a{i} = {i}\n" for i in range(100_000))          # ~1 MB of assignments
+    for copy_number in range(3):
+        twin = copy.deepcopy(notebook["cells"][index])
+        twin["id"] = f"masks-givens-copy-{copy_number}"
+        twin["source"] = bomb
+        notebook["cells"].insert(index + 1, twin)
+    s = read_submission(flat(tmp_path, A, notebook), key)
+    edited = [i for i in s.issues if i.code == "givens-edited"]
+    assert len(edited) == 3
+    assert all("it was replaced by something much longer" in i.message for i in edited)
+    assert sum(len(i.message) for i in s.issues) < 5_000
+    # a long but parseable edit names at most a few of the names it added
+    givens = decode_names(key["students"][A]["problems"]["masks"]["givens"])
+    from grader.intake import expected_givens_source
+    source = expected_givens_source(givens) + "".join(f"\nb{i} = 0" for i in range(300))
+    said = givens_edits(source, givens)
+    assert said.startswith("b0, b1, b2") and said.endswith("and 292 more added") and len(said) < 200
+
+
+def test_a_magic_line_in_every_cell_makes_one_note(course, key, tmp_path):
+    notebook = solved(course, A)
+    notebook["cells"] += [{"cell_type": "code", "id": f"m{i}", "metadata": {}, "source": "%time x = 1",
+                           "outputs": [], "execution_count": None} for i in range(3_000)]
+    program = job_for(read_submission(flat(tmp_path, A, notebook), key), key["students"][A])
+    notes = [n for n in program.notes if n.code == "magics-stripped"]
+    assert len(notes) == 1 and "and 2,992 more" in notes[0].message and len(notes[0].message) < 400
+
+
+def test_a_cell_of_a_million_newlines_is_stripped_in_linear_time():
+    """``^(\\s*)[%!]`` with re.M let \\s* eat newlines: 60 kB of them cost 8 s, 1 MB hours. This
+    finishes in a blink (the suite would hang here if it were quadratic again)."""
+    from grader.program import strip_magics
+    source = "\n" * 1_000_000 + "%ls\n" + " " * 1_000_000 + "\n!pwd"
+    stripped, changed = strip_magics(source)
+    assert changed and stripped == "\n" * 1_000_000 + "pass\n" + " " * 1_000_000 + "\npass"
