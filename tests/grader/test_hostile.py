@@ -832,6 +832,79 @@ def nothing(ctx: Ctx) -> Expect:
     return Expect()
 
 
+# The trusted side's budget (issue 13): what a submission sends may cost the grader only linear
+# work and bounded memory; each of these once stopped, froze or exhausted the grader.
+
+def make_empty_giant_array(ctx: Ctx):
+    # size 0 and 0 bytes, but .tolist() makes 2**31 empty lists: the grader grew to 24 GB
+    set_source(ctx.notebook, answer_id(WEIGHTS), f"{ctx.variable(WEIGHTS)} = np.zeros((2**31 - 1, 0, 4))")
+    return ctx.notebook
+
+
+def make_newline_cell(ctx: Ctx):
+    # `^(\s*)[%!]` with re.M scanned on across every blank line from every line start
+    insert_after(ctx.notebook, answer_id(STD), "\n" * 1_000_000 + "%ls\n")
+    return ctx.notebook
+
+
+def make_heatmap_overflow(ctx: Ctx):
+    # its value range, 2e308, overflowed the heatmap's scale to NaN and int(NaN) stopped the report
+    shape = np.shape(ctx.expected(WEIGHTS))
+    rows = [[1e308, -1e308, 0.0, 1.0][j % 4] for j in range(shape[1])]
+    set_source(ctx.notebook, answer_id(WEIGHTS), f"{ctx.variable(WEIGHTS)} = np.array([{rows!r}] * {shape[0]})")
+    return ctx.notebook
+
+
+def make_givens_bomb(ctx: Ctx):
+    # three 1 MB edited copies of a givens cell: 5–7 s of grader CPU under the parser lock
+    bomb = "".join(f"a{i} = {i}\n" for i in range(100_000))
+    at = index_of(ctx.notebook, "scaling--givens")
+    for _ in range(3):
+        twin = copy.deepcopy(ctx.notebook["cells"][at])
+        twin["id"] = f"givens-bomb-{uuid.uuid4().hex[:8]}"
+        twin["source"] = bomb
+        ctx.notebook["cells"].insert(at + 1, twin)
+    return ctx.notebook
+
+
+def make_boolean_answers(ctx: Ctx):
+    # 30 million booleans each (under a frame's 32 MB): converted to float64 before their
+    # shape was checked, 240 MB a comparison
+    for part in (WEIGHTS, EXP_SCORES):
+        set_source(ctx.notebook, answer_id(part), f"{ctx.variable(part)} = np.zeros(30_000_000, dtype=bool)")
+    return ctx.notebook
+
+
+def make_choice_hedge(ctx: Ctx):
+    # "ABCD" in "ABCD": every letter at once was accepted, and read as its first
+    options = len(ctx.entry["problems"][COUNTS[0]]["options"][COUNTS[1]])
+    set_source(ctx.notebook, answer_id(COUNTS), f"{ctx.variable(COUNTS)} = {LETTERS[:options]!r}")
+    return ctx.notebook
+
+
+def make_magics_everywhere(ctx: Ctx):
+    # one note per cell: 100,000 cells made 16.5 MB of notes, a 17 MB feedback page
+    for i in range(4_000):
+        insert_after(ctx.notebook, answer_id(STD), f"%time _x{i} = {i}")
+    return ctx.notebook
+
+
+def make_too_many_cells(ctx: Ctx):
+    for i in range(6_000):
+        insert_after(ctx.notebook, answer_id(STD), "%ls")
+    return ctx.notebook
+
+
+def make_json_bomb(ctx: Ctx) -> bytes:
+    # 2 million empty lists and as many commas: over the 2 million values a notebook may have
+    return b'{"nbformat": 4, "nbformat_minor": 5, "metadata": {}, "cells": [' + b"[]," * 2_000_000 + b"[]]}"
+
+
+def notes_stay_small(corpus, student):
+    notes = corpus.submissions[student].notes
+    assert len(notes) <= 21 and sum(map(len, notes)) < 25_000, (len(notes), sum(map(len, notes)))
+
+
 CASES = [
     Case("numpy_patch_wrong_answers", make_numpy_patch,
          lambda ctx: Expect(parts=dict.fromkeys(ctx.numeric_parts("bahdanau"), FAILED)),
@@ -916,6 +989,25 @@ CASES = [
          "the same notebook with a first cell `_deep = 1 + 1 + … + 1` (600 terms): its analysis "
          "overflows the parser's walk, which must cost nothing (it once made every part the "
          "grader's own error)"),
+    Case("empty_giant_array", make_empty_giant_array,
+         lambda ctx: Expect(parts={WEIGHTS: FAILED}, says={WEIGHTS: "2147483647"})),
+    Case("newline_cell_1mb", make_newline_cell, lambda ctx: Expect(notes=("lines starting with % or !",))),
+    Case("heatmap_overflow", make_heatmap_overflow, lambda ctx: Expect(parts={WEIGHTS: FAILED}),
+         "graded; its feedback page is written (test_every_report_is_written_for_the_corpus)"),
+    Case("givens_bomb", make_givens_bomb,
+         lambda ctx: Expect(notes=("replaced by something much longer",), check=notes_stay_small),
+         "givens come from the key: nothing lost, and the notes stay a few lines"),
+    Case("boolean_answers_30m", make_boolean_answers,
+         lambda ctx: Expect(parts={WEIGHTS: FAILED, EXP_SCORES: FAILED},
+                            says={WEIGHTS: "wrong shape", EXP_SCORES: "wrong shape"})),
+    Case("choice_hedge", make_choice_hedge,
+         lambda ctx: Expect(parts={COUNTS: FAILED}, says={COUNTS: "should be one of the letters"})),
+    Case("magics_in_4000_cells", make_magics_everywhere,
+         lambda ctx: Expect(notes=("and 3,992 more",), check=notes_stay_small)),
+    Case("too_many_cells", make_too_many_cells,
+         lambda ctx: Expect(every=MISSING, notes=("more than the 5,000 a notebook may have",))),
+    Case("json_bomb", make_json_bomb,
+         lambda ctx: Expect(every=MISSING, notes=("JSON values, more than the 2,000,000",))),
 ]
 
 
@@ -1112,6 +1204,24 @@ def test_hostile_submission(corpus, case):
         assert any(text in note for note in submission.notes), (text, submission.notes)
     if expect.check is not None:
         expect.check(corpus, student)
+
+
+def test_every_report_is_written_for_the_corpus(corpus, tmp_path):
+    """Whatever the corpus handed in, every student's feedback page and results.json are
+    written (a ±1e308 answer once stopped `attnkit report` after the CSV)."""
+    from grader.reports import write_csv, write_feedback, write_gradescope
+
+    with Gradebook(corpus.gradebook) as gradebook:
+        write_csv(gradebook, corpus.key, tmp_path / "grades.csv")
+        write_gradescope(gradebook, corpus.key, tmp_path / "gradescope")
+        write_feedback(gradebook, corpus.key, tmp_path / "feedback")
+    for student in corpus.key["students"]:
+        page = (tmp_path / "feedback" / f"{student}.html").read_text(encoding="utf-8")
+        assert page.startswith("<!DOCTYPE html>") and len(page) < 2_000_000, (student, len(page))
+        results = json.loads((tmp_path / "gradescope" / student / "results.json").read_text(encoding="utf-8"))
+        assert len(results["tests"]) == len(corpus.rows(student))
+    overflow = corpus.student_of["heatmap_overflow"]
+    assert "<svg" in (tmp_path / "feedback" / f"{overflow}.html").read_text(encoding="utf-8")
 
 
 # --- a hole that could not be in the batch: it stopped the batch (fixed) ------------------------

@@ -434,7 +434,7 @@ def test_every_issue_code_is_documented():
     used = {"unreadable", "symlink", "too-large", "empty-file", "not-text", "invalid-json", "not-a-notebook",
             "not-nbformat-4", "no-cells", "bad-cell", "metadata-stripped", "no-kit-cells", "kit-cell-missing",
             "duplicate-grade-id", "givens-edited", "no-record", "wrong-student", "wrong-assignment",
-            "wrong-variant", "duplicate", "unknown-student"}
+            "wrong-variant", "duplicate", "unknown-student", "too-complex", "too-many-cells"}
     assert set(ISSUE_CODES) == used
 
 
