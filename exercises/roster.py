@@ -23,7 +23,7 @@ from .textfile import ProblemsError, read_utf8
 COLUMNS = ("student_id", "name", "email")
 MAX_PROBLEMS = 50
 # A student id becomes a directory name and an nbgrader student id.
-_STUDENT_ID = re.compile(r"^[A-Za-z0-9][A-Za-z0-9._@+-]{0,63}$")
+_STUDENT_ID = re.compile(r"[A-Za-z0-9][A-Za-z0-9._@+-]{0,63}")     # (fullmatch: "$" would let a final newline in)
 _EMAIL = re.compile(r"^[^@\s]+@[^@\s]+$")
 # What LMS exports call the columns, for the "did you mean" hint (difflib finds the rest).
 _COLUMN_ALIASES = {"id": "student_id", "sid": "student_id", "student": "student_id",
@@ -82,7 +82,7 @@ def _students(rows, width: int, columns: dict[str, int], delimiter: str,
         sid, name, email = (fields[columns[c]].strip() for c in COLUMNS)
         found = [p for p in (_id_problem(sid, seen), _email_problem(email)) if p]
         problems += [f"{shown}:{line}: {problem}" for problem in found]
-        if _STUDENT_ID.match(sid):
+        if _STUDENT_ID.fullmatch(sid):
             seen.setdefault(sid.lower(), (sid, line))
         if not found:
             # Names show up in notebook headings: a quoted line break becomes a space.
@@ -141,7 +141,7 @@ def _columns(header: list[str], line: int, shown: str) -> dict[str, int]:
 def _id_problem(sid: str, seen: dict[str, tuple[str, int]]) -> str:
     if not sid:
         return "empty student_id"
-    if not _STUDENT_ID.match(sid):
+    if not _STUDENT_ID.fullmatch(sid):
         return (f"student_id '{sid}' is not valid: use 1 to 64 letters (A-Z, a-z), digits and "
                 f". _ @ + -, starting with a letter or digit (it becomes a folder name)")
     if sid.lower() in seen:

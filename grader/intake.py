@@ -38,7 +38,7 @@ from exercises.answer_key import CLASS_STUDENT
 from exercises.literals import assignment
 from exercises.cells import cell_id as cell_id_of
 from exercises.serialize import decode_names
-from exercises.textfile import printable
+from exercises.textfile import printable, terminal_safe
 
 # Submissions are read on the grader's sandbox threads, and CPython 3.11's parser is not safe
 # to run in two threads at once ("SystemError: AST constructor recursion depth mismatch"):
@@ -94,6 +94,9 @@ class Issue:
     code: str
     message: str
     cell: str | None = None
+
+    def __str__(self) -> str:
+        return self.message
 
 
 @dataclass(frozen=True)
@@ -718,6 +721,10 @@ def match(found: list[Found], key: dict, read: bool = True) -> Matched:
             issues.append(Issue("unknown-student", f"{printable(f.shown)}: a folder or file "
                                                    "name that is not UTF-8 text names no student: "
                                                    "not graded"))
+        elif terminal_safe(f.student) != f.student:     # (only a class key takes any name)
+            issues.append(Issue("unknown-student", f"{terminal_safe(f.shown)}: a folder or file "
+                                                   "name with control or invisible characters "
+                                                   "names no student: not graded"))
         elif f.student in students or (class_key and f.student != CLASS_STUDENT):
             by_student.setdefault(f.student, []).append(f)
         else:

@@ -637,3 +637,16 @@ def test_a_cell_of_a_million_newlines_is_stripped_in_linear_time():
     source = "\n" * 1_000_000 + "%ls\n" + " " * 1_000_000 + "\n!pwd"
     stripped, changed = strip_magics(source)
     assert changed and stripped == "\n" * 1_000_000 + "pass\n" + " " * 1_000_000 + "\npass"
+
+
+def test_a_name_with_control_characters_is_no_student_even_for_a_class_key(tmp_path):
+    """A class key (nbgrader course mode) takes every folder name as a student, and the
+    student id then reaches pytest's node ids and the terminal: not one that acts on it."""
+    key = {"assignment": {"id": HW}, "students": {CLASS_STUDENT: {}}}
+    for name in ("\x1b]0;pwned\x07", "a\u202ecba", "ok"):
+        write(tmp_path / "submitted" / name / HW / f"{HW}.ipynb", {})
+    matched = match(find_submissions(tmp_path, HW), key, read=False)
+    assert [f.student for f in matched.submissions] == ["ok"]
+    assert [i.code for i in matched.issues] == ["unknown-student"] * 2
+    assert all("\x1b" not in str(i) and "\u202e" not in str(i) for i in matched.issues)
+    assert str(matched.issues[0]) == matched.issues[0].message      # what `attnkit grade` prints
