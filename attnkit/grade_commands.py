@@ -1,18 +1,31 @@
 """``attnkit grade``, ``attnkit report`` and ``attnkit check``: parsing, printing and exit
-codes; the work is in grader/."""
+codes; the work is in grader/.
+
+Everything printed that can hold a student's, a roster's or a file system's text (names,
+notes, messages, file names) goes through ``terminal_safe`` or ``terminal_json`` first: an
+escape sequence in a student's exception message is shown, never run by the terminal."""
 
 from __future__ import annotations
 
-import json
 import os
 import sys
 import time
 from pathlib import Path
 
-from exercises.textfile import printable
+from exercises.textfile import terminal_json, terminal_safe
 
-from .build_commands import _fail, _positive
+from .build_commands import _fail as _fail_raw
+from .build_commands import _positive
 from .progress import Progress
+
+
+def _fail(problems) -> int:
+    """build_commands._fail, with each problem (which names files, keys, students) shown safely."""
+    return _fail_raw([terminal_safe(p) for p in problems])
+
+
+def _err(text: str) -> None:
+    print(terminal_safe(text), file=sys.stderr)
 
 
 def _key_and_gradebook(args) -> tuple[Path, Path] | None:
@@ -141,7 +154,7 @@ def _grade(args) -> int:
               "picks up the rest", file=sys.stderr)
         return 130
     for failure in run.failed:
-        print(f"attnkit grade: {failure}", file=sys.stderr)
+        _err(f"attnkit grade: {failure}")
     if code == 4:           # a usage error (a bad -k expression): pytest said why
         return 2
     if code in (2, 3):      # errors during collection / pytest's internal error
@@ -153,10 +166,10 @@ def _grade(args) -> int:
                "seconds": round(seconds, 3),
                "submissions_per_second": round(len(run.recorded) / max(seconds, 1e-9), 1)}
     if args.json:
-        print(printable(json.dumps(summary, indent=2, ensure_ascii=False)))
+        print(terminal_json(summary))
         return 0
     for issue in issues:
-        print(f"note: {issue}", file=sys.stderr)
+        _err(f"note: {issue}")
     print(table)
     print(f"graded {summary['graded']} submission{'s' if summary['graded'] != 1 else ''} in "
           f"{seconds:.2f} s ({summary['submissions_per_second']:g}/s, {args.jobs} worker"
@@ -167,7 +180,7 @@ def _grade(args) -> int:
         print(f"-k chose only some parts of {len(run.not_recorded)} submission(s): their results "
               "are in pytest's report, not in the gradebook")
     where = f"--build {args.build}" if args.build else f"--key {args.key_path}"
-    print(f"gradebook: {gradebook_path}\nreports:   attnkit report {args.assignment} {where}")
+    print(terminal_safe(f"gradebook: {gradebook_path}\nreports:   attnkit report {args.assignment} {where}"))
     return 0
 
 
@@ -186,39 +199,72 @@ def _report(args) -> int:
         return _fail([f"{gradebook_path}: no gradebook yet (run attnkit grade first)"])
 
     from grader.gradebook import Gradebook, GradebookError
-    from grader.reports import (class_table, summary_json, write_csv, write_feedback,
-                                write_gradescope)
+    from grader.reports import class_table, summary_json
 
     out = Path(args.out) if args.out else args.key_path.parent.parent / "reports"
-    written = {}
     try:
         with Gradebook(gradebook_path) as gradebook:
-            write_csv(gradebook, key, out / "grades.csv")
-            written["csv"] = str(out / "grades.csv")
-            write_gradescope(gradebook, key, out / "gradescope")
-            written["gradescope"] = str(out / "gradescope" / "<student>" / "results.json")
-            progress = Progress(len(key["students"]), "feedback", enabled=None if not args.json else False)
-            write_feedback(gradebook, key, out / "feedback", reveal=args.reveal, progress=progress)
-            progress.close()
-            written["feedback"] = str(out / "feedback" / "<student>.html")
+            outcome = _write_reports(gradebook, key, out, args)
             summary = summary_json(gradebook, key)
-            table = class_table(gradebook, key)
+            table = class_table(gradebook, key) if args.table and not args.json else None
     except GradebookError as err:
         return _fail([str(err)])
-    except OSError as err:
-        return _fail([f"{err.filename or out}: {err.strerror or err}"])
+    written, not_written, fallbacks = outcome
+    for what, why in not_written.items():
+        _err(f"attnkit report: {what} not written: {why}")
+    for student, what in fallbacks.items():
+        _err(f"attnkit report: feedback/{student}.html: could not draw {', '.join(what)}; "
+             "a plainer page was written instead")
+    code = 1 if not_written else 0
     if args.json:
-        print(printable(json.dumps({**summary, "written": written}, indent=2, ensure_ascii=False)))
-        return 0
-    if args.table:
+        print(terminal_json({**summary, "written": written, "not_written": not_written,
+                             "fallbacks": fallbacks}))
+        return code
+    if table is not None:
         print(table)
     students = summary["counts"]["students"]
-    print(f"reports for {assignment.id} ({students} student{'s' if students != 1 else ''}):")
+    print(terminal_safe(f"reports for {assignment.id} ({students} student{'s' if students != 1 else ''}):"))
     for what, where in written.items():
-        print(f"  {what + ':':<12}{where}")
+        print(terminal_safe(f"  {what + ':':<12}{where}"))
     if args.reveal:
         print("  (feedback pages show the expected values: --reveal)")
-    return 0
+    return code
+
+
+def _write_reports(gradebook, key: dict, out: Path, args) -> tuple[dict, dict, dict]:
+    """(written: output → where, not_written: output → why, fallbacks: student → what of
+    their page could not be drawn). Each output is written on its own: one that fails (a full
+    disk, an answer no renderer expected) is reported, and the others are still written."""
+    from grader.gradebook import GradebookError
+    from grader.reports import write_csv, write_feedback, write_gradescope
+
+    fallbacks: dict[str, list[str]] = {}
+
+    def feedback():
+        progress = Progress(len(key["students"]), "feedback", enabled=None if not args.json else False)
+        try:
+            fallbacks.update(write_feedback(gradebook, key, out / "feedback", reveal=args.reveal,
+                                            progress=progress).fallbacks)
+        finally:
+            progress.close()
+
+    outputs = (("csv", out / "grades.csv", lambda: write_csv(gradebook, key, out / "grades.csv")),
+               ("gradescope", out / "gradescope" / "<student>" / "results.json",
+                lambda: write_gradescope(gradebook, key, out / "gradescope")),
+               ("feedback", out / "feedback" / "<student>.html", feedback))
+    written, not_written = {}, {}
+    for what, where, write in outputs:
+        try:
+            write()
+        except GradebookError:
+            raise                         # the gradebook itself: no output can be made
+        except OSError as err:
+            not_written[what] = f"{err.filename or where}: {err.strerror or err}"
+        except Exception as err:  # noqa: BLE001 — a bug in one output must not cost the others
+            not_written[what] = f"{type(err).__name__}: {err}"
+        else:
+            written[what] = str(where)
+    return written, not_written, fallbacks
 
 
 # --- check -------------------------------------------------------------------------------
@@ -236,7 +282,7 @@ def _check(args) -> int:
         except CheckError as err:
             return _fail([str(err)])
     if args.json:
-        print(printable(json.dumps(report.as_json(), indent=2, ensure_ascii=False)))
+        print(terminal_json(report.as_json()))
     else:
         print(report.table())
     return 0

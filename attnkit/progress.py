@@ -5,6 +5,8 @@ from __future__ import annotations
 import sys
 import time
 
+from exercises.textfile import terminal_safe
+
 
 class Progress:
     def __init__(self, total: int, label: str = "", stream=None, enabled: bool | None = None):
@@ -22,8 +24,9 @@ class Progress:
             width = 30
             filled = int(width * self.done / max(self.total, 1))
             rate = self.done / max(now - self.start, 1e-9)
+            note = terminal_safe(note, newlines=False)[:30]   # a name, say: shown, never run
             self.stream.write(f"\r{self.label} [{'█' * filled}{'·' * (width - filled)}] "
-                              f"{self.done}/{self.total}  {rate:6.0f}/s  {note[:30]:<30}")
+                              f"{self.done}/{self.total}  {rate:6.0f}/s  {note:<30}")
             self.stream.flush()
 
     def close(self) -> None:

@@ -52,7 +52,13 @@ _REWRITES = (
     (r"\R", r"\mathbb{R}"), (r"\N", r"\mathbb{N}"),
 )
 _TEXT_ESCAPE = re.compile(r"\\([%$&#_{}])")  # \% inside \text{…} is kept with its backslash
-_TEXT_GROUP = re.compile(r"\\text\{((?:[^{}]|\{[^{}]*\})*)\}")
+_TEXT_OPEN = "\\text{"
+# Beyond this many characters a math span is shown as its text, not converted: latex2mathml's
+# cost grows with the square of some inputs (unclosed \text{ groups: 0.07 s for 8 000
+# characters, 0.7 s for 32 000), so a student's 64 KB in one $…$ could take a minute, and
+# megabytes hours. Within the limit a span costs at most a tenth of a second; the limit leaves
+# room for an answer vector of 400 numbers as a bmatrix.
+MAX_MATH = 8000
 # MathML attributes that would link, style or load something: a printed page needs none.
 _DROPPED_ATTRIBUTES = {"href", "style", "src", "xmlns"}
 
@@ -61,7 +67,44 @@ def _prepare_latex(latex: str) -> str:
     for old, new in _REWRITES:
         boundary = r"(?![A-Za-z])" if old[-1].isalpha() else ""
         latex = re.sub(re.escape(old) + boundary, lambda _m, new=new: new, latex)
-    return _TEXT_GROUP.sub(lambda m: r"\text{" + _TEXT_ESCAPE.sub(r"\1", m[1]) + "}", latex)
+    return _unescape_text_groups(latex)
+
+
+def _text_group_end(latex: str, start: int) -> int:
+    """Where the ``\\text{…}`` whose content starts at ``start`` closes (the index of its
+    ``}``; one level of inner braces allowed), or -1. Stops at the first brace that cannot
+    belong to it, so every character is looked at a bounded number of times."""
+    depth, i = 0, start
+    while i < len(latex):
+        c = latex[i]
+        if c == "{":
+            if depth:
+                return -1        # a second level: not a text group
+            depth = 1
+        elif c == "}":
+            if not depth:
+                return i
+            depth = 0
+        i += 1
+    return -1
+
+
+def _unescape_text_groups(latex: str) -> str:
+    """Each ``\\text{…}`` with its ``\\%``-style escapes undone (latex2mathml keeps the
+    backslash). A scan, not a backtracking regex: an unclosed group is skipped past its
+    opening, and the scan goes on from there, so the cost is linear in ``latex``."""
+    out, pos = [], 0
+    while (found := latex.find(_TEXT_OPEN, pos)) >= 0:
+        start = found + len(_TEXT_OPEN)
+        end = _text_group_end(latex, start)
+        if end < 0:
+            out.append(latex[pos:start])
+            pos = start
+            continue
+        out += [latex[pos:start], _TEXT_ESCAPE.sub(r"\1", latex[start:end]), "}"]
+        pos = end + 1
+    out.append(latex[pos:])
+    return "".join(out)
 
 
 class _Unsupported(ValueError):
@@ -89,18 +132,37 @@ def _serialise(element: Element) -> str:
     return _ESCAPED_REFERENCE.sub(r"&\1", tostring(element, encoding="unicode"))
 
 
-@lru_cache(maxsize=4096)  # a bank repeats the same $\sqrt{d_k}$ many times
+# Spans up to this long are cached: the bank's own, repeated on every page; a student's long
+# one is converted each time rather than kept.
+_CACHED = 256
+
+
 def math_to_html(latex: str, display: bool = False) -> str:
-    """One math expression as a ``<math>`` element, or as Unicode text when it cannot be."""
+    """One math expression as a ``<math>`` element, or as Unicode text when it cannot be (or
+    is longer than ``MAX_MATH``: latex2mathml's cost grows faster than its input)."""
+    if len(latex) > MAX_MATH:
+        return _as_text(escape(latex), display)
+    return _cached_math(latex, display) if len(latex) <= _CACHED else _converted(latex, display)
+
+
+@lru_cache(maxsize=4096)  # a bank repeats the same $\sqrt{d_k}$ many times
+def _cached_math(latex: str, display: bool) -> str:
+    return _converted(latex, display)
+
+
+def _converted(latex: str, display: bool) -> str:
     try:
         element = convert_to_element(_prepare_latex(latex), xmlns="",
                                      display="block" if display else "inline")
         _clean(element)
         return _serialise(element)
     except Exception:  # noqa: BLE001 — latex2mathml raises many unrelated error types
-        text = escape(latex_to_text(f"${latex}$").strip())
-        kind = "math-text math-display" if display else "math-text"
-        return f'<span class="{kind}">{text}</span>'
+        return _as_text(escape(latex_to_text(f"${latex}$").strip()), display)
+
+
+def _as_text(shown_html: str, display: bool) -> str:
+    kind = "math-text math-display" if display else "math-text"
+    return f'<span class="{kind}">{shown_html}</span>'
 
 
 # ----------------------------------------------------------------------- markdown
@@ -150,7 +212,9 @@ _CELL_H = 26
 
 
 def _colour(t: float) -> tuple[int, int, int]:
-    """The scale at t in 0…1, interpolated between its neighbouring stops."""
+    """The scale at t in 0…1, interpolated between its neighbouring stops; any other t
+    (below, above, NaN) is the nearest end, so no value can stop a page being drawn."""
+    t = min(max(float(t), 0.0), 1.0) if t == t else 0.0
     k = min(int(t * (len(_BLUES) - 1)), len(_BLUES) - 2)
     f = t * (len(_BLUES) - 1) - k
     return tuple(round(a + (b - a) * f) for a, b in zip(_BLUES[k], _BLUES[k + 1]))
@@ -167,11 +231,19 @@ def _cell_text(x: float) -> str:
 
 
 def _scale(m: np.ndarray) -> np.ndarray:
-    """Each finite value's place between the smallest and the largest, 0…1."""
-    finite = m[np.isfinite(m)]
-    if finite.size == 0 or finite.max() == finite.min():
+    """Each finite value's place between the smallest and the largest, 0…1 (0 where not
+    finite). Halved before subtracting: the range of two finite doubles (1e308 − −1e308)
+    can overflow to ∞, and ∞/∞ is NaN; half of it cannot."""
+    finite = np.isfinite(m)
+    if not finite.any():
         return np.zeros_like(m)
-    return (m - finite.min()) / (finite.max() - finite.min())
+    low, high = m[finite].min(), m[finite].max()
+    if low == high:
+        return np.zeros_like(m)
+    with np.errstate(all="ignore"):      # the non-finite cells, replaced below
+        span = high - low
+        t = (m - low) / span if np.isfinite(span) else (m / 2 - low / 2) / (high / 2 - low / 2)
+    return np.where(finite, np.clip(np.nan_to_num(t), 0.0, 1.0), 0.0)
 
 
 def _labels(labels, n: int, axis: str) -> list[str]:

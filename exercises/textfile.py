@@ -1,10 +1,12 @@
-"""The kit's files: instructors' text files read with errors that say where, and outputs
-written atomically."""
+"""The kit's files: instructors' text files read with errors that say where, outputs
+written atomically, and text made safe to print on a terminal."""
 
 from __future__ import annotations
 
+import json
 import os
 import re
+import unicodedata
 from pathlib import Path
 
 _BOM = b"\xef\xbb\xbf"
@@ -17,6 +19,62 @@ def printable(text: str) -> str:
     """``text`` with each lone surrogate (what a file name that is not UTF-8, or a string
     escaped into JSON, leaves in a Python string) as U+FFFD, so it can be written as UTF-8."""
     return _LONE_SURROGATE.sub("\ufffd", text)
+
+
+# What a terminal would act on or hide rather than show: control characters (C0, DEL, C1 —
+# ESC and CSI start sequences that retitle the window, clear the screen or rewrite a line),
+# format characters (bidi overrides and isolates, marks, zero-width ones), line and paragraph
+# separators, lone surrogates. Names, notes and messages come from rosters and from students.
+_HIDDEN = frozenset({"Cc", "Cf", "Zl", "Zp", "Cs"})
+_PLAIN = re.compile(r"[\x20-\x7e\n]*")      # the common case, checked in one pass
+_NAMED = {"\t": "\\t", "\r": "\\r", "\n": "\\n"}
+
+
+def _hidden(c: str) -> bool:
+    return not c.isprintable() and unicodedata.category(c) in _HIDDEN
+
+
+def _escaped(c: str) -> str:
+    code = ord(c)
+    if c in _NAMED:
+        return _NAMED[c]
+    return f"\\x{code:02x}" if code < 0x100 else f"\\u{code:04x}" if code < 0x10000 else f"\\U{code:08x}"
+
+
+def terminal_safe(text, newlines: bool = True) -> str:
+    """``text`` as a terminal should show it: every character it would act on or hide (see
+    ``_HIDDEN``) written out visibly, as ``\\x1b`` or ``\\u202e``, never interpreted. Newlines
+    are kept where they structure the output (``newlines``), shown as ``\\n`` where they would
+    break a table's line. Linear in ``text``."""
+    text = str(text)
+    if _PLAIN.fullmatch(text) and (newlines or "\n" not in text):
+        return text
+    return "".join(_shown(c, newlines) for c in text)
+
+
+def _shown(c: str, newlines: bool) -> str:
+    if c == "\n":
+        return c if newlines else _escaped(c)
+    return _escaped(c) if _hidden(c) else c
+
+
+def _json_escaped(c: str) -> str:
+    code = ord(c)
+    if code < 0x10000:
+        return f"\\u{code:04x}"
+    code -= 0x10000                               # JSON spells these as a surrogate pair
+    return f"\\u{0xd800 + (code >> 10):04x}\\u{0xdc00 + (code & 0x3ff):04x}"
+
+
+def terminal_json(data) -> str:
+    """``data`` as indented JSON for a terminal: the same data (``json.loads`` gives it back),
+    with every character ``terminal_safe`` would show escaped written as ``\\uXXXX``. json
+    escapes C0 itself; DEL, C1 and the format characters it leaves raw. Outside strings JSON
+    is ASCII, so escaping character by character keeps it valid."""
+    text = json.dumps(data, indent=2, ensure_ascii=False)
+    if _PLAIN.fullmatch(text):
+        return text
+    return "".join(_json_escaped(c) if c != "\n" and _hidden(c) else c for c in text)
 
 
 class ProblemsError(ValueError):

@@ -26,6 +26,8 @@ from pathlib import Path
 import pytest
 from pytest import TestReport
 
+from exercises.textfile import terminal_safe
+
 from .checking import MANUAL, PASSED, Verdict
 
 MANIFEST_SUFFIX = ".attnkit"
@@ -196,7 +198,7 @@ class PartItem(pytest.Item):
         except Exception as error:  # noqa: BLE001 — the grader's own failure, shown as one
             verdict, trace = None, "".join(traceback.format_exception(error))
         if verdict is None:
-            outcome, longrepr = "failed", f"internal grader error:\n{trace}"
+            outcome, longrepr = "failed", terminal_safe(f"internal grader error:\n{trace}")
         elif verdict.status == PASSED:
             outcome, longrepr = "passed", None
         elif verdict.status == MANUAL:
@@ -214,7 +216,10 @@ class PartItem(pytest.Item):
 
     @staticmethod
     def failure_text(verdict: Verdict) -> str:
-        return f"{verdict.score:g}/{verdict.max_score:g} points ({verdict.status}): {verdict.message}"
+        """What pytest prints (``-v``) and junitxml keeps for a failed part. The message can
+        hold a student's exception message, escape sequences and all: shown, never run."""
+        return terminal_safe(f"{verdict.score:g}/{verdict.max_score:g} points ({verdict.status}): "
+                             f"{verdict.message}")
 
     def repr_failure(self, excinfo, style=None):
         if isinstance(excinfo.value, PartFailed):
@@ -230,7 +235,9 @@ class PartItem(pytest.Item):
         return self.parent.parent.parent.nodeid, None, self._domain()   # the manifest, relative to the rootdir
 
     def _domain(self) -> str:
-        return f"{self.student}::{self.problem}::{self.name} ({self.points:g} points)"
+        # The headline of a failure in pytest's report; a class key's student is a folder name.
+        return terminal_safe(f"{self.student}::{self.problem}::{self.name} ({self.points:g} points)",
+                             newlines=False)
 
 
 SESSION_SIZE = 100      # submissions per pytest session (see run_pytest)

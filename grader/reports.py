@@ -3,7 +3,10 @@
 - ``write_csv``: the class list with totals and a score per problem, for a spreadsheet or an LMS;
 - ``write_gradescope``: ``<student>/results.json`` in Gradescope's autograder format;
 - ``write_feedback``: one self-contained HTML page per student (no script, no CDN, no link);
+  a part that cannot be drawn is shown as text, a page that cannot be made is a minimal one,
+  so every student always gets a page (``FeedbackPages.fallbacks`` says whose fell back);
 - ``class_table``: the same numbers as aligned plain text for the terminal, with a summary;
+  every text in it from a roster or the gradebook shown terminal-safe;
 - ``summary_json``: everything ``class_table`` shows, as data (``attnkit report --json``).
 
 The key decides who is in the class and what the problems and parts are (in its order), the
@@ -34,7 +37,7 @@ from exercises.cells import LETTERS
 from exercises.html import code_block, escape, heatmap_svg, markdown_to_html, page
 from exercises.preview import _decimals_for, value_text
 from exercises.serialize import decode_names, from_jsonable
-from exercises.textfile import write_atomic
+from exercises.textfile import terminal_safe, write_atomic
 
 from .checking import graded_parts
 from .gradebook import Gradebook, ResultRow, SubmissionRow, omitted_reason
@@ -389,12 +392,26 @@ def _diagnosis_html(result: ResultRow) -> str:
             f"{escape(m.summary)}.</p>{explanation}{code_block(m.code)}</div>")
 
 
-def _part_html(record: dict, part: Part, index: int, reveal: bool, words) -> str:
-    result = part.result
+def _part_head(part: Part, index: int) -> str:
     label = f"({LETTERS[index].lower()}) {part.part}" if index < len(LETTERS) else part.part
     status = _STATUS_LABELS.get(part.status, part.status)
-    head = (f'<div class="part status-{escape(part.status)}"><h3>{escape(label)} — '
+    return (f'<div class="part status-{escape(part.status)}"><h3>{escape(label)} — '
             f"{_points(part.score)} / {_points(part.points)} · {escape(status)}</h3>")
+
+
+_NOT_DRAWN = "This answer could not be drawn."
+
+
+def _part_fallback(part: Part, index: int) -> str:
+    """A part whose rendering failed: its status, score and message as plain escaped text."""
+    message = part.result.message if part.result else ""
+    return (_part_head(part, index) + (f"<p>{escape(message)}</p>" if message else "")
+            + f"<p><em>{_NOT_DRAWN}</em></p></div>")
+
+
+def _part_html(record: dict, part: Part, index: int, reveal: bool, words) -> str:
+    result = part.result
+    head = _part_head(part, index)
     body = []
     if result is None:
         body.append("<p>Not graded.</p>")
@@ -416,9 +433,21 @@ def _part_html(record: dict, part: Part, index: int, reveal: bool, words) -> str
     return head + "".join(body) + "</div>"
 
 
-def feedback_page(s: StudentGrades, key: dict, reveal: bool = False) -> str:
+def _drawn_part(record: dict, part: Part, index: int, reveal: bool, words, fallbacks) -> str:
+    """``_part_html``, or its fallback when a value cannot be drawn (the part is named in
+    ``fallbacks``): one answer must not cost the student the rest of their page."""
+    try:
+        return _part_html(record, part, index, reveal, words)
+    except Exception as err:  # noqa: BLE001 — whatever the value, the page goes on
+        if fallbacks is not None:
+            fallbacks.append(f"{part.problem}/{part.part} ({type(err).__name__})")
+        return _part_fallback(part, index)
+
+
+def feedback_page(s: StudentGrades, key: dict, reveal: bool = False, fallbacks=None) -> str:
     """The student's page: their score per problem and per part, what went wrong and why,
-    their own answers; the expected answers only with ``reveal``."""
+    their own answers; the expected answers only with ``reveal``. A part that cannot be
+    drawn is shown as text, and named in the list ``fallbacks`` when one is given."""
     assignment = key["assignment"]
     entry = entry_for(key, s.id)
     title = f"{assignment.get('title', assignment['id'])} — feedback"
@@ -447,20 +476,66 @@ def feedback_page(s: StudentGrades, key: dict, reveal: bool = False) -> str:
         parts = [p for p in s.parts if p.problem == pid]
         section = [f'<section class="problem"><h2>Problem {n}. {escape(problem.get("title", pid))} '
                    f"({_points(s.problem_scores[pid])} / {_points(problem['points'])})</h2>"]
-        section += [_part_html(record, p, i, reveal, words) for i, p in enumerate(parts)]
+        section += [_drawn_part(record, p, i, reveal, words, fallbacks) for i, p in enumerate(parts)]
         body.append("".join(section) + "</section>")
     return page(f"{title}: {who}", "\n".join(body))
 
 
+def minimal_page(s: StudentGrades, key: dict) -> str:
+    """The page of a student whose full page could not be made: the total and every part's
+    status, score and message, as escaped text, from nothing but strings and numbers."""
+    title = f"{key['assignment'].get('title', key['assignment']['id'])} — feedback"
+    parts = "".join(f"<li>{escape(p.problem)}, {escape(p.part)}: {_points(p.score)} / "
+                    f"{_points(p.points)} · {escape(p.status)}"
+                    + (f"<br>{escape(p.result.message)}" if p.result and p.result.message else "")
+                    + "</li>" for p in s.parts)
+    body = (f"<h1>{escape(title)}</h1><p>{escape(s.id)}</p>"
+            f"<p><strong>{_points(s.total)} / {_points(s.max_score)} points</strong></p>"
+            f"<p><em>This page could not be drawn in full; here is every part's result.</em></p>"
+            f"<ul>{parts}</ul>")
+    return page(f"{title}: {s.id}", body)
+
+
+def _bare_page(s: StudentGrades) -> str:
+    return page("feedback", f"<p>{escape(s.id)}: your feedback page could not be drawn; "
+                            "ask your instructor for your results.</p>")
+
+
+class FeedbackPages(list):
+    """The pages ``write_feedback`` wrote (a list of paths, one per student), and
+    ``fallbacks``: student → what could not be drawn on their page (parts, or the page)."""
+
+    def __init__(self):
+        super().__init__()
+        self.fallbacks: dict[str, list[str]] = {}
+
+
+def _page_for(s: StudentGrades, key: dict, reveal: bool) -> tuple[str, list[str]]:
+    """(the student's page, what fell back): the full page, else the minimal one, else a
+    bare line — a student always gets a page."""
+    fallbacks: list[str] = []
+    try:
+        return feedback_page(s, key, reveal, fallbacks), fallbacks
+    except Exception as err:  # noqa: BLE001 — the page, not the whole report, falls back
+        fallbacks.append(f"the whole page ({type(err).__name__})")
+    try:
+        return minimal_page(s, key), fallbacks
+    except Exception:  # noqa: BLE001
+        return _bare_page(s), fallbacks
+
+
 def write_feedback(gradebook: Gradebook, key: dict, out_dir: str | Path, reveal: bool = False,
-                   progress=None) -> list[Path]:
-    """``out_dir/<student>.html`` for every student of the key; ``progress`` (optional) gets
-    ``advance(1)`` per page."""
-    written = []
+                   progress=None) -> FeedbackPages:
+    """``out_dir/<student>.html`` for every student of the key, each page made on its own
+    (see ``_page_for``); ``progress`` (optional) gets ``advance(1)`` per page."""
+    written = FeedbackPages()
     for s in class_grades(gradebook, key):
         path = Path(out_dir) / f"{s.id}.html"
-        write_atomic(path, feedback_page(s, key, reveal).encode("utf-8"))
+        html_text, fallbacks = _page_for(s, key, reveal)
+        write_atomic(path, html_text.encode("utf-8", errors="replace"))
         written.append(path)
+        if fallbacks:
+            written.fallbacks[s.id] = fallbacks
         if progress is not None:
             progress.advance(1)
     return written
@@ -529,11 +604,21 @@ def _width(text: str) -> int:
 
 
 def _clip(text: str, limit: int) -> str:
+    """``text`` in at most ``limit`` columns, cut with "…"; one pass, however long the name."""
     if _width(text) <= limit:
         return text
-    while _width(text) > limit - 1:
-        text = text[:-1]
-    return text + "…"
+    used, end = 0, 0
+    for end, c in enumerate(text):
+        used += _width(c)
+        if used > limit - 1:
+            break
+    return text[:end] + "…"
+
+
+def _shown(text) -> str:
+    """A table cell as the terminal shows it (see terminal_safe): widths are counted on this,
+    so a U+202E in a name can neither reverse the columns after it nor misalign them."""
+    return terminal_safe(text, newlines=False)
 
 
 def _table(header: list[str], rows: list[list[str]], right: set[int]) -> list[str]:
@@ -556,13 +641,14 @@ def class_table(gradebook: Gradebook, key: dict, colour: bool = False) -> str:
     summary = summary_json(gradebook, key)
     assignment = summary["assignment"]
     pids = [p["id"] for p in summary["problems"]]
-    out = [f"{assignment['title']} ({assignment['id']}): {len(summary['students'])} students, "
-           f"{_points(assignment['points'])} points", ""]
+    out = [f"{_shown(assignment['title'])} ({_shown(assignment['id'])}): "
+           f"{len(summary['students'])} students, {_points(assignment['points'])} points", ""]
     rows = []
     for s in summary["students"]:
-        rows.append([s["id"], _clip(s["name"], 28), f"{_points(s['total'])}/{_points(s['max'])}",
-                     *(_points(s["problems"][pid]) for pid in pids), s["status"]])
-    lines = _table(["student", "name", "total", *pids, "status"], rows,
+        rows.append([_shown(s["id"]), _clip(_shown(s["name"]), 28),
+                     f"{_points(s['total'])}/{_points(s['max'])}",
+                     *(_points(s["problems"][pid]) for pid in pids), _shown(s["status"])])
+    lines = _table(["student", "name", "total", *map(_shown, pids), "status"], rows,
                    right=set(range(2, 3 + len(pids))))
     if colour:  # after padding, so the escape codes do not count as width
         lines = lines[:2] + [_colour_status(line, s["status"]) for line, s in zip(lines[2:], summary["students"])]
@@ -570,7 +656,7 @@ def class_table(gradebook: Gradebook, key: dict, colour: bool = False) -> str:
     counts = summary["counts"]
     graded = counts["graded"]
     out += ["", f"Per problem, over the {graded} graded submission{'s' if graded != 1 else ''}:"]
-    stat_rows = [[p["id"], _points(p["points"]),
+    stat_rows = [[_shown(p["id"]), _points(p["points"]),
                   "–" if p["mean"] is None else _points(p["mean"]),
                   "–" if p["median"] is None else _points(p["median"])] for p in summary["problems"]]
     out += ["  " + line for line in _table(["problem", "points", "mean", "median"], stat_rows, {1, 2, 3})]
@@ -578,9 +664,9 @@ def class_table(gradebook: Gradebook, key: dict, colour: bool = False) -> str:
     if summary["misconceptions"]:
         out.append("Most common misconceptions (students, and the parts it cost them):")
         for m in summary["misconceptions"][:10]:
-            what = f" — {m['summary']}" if m["summary"] else ""
-            out.append(f"  {m['count']:>4} ({m['parts']:>3} parts)  {m['code']}{what} "
-                       f"({', '.join(m['problems'])})")
+            what = f" — {_shown(m['summary'])}" if m["summary"] else ""
+            out.append(f"  {m['count']:>4} ({m['parts']:>3} parts)  {_shown(m['code'])}{what} "
+                       f"({_shown(', '.join(m['problems']))})")
     else:
         out.append("No misconception was diagnosed.")
     out.append(f"Submissions: {counts['graded']} graded, {counts['missing']} missing, "
@@ -592,6 +678,7 @@ def class_table(gradebook: Gradebook, key: dict, colour: bool = False) -> str:
 
 
 def _colour_status(line: str, status: str) -> str:
+    status = _shown(status)
     code = _COLOURS.get(status)
     if not code or not line.endswith(status):
         return line

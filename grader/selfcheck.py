@@ -14,6 +14,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from exercises.cells import MARKDOWN_PLACEHOLDER
+from exercises.textfile import terminal_safe
 
 from .intake import Found, read_submission
 from .program import GRADING_SETUP, strip_magics
@@ -25,6 +26,10 @@ OK, NOT_ANSWERED, FAILS, ERROR, BY_HAND, AT_GRADING = (
 _SKIPPED = ("--prompt", "--heatmap", "--solution")
 _UNREADABLE = {"unreadable", "symlink", "too-large", "empty-file", "not-text", "invalid-json",
                "not-a-notebook", "not-nbformat-4", "no-cells"}
+
+
+def _shown(text) -> str:
+    return terminal_safe(text, newlines=False)    # one line per part, whatever the message
 
 
 class CheckError(ValueError):
@@ -58,13 +63,17 @@ class CheckReport:
                 "hidden_checks": "the values are checked by hidden tests at grading"}
 
     def table(self) -> str:
-        width = max([len(f"{p.problem}.{p.part}") for p in self.parts] + [4])
-        lines = [f"{self.notebook}" + (f" ({self.student})" if self.student else ""), ""]
+        """The report as aligned text for a terminal. Part names and details come from the
+        notebook (its metadata, the student's error messages): each is shown terminal-safe,
+        and the columns are measured on what is shown."""
+        names = [_shown(f"{p.problem}.{p.part}") for p in self.parts]
+        width = max([len(name) for name in names] + [4])
+        lines = [_shown(self.notebook) + (f" ({_shown(self.student)})" if self.student else ""), ""]
         lines += [f"  {'part':<{width}}  {'status':<23}  detail", f"  {'─' * width}  {'─' * 23}  {'─' * 30}"]
-        for p in self.parts:
-            lines.append(f"  {p.problem + '.' + p.part:<{width}}  {p.status:<23}  {p.detail}".rstrip())
+        for name, p in zip(names, self.parts):
+            lines.append(f"  {name:<{width}}  {_shown(p.status):<23}  {_shown(p.detail)}".rstrip())
         lines.append("")
-        lines += [f"note: {n}" for n in self.notes]
+        lines += [f"note: {_shown(n)}" for n in self.notes]
         done = sum(p.status in (OK, BY_HAND, AT_GRADING) for p in self.parts)
         lines.append(f"{done} of {len(self.parts)} parts answered with the right form. These checks "
                      "test the form of your answers only (shape, rows that sum to 1, …); their "

@@ -121,6 +121,35 @@ def test_fallback_text_is_readable_unicode():
     assert '<span class="math-text">√d_k · ( x</span>' in out
 
 
+def test_a_math_span_longer_than_the_limit_is_shown_as_its_text():
+    # latex2mathml's cost grows with the square of unclosed \text{ groups (0.07 s for 8 000
+    # characters, 0.7 s for 32 000): 3 MB of them in one span would take hours to convert.
+    from exercises.html import MAX_MATH
+    latex = "\\text{<b>" * 300_000
+    out = markdown_to_html(f"${latex}$")
+    assert "<math" not in out and '<span class="math-text">' in out
+    assert "<b>" not in out and out.count("\\text{&lt;b&gt;") == 300_000
+    short = "\\text{" * 10 + "x"                                # within the limit: converted
+    assert len(short) < MAX_MATH and "<math" in markdown_to_html(f"${short}$")
+
+
+_OLD_TEXT_GROUP = re.compile(r"\\text\{((?:[^{}]|\{[^{}]*\})*)\}")   # what the scan replaces
+
+
+def test_text_groups_are_unescaped_as_the_regex_did_in_linear_time():
+    from exercises.html import _TEXT_ESCAPE, _unescape_text_groups
+    rng = np.random.default_rng(1)
+    pieces = ["\\text{", "{", "}", "a", "\\%", "\\_", " "]
+    for _ in range(3000):
+        latex = "".join(rng.choice(pieces, size=rng.integers(0, 12)))
+        expected = _OLD_TEXT_GROUP.sub(lambda m: r"\text{" + _TEXT_ESCAPE.sub(r"\1", m[1]) + "}", latex)
+        assert _unescape_text_groups(latex) == expected, latex
+    # Unclosed groups, and groups that stop at a second level of braces, 2.4 MB of them.
+    for unit in ("\\text{{x}", "\\text{a\\text{x}", "\\text{\\%"):
+        latex = unit * (2_400_000 // len(unit))
+        assert len(_unescape_text_groups(latex)) <= len(latex)
+
+
 @pytest.mark.parametrize("latex, expected", [
     ("x = −3", "<mo>&#x02212;</mo>"),                    # `num`'s minus: an operator, not a letter
     ("\\arg\\max_j s_j", "<mo>arg</mo>"),                 # \arg is unknown to latex2mathml
@@ -197,6 +226,25 @@ def test_heatmap_takes_a_vector_as_one_row_and_rejects_bad_labels():
         heatmap_svg(np.ones((2, 2)), row_labels=["only one"])
     with pytest.raises(ValueError):
         heatmap_svg(np.ones((2, 2, 2)))
+
+
+def test_heatmap_of_values_whose_range_overflows_a_double_is_drawn():
+    # 1e308 − (−1e308) is ∞ in floating point: the scale used to be NaN, and int(NaN) raised.
+    m = np.array([[1e308, -1e308, 0, 1]] * 4)
+    svg = heatmap_svg(m)
+    fills = re.findall(r'<rect[^>]*fill="(#[0-9a-f]{6})"', svg)
+    assert len(fills) == 16 and "#d9d9d9" not in fills           # every cell a colour of the scale
+    assert fills[0] == "#08306b" and fills[1] == "#f7fbff"        # the largest darkest, the smallest lightest
+    assert_balanced(svg)
+
+
+@pytest.mark.parametrize("t", [float("nan"), -1.0, 2.0, float("inf"), -float("inf"), 0.0, 1.0, 0.5])
+def test_colour_is_a_colour_of_the_scale_for_any_t(t):
+    from exercises.html import _BLUES, _colour
+    rgb = _colour(t)
+    assert all(isinstance(x, int) and 0 <= x <= 255 for x in rgb)
+    if not 0.0 < t < 1.0:
+        assert rgb in (_BLUES[0], _BLUES[-1])
 
 
 def test_heatmap_text_contrasts_with_its_cell():

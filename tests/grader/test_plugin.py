@@ -121,3 +121,18 @@ def test_a_verdict_that_cannot_be_had_fails_its_item_with_the_traceback(batch, s
     assert not any(case.find("error") is not None                     # never a setup error
                    for case in ET.parse(path).getroot().iter("testcase"))
     assert len(recorded) == STUDENTS                   # the gradebook has the real verdicts
+
+
+def test_a_failure_report_shows_a_student_s_escape_sequences_and_never_runs_them():
+    """A part's failure text is what pytest prints with ``attnkit grade -v``; its message can
+    hold the student's own exception message."""
+    import unicodedata
+
+    from grader.checking import Verdict
+    from grader.plugin import PartItem
+    hostile = "\x1b]0;pwned\x07\x1b[2J\u202e\x9b31m"
+    text = PartItem.failure_text(Verdict(0.0, 2.0, "missing", f"`w` is not defined (the cell raised "
+                                                              f"ValueError: {hostile})\nsecond line"))
+    assert text == ("0/2 points (missing): `w` is not defined (the cell raised ValueError: "
+                    "\\x1b]0;pwned\\x07\\x1b[2J\\u202e\\x9b31m)\nsecond line")
+    assert [c for c in text if c != "\n" and unicodedata.category(c) in ("Cc", "Cf")] == []

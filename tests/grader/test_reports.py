@@ -351,3 +351,104 @@ def test_feedback_from_a_real_key_covers_every_kind_of_problem(built_key, tmp_pa
 
 def pages_for(gb, key, out, reveal):
     return {p.stem: p.read_text(encoding="utf-8") for p in write_feedback(gb, key, out, reveal=reveal)}
+
+
+# ------------------------------------------------ no answer may stop a report or hide a page
+
+OVERFLOWING = np.array([[1e308, -1e308, 0, 1]] * 4)      # its range is ∞ in floating point
+HOSTILE = "\x1b]0;pwned\x07\x1b[2J\u202e\x9b31m"
+
+
+def acted_on(text: str) -> list[str]:
+    """Characters a terminal would act on or hide (newlines structure the output)."""
+    import unicodedata
+    return [c for c in text if c != "\n" and unicodedata.category(c) in ("Cc", "Cf", "Zl", "Zp", "Cs")]
+
+
+def _overflowing_gradebook(path: Path) -> Gradebook:
+    rows = [r if (r.problem, r.part) != ("attn", "weights") else
+            row("s1", "attn", "weights", 0.0, 2.0, "failed", "`p1_weights`: wrong <values>",
+                answer=to_jsonable(OVERFLOWING)) for r in ADA]
+    gb = Gradebook(path)
+    gb.record(sub("s1", rows), rows)
+    gb.record(sub("s2", BOB), BOB)
+    return gb
+
+
+def test_an_answer_whose_range_overflows_is_drawn_and_every_page_written(tmp_path):
+    with _overflowing_gradebook(tmp_path / "g.sqlite") as gb:
+        written = write_feedback(gb, KEY, tmp_path / "fb")
+    assert [p.name for p in written] == ["s1.html", "s2.html", "s3.html"]
+    assert written.fallbacks == {}
+    ada = written[0].read_text(encoding="utf-8")
+    heatmap = re.search(r'<svg class="heatmap".*?</svg>', ada, re.S).group(0)
+    assert heatmap.count("<rect") == 16 and "nan" not in heatmap.lower()
+
+
+def test_a_part_that_cannot_be_drawn_falls_back_to_its_text(gradebook, tmp_path, monkeypatch):
+    def broken(*_args, **_kwargs):
+        raise ValueError("a renderer bug")
+    monkeypatch.setattr("grader.reports.heatmap_svg", broken)
+    written = write_feedback(gradebook, KEY, tmp_path)
+    assert len(written) == 3
+    assert written.fallbacks == {"s1": ["attn/weights (ValueError)"], "s2": ["attn/weights (ValueError)"]}
+    ada = written[0].read_text(encoding="utf-8")
+    part = re.search(r'<div class="part status-failed"><h3>\(b\) weights.*?</div>', ada, re.S).group(0)
+    assert "0 / 2 · ✗ not correct" in part and "matches a known mistake." in part
+    assert "This answer could not be drawn." in part and "a renderer bug" not in ada
+    assert "Size is not it." in ada and "0.33333" in ada      # the other parts, in full
+
+
+def test_a_page_that_cannot_be_made_is_a_minimal_page_never_a_missing_one(tmp_path, monkeypatch):
+    rows = [r if (r.problem, r.part) != ("attn", "scale") else
+            row("s1", "attn", "scale", 0.0, 1.0, "failed", "raised ValueError: <script>x</script>")
+            for r in ADA]
+
+    def broken(_record):
+        raise RuntimeError("a bug outside any part")
+    monkeypatch.setattr("grader.reports._word_lists", broken)
+    with Gradebook(tmp_path / "g.sqlite") as gb:
+        gb.record(sub("s1", rows), rows)
+        written = write_feedback(gb, KEY, tmp_path / "fb")
+    assert [p.name for p in written] == ["s1.html", "s2.html", "s3.html"]
+    assert written.fallbacks == {sid: ["the whole page (RuntimeError)"] for sid in ("s1", "s2", "s3")}
+    ada = written[0].read_text(encoding="utf-8")
+    assert ada.startswith("<!DOCTYPE html>") and "1.5 / 8 points" in ada
+    assert "attn, scale: 0 / 1 · failed<br>raised ValueError: &lt;script&gt;x&lt;/script&gt;" in ada
+    assert "<script>" not in ada and ada.count("<li>") == 6
+
+
+def test_class_table_shows_roster_text_and_never_passes_it_to_the_terminal(gradebook):
+    key = {**KEY, "students": {**KEY["students"],
+                               "s2": {**KEY["students"]["s2"], "name": f"\u202e\x9bEve {HOSTILE} Mallory"}}}
+    text = class_table(gradebook, key)
+    assert acted_on(text) == []
+    assert "s2       \\u202e\\x9bEve \\x1b]0;pwned\\…    6/8" in text    # clipped to 28 columns
+    lines = text.splitlines()
+    header = next(i for i, line in enumerate(lines) if line.startswith("student"))
+    table = lines[header:header + 5]
+    status_column = table[0].index("status")
+    assert [line[status_column:] for line in table[2:]] == ["graded", "graded", "missing"]
+    assert acted_on(class_table(gradebook, key, colour=True).replace("\x1b[", "")) == []
+
+
+def test_a_very_long_roster_name_is_clipped_in_linear_time(gradebook):
+    # Clipping one character at a time, re-measuring each time, took hours for this name.
+    key = {**KEY, "students": {**KEY["students"],
+                               "s3": {**KEY["students"]["s3"], "name": "Ø" * 2_000_000}}}
+    line = next(line for line in class_table(gradebook, key).splitlines() if line.startswith("s3"))
+    assert "Ø" * 27 + "…" in line and "Ø" * 28 not in line
+
+
+def test_long_student_text_in_messages_and_answers_renders_in_linear_time(tmp_path):
+    # Unclosed \text{ groups in one $…$ span cost latex2mathml quadratic time; 2 MB of them,
+    # as a message and as a free-response answer, would take hours.
+    hostile = "$" + "\\text{x" * 300_000 + "$"
+    rows = [r if r.problem not in ("attn", "essay") else
+            row("s1", r.problem, r.part, r.score, r.max_score, r.status, f"raised {hostile}",
+                answer=hostile if r.problem == "essay" else r.answer) for r in ADA]
+    with Gradebook(tmp_path / "g.sqlite") as gb:
+        gb.record(sub("s1", rows), rows)
+        written = write_feedback(gb, KEY, tmp_path / "fb")
+    ada = written[0].read_text(encoding="utf-8")
+    assert written.fallbacks == {} and ada.count("\\text{x" * 1000) >= 3

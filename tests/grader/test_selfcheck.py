@@ -119,3 +119,45 @@ def test_the_command_line(notebooks, tmp_path, capsys):
     with pytest.raises(CheckError, match="not an Attention Kit notebook"):
         self_check(plain)
     assert main(["check", str(tmp_path / "nowhere.ipynb")]) == 1
+
+
+HOSTILE = "\x1b]0;pwned\x07\x1b[2J\u202e\x9b31m"
+
+
+def acted_on(text: str) -> list[str]:
+    """Characters a terminal would act on or hide (newlines structure the output)."""
+    import unicodedata
+    return [c for c in text if c != "\n" and unicodedata.category(c) in ("Cc", "Cf", "Zl", "Zp", "Cs")]
+
+
+def test_the_table_shows_the_notebook_s_text_and_never_passes_it_to_the_terminal():
+    """Part names come from the notebook's metadata and details from the student's own
+    exception messages: escape sequences in either are shown, and the columns stay aligned."""
+    from grader.selfcheck import CheckReport, PartCheck
+    report = CheckReport(f"sub/{HOSTILE}.ipynb", f"st\u202e01", notes=[f"cell 3: {HOSTILE}\nnext"])
+    report.parts = [PartCheck("scaling", f"std{HOSTILE}", ERROR, f"your cell raised ValueError: {HOSTILE}"),
+                    PartCheck("scaling", "mean", OK)]
+    text = report.table()
+    assert acted_on(text) == []
+    assert "your cell raised ValueError: \\x1b]0;pwned\\x07\\x1b[2J\\u202e\\x9b31m" in text
+    assert "sub/\\x1b]0;pwned" in text and "(st\\u202e01)" in text and "next" in text
+    rows = [line for line in text.splitlines() if line.startswith("  scaling.")]
+    assert len(rows) == 2 and rows[0].index(ERROR) == rows[1].index(OK)
+
+
+def test_check_json_is_the_same_data_with_nothing_a_terminal_acts_on(notebooks, sandbox, tmp_path, capsys):
+    paths, _ = notebooks
+    notebook = json.loads(paths["correct"].read_text())
+    for c in notebook["cells"]:
+        if c["metadata"].get("nbgrader", {}).get("grade_id") == "scaling-std":
+            c["source"] = 'raise ValueError("\\x1b]0;pwned\\x07\\x1b[2J\\u202e\\x9b31m")\n'
+    path = tmp_path / "hostile.ipynb"
+    path.write_text(json.dumps(notebook))
+    assert main(["check", str(path), "--json"]) == 0
+    out = capsys.readouterr().out
+    assert acted_on(out) == []
+    std = next(p for p in json.loads(out)["parts"] if p["part"] == "std")
+    assert std["detail"] == f"your cell raised ValueError: {HOSTILE}"
+    assert main(["check", str(path)]) == 0
+    out = capsys.readouterr().out
+    assert acted_on(out) == [] and "ValueError: \\x1b]0;pwned\\x07\\x1b[2J\\u202e\\x9b31m" in out
