@@ -84,6 +84,12 @@ ISSUE_CODES = {
 }
 
 
+# The issues that leave a submission without cells: nothing of it is run.
+NOT_READ = frozenset({"unreadable", "symlink", "too-large", "too-complex", "too-many-cells",
+                      "empty-file", "not-text", "invalid-json", "not-a-notebook", "not-nbformat-4",
+                      "no-cells"})
+
+
 @dataclass(frozen=True)
 class Issue:
     """Something about a submission the instructor (and usually the student) should know.

@@ -29,7 +29,8 @@ from exercises.cells import MARKDOWN_PLACEHOLDER, SETUP
 from exercises.serialize import decode_names
 
 from .budget import UNLIMITED, Budget
-from .intake import PARSING, Issue, Submission, assigns_exactly, expected_givens_source, kit_cells
+from .intake import (NOT_READ, PARSING, Issue, Submission, assigns_exactly, expected_givens_source,
+                     kit_cells)
 
 _LISTED = 8          # cells a note names before "and N more"
 
@@ -37,11 +38,9 @@ PLACEHOLDER = MARKDOWN_PLACEHOLDER
 
 # Issues of the submission that change what is graded (the others, such as an edited givens
 # cell or stripped metadata, are worth knowing but change nothing).
-GRADING_ISSUES = frozenset({
-    "unreadable", "symlink", "too-large", "too-complex", "too-many-cells", "empty-file", "not-text",
-    "invalid-json", "not-a-notebook",
-    "not-nbformat-4", "no-cells", "bad-cell", "no-kit-cells", "kit-cell-missing",
-    "duplicate-grade-id", "wrong-student", "wrong-assignment", "wrong-variant", "duplicate",
+GRADING_ISSUES = NOT_READ | frozenset({
+    "bad-cell", "no-kit-cells", "kit-cell-missing", "duplicate-grade-id", "wrong-student",
+    "wrong-assignment", "wrong-variant", "duplicate",
 })
 
 # The program's own notes (beside the submission's issues, grader.intake.ISSUE_CODES).

@@ -16,7 +16,7 @@ from pathlib import Path
 from exercises.cells import MARKDOWN_PLACEHOLDER
 from exercises.textfile import terminal_safe
 
-from .intake import Found, read_submission
+from .intake import NOT_READ, Found, read_submission
 from .program import GRADING_SETUP, strip_magics
 
 OK, NOT_ANSWERED, FAILS, ERROR, BY_HAND, AT_GRADING = (
@@ -24,8 +24,6 @@ OK, NOT_ANSWERED, FAILS, ERROR, BY_HAND, AT_GRADING = (
 
 # Locked cells the student only reads: never run (the kit's setup runs first instead).
 _SKIPPED = ("--prompt", "--heatmap", "--solution")
-_UNREADABLE = {"unreadable", "symlink", "too-large", "empty-file", "not-text", "invalid-json",
-               "not-a-notebook", "not-nbformat-4", "no-cells"}
 
 
 def _shown(text) -> str:
@@ -134,7 +132,7 @@ def self_check(path: Path, timeout: float = 10.0, sandbox=None) -> CheckReport:
     if not path.is_file():
         raise CheckError(f"{path}: no such file")
     submission = read_submission(Found("", path, str(path), "flat"))
-    fatal = [i for i in submission.issues if i.code in _UNREADABLE]
+    fatal = [i for i in submission.issues if i.code in NOT_READ]
     if fatal:
         raise CheckError(fatal[0].message)
     record = submission.record or {}
