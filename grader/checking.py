@@ -42,6 +42,20 @@ class Missing:
     cause: str = ""
 
 
+_BACKTICKS = re.compile(r"`+")
+
+
+def code(text: str) -> str:
+    """``text`` (a student's exception message, say) as a Markdown code span: shown as it is
+    on the feedback page, never read as emphasis, a link or math. The fence is one backtick
+    longer than the longest run inside (CommonMark's rule); spaces pad a text that starts or
+    ends with one."""
+    text = str(text)
+    fence = "`" * (max(map(len, _BACKTICKS.findall(text)), default=0) + 1)
+    pad = " " if text.startswith("`") or text.endswith("`") or not text.strip() else ""
+    return f"{fence}{pad}{text}{pad}{fence}" if text else "``"
+
+
 def describe(value) -> str:
     """What a value is, in a student's words: 'an array of shape (4, 4)', 'text', 'a function'."""
     type_name = getattr(value, "type_name", None)
@@ -190,8 +204,8 @@ def outputs_of(value) -> list:
 def _case_problem(outcome: CaseOutcome | None, expected, rtol, atol) -> str:
     if outcome is None:
         return "was never run (an earlier crash)"
-    if not outcome.ok:
-        return outcome.error if outcome.error.startswith("not run:") else f"raised {outcome.error}"
+    if not outcome.ok:      # (the kit's own words for a crash; the student's exception as code)
+        return outcome.error if outcome.error.startswith("not run:") else f"raised {code(outcome.error)}"
     got, want = outputs_of(outcome.value), outputs_of(expected)
     if len(got) != len(want):
         return f"returned {len(got)} value{'s' if len(got) != 1 else ''}, expected {len(want)}"

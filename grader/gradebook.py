@@ -399,10 +399,12 @@ class Gradebook:
                 "WHERE assignment = ? AND student = ?", (assignment, student)).fetchone()
         return None if row is None else _submission_row(row)
 
-    def results(self, assignment: str, student: str | None = None) -> list[ResultRow]:
+    def results(self, assignment: str, student: str | None = None, answers: bool = True) -> list[ResultRow]:
         """Result rows by student, then in the order they were recorded (the key's problem
-        and part order)."""
-        query = f"SELECT {', '.join(_RESULT_COLUMNS)} FROM results WHERE assignment = ?"
+        and part order). Without ``answers`` every row's answer is None: a class's answers
+        (up to 64 kB a part) are read only where they are shown, one student at a time."""
+        columns = [c if answers or c != "answer" else "NULL AS answer" for c in _RESULT_COLUMNS]
+        query = f"SELECT {', '.join(columns)} FROM results WHERE assignment = ?"
         args: tuple = (assignment,)
         if student is not None:
             query += " AND student = ?"

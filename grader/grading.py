@@ -8,6 +8,7 @@ hidden inputs, and hands back values. Every score is decided here, in the truste
 from __future__ import annotations
 
 import hashlib
+import json
 import time
 from collections import deque
 from concurrent.futures import ThreadPoolExecutor
@@ -20,9 +21,10 @@ from exercises.serialize import NotSerializable, to_jsonable
 from exercises.textfile import printable
 
 from .budget import CPU_SECONDS, UNLIMITED, Budget, OverBudget
-from .checking import (ERROR, MISSING, CaseOutcome, Missing, Verdict, graded_parts, part_id,
+from .checking import (ERROR, MISSING, CaseOutcome, Missing, Verdict, code, graded_parts, part_id,
                        problem_verdicts)
 from .frames import list_objects
+from .hidden import HiddenInputs, may_hold_numbers
 from .gradebook import ANSWER_LIMIT, OMITTED, ResultRow, SubmissionRow
 from .intake import Found, Submission, entry_for, file_hash, read_submission
 from .program import job_for
@@ -97,7 +99,7 @@ def _causes(result) -> dict:
     causes = {}
     for error in result.errors:
         where = f" on line {error.line}" if error.line else ""
-        causes.setdefault(error.label, f"the cell raised {error.type}{where}: {error.message}")
+        causes.setdefault(error.label, f"the cell raised {code(error.type)}{where}: {code(error.message)}")
     for crash in result.crashes:
         if crash.case is None and crash.label.startswith(send_label("")):   # a whole problem's values
             causes[crash.label] = (f"the run stopped ({crash.reason}) while this problem's answers "
@@ -114,6 +116,7 @@ def grade_values(entry: dict, values: dict, outcomes: dict, free_text: dict, cau
     position: CaseOutcome}, ``free_text`` problem → {part: text}, ``causes`` answer cell
     label → why its variable may be missing. ``budget`` is checked before each problem."""
     verdicts, answers = {}, {}
+    hidden = _Unechoed(entry)
     for pid, record in entry["problems"].items():      # (the key sorts them; rows keep the item order)
         budget.check("comparing the answers")
         got = dict(values.get(pid, {}))
@@ -130,15 +133,46 @@ def grade_values(entry: dict, values: dict, outcomes: dict, free_text: dict, cau
                                          f"internal grader error: {type(err).__name__}: {err}")
                      for g in record["grading"]}
         for part, verdict in parts.items():
-            verdicts[(pid, part)] = verdict
+            verdicts[(pid, part)] = hidden.masked(verdict)
             variable = record.get("answer_names", {}).get(part)
             if variable is not None:
-                answers[(pid, part)] = _jsonable_answer(got.get(variable))
+                answers[(pid, part)] = hidden.kept(got.get(variable))
             elif record["kind"] == "free_response":
                 answers[(pid, part)] = free_text.get(pid, {}).get(part)
             else:
                 answers[(pid, part)] = None
     return Graded(verdicts, answers)
+
+
+class _Unechoed:
+    """Verdict messages and answers with the student's hidden inputs kept out of them
+    (grader.hidden); the inputs are gathered only once a text has numbers enough to hold them."""
+
+    def __init__(self, entry: dict):
+        self.entry, self._hidden = entry, None
+
+    @property
+    def hidden(self) -> HiddenInputs:
+        if self._hidden is None:
+            self._hidden = HiddenInputs(self.entry)
+        return self._hidden
+
+    def masked(self, verdict: Verdict) -> Verdict:
+        if verdict.passed or not may_hold_numbers(verdict.message):
+            return verdict
+        return replace(verdict, message=self.hidden.mask(verdict.message))
+
+    def kept(self, value):
+        """The answer as it is stored: JSON-ready, unless it echoes hidden inputs."""
+        answer = _jsonable_answer(value)
+        if isinstance(value, np.ndarray) and value.dtype.kind == "f" and isinstance(answer, dict) \
+                and OMITTED not in answer and self.hidden.holds_values(value):
+            return {OMITTED: "the answer holds values of the hidden test inputs: not kept"}
+        if isinstance(answer, (str, list, dict)) and not isinstance(value, np.ndarray):
+            text = answer if isinstance(answer, str) else json.dumps(answer, ensure_ascii=False)
+            if len(text) <= ANSWER_LIMIT and may_hold_numbers(text) and self.hidden.holds(text):
+                return {OMITTED: "the answer holds numbers of the hidden test inputs: not kept"}
+        return answer
 
 
 def unrunnable(entry: dict, reason: str) -> Graded:

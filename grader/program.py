@@ -97,20 +97,28 @@ def problem_order(key: dict) -> list[str]:
 _MAGIC = re.compile(r"^([^\S\n]*)[%!]", re.MULTILINE)
 
 
+# Beyond this many characters a cell is not parsed to see whether its % lines are magics:
+# CPython's parser takes ~250 bytes of memory per byte of source (a 6 MB cell cost the grader
+# 2.9 GB and 11 s), and a cell's length is the student's choice. Real cells are a few kB.
+PARSED_AT_MOST = 64 * 1024
+
+
 def strip_magics(source: str) -> tuple[str, bool]:
     """(source, whether lines were replaced): IPython magics and shell escapes (``%matplotlib
     inline``, ``!pip install …``) are SyntaxErrors to ``exec``. Source that already parses is
-    left alone (a ``%`` line inside a string stays); else each line starting with % or ! is
-    replaced by ``pass`` at its indent, so the block around it and the line numbers of
-    errors stay as the student sees them."""
+    left alone (a ``%`` line inside a string, or continuing an expression, stays); else each
+    line starting with % or ! is replaced by ``pass`` at its indent, so the block around it and
+    the line numbers of errors stay as the student sees them. A cell longer than
+    ``PARSED_AT_MOST`` is not parsed: its magic lines are replaced all the same."""
     if not _MAGIC.search(source):
         return source, False     # no line to replace: the sandbox reports any syntax error
-    try:
-        with PARSING:
-            ast.parse(source)    # parsing only: nothing of the student's runs on this side
-        return source, False
-    except (SyntaxError, ValueError, RecursionError, MemoryError):
-        pass
+    if len(source) <= PARSED_AT_MOST:
+        try:
+            with PARSING:
+                ast.parse(source)    # parsing only: nothing of the student's runs on this side
+            return source, False
+        except (SyntaxError, ValueError, RecursionError, MemoryError):
+            pass
     lines = source.split("\n")
     out = [(m.group(1) + "pass") if (m := _MAGIC.match(line)) else line for line in lines]
     return "\n".join(out), out != lines

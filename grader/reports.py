@@ -111,25 +111,35 @@ def _students(key: dict, submissions) -> list[str]:
 
 
 def class_grades(gradebook: Gradebook, key: dict) -> list[StudentGrades]:
-    """Every student of the key, by id, with their submission and parts."""
+    """Every student of the key, by id, with their submission and parts — without the
+    students' answers (up to 64 kB a part: a class's would be gigabytes; ``with_answers``
+    reads one student's when their page is drawn)."""
     assignment = key["assignment"]
-    problems = _problems(key)
     submissions: dict[str, SubmissionRow] = {s.student: s for s in gradebook.submissions(assignment["id"])}
     rows: dict[str, list[ResultRow]] = {}
-    for r in gradebook.results(assignment["id"]):
+    for r in gradebook.results(assignment["id"], answers=False):
         rows.setdefault(r.student, []).append(r)
-    grades = []
-    for sid in _students(key, submissions):
-        entry = entry_for(key, sid)
-        submission = submissions.get(sid)
-        parts = _student_parts(entry, problems, rows.get(sid, []))
-        scores = {p["id"]: sum(x.score for x in parts if x.problem == p["id"]) for p in problems}
-        grades.append(StudentGrades(
-            id=sid, name=str(entry.get("name", "")), email=str(entry.get("email", "")),
-            status=submission.status if submission else MISSING,
-            notes=submission.notes if submission else (), parts=parts,
-            total=sum(scores.values()), max_score=float(assignment["points"]), problem_scores=scores))
-    return grades
+    return [_grades_of(key, sid, submissions.get(sid), rows.get(sid, []))
+            for sid in _students(key, submissions)]
+
+
+def _grades_of(key: dict, sid: str, submission: SubmissionRow | None, rows: list[ResultRow]) -> StudentGrades:
+    assignment, problems = key["assignment"], _problems(key)
+    entry = entry_for(key, sid)
+    parts = _student_parts(entry, problems, rows)
+    scores = {p["id"]: sum(x.score for x in parts if x.problem == p["id"]) for p in problems}
+    return StudentGrades(
+        id=sid, name=str(entry.get("name", "")), email=str(entry.get("email", "")),
+        status=submission.status if submission else MISSING,
+        notes=submission.notes if submission else (), parts=parts,
+        total=sum(scores.values()), max_score=float(assignment["points"]), problem_scores=scores)
+
+
+def with_answers(gradebook: Gradebook, key: dict, s: StudentGrades) -> StudentGrades:
+    """``s`` with the student's answers, read from the gradebook for them alone."""
+    rows = gradebook.results(key["assignment"]["id"], s.id)
+    submission = gradebook.submission(key["assignment"]["id"], s.id)
+    return _grades_of(key, s.id, submission, rows)
 
 
 def _points(x: float, decimals: int = 2) -> str:
@@ -285,8 +295,10 @@ def value_html(value, decimals: int = 4, words=()) -> str:
         return f"<p><em>{escape(reason)}</em></p>"
     array = _as_array(value)
     if array is not None and array.ndim >= 1:
-        if array.size > MAX_CELLS:
-            return f"<p>An array of shape {escape(array.shape)}: too large to show here.</p>"
+        if array.size > MAX_CELLS or (array.size == 0 and array.ndim > 1):
+            # (an empty array is judged by its shape: (21000, 0, 0) would be 21,000 drawings)
+            what = "too large to show here" if array.size else "no entries to show"
+            return f"<p>An array of shape {escape(array.shape)}: {what}.</p>"
         if array.ndim == 2 and array.dtype.kind in "iuf" and min(array.shape) > 1:
             rows, cols = _labels_for(array.shape, list(words))
             return f"<figure>{heatmap_svg(array, rows, cols)}</figure>"
@@ -531,7 +543,7 @@ def write_feedback(gradebook: Gradebook, key: dict, out_dir: str | Path, reveal:
     written = FeedbackPages()
     for s in class_grades(gradebook, key):
         path = Path(out_dir) / f"{s.id}.html"
-        html_text, fallbacks = _page_for(s, key, reveal)
+        html_text, fallbacks = _page_for(with_answers(gradebook, key, s), key, reveal)
         write_atomic(path, html_text.encode("utf-8", errors="replace"))
         written.append(path)
         if fallbacks:

@@ -166,7 +166,7 @@ def test_implement_families_earn_points_per_case():
     half = {3: CaseOutcome(True, np.array([[1.0, 2.0]])), 4: CaseOutcome(False, error="TypeError: nope")}
     v = implement_family(family, cases, half, "f", 1e-6, 1e-9, {}, ())
     assert (v.score, v.status) == (1.0, PARTIAL)
-    assert v.message == "`f` fails 1 of 2 hidden `basic` cases: case 2: raised TypeError: nope."
+    assert v.message == "`f` fails 1 of 2 hidden `basic` cases: case 2: raised `TypeError: nope`."
     none = implement_family(family, cases, {}, "f", 1e-6, 1e-9, {}, ())
     assert (none.score, none.status) == (0.0, FAILED)
     assert "case 1: was never run (an earlier crash)" in none.message

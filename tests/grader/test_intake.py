@@ -650,3 +650,21 @@ def test_a_name_with_control_characters_is_no_student_even_for_a_class_key(tmp_p
     assert [i.code for i in matched.issues] == ["unknown-student"] * 2
     assert all("\x1b" not in str(i) and "\u202e" not in str(i) for i in matched.issues)
     assert str(matched.issues[0]) == matched.issues[0].message      # what `attnkit grade` prints
+
+
+def test_a_huge_cell_with_a_magic_line_is_not_parsed():
+    """Parsing is what the grader paid for a long cell: a 6 MB one with a magic line cost
+    2.9 GB and 11 s. Past PARSED_AT_MOST its magic lines are replaced without parsing."""
+    import tracemalloc
+
+    from grader.program import PARSED_AT_MOST, strip_magics
+    source = "a = 1\n" * 1_000_000 + "%matplotlib inline"
+    tracemalloc.start()
+    try:
+        stripped, changed = strip_magics(source)
+        _, peak = tracemalloc.get_traced_memory()
+    finally:
+        tracemalloc.stop()
+    assert changed and stripped.endswith("a = 1\npass") and peak < 40 * len(source)    # the lines, once
+    small = "x = '''\n%not a magic\n'''"
+    assert len(small) < PARSED_AT_MOST and strip_magics(small) == (small, False)

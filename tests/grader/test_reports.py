@@ -15,7 +15,7 @@ from solutions import MISCONCEPTIONS
 
 from exercises.serialize import decode_names, encode_names, to_jsonable
 from grader.gradebook import Gradebook, ResultRow, SubmissionRow
-from grader.reports import (class_table, csv_text, feedback_page, class_grades, summary_json,
+from grader.reports import (class_table, csv_text, feedback_page, class_grades, summary_json, with_answers,
                             write_csv, write_feedback, write_gradescope)
 
 A = "hw-reports"
@@ -228,7 +228,7 @@ def test_a_stored_answer_that_was_too_large_is_described(tmp_path):
     rows = [row("s1", "attn", "weights", 0.0, 2.0, "failed", "wrong", answer=big)]
     with Gradebook(tmp_path / "g.sqlite") as gb:
         gb.record(sub("s1", rows), rows)
-        (ada,) = [s for s in class_grades(gb, KEY) if s.id == "s1"]
+        (ada,) = [with_answers(gb, KEY, s) for s in class_grades(gb, KEY) if s.id == "s1"]
         html = feedback_page(ada, KEY)
     assert "too large to keep" in html
 
@@ -452,3 +452,26 @@ def test_long_student_text_in_messages_and_answers_renders_in_linear_time(tmp_pa
         written = write_feedback(gb, KEY, tmp_path / "fb")
     ada = written[0].read_text(encoding="utf-8")
     assert written.fallbacks == {} and ada.count("\\text{x" * 1000) >= 3
+
+
+def test_an_empty_array_is_described_by_its_shape_not_drawn_per_row():
+    """np.zeros((21000, 0, 0)) has no entries, so it passed the size check, and was drawn
+    one sub-array at a time: 21,000 drawings and 2.8 MB of HTML for one part."""
+    from grader.reports import value_html
+    html = value_html(np.zeros((21000, 0, 0)))
+    assert html == "<p>An array of shape (21000, 0, 0): no entries to show.</p>"
+
+
+def test_the_class_is_read_without_its_answers(tmp_path):
+    """A class's answers (up to 64 kB a part) were all read for the CSV and the table: about
+    5 GB at 1,000 students. Only a feedback page reads them, one student's at a time."""
+    answer = "x" * 60_000
+    rows = [row("s1", "attn", "weights", 0.0, 2.0, "failed", "wrong", answer=answer)]
+    with Gradebook(tmp_path / "g.sqlite") as gb:
+        gb.record(sub("s1", rows), rows)
+        grades = class_grades(gb, KEY)
+        assert all(p.result is None or p.result.answer is None for s in grades for p in s.parts)
+        (ada,) = [with_answers(gb, KEY, s) for s in grades if s.id == "s1"]
+        assert next(p for p in ada.parts if p.part == "weights").result.answer == answer
+        write_feedback(gb, KEY, tmp_path / "feedback")
+    assert answer in (tmp_path / "feedback" / "s1.html").read_text(encoding="utf-8")
