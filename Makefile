@@ -43,6 +43,7 @@ bench: $(STAMP)
 	$(PY) -m bench.variants
 	$(PY) -m bench.build
 	$(PY) -m bench.grade
+	$(PY) -m bench.hostile
 
 clean:
 	rm -rf $(VENV) .pytest_cache .hypothesis *.egg-info build
