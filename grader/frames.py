@@ -22,6 +22,13 @@ characters, before it is parsed; every array's dtype (a whitelist), rank, dimens
 what the frame holds, so a lying header can never make the reader allocate more than the frame
 it already has.
 
+Arrays are judged by shape as well as bytes: ``np.zeros((2**31 - 1, 0, 4))`` has no entries and
+no bytes, yet whoever calls its ``.tolist()`` (the trusted side compares and stores answers)
+gets 2**31 empty lists. So the lists an array's ``.tolist()`` would make (``nested_lists``) count
+among the frame's ``MAX_ITEMS`` values, on both sides: ``encode`` sends an array with more than
+that as ``Unsupported`` ("numpy.ndarray of shape (2147483647, 0, 4)"), so the rest of the value
+still crosses, and ``decode`` refuses a frame holding one (only a forged frame can).
+
 Text is UTF-8 both ways. JSON can spell a lone surrogate (``"\\ud800"``), which is a Python str
 but no Unicode text: stored or printed later it would crash the trusted side, so ``decode``
 refuses it. ``encode`` never fails on one (a notebook cell can hold it): each becomes U+FFFD.
@@ -102,14 +109,28 @@ def type_name(obj) -> str:
     return f"{module.split('.')[0]}.{name}"[:_MAX_TYPE_NAME]
 
 
-def _array_node(array: np.ndarray, buffers: list):
+def nested_lists(shape) -> int:
+    """The lists alone of ``list_objects(shape)`` (not the entries, which the bytes bound)."""
+    return list_objects(shape) - math.prod(int(n) for n in shape)
+
+
+def _shape_text(shape) -> str:
+    return f"numpy.ndarray of shape {tuple(int(n) for n in shape)}"[:_MAX_TYPE_NAME]
+
+
+def _array_node(array: np.ndarray, encoder: _Encoder):
     if array.dtype.kind not in "biuf" or array.dtype.newbyteorder("<").str not in DTYPES:
         return {"u": f"numpy.ndarray of {array.dtype}"}
     if array.ndim > MAX_NDIM:
         return {"u": f"numpy.ndarray with {array.ndim} dimensions"}
+    lists = nested_lists(array.shape)
+    if lists > MAX_ITEMS:
+        # empty or not, the reader's .tolist() would make that many lists: named, not sent
+        return {"u": _shape_text(array.shape)}
+    encoder.count(lists)
     little = array.dtype.newbyteorder("<")
     array = np.asarray(array, dtype=little, order="C")    # (ascontiguousarray makes 0-d 1-d)
-    buffers.append(memoryview(array).cast("B") if array.size else b"")
+    encoder.buffers.append(memoryview(array).cast("B") if array.size else b"")
     return {"a": [little.str, list(array.shape)]}
 
 
@@ -118,10 +139,13 @@ class _Encoder:
         self.buffers: list = []
         self.items = 0
 
-    def node(self, obj, depth: int):
-        self.items += 1
+    def count(self, items: int) -> None:
+        self.items += items
         if self.items > MAX_ITEMS:
             raise FrameTooLarge(f"more than {MAX_ITEMS} values")
+
+    def node(self, obj, depth: int):
+        self.count(1)
         if obj is None or obj is True or obj is False:
             return obj
         kind = type(obj)
@@ -132,11 +156,11 @@ class _Encoder:
                 return obj
             return {"f": "nan" if math.isnan(obj) else ("inf" if obj > 0 else "-inf")}
         if isinstance(obj, np.ndarray):
-            return _array_node(np.asarray(obj), self.buffers)
+            return _array_node(np.asarray(obj), self)
         if isinstance(obj, np.generic):
             if isinstance(obj, np.str_):
                 return self.node(str(obj), depth)
-            return _array_node(np.asarray(obj), self.buffers)
+            return _array_node(np.asarray(obj), self)
         if isinstance(obj, str):
             text = str.__str__(obj)
             return text if len(text) <= MAX_TEXT else {"u": f"str of {len(text)} characters"}
@@ -151,7 +175,7 @@ class _Encoder:
                 return {"u": "dict with keys that are not str"}
             pairs = []
             for key, value in list(obj.items()):
-                self.items += 1
+                self.count(1)
                 key = str.__str__(key)
                 if len(key) > MAX_TEXT:
                     raise FrameTooLarge("a dict key over the text limit")
@@ -201,10 +225,13 @@ class _Decoder:
         self.offset = 0
         self.items = 0
 
-    def value(self, node, depth: int):
-        self.items += 1
+    def count(self, items: int) -> None:
+        self.items += items
         if self.items > MAX_ITEMS:
             raise FrameError(f"more than {MAX_ITEMS} values")
+
+    def value(self, node, depth: int):
+        self.count(1)
         if node is None or isinstance(node, bool):
             return node
         if isinstance(node, str):
@@ -233,7 +260,7 @@ class _Decoder:
                     raise FrameError("a dict entry that is not [str, value]")
                 if len(pair[0]) > MAX_TEXT:
                     raise FrameError("dict key over the text limit")
-                self.items += 1
+                self.count(1)
                 out[_text(pair[0])] = self.value(pair[1], depth + 1)
             return out
         if tag == "a":
@@ -257,6 +284,10 @@ class _Decoder:
         nbytes = count * dtype.itemsize
         if nbytes > len(self.data) - self.offset:
             raise FrameError(f"array of {nbytes} bytes but only {len(self.data) - self.offset} left")
+        lists = nested_lists(shape)
+        if lists > MAX_ITEMS:             # only a forged frame holds one: encode names it instead
+            raise FrameError(f"an array of shape {shape!r:.100} (its .tolist() would make {lists} lists)")
+        self.count(lists)
         raw = self.data[self.offset:self.offset + nbytes]
         self.offset += nbytes
         if dtype.kind == "b":             # bytes other than 0/1 make numpy bools that lie

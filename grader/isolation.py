@@ -11,8 +11,9 @@ child applies them:
 - ``landlock``: no file may be written or created anywhere, files may be read only under the
   Python installation; TCP bind/connect denied (Landlock ABI ≥ 4); signals and abstract Unix
   sockets confined to the child (ABI ≥ 6). Works without root.
-- ``fds``: stdio points at /dev/null and every descriptor but the result pipe (moved to fd 3) is
-  closed, so nothing the server or the grader holds open is reachable.
+- ``fds``: stdio points at /dev/null and every descriptor but the result pipe (moved to fd 3)
+  and the job pipe's read end (fd 4: the child reads each hidden case there when it reaches it)
+  is closed, so nothing else the server or the grader holds open is reachable.
 - ``rlimits``: CPU seconds, address space (the child's size at fork + a margin, so a memory bomb
   ends in MemoryError), file size, open files, and processes (only where the kernel applies it:
   not to root).
@@ -50,6 +51,7 @@ import sys
 
 MIB = 2**20
 RESULT_FD = 3       # where the child's result pipe lives once the other descriptors are closed
+JOB_FD = 4          # and the job pipe, on which the grader sends each hidden case when it is asked
 
 # What students commonly import, imported by the server before it forks: after the uid drop
 # an interpreter under /root can no longer be read, so a first import there would fail.
@@ -368,9 +370,10 @@ class Walls:
         # child an empty root directory instead (it would only break imports where Landlock holds).
         self.jail = _empty_directory() if self.root and self.landlock.fd < 0 else None
 
-    def apply(self, result_fd: int, limits: dict) -> list[dict]:
+    def apply(self, result_fd: int, limits: dict, job_fd: int | None = None) -> list[dict]:
         """Put this (freshly forked) process inside the walls. Afterwards its result pipe is
-        RESULT_FD and stdio is /dev/null. Never raises: a layer that fails says so."""
+        RESULT_FD, its job pipe (if given) JOB_FD, and stdio is /dev/null. Never raises: a layer
+        that fails says so."""
         layers = []
 
         def attempt(name, action):
@@ -386,7 +389,7 @@ class Walls:
         attempt("network", self._network)
         attempt("landlock", self.landlock.apply)
         attempt("chroot", self._chroot)                   # (before fds: it closes the jail's)
-        attempt("fds", lambda: self._fds(result_fd, null))
+        attempt("fds", lambda: self._fds(result_fd, job_fd, null))
         attempt("rlimits", lambda: self._rlimits(limits, vm_size))
         attempt("uid", self._drop_uid)
         try:
@@ -421,16 +424,20 @@ class Walls:
                                       "and an IPC namespace of its own")
 
     @staticmethod
-    def _fds(result_fd: int, null: int) -> dict:
-        high = fcntl.fcntl(result_fd, fcntl.F_DUPFD, 10)
+    def _fds(result_fd: int, job_fd: int | None, null: int) -> dict:
+        # both out of the way first: either may sit on a number the other (or stdio) takes
+        high = [fcntl.fcntl(fd, fcntl.F_DUPFD, 10) for fd in (result_fd, job_fd) if fd is not None]
         for fd in (0, 1, 2):
             os.dup2(null, fd)
-        os.dup2(high, RESULT_FD)
+        for fd, place in zip(high, (RESULT_FD, JOB_FD)):
+            os.dup2(fd, place)                 # (dup2 clears close-on-exec: no exec happens anyway)
+        kept = RESULT_FD + len(high)
         soft = resource.getrlimit(resource.RLIMIT_NOFILE)[0]
         # (an unlimited soft limit, possible on macOS, would make closerange count to 2**63)
-        os.closerange(RESULT_FD + 1, soft if 1024 <= soft <= 2**20 else 1024 if soft < 1024 else 2**20)
-        return layer("fds", True, f"stdin/stdout/stderr are /dev/null; every other descriptor closed "
-                                  f"but the result pipe (fd {RESULT_FD})")
+        os.closerange(kept, soft if 1024 <= soft <= 2**20 else 1024 if soft < 1024 else 2**20)
+        pipes = f"the result pipe (fd {RESULT_FD})" + (f" and the job pipe (fd {JOB_FD}, read end)"
+                                                       if job_fd is not None else "")
+        return layer("fds", True, f"stdin/stdout/stderr are /dev/null; every other descriptor closed but {pipes}")
 
     def _rlimits(self, limits: dict, vm_size: int | None) -> dict:
         cpu = max(1, int(limits.get("cpu_seconds", 10)))
@@ -490,7 +497,8 @@ class Walls:
             layer("chroot", self.jail is not None, "an empty directory as the root" if self.jail is not None
                   else "not needed: Landlock hides the files" if self.landlock.fd >= 0
                   else "changing the root directory needs root"),
-            layer("fds", True, "stdio to /dev/null, every other descriptor closed but the result pipe"),
+            layer("fds", True, "stdio to /dev/null, every other descriptor closed but the result pipe "
+                               "and the job pipe's read end"),
             layer("rlimits", True, "cpu, address space, file size, open files"
                   + (", processes" if not root or self.uid is not None else "")),
             layer("uid", self.uid is not None, f"uid/gid {self.uid} per worker" if self.uid is not None

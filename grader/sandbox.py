@@ -15,11 +15,26 @@ control pipe, and only then is the job over: the data pipe is drained (the child
 all it wrote is there), a frame cut short is dropped (reason ``bad frame``), and the next job
 starts with an empty stream. Every frame is checked here — size and structure
 (``grader/frames.py``, whose ``decode`` raises nothing but FrameError) and then against the job
-that was sent (a step index must name a step of the right kind, values are kept only for the
-names that step asked for) — so a forged event can at most submit values, what the student was
-asked to do anyway, and an ``exit`` event on the data pipe is ignored. A bad frame or too much
-output (a frame over ``frame_mb``, or over ``OUTPUT_FACTOR`` of them in all) makes the grader
-ask the server to kill the child at once.
+that was sent. The grader knows the one order of ``start`` events a job allows (every step but a
+call, then each case of a call from ``first`` on: ``expected_starts``) and takes a start only if
+it is the next one due, after the previous case's output or send step's values. Anything else —
+a start naming another step (a loop in one cell would be blamed on an unrelated one, and the run
+restarted until its limit), a case asked for out of turn, a second ``ready``, ``done`` before the
+last step — is a forgery (``Forged``): the stream fails ("bad frame") and the crash is charged to
+the step that was legitimately running, the last valid start. Error, values and output events
+count only for the step running, once, and values only for the names that step asked for — so
+a forged event can at most submit values, what the student was asked to do anyway — and an
+``exit`` event on the data pipe is ignored. A bad frame or too much output (a frame over
+``frame_mb``, over ``OUTPUT_FACTOR`` of them in all, or more frames than the job accounts for,
+``frame_cap``: a flood of tiny frames would cost a decode each) makes the grader ask the server
+to kill the child at once.
+
+Hidden cases never sit in a child before it reaches them: the job carries the number of a
+call's cases, and the child asks for each one (``need``) when its turn comes; the grader then
+writes that case's frame on the job pipe (``grader/worker.py``). The frames are made once per run,
+from the steps the caller gave (which keep their ``cases``). A child may start a case only once
+the pipe holds nothing unread (FIONREAD), and a server whose child died between asking and
+starting is replaced: nothing left in its job pipe can become the next child's job.
 
 A crash — ``os._exit`` in a cell, a timeout, a memory bomb, a segfault — costs only the step
 that was running: the run starts again in a fresh child without that step, and without the
@@ -30,25 +45,36 @@ out"): a function that hangs on one hidden case would most likely hang on the ne
 cost a whole deadline and a rerun. At most ``limits.restarts`` reruns per submission: each
 crash removes at least one step, and each rerun repeats the cells before it, so this is what
 bounds a submission's time; when it is used up, ``RunResult.stopped`` says so and
-``RunResult.not_run`` names the steps that never ran.
+``RunResult.not_run`` names the steps that never ran. A child can still claim the next step
+early and loop on in the current one (the timeout is then that step's, and the rerun repeats the
+loop): so at most ``limits.timeouts`` timeouts per submission, after which the run stops the
+same way. A submission costs at most ``timeouts × wall_seconds`` of a worker in deadlines,
+however it lies.
 
-``run`` never raises for anything a student controls: a job that cannot even be sent (more
-code than a frame holds) comes back as a RunResult with the crash "job too large".
+``run(steps, budget)`` checks ``budget`` (``grader/budget.py``: the grader's CPU time for this
+submission) after every frame it decodes and before every try; its OverBudget leaves ``run``
+(the server, mid-job, is killed and replaced when next borrowed). ``run`` raises for nothing
+else a student controls: a job that cannot even be sent (more code than a frame holds) comes
+back as a RunResult with the crash "job too large".
 """
 
 from __future__ import annotations
 
+import array
+import fcntl
 import itertools
 import os
 import queue
 import select
 import subprocess
 import sys
+import termios
 import threading
 import time
 from dataclasses import dataclass, field
 from pathlib import Path
 
+from grader.budget import UNLIMITED, Budget, OverBudget
 
 
 def _imported_on_first_use(name: str):
@@ -73,6 +99,10 @@ isolation = _imported_on_first_use("grader.isolation")
 MIB = 2**20
 SERVER_GRACE_SECONDS = 30.0       # beyond the job's own deadline, before a silent server is replaced
 OUTPUT_FACTOR = 4                 # a child may send at most this many frame limits in all
+FRAME_SLACK = 8                   # frames beyond what its job accounts for (see frame_cap)
+MAX_LAYERS = 16                   # isolation layers kept from a ready event (there are 8)
+READING = "reading the sandbox's results"          # the budget's stages
+SENDING = "sending the submission to the sandbox"
 _CONTROL_LIMIT = 4096             # the server's exit frame is a few dozen bytes
 _PROJECT_ROOT = str(Path(__file__).resolve().parent.parent)    # where `grader` is importable from
 _slots = itertools.count()        # one uid per server started by this process (see isolation.Walls)
@@ -88,6 +118,7 @@ class Limits:
     open_files: int = 64
     frame_mb: int = 32             # one frame from the child; a child sends at most 4× this in all
     restarts: int = 8              # reruns after crashes, per submission (see the module docstring)
+    timeouts: int = 2              # timeouts per submission before the run stops (likewise)
 
     def for_job(self) -> dict:
         return {"wall_seconds": float(self.wall_seconds), "cpu_seconds": int(self.cpu_seconds),
@@ -130,8 +161,9 @@ class RunResult:
     case timed out"); a call case never run because the run stopped is absent from ``outputs``.
 
     ``stopped`` is empty when every step ran or was skipped for its own crash; otherwise it says
-    why the run ended early ("too many crashes (9)", "job too large", …), and ``not_run`` holds
-    the labels of the steps that never ran, so later problems can be given that cause."""
+    why the run ended early ("too many crashes (9)", "too many timeouts (2)", "job too large", …),
+    and ``not_run`` holds the labels of the steps that never ran, so later problems can be given
+    that cause."""
     values: dict = field(default_factory=dict)       # pid → {name: value}
     missing: dict = field(default_factory=dict)      # pid → [names the student never defined]
     outputs: dict = field(default_factory=dict)      # pid → {case index: Output}
@@ -213,28 +245,21 @@ class _Server:
     def alive(self) -> bool:
         return self.process.poll() is None
 
-    def run_job(self, job: bytes, attempt: _Attempt, frame_limit: int, seconds: float) -> str:
-        """Send one job (a frame body); pass each event to ``attempt``; return the exit reason
-        ("done" when every step ran; "server died" if the server stopped answering)."""
+    def run_job(self, job: bytes, attempt: _Attempt, frame_limit: int, seconds: float,
+                budget: Budget = UNLIMITED) -> str:
+        """Send one job (a frame body); pass each event to ``attempt`` and write the cases it
+        asks for; return the exit reason ("done" when every step ran; "server died" if the
+        server stopped answering). OverBudget from ``budget`` goes to the caller."""
         deadline = time.monotonic() + seconds
         self._read_data()                       # stale bytes (nothing should be there): dropped
         reason = self._send(frames.framed(job), deadline)
         if reason is not None:
             return reason
-        stream = _Stream(frame_limit, attempt, self._ask_stop)
-        poller = select.poll()                  # not select(): the grader may hold fds past 1024
-        poller.register(self.data, select.POLLIN)
-        poller.register(self.control, select.POLLIN)
-        while True:
-            left = deadline - time.monotonic()
-            ready = dict(poller.poll(left * 1000)) if left > 0 else {}
-            if not ready:
-                self.kill()
-                return "timeout"
-            if self.data in ready and not self._read_data(stream):
-                poller.unregister(self.data)    # end of file: the server is gone (control says so next)
-            if self.control in ready:
-                break
+        attempt.unread = self._unread
+        stream = _Stream(frame_limit, attempt, self._ask_stop, budget)
+        if not self._follow(stream, attempt, deadline):
+            self.kill()
+            return "timeout"
         try:
             report = frames.read_frame(self.control, limit=_CONTROL_LIMIT)
         except frames.FrameError:
@@ -244,11 +269,63 @@ class _Server:
             return "server died"
         self._read_data(stream)                 # the child is dead: all it wrote is in the pipe
         reason = stream.reason(report["reason"])
-        if not attempt.ready:
-            # the child may have died before it read its whole job, and the rest of it would be
-            # the next child's "job": this server's job pipe cannot be trusted to be in step
+        if not attempt.ready or attempt.asked is not None:
+            # the child may have died before it read its whole job, or a case it asked for, and
+            # the rest would be the next child's "job": this server's job pipe is out of step
             self.kill()
         return reason
+
+    def _follow(self, stream: _Stream, attempt: _Attempt, deadline: float) -> bool:
+        """Pass the child's frames to ``stream`` and write the case frames ``attempt`` holds,
+        until the server reports (True) or the deadline passes (False)."""
+        poller = select.poll()                  # not select(): the grader may hold fds past 1024
+        poller.register(self.data, select.POLLIN)
+        poller.register(self.control, select.POLLIN)
+        reading, writing = True, False
+        while True:
+            if stream.failure is not None:
+                # the child is being stopped: it gets nothing more, and what it still writes is
+                # left in the pipe (a pipe's worth at most, dropped before the next job)
+                attempt.outbox.clear()
+                if reading:
+                    reading = False
+                    poller.unregister(self.data)
+            if bool(attempt.outbox) != writing:
+                writing = not writing
+                if writing:
+                    poller.register(self.jobs, select.POLLOUT)
+                else:
+                    poller.unregister(self.jobs)
+            left = deadline - time.monotonic()
+            ready = dict(poller.poll(left * 1000)) if left > 0 else {}
+            if not ready:
+                return False
+            if self.data in ready and not self._read_data(stream):
+                reading = False                 # end of file: the server is gone (control says so next)
+                poller.unregister(self.data)
+            if self.jobs in ready:
+                self._write(attempt.outbox)
+            if self.control in ready:
+                return True
+
+    def _write(self, outbox: bytearray) -> None:
+        """Write what the job pipe takes now of ``outbox`` (the rest waits for POLLOUT)."""
+        try:
+            del outbox[:os.write(self.jobs, outbox)]
+        except BlockingIOError:
+            pass
+        except OSError:                         # the server is gone: its report (or hang-up) comes next
+            outbox.clear()
+
+    def _unread(self) -> int:
+        """Bytes in the job pipe that no child has read yet (0 where the system cannot tell:
+        Linux answers FIONREAD on a pipe's write end)."""
+        count = array.array("i", [0])
+        try:
+            fcntl.ioctl(self.jobs, termios.FIONREAD, count, True)
+        except OSError:
+            return 0
+        return count[0]
 
     def _send(self, data: bytes, deadline: float) -> str | None:
         """Write a whole job frame; a reason if that failed (the server is then killed)."""
@@ -275,8 +352,10 @@ class _Server:
         return None
 
     def _read_data(self, stream: _Stream | None = None) -> bool:
-        """Read what the data pipe holds now (to ``stream``, or dropped); False at end of file."""
-        while True:
+        """Read what the data pipe holds now (to ``stream``, or dropped); False at end of file.
+        Once ``stream`` has failed, nothing more: a child writing as fast as it can would keep
+        the grader reading until it is killed."""
+        while stream is None or stream.failure is None:
             try:
                 chunk = os.read(self.data, 1 << 16)
             except BlockingIOError:
@@ -287,6 +366,7 @@ class _Server:
                 return False
             if stream is not None:
                 stream.feed(chunk)
+        return True
 
     def _ask_stop(self) -> None:
         try:
@@ -331,10 +411,11 @@ class _Stream:
     wrong with it (a frame that does not decode, one too large, too much in all) stops it, and
     the child is killed at once (``stop``)."""
 
-    def __init__(self, frame_limit: int, attempt: _Attempt, stop):
-        self.frame_limit, self.attempt, self.stop = frame_limit, attempt, stop
+    def __init__(self, frame_limit: int, attempt: _Attempt, stop, budget: Budget = UNLIMITED):
+        self.frame_limit, self.attempt, self.stop, self.budget = frame_limit, attempt, stop, budget
         self.splitter = frames.FrameSplitter(frame_limit)
         self.total = 0
+        self.frames = 0
         self.failure: str | None = None
 
     def feed(self, chunk: bytes) -> None:
@@ -345,16 +426,26 @@ class _Stream:
             if self.total > OUTPUT_FACTOR * self.frame_limit:
                 raise frames.FrameTooLarge(f"more than {OUTPUT_FACTOR} frame limits in all")
             for body in self.splitter.feed(chunk):
-                event = frames.decode(body, limit=self.frame_limit)
-                if isinstance(event, dict) and _is(event.get("event"), "exit"):
-                    continue                    # only the control pipe ends a job
-                self.attempt(event)
+                self._take(body)
+        except OverBudget:
+            raise                               # the caller's to handle: the server is killed on the way
         except frames.FrameTooLarge:
             self.failure = "output too large"
-        except Exception:                       # FrameError; or a forged event the checks missed
+        except Exception:                       # FrameError, Forged; or a bad event the checks missed
             self.failure = "bad frame"
         if self.failure is not None:
             self.stop()
+
+    def _take(self, body: bytes) -> None:
+        """One frame: counted before it is decoded (a flood of tiny frames would cost a decode
+        each), decoded, passed on, and paid for."""
+        self.frames += 1
+        if self.frames > self.attempt.frame_cap:
+            raise frames.FrameTooLarge(f"more than the {self.attempt.frame_cap} frames its job accounts for")
+        event = frames.decode(body, limit=self.frame_limit)
+        if not (isinstance(event, dict) and _is(event.get("event"), "exit")):    # only the control pipe ends a job
+            self.attempt(event)
+        self.budget.check(READING)
 
     def reason(self, server_reason: str) -> str:
         """Why the job ended, from the server's report and what the stream showed."""
@@ -385,6 +476,16 @@ def _label(index: int, step: dict) -> str:
     return f"step {index} ({op})"
 
 
+def _for_child(step: dict) -> dict:
+    """A step as the job carries it: a call with the number of its cases, never the cases
+    (each goes to the child only when it asks for it, see the module docstring)."""
+    if step.get("op") != "call":
+        return step
+    shown = {key: value for key, value in step.items() if key != "cases"}
+    shown["count"] = len(step.get("cases", []))
+    return shown
+
+
 def _text(value, limit: int = 2000) -> str:
     return value[:limit] if isinstance(value, str) else ""
 
@@ -395,15 +496,59 @@ def _is(value, expected) -> bool:
     return type(value) is type(expected) and value == expected
 
 
+class Forged(Exception):
+    """An event that a child following its job could not have sent (a start out of turn, a
+    case asked for early, a second ``ready``, ``done`` before the last step): the stream fails
+    ("bad frame"), the child is stopped, and the crash is charged to the last valid start."""
+
+
+def _first(step: dict) -> int:
+    return max(0, int(step.get("first", 0)))
+
+
+def expected_starts(pending: list) -> list:
+    """The ``start`` events a child must send for a job, in order, as (job index, case or
+    None): one per step but a call, one per case of a call from ``first`` on."""
+    starts = []
+    for index, (_, step) in enumerate(pending):
+        if step.get("op") == "call":
+            starts += [(index, case) for case in range(_first(step), len(step.get("cases", [])))]
+        else:
+            starts.append((index, None))
+    return starts
+
+
+def frame_cap(pending: list) -> int:
+    """The most frames a child following this job sends: ready and done; a start per step,
+    plus an error per exec step and a values per send; need, start and output per case."""
+    count = 2 + FRAME_SLACK
+    for _, step in pending:
+        op = step.get("op")
+        if op == "call":
+            count += 3 * max(0, len(step.get("cases", [])) - _first(step))
+        else:
+            count += 2 if op in ("exec", "send") else 1
+    return count
+
+
 class _Attempt:
     """Collects one child's events into a RunResult, checking each against the job sent.
-    ``pending`` is the job's steps as (index in the caller's list, step). Every event is
-    whatever the child chose to write: nothing in it is trusted but its type-checked parts."""
+    ``pending`` is the job's steps as (index in the caller's list, step); ``cases`` the case
+    frames to write when the child asks, by (index in the caller's list, case). Every event is
+    whatever the child chose to write: nothing in it is trusted but its type-checked parts,
+    and the order of starts is the grader's, not the child's (``expected_starts``)."""
 
-    def __init__(self, pending: list, result: RunResult, reported_errors: set):
-        self.pending, self.result, self.reported_errors = pending, result, reported_errors
-        self.last_start = None          # (job step index, case or None)
+    def __init__(self, pending: list, result: RunResult, reported_errors: set, cases: dict):
+        self.pending, self.result, self.reported_errors, self.cases = pending, result, reported_errors, cases
+        self.expected = expected_starts(pending)
+        self.frame_cap = frame_cap(pending)
+        self.started = 0                # how many of ``expected`` have come
+        self.last_start = None          # (job step index, case or None): the last valid start
+        self.asked = None               # (job step index, case) sent on the job pipe, not yet started
+        self.outbox = bytearray()       # case frames not yet written to the job pipe
+        self.unread = lambda: 0         # bytes in the job pipe no child has read (set by the server)
         self.arrived_cases = set()      # (job step index, case)
+        self.sent_steps = set()         # job step indices whose values arrived
         self.ready = False              # the child read its whole job and is inside the walls
         self.done = False               # the child says every step ran
 
@@ -412,64 +557,118 @@ class _Attempt:
             return self.pending[index][1]
         return None
 
+    def _next(self):
+        return self.expected[self.started] if self.started < len(self.expected) else None
+
     def __call__(self, event) -> None:
         if not isinstance(event, dict):
             return
         kind = event.get("event")
         if type(kind) is not str:
             return
-        if kind == "ready":
-            layers = event.get("layers")
-            if not self.ready and isinstance(layers, list):
-                self.result.layers = [{"name": _text(x.get("name"), 100), "active": x.get("active") is True,
-                                       "detail": _text(x.get("detail"))} for x in layers if isinstance(x, dict)]
-            self.ready = True
-        elif kind == "done":
-            self.done = True
-        elif kind == "start":
-            step, case = self._step(event.get("step")), event.get("case")
-            if step is None:
-                return
-            if step.get("op") == "call":
-                if type(case) is int and 0 <= case < len(step.get("cases", [])):
-                    self.last_start = (event["step"], case)
-            elif case is None:
-                self.last_start = (event["step"], None)
-        elif kind == "error":
-            step = self._step(event.get("step"))
-            if step is None or step.get("op") != "exec" or self.last_start != (event["step"], None):
-                return
-            original = self.pending[event["step"]][0]
-            if original in self.reported_errors:        # a rerun repeats earlier cells' errors
-                return
-            self.reported_errors.add(original)
-            line = event.get("line")
-            self.result.errors.append(CellError(_label(original, step), _text(event.get("type"), 200),
-                                                _text(event.get("message")),
-                                                line if type(line) is int else None))
-        elif kind == "values":
-            if self.last_start is None or self.last_start[1] is not None:
-                return
-            step = self._step(self.last_start[0])
-            if step.get("op") != "send" or not _is(event.get("problem"), step.get("problem")):
-                return
-            asked = [n for n in step.get("names", []) if isinstance(n, str)]
-            values = event.get("values") if isinstance(event.get("values"), dict) else {}
-            missing = event.get("missing") if isinstance(event.get("missing"), list) else []
-            missing = {n for n in missing if type(n) is str}
-            problem = step.get("problem")
-            self.result.values.setdefault(problem, {}).update({n: values[n] for n in asked if n in values})
-            self.result.missing[problem] = [n for n in asked if n in missing and n not in values]
-        elif kind == "output":
-            if self.last_start is None or self.last_start[1] is None:
-                return
-            step = self._step(self.last_start[0])
-            if not _is(event.get("case"), self.last_start[1]) or not _is(event.get("problem"), step.get("problem")):
-                return
-            output = (Output(True, event.get("value")) if event.get("ok") is True
-                      else Output(False, None, _text(event.get("error")) or "an error"))
-            self.result.outputs.setdefault(step.get("problem"), {})[self.last_start[1]] = output
-            self.arrived_cases.add(self.last_start)
+        if not self.ready and kind != "ready":
+            raise Forged(f"{kind[:50]!r} before ready")
+        handler = self._HANDLERS.get(kind)
+        if handler is not None:
+            handler(self, event)
+
+    def _on_ready(self, event) -> None:
+        if self.ready:
+            raise Forged("a second ready")
+        self.ready = True
+        layers = event.get("layers")
+        if isinstance(layers, list):
+            self.result.layers = [{"name": _text(x.get("name"), 100), "active": x.get("active") is True,
+                                   "detail": _text(x.get("detail"))} for x in layers[:MAX_LAYERS] if isinstance(x, dict)]
+
+    def _on_done(self, event) -> None:
+        self._check_finished()
+        if self._next() is not None or self.asked is not None:
+            raise Forged("done before every step started")
+        self.done = True
+
+    def _check_finished(self) -> None:
+        """A child following its job sends a case's output, and a send step's values, before
+        it asks for or starts anything else: a claim that skips them is forged."""
+        last = self.last_start
+        if last is None:
+            return
+        if last[1] is not None and last not in self.arrived_cases:
+            raise Forged("the next step claimed before a case's output")
+        if last[1] is None and self.pending[last[0]][1].get("op") == "send" and last[0] not in self.sent_steps:
+            raise Forged("the next step claimed before a send step's values")
+
+    def _claims(self, event, expected) -> bool:
+        """Does ``event`` name exactly the start ``expected`` (a step, and a case or none)?"""
+        step, case = event.get("step"), event.get("case")
+        return (expected is not None and _is(step, expected[0])
+                and (case is None if expected[1] is None else _is(case, expected[1])))
+
+    def _on_need(self, event) -> None:
+        expected = self._next()
+        if not self._claims(event, expected) or expected[1] is None or self.asked is not None:
+            raise Forged("a case asked for out of turn")
+        self._check_finished()
+        index, case = expected
+        self.asked = expected
+        self.outbox += self.cases[(self.pending[index][0], case)]
+
+    def _on_start(self, event) -> None:
+        expected = self._next()
+        if not self._claims(event, expected):
+            # (named by what was due: a repr of the child's values could be as large as a frame)
+            raise Forged(f"a start out of turn (the next one due: {expected})")
+        self._check_finished()
+        if expected[1] is not None:
+            # a child can start a case only once it has read the whole frame of it: anything left
+            # in the job pipe would be the next child's "job"
+            if self.asked != expected or self.outbox or self.unread():
+                raise Forged("a case started before its arguments were read")
+            self.asked = None
+        self.started += 1
+        self.last_start = expected
+
+    def _on_error(self, event) -> None:
+        step = self._step(event.get("step"))
+        if step is None or step.get("op") != "exec" or self.last_start != (event["step"], None):
+            return
+        original = self.pending[event["step"]][0]
+        if original in self.reported_errors:        # a rerun repeats earlier cells' errors
+            return
+        self.reported_errors.add(original)
+        line = event.get("line")
+        self.result.errors.append(CellError(_label(original, step), _text(event.get("type"), 200),
+                                            _text(event.get("message")),
+                                            line if type(line) is int else None))
+
+    def _on_values(self, event) -> None:
+        if self.last_start is None or self.last_start[1] is not None or self.last_start[0] in self.sent_steps:
+            return
+        step = self._step(self.last_start[0])
+        if step.get("op") != "send" or not _is(event.get("problem"), step.get("problem")):
+            return
+        self.sent_steps.add(self.last_start[0])
+        asked = [n for n in step.get("names", []) if isinstance(n, str)]
+        values = event.get("values") if isinstance(event.get("values"), dict) else {}
+        missing = event.get("missing") if isinstance(event.get("missing"), list) else []
+        missing = {n for n in missing if type(n) is str}
+        problem = step.get("problem")
+        self.result.values.setdefault(problem, {}).update({n: values[n] for n in asked if n in values})
+        self.result.missing[problem] = [n for n in asked if n in missing and n not in values]
+
+    def _on_output(self, event) -> None:
+        if self.last_start is None or self.last_start[1] is None or self.last_start in self.arrived_cases:
+            return
+        step = self._step(self.last_start[0])
+        if not _is(event.get("case"), self.last_start[1]) or not _is(event.get("problem"), step.get("problem")):
+            return
+        output = (Output(True, event.get("value")) if event.get("ok") is True
+                  else Output(False, None, _text(event.get("error")) or "an error"))
+        self.result.outputs.setdefault(step.get("problem"), {})[self.last_start[1]] = output
+        self.arrived_cases.add(self.last_start)
+
+    _HANDLERS = {"ready": _on_ready, "done": _on_done, "need": _on_need, "start": _on_start,
+                 "error": _on_error, "values": _on_values, "output": _on_output}
 
     def sent(self, job_index: int) -> bool:
         """Did this send step's values arrive?"""
@@ -534,11 +733,11 @@ class Sandbox:
     def _give_back(self, server: _Server) -> None:
         self._idle.put(server)
 
-    def _job(self, body: bytes, attempt: _Attempt) -> str:
+    def _job(self, body: bytes, attempt: _Attempt, budget: Budget) -> str:
         server = self._borrow()
         try:
             return server.run_job(body, attempt, int(self.limits.frame_mb) * MIB,
-                                  float(self.limits.wall_seconds) + SERVER_GRACE_SECONDS)
+                                  float(self.limits.wall_seconds) + SERVER_GRACE_SECONDS, budget)
         except BaseException:
             server.kill()         # interrupted mid-job: its pipes are out of step; replaced when next borrowed
             raise
@@ -546,27 +745,54 @@ class Sandbox:
             self._give_back(server)
 
     def _encode(self, pending: list) -> bytes | None:
-        """The job frame's body; None if it cannot be sent (over a frame's limits)."""
+        """The job frame's body (each call with the number of its cases, never the cases);
+        None if it cannot be sent (over a frame's limits)."""
         try:
-            body = frames.encode({"steps": [step for _, step in pending], "limits": self.limits.for_job()})
+            body = frames.encode({"steps": [_for_child(step) for _, step in pending],
+                                  "limits": self.limits.for_job()})
         except frames.FrameError:
             return None
         return body if len(body) <= frames.MAX_FRAME else None
 
-    def run(self, steps: list[dict]) -> RunResult:
-        """Run a submission's steps (``grader/worker.py`` describes them) and return its values."""
+    @staticmethod
+    def _case_frames(pending: list) -> dict | None:
+        """Each hidden case as the frame a child gets when it asks for it, by (index in the
+        caller's list, case): made once per run, a rerun sends the same. None if one cannot be
+        sent (over a frame's limits)."""
+        found = {}
+        for original, step in pending:
+            if step.get("op") != "call":
+                continue
+            for case in range(_first(step), len(step.get("cases", []))):
+                try:
+                    body = frames.encode({"problem": step.get("problem"), "case": case,
+                                          "args": step["cases"][case]})
+                except frames.FrameError:
+                    return None
+                if len(body) > frames.MAX_FRAME:
+                    return None
+                found[(original, case)] = frames.framed(body)
+        return found
+
+    def run(self, steps: list[dict], budget: Budget = UNLIMITED) -> RunResult:
+        """Run a submission's steps (``grader/worker.py`` describes them) and return its values.
+        ``budget`` is checked for every frame read and every try; its OverBudget is raised
+        from here (the server that was running the job is replaced)."""
         started = time.monotonic()
         result = RunResult()
         reported_errors: set = set()
         pending = [(i, dict(step)) for i, step in enumerate(steps)]
+        cases = self._case_frames(pending)
+        timeouts = 0
         for rerun in itertools.count():
-            body = self._encode(pending)
+            budget.check(SENDING)
+            body = None if cases is None else self._encode(pending)
             if body is None:
                 result.crashes.append(Crash("sandbox", None, "job too large"))
                 self._stop(result, pending, "job too large")
                 break
-            attempt = _Attempt(pending, result, reported_errors)
-            reason = self._job(body, attempt)
+            attempt = _Attempt(pending, result, reported_errors, cases)
+            reason = self._job(body, attempt, budget)
             if reason == "done":
                 break
             if reason == "server died" and rerun < self.limits.restarts:
@@ -576,23 +802,30 @@ class Sandbox:
                 result.crashes.append(Crash("sandbox", None, reason))
                 self._stop(result, pending, f"the sandbox failed before any step ran ({reason})")
                 break
-            pending = self._after_crash(pending, attempt, result, reason)
+            pending, never_ran = self._after_crash(pending, attempt, result, reason)
             if not pending:
                 break
+            timeouts += reason == "timeout"
+            if timeouts >= self.limits.timeouts:
+                # a child can claim the next step early and loop on: each timeout would cost a
+                # deadline and a rerun; this bounds a submission's worker time however it lies
+                self._stop(result, never_ran, f"too many timeouts ({timeouts})")
+                break
             if rerun >= self.limits.restarts:
-                self._stop(result, pending, f"too many crashes ({len(result.crashes)})")
+                self._stop(result, never_ran, f"too many crashes ({len(result.crashes)})")
                 break
         result.seconds = time.monotonic() - started
         return result
 
     @staticmethod
-    def _stop(result: RunResult, pending: list, why: str) -> None:
+    def _stop(result: RunResult, never_ran: list, why: str) -> None:
         result.stopped = why
-        result.not_run = [_label(original, step) for original, step in pending]
+        result.not_run = [_label(original, step) for original, step in never_ran]
 
     @staticmethod
-    def _after_crash(pending: list, attempt: _Attempt, result: RunResult, reason: str) -> list:
-        """Record the crash; the steps for the rerun."""
+    def _after_crash(pending: list, attempt: _Attempt, result: RunResult, reason: str) -> tuple[list, list]:
+        """Record the crash; the steps for the rerun, and those of them that never ran (none:
+        no rerun, since repeating the cells before the crash would give nothing new)."""
         crashed_at, case = attempt.last_start
         original, step = pending[crashed_at]
         result.crashes.append(Crash(_label(original, step), case, reason))
@@ -602,15 +835,19 @@ class Sandbox:
                 outputs[case] = Output(False, None, crash_message(reason))
             for later in range(case + 1, len(step.get("cases", []))):
                 outputs.setdefault(later, Output(False, None, not_run_message(reason)))
-        rerun = []
+        rerun, never_ran = [], []
         for index, (original, step) in enumerate(pending):
             op = step.get("op")
             if index < crashed_at:
-                if op in ("exec", "set") or (op == "send" and not attempt.sent(index)):
-                    rerun.append((original, step))      # calls before the crash all finished
+                if op in ("exec", "set"):
+                    rerun.append((original, step))      # to rebuild the namespace
+                elif op == "send" and not attempt.sent(index):
+                    rerun.append((original, step))      # (calls before the crash all finished)
+                    never_ran.append((original, step))
             elif index > crashed_at:
                 rerun.append((original, step))
-        return rerun
+                never_ran.append((original, step))
+        return (rerun, never_ran) if never_ran else ([], [])
 
 
 def explain(limits: Limits | None = None) -> list[dict]:

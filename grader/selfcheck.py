@@ -149,6 +149,9 @@ def self_check(path: Path, timeout: float = 10.0, sandbox=None) -> CheckReport:
     report = CheckReport(str(path), str(record.get("student", "")), seconds=result.seconds)
     report.notes += [i.message for i in submission.issues if i.code not in ("no-record",)]
     report.notes += [f"{c.label}: stopped the run ({c.reason}) and was skipped" for c in result.crashes]
+    if result.stopped:          # (e.g. a second timeout: the cells after it never ran)
+        report.notes.append(f"the run stopped: {result.stopped}; cells not run: "
+                            f"{', '.join(result.not_run[:8])}{' …' if len(result.not_run) > 8 else ''}")
     errors = {}
     for e in result.errors:
         errors.setdefault(e.label, e)

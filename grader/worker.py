@@ -18,14 +18,18 @@ server only ever holds what a fresh interpreter holds, plus the walls:
 
 The child does the rest itself: it reads its own job frame from stdin, applies the walls
 (``session``, ``network``, ``landlock``, ``fds``, ``rlimits``, ``uid``, ``seccomp``; its data pipe
-becomes fd 3, stdio /dev/null, every other descriptor closed — the control pipe first of all),
-sends ``ready``, runs the steps in one namespace as a notebook would (an exception is reported and
-the next cell runs), and writes its frames straight to the grader over the data pipe (the
-server's stdout). The grader checks every one of them (``grader/frames.py`` for size and
-structure, ``grader/sandbox.py`` against the job it sent). The server's pipes, then:
+becomes fd 3, its job pipe fd 4, stdio /dev/null, every other descriptor closed — the control
+pipe first of all), sends ``ready``, runs the steps in one namespace as a notebook would (an
+exception is reported and the next cell runs), and writes its frames straight to the grader over
+the data pipe (the server's stdout). The grader checks every one of them (``grader/frames.py``
+for size and structure, ``grader/sandbox.py`` against the job it sent, including the order of
+the ``start`` and ``need`` events). The server's pipes, then:
 
-- stdin (job pipe, grader → child): one job frame per job; the server only polls it. Its
-  end of file (the grader closed it) ends the server.
+- stdin (job pipe, grader → child): one job frame per job, then one case frame for each hidden
+  case the child asks for; the server only polls it, between children. Its end of file (the
+  grader closed it) ends the server. Nothing may be left unread in it when a child dies (it
+  would be the next child's "job"): the grader replaces a server whose child died after it asked
+  for a case and before it started it, and a child takes only a frame with ``steps`` for a job.
 - stdout (data pipe, child → grader): the child's event frames, and nothing of the server's.
 - ``--control FD`` (server → grader): after each job, ``{"event": "exit", "reason": R}`` once the
   child is dead and its process group killed, so everything the child wrote is already in the
@@ -44,15 +48,24 @@ steps, run in order:
   caught and reported and execution goes on, as a notebook run with allow_errors would.
 - ``{"op": "set", "values": {name: value}}`` — assign names (the givens from the key).
 - ``{"op": "send", "problem": pid, "names": [...]}`` → one ``values`` event.
-- ``{"op": "call", "problem": pid, "function": name, "cases": [{arg: value}], "first": k}`` →
-  one ``output`` event per case, from case ``first`` on.
+- ``{"op": "call", "problem": pid, "function": name, "count": n, "first": k}`` → one ``output``
+  event per case, from case ``first`` on. The job holds only the number of hidden cases, never
+  their arguments: a student's first cell could read anything its process holds (a stack frame,
+  ``gc.get_objects()``, ctypes) and echo every hidden input back. So before each case the child
+  sends ``need``; the grader then writes ``{"problem": pid, "case": k, "args": {arg: value}}`` on
+  the job pipe, and the child reads it, sends the case's ``start`` and calls the function. The
+  cases already run stay in the child (the function was given them); later ones are not there.
 
 Events (child → grader), in order:
 
 - ``{"event": "ready", "layers": [{"name", "active": bool, "detail"}]}`` — the walls that hold;
   sent once the whole job has been read (so the job pipe is empty again).
 - ``{"event": "start", "step": i}`` before every step but a call, and ``{"event": "start",
-  "step": i, "case": k}`` before each case of a call, so a crash can always be placed.
+  "step": i, "case": k}`` before each case of a call, so a crash can always be placed. The
+  grader knows the one order of starts a job allows, and takes nothing else: a start out of
+  turn fails the stream and the crash is charged to the last valid start.
+- ``{"event": "need", "step": i, "case": k}`` — asks for the arguments of case k of call step i
+  (see ``call``), once that case's start is the next one due and the previous case's output came.
 - ``{"event": "error", "step": i, "label", "type": "NameError", "message": str (≤ 2000 chars),
   "line": int | None}`` — an exception in an exec step (line: in that cell).
 - ``{"event": "values", "problem": pid, "values": {name: value}, "missing": [names never defined]}``
@@ -186,10 +199,27 @@ def _send_step(step: dict, namespace: dict, emit) -> None:
     emit({"event": "values", "problem": step.get("problem"), "values": values, "missing": missing})
 
 
+class OutOfStep(Exception):
+    """What came on the job pipe is not the case this child asked for: nothing more can run."""
+
+
+def _read_case(problem, case: int) -> dict:
+    """The arguments of one hidden case, asked for and read only now: until a case is reached,
+    its inputs are nowhere in this process (a student's cell could find them otherwise)."""
+    if not os.get_blocking(isolation.JOB_FD):        # the student's own doing: wait, not fail
+        os.set_blocking(isolation.JOB_FD, True)
+    frame = frames.read_frame(isolation.JOB_FD)
+    if not (isinstance(frame, dict) and frame.get("problem") == problem and frame.get("case") == case
+            and isinstance(frame.get("args"), dict)):
+        raise OutOfStep(f"expected case {case} of {problem!r:.100}")
+    return frame["args"]
+
+
 def _call_step(index: int, step: dict, namespace: dict, emit) -> None:
     name = step.get("function", "")
-    cases = step.get("cases", [])
-    for case in range(int(step.get("first", 0)), len(cases)):
+    for case in range(int(step.get("first", 0)), int(step.get("count", 0))):
+        emit({"event": "need", "step": index, "case": case})
+        args = _read_case(step.get("problem"), case)
         emit({"event": "start", "step": index, "case": case})
         event = {"event": "output", "problem": step.get("problem"), "case": case}
         function = namespace.get(name)
@@ -199,7 +229,7 @@ def _call_step(index: int, step: dict, namespace: dict, emit) -> None:
             event.update(ok=False, error=f"TypeError: '{name}' is a {frames.type_name(function)}, not a function")
         else:
             try:
-                event.update(ok=True, value=function(**cases[case]))
+                event.update(ok=True, value=function(**args))
             except BaseException as error:
                 event.update(ok=False, error=_describe_error(error))
         emit(event)
@@ -262,10 +292,11 @@ def _notebook_namespace() -> dict:
     return main.__dict__
 
 
-def run_child(job: dict, walls: isolation.Walls, result_fd: int) -> int:
-    """Everything the forked child does; returns its exit status."""
+def run_child(job: dict, walls: isolation.Walls, result_fd: int, job_fd: int | None = None) -> int:
+    """Everything the forked child does; returns its exit status. ``job_fd`` is where the
+    hidden cases of call steps come from (without it, a call step cannot run)."""
     limits = job.get("limits", {})
-    layers = walls.apply(result_fd, limits)
+    layers = walls.apply(result_fd, limits, job_fd)
     if not any(layer["name"] == "fds" and layer["active"] for layer in layers):
         return EXIT_BROKEN                # the result pipe is not where it should be: run nothing
     emit = _Emitter(isolation.RESULT_FD, int(limits.get("frame_mb", 32)) * MIB)
@@ -374,9 +405,10 @@ def _child(walls: isolation.Walls, job_fd: int, data_fd: int, private: tuple[int
         return EXIT_BAD_JOB
     if job is None:
         return EXIT_NO_JOB
-    if not isinstance(job, dict):
+    # a case frame left unread by a dead child is not a job: this child then writes nothing
+    if not (isinstance(job, dict) and isinstance(job.get("steps"), list)):
         return EXIT_BAD_JOB
-    return run_child(job, walls, data_fd)
+    return run_child(job, walls, data_fd, job_fd)
 
 
 def _hung_up(fd: int) -> bool:

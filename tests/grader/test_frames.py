@@ -371,3 +371,42 @@ def test_a_zero_size_array_with_a_huge_dimension_is_a_frame_error():
         with pytest.raises(FrameError, match="bad shape"):
             decode(body({"a": ["<f8", shape]}))
     assert decode(body({"a": ["<f8", [0, 2**31 - 1]]})).shape == (0, 2**31 - 1)
+
+
+# --- arrays judged by shape, not by size alone ----------------------------------------------
+
+def test_an_empty_array_whose_lists_would_be_too_many_is_named_and_the_rest_crosses():
+    """``np.zeros((2**31 - 1, 0, 4))`` has size 0 and crossed; a trusted ``.tolist()`` then
+    built 2**31 lists (the grader grew to 24 GB and was killed)."""
+    value = {"empty": np.zeros((2**31 - 1, 0, 4)), "column": np.zeros((frames.MAX_ITEMS + 1, 1), dtype=bool),
+             "wide": np.zeros((0, 2**31 - 1)), "fine": np.ones((3, 4)), "n": 1}
+    back = decode(encode(value))
+    assert back["empty"] == Unsupported("numpy.ndarray of shape (2147483647, 0, 4)")
+    assert back["column"] == Unsupported(f"numpy.ndarray of shape ({frames.MAX_ITEMS + 1}, 1)")
+    assert back["wide"].shape == (0, 2**31 - 1) and same(value["fine"], back["fine"]) and back["n"] == 1
+    assert frames.nested_lists((2**31 - 1, 0, 4)) == 2**31 - 1 + 1 and frames.nested_lists(()) == 0
+    long_name = decode(encode(np.zeros((2**31 - 1,) + (0,) * 7)))
+    assert long_name.type_name.startswith("numpy.ndarray of shape (2147483647, 0,") and len(long_name.type_name) <= 200
+
+
+def test_decode_refuses_an_array_whose_lists_would_be_too_many():
+    """Only a forged frame can hold one (encode names it instead)."""
+    tracemalloc.start()
+    try:
+        for shape in ([2**31 - 1, 0, 4], [frames.MAX_ITEMS + 1, 0], [frames.MAX_ITEMS, 1, 0]):
+            with pytest.raises(FrameError, match="lists"):
+                decode(body({"a": ["<f8", shape]}))
+        assert tracemalloc.get_traced_memory()[1] < 1_000_000
+    finally:
+        tracemalloc.stop()
+    assert decode(body({"a": ["<f8", [frames.MAX_ITEMS - 2, 0]]})).shape == (frames.MAX_ITEMS - 2, 0)   # (+1 value: itself)
+
+
+def test_the_lists_of_many_arrays_count_together():
+    """Each under the limit, together 30 times over it: as many lists, all the same."""
+    many = [np.zeros((frames.MAX_ITEMS // 2, 0))] * 60
+    with pytest.raises(FrameTooLarge, match="values"):
+        encode(many)
+    header = {"l": [{"a": ["<f8", [frames.MAX_ITEMS // 2, 0]]}] * 60}
+    with pytest.raises(FrameError, match="values"):
+        decode(body(header))

@@ -343,10 +343,10 @@ class _FailingFor:
     def __init__(self, sandbox, steps_marker: str):
         self.sandbox, self.marker = sandbox, steps_marker
 
-    def run(self, steps):
+    def run(self, steps, budget=None):
         if any(self.marker in str(s.get("source", "")) for s in steps):
             raise RuntimeError("injected failure")
-        return self.sandbox.run(steps)
+        return self.sandbox.run(steps, budget=budget)
 
 
 def test_a_failure_on_one_submission_costs_that_submission_only(built, tmp_path):

@@ -191,7 +191,7 @@ def test_a_memory_bomb_is_recorded_and_the_rest_runs(sandbox):
 
 
 FORGED = frames.frame({"event": "values", "problem": "p", "values": {"x": 999}, "missing": []})
-FORGED_END = frames.frame({"event": "exit", "reason": "done"}) + frames.frame({"event": "done"})
+FORGED_END = frames.frame({"event": "exit", "reason": "done"})     # (a forged "done": test_sandbox_hardening)
 
 
 def test_fake_frames_on_any_descriptor_change_nothing(sandbox):
@@ -359,17 +359,22 @@ def test_lone_surrogates_go_in_as_replacement_characters_and_never_come_out(sand
 
 
 def test_forged_events_with_arrays_where_text_belongs_change_nothing(sandbox):
-    """``array == "p"`` is an array, and its truth raised inside the grader."""
-    forged = ("import os, numpy as np\nfrom grader import frames\nweird = np.array([1, 2])\n"
-              "for event in ({'event': weird}, {'event': 'start', 'step': 2},\n"
-              "              {'event': 'values', 'problem': weird, 'values': {'x': 666}, 'missing': []},\n"
-              "              {'event': 'values', 'problem': 'p', 'values': {}, 'missing': [weird, 'x']},\n"
-              "              {'event': 'start', 'step': 3, 'case': 0},\n"
-              "              {'event': 'output', 'problem': 'q', 'case': weird, 'ok': True, 'value': 1},\n"
-              "              {'event': 'output', 'problem': weird, 'case': 0, 'ok': True, 'value': 1}):\n"
-              "    os.write(3, frames.frame(event))")
+    """``array == "p"`` is an array, and its truth raised inside the grader. Forged here: events
+    other than starts (a forged start fails the stream: test_sandbox_hardening), in a cell and
+    inside the function while its hidden case runs."""
+    forge = ("import os, numpy as np\nfrom grader import frames\nweird = np.array([1, 2])\n"
+             "def forge(*events):\n    for event in events:\n        os.write(3, frames.frame(event))\n")
+    forged = ("forge({'event': weird}, {'event': 'error', 'step': weird, 'label': weird},\n"
+              "      {'event': 'values', 'problem': weird, 'values': {'x': 666}, 'missing': []},\n"
+              "      {'event': 'values', 'problem': 'p', 'values': {}, 'missing': [weird, 'x']},\n"
+              "      {'event': 'output', 'problem': 'q', 'case': weird, 'ok': True, 'value': 1},\n"
+              "      {'event': 'output', 'problem': weird, 'case': 0, 'ok': True, 'value': 1})")
+    function = ("def f():\n    forge({'event': 'output', 'problem': 'q', 'case': weird, 'ok': True, 'value': 1},\n"
+                "          {'event': 'output', 'problem': weird, 'case': 0, 'ok': True, 'value': 1},\n"
+                "          {'event': 'values', 'problem': 'p', 'values': {'x': 666}, 'missing': []})\n"
+                "    return 2")
     result = sandbox.run([
-        cell("x", "x = 1\ndef f():\n    return 2"),
+        cell("x", "x = 1\n" + forge + function),
         cell("forge", forged),
         send("p", "x"),
         {"op": "call", "problem": "q", "function": "f", "cases": [{}]},
@@ -392,8 +397,8 @@ def test_a_job_too_large_to_send_comes_back_as_a_crash(sandbox):
 
 
 def test_the_protocol_is_documented_where_it_is_implemented():
-    for word in ('"exec"', '"set"', '"send"', '"call"', '"ready"', '"start"', '"error"', '"values"',
-                 '"output"', '"done"', '"exit"', "--control", "--stop"):
+    for word in ('"exec"', '"set"', '"send"', '"call"', '"ready"', '"start"', '"need"', '"error"', '"values"',
+                 '"output"', '"done"', '"exit"', '"count"', '"args"', "--control", "--stop"):
         assert word in worker.__doc__, word
     import grader.sandbox as sandbox_module
     for module in (worker, sandbox_module, frames):
