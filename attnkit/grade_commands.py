@@ -162,7 +162,7 @@ def _grade(args) -> int:
     summary = {"assignment": assignment.id, "submissions": len(submissions),
                "graded": len(run.recorded), "unchanged": len(run.skipped),
                "not_recorded": len(run.not_recorded), "missing": sorted(missing),
-               "issues": [str(i) for i in issues], "gradebook": str(gradebook_path),
+               "issues": [{"code": i.code, "message": i.message} for i in issues], "gradebook": str(gradebook_path),
                "seconds": round(seconds, 3),
                "submissions_per_second": round(len(run.recorded) / max(seconds, 1e-9), 1)}
     if args.json:

@@ -575,7 +575,8 @@ def test_grade_json_is_the_same_data_with_nothing_a_terminal_acts_on(hostile, tm
     assert code == 0, err
     assert acted_on(out + err) == []
     summary = json.loads(out)
-    assert any("unknown-student" in issue and "submitted/zz" in issue for issue in summary["issues"])
+    assert any(issue["code"] == "unknown-student" and "submitted/zz" in issue["message"]
+               for issue in summary["issues"])
 
 
 def _report(course, gradebook, out, *extra):
