@@ -98,7 +98,6 @@ def list_objects(shape) -> int:
     return total
 
 
-
 def type_name(obj) -> str:
     """The name a student would recognise: builtins bare, others with their package."""
     kind = type(obj)

@@ -136,7 +136,7 @@ def grade_values(entry: dict, values: dict, outcomes: dict, free_text: dict, cau
             verdicts[(pid, part)] = hidden.masked(verdict)
             variable = record.get("answer_names", {}).get(part)
             if variable is not None:
-                answers[(pid, part)] = hidden.kept(got.get(variable))
+                answers[(pid, part)] = hidden.kept(got.get(variable), verdict)
             elif record["kind"] == "free_response":
                 answers[(pid, part)] = free_text.get(pid, {}).get(part)
             else:
@@ -146,7 +146,9 @@ def grade_values(entry: dict, values: dict, outcomes: dict, free_text: dict, cau
 
 class _Unechoed:
     """Verdict messages and answers with the student's hidden inputs kept out of them
-    (grader.hidden); the inputs are gathered only once a text has numbers enough to hold them."""
+    (grader.hidden). Only a part that did not pass can echo them (a right answer is not the
+    inputs), and the inputs are gathered only once such a part has numbers enough to hold
+    them: a correct submission never pays for it."""
 
     def __init__(self, entry: dict):
         self.entry, self._hidden = entry, None
@@ -162,9 +164,11 @@ class _Unechoed:
             return verdict
         return replace(verdict, message=self.hidden.mask(verdict.message))
 
-    def kept(self, value):
+    def kept(self, value, verdict: Verdict):
         """The answer as it is stored: JSON-ready, unless it echoes hidden inputs."""
         answer = _jsonable_answer(value)
+        if verdict.passed:
+            return answer
         if isinstance(value, np.ndarray) and value.dtype.kind == "f" and isinstance(answer, dict) \
                 and OMITTED not in answer and self.hidden.holds_values(value):
             return {OMITTED: "the answer holds values of the hidden test inputs: not kept"}
@@ -357,11 +361,9 @@ class GradingRun:
         why = "internal grader error: the key's entry does not grade this part"   # (never: one template)
         try:
             graded = self._execute(student, started, Budget(self.cpu_seconds).start())
-        except OverBudget as err:
-            why = str(err)
-            graded = Graded({}, {}, [why], time.perf_counter() - started)
         except Exception as err:  # noqa: BLE001 — one submission must never stop the batch
-            why = f"internal grader error: {type(err).__name__}: {str(err)[:300]}"
+            why = str(err) if isinstance(err, OverBudget) else \
+                f"internal grader error: {type(err).__name__}: {str(err)[:300]}"
             graded = Graded({}, {}, [why], time.perf_counter() - started)    # (its entry may be what failed)
         for problem, parts in self.parts_of(student):
             for part, points in parts:

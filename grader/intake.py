@@ -441,7 +441,7 @@ def _cells(found: Found, raw_cells: list, kit: dict[str, KitCell] | None,
         cell_type = raw.get("cell_type") if isinstance(raw.get("cell_type"), str) else "unknown"
         cells.append(Cell(index, cell_type, source, grade_id, matched_by))
     if bad:
-        where = _listed([i + 1 for i in bad], ",")
+        where = listed([i + 1 for i in bad], ",")
         issues.append(Issue("bad-cell", f"{found.shown}: cell{'s' if len(bad) > 1 else ''} {where} "
                                         f"{'are' if len(bad) > 1 else 'is'} not readable "
                                         "(not a cell object, or its source is not text): skipped"))
@@ -567,7 +567,7 @@ def _kit_issues(found: Found, cells: tuple[Cell, ...], kit: dict[str, KitCell],
         positions.setdefault(c.grade_id, []).append(c.index + 1)
     for grade_id, where in positions.items():
         if len(where) > 1:
-            issues.append(Issue("duplicate-grade-id", f"{found.shown}: cells {_listed(where)} all carry "
+            issues.append(Issue("duplicate-grade-id", f"{found.shown}: cells {listed(where)} all carry "
                                                       f"the grade id {grade_id} (a copied cell): all of "
                                                       "them are kept, in notebook order", grade_id))
     issued: dict[str, tuple[dict, str]] = {}      # problem → its givens and their text, made once
@@ -602,12 +602,13 @@ def _and(items) -> str:
     return items[0] if len(items) == 1 else ", ".join(items[:-1]) + " and " + items[-1]
 
 
-def _listed(items, joiner: str = "and") -> str:
+def listed(items, joiner: str = "and") -> str:
     """Like ``_and``, but a long list (its length is the student's choice) names its first
-    few and counts the rest: a message stays a line, whatever the notebook holds."""
-    items = [_short(str(i)) for i in items[:_LISTED + 1]] if len(items) <= _LISTED + 1 else \
-        [_short(str(i)) for i in items[:_LISTED]] + [f"{len(items) - _LISTED:,} more"]
-    return _and(items) if joiner == "and" else ", ".join(items)
+    few, each cut short, and counts the rest: a message stays a line, whatever the notebook
+    holds. ``joiner`` "," lists them with commas only."""
+    shown = items if len(items) <= _LISTED + 1 else items[:_LISTED]
+    words = [_short(str(i)) for i in shown] + ([f"{len(items) - _LISTED:,} more"] if shown is not items else [])
+    return _and(words) if joiner == "and" else ", ".join(words)
 
 
 # --- givens edited? ------------------------------------------------------------------------
@@ -688,11 +689,11 @@ def givens_edits(source: str, givens: dict, issued: str | None = None) -> str:
     removed = [n for n in expected if n not in values]
     added = [n for n in values if n not in expected]
     if changed:
-        said.append(f"{_listed(changed)} changed")
+        said.append(f"{listed(changed)} changed")
     if removed:
-        said.append(f"{_listed(removed)} removed")
+        said.append(f"{listed(removed)} removed")
     if added:
-        said.append(f"{_listed(added)} added")
+        said.append(f"{listed(added)} added")
     if other:
         said.append("other code added")
     return "; ".join(said)

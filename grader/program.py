@@ -30,9 +30,7 @@ from exercises.serialize import decode_names
 
 from .budget import UNLIMITED, Budget
 from .intake import (NOT_READ, PARSING, Issue, Submission, assigns_exactly, expected_givens_source,
-                     kit_cells)
-
-_LISTED = 8          # cells a note names before "and N more"
+                     kit_cells, listed)
 
 PLACEHOLDER = MARKDOWN_PLACEHOLDER
 
@@ -194,10 +192,9 @@ class _Builder:
         cells = self.magic_cells
         if not cells:
             return
-        shown = ", ".join(cells[:_LISTED]) + (f" and {len(cells) - _LISTED:,} more" if len(cells) > _LISTED else "")
-        self.notes.append(Issue("magics-stripped", f"{self.submission.shown}: {shown}: lines starting "
-                                                   "with % or ! (IPython magics, shell commands) cannot "
-                                                   "run at grading and were left out",
+        self.notes.append(Issue("magics-stripped", f"{self.submission.shown}: {listed(cells)}: lines "
+                                                   "starting with % or ! (IPython magics, shell "
+                                                   "commands) cannot run at grading and were left out",
                                 cells[0] if len(cells) == 1 else None))
 
     def collect(self, pid: str) -> None:
@@ -216,8 +213,8 @@ def _order(submission: Submission, entry: dict, order) -> list[str]:
     problems = entry.get("problems", {})
     if order is None:
         record = submission.record or {}
-        listed = record.get("problems") if isinstance(record.get("problems"), list) else []
-        order = [p.get("id") for p in listed if isinstance(p, dict) and isinstance(p.get("id"), str)]
+        in_record = record.get("problems") if isinstance(record.get("problems"), list) else []
+        order = [p.get("id") for p in in_record if isinstance(p, dict) and isinstance(p.get("id"), str)]
     chosen = [pid for pid in dict.fromkeys(order) if pid in problems]
     return chosen + [pid for pid in problems if pid not in chosen]
 

@@ -27,7 +27,7 @@ import re
 import statistics
 import unicodedata
 from collections import Counter
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from pathlib import Path
 
 import numpy as np
@@ -138,8 +138,7 @@ def _grades_of(key: dict, sid: str, submission: SubmissionRow | None, rows: list
 def with_answers(gradebook: Gradebook, key: dict, s: StudentGrades) -> StudentGrades:
     """``s`` with the student's answers, read from the gradebook for them alone."""
     rows = gradebook.results(key["assignment"]["id"], s.id)
-    submission = gradebook.submission(key["assignment"]["id"], s.id)
-    return _grades_of(key, s.id, submission, rows)
+    return replace(s, parts=_student_parts(entry_for(key, s.id), _problems(key), rows))
 
 
 def _points(x: float, decimals: int = 2) -> str:

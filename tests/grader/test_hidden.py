@@ -5,7 +5,7 @@ import numpy as np
 import pytest
 
 from exercises.serialize import encode_names
-from grader.checking import Verdict, code
+from grader.checking import code
 from grader.grading import grade_values
 from grader.hidden import HiddenInputs, may_hold_numbers
 
@@ -67,7 +67,11 @@ def test_student_text_becomes_a_code_span(text, span):
     assert code(text) == span
 
 
-def test_a_verdict_that_passed_is_never_touched(hidden):
-    v = Verdict(1.0, 1.0, "passed", "")
-    assert grade_values({"problems": {}}, {}, {}, {}, {}).verdicts == {}
-    assert v.passed
+def test_a_part_that_passed_keeps_its_answer_whatever_numbers_it_holds():
+    """A right answer is not an echo (and a correct submission never gathers the inputs):
+    here the expected value happens to be hidden inputs themselves, and it is kept."""
+    record = {"kind": "numeric", "answer_names": {"w": "w"}, "answers": encode_names({"w": Q[0]}),
+              "grading": [{"id": "w", "points": 1.0, "rtol": 1e-5, "atol": 1e-8}]}
+    graded = grade_values({"problems": {**ENTRY["problems"], "p": record}}, {"p": {"w": Q[0]}}, {}, {}, {})
+    assert graded.verdicts[("p", "w")].passed
+    assert graded.answers[("p", "w")]["shape"] == [4, 8]
