@@ -49,11 +49,11 @@ def code(text: str) -> str:
     """``text`` (a student's exception message, say) as a Markdown code span: shown as it is
     on the feedback page, never read as emphasis, a link or math. The fence is one backtick
     longer than the longest run inside (CommonMark's rule); spaces pad a text that starts or
-    ends with one."""
+    ends with one. An empty text is no span at all: ''."""
     text = str(text)
     fence = "`" * (max(map(len, _BACKTICKS.findall(text)), default=0) + 1)
     pad = " " if text.startswith("`") or text.endswith("`") or not text.strip() else ""
-    return f"{fence}{pad}{text}{pad}{fence}" if text else "``"
+    return f"{fence}{pad}{text}{pad}{fence}" if text else ""
 
 
 def describe(value) -> str:

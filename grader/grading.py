@@ -99,7 +99,8 @@ def _causes(result) -> dict:
     causes = {}
     for error in result.errors:
         where = f" on line {error.line}" if error.line else ""
-        causes.setdefault(error.label, f"the cell raised {code(error.type)}{where}: {code(error.message)}")
+        said = f": {code(error.message)}" if error.message else ""       # (NotImplementedError() says nothing)
+        causes.setdefault(error.label, f"the cell raised {code(error.type)}{where}{said}")
     for crash in result.crashes:
         if crash.case is None and crash.label.startswith(send_label("")):   # a whole problem's values
             causes[crash.label] = (f"the run stopped ({crash.reason}) while this problem's answers "

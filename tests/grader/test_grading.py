@@ -374,3 +374,15 @@ def test_a_failure_on_one_submission_costs_that_submission_only(built, tmp_path)
     with Gradebook(tmp_path / "gb.sqlite") as gradebook:    # an error is retried next run
         again = GradingRun(key, submissions, gradebook, None)
         assert again.students_to_grade() == [victim.student]
+
+
+def test_a_cell_error_without_a_message_is_named_without_an_empty_code_span():
+    """``raise NotImplementedError()`` has no message: the cause names the error and its line
+    (once shown as "…on line 2: ``" on the feedback page)."""
+    from grader.grading import _causes
+    from grader.sandbox import CellError, RunResult
+
+    result = RunResult(errors=[CellError("p-a", "NotImplementedError", "", 2),
+                               CellError("p-b", "ValueError", "bad *shape*", None)])
+    assert _causes(result) == {"p-a": "the cell raised `NotImplementedError` on line 2",
+                               "p-b": "the cell raised `ValueError`: `bad *shape*`"}
