@@ -25,7 +25,7 @@ demo: $(STAMP)
 	$(DEMO_ENV) $(VENV)/bin/attnkit build $(DEMO_HW) \
 		--roster problem_bank/assignments/sample_roster.csv --out build/demo --format html
 	@printf '\n== 2. submissions: correct, partial, misconceptions, hostile ==\n'
-	$(DEMO_ENV) $(PY) -m grader.synthetic build/demo --key build/demo/instructor/answer_key.json \
+	$(DEMO_ENV) $(PY) -m synthetic build/demo --key build/demo/instructor/answer_key.json \
 		--secret-env ATTNKIT_SECRET --out build/demo/submissions
 	@printf '\n== 3. a student checks their notebook before handing it in ==\n'
 	$(VENV)/bin/attnkit check build/demo/submissions/submitted/s2026002/attention-hw1/attention-hw1.ipynb

@@ -12,10 +12,10 @@ from .progress import Progress
 
 
 def _load(bank_dirs):
-    import exercises
+    from exercises.bank import BankError, load_bank
     try:
-        templates, problems = exercises.load_bank(bank_dirs, keep_going=True)
-    except exercises.BankError as err:
+        templates, problems = load_bank(bank_dirs, keep_going=True)
+    except BankError as err:
         templates, problems = {}, err.problems
     for problem in problems:
         print(f"attnkit: {problem}", file=sys.stderr)
@@ -24,11 +24,11 @@ def _load(bank_dirs):
 
 def _find(templates: dict, problem_id: str):
     """A template by id, or from a YAML path; prints why not and returns None."""
-    import exercises
+    from exercises.schema import TemplateError, load_template
     if problem_id.endswith((".yaml", ".yml")) or Path(problem_id).is_file():
         try:
-            return exercises.load_template(problem_id)
-        except exercises.TemplateError as err:
+            return load_template(problem_id)
+        except TemplateError as err:
             print("\n".join(f"attnkit: {p}" for p in err.problems), file=sys.stderr)
             return None
     if problem_id in templates:
@@ -60,7 +60,7 @@ def _bank_list(args) -> int:
 
 
 def _template_summary(t) -> dict:
-    from exercises import OBJECTIVES
+    from exercises.objectives import OBJECTIVES
     summary = {"id": t.id, "title": t.title, "objective": t.objective,
                "objective_text": OBJECTIVES[t.objective], "kind": t.kind, "points": t.points,
                "path": t.path, "tags": list(t.tags),
@@ -111,17 +111,17 @@ def _bank_show(args) -> int:
 
 
 def _bank_validate(args) -> int:
-    import exercises
+    from exercises.bank import BankError, template_files, validate_template
     try:
-        files = exercises.template_files(args.paths or None)
-    except exercises.BankError as err:
+        files = template_files(args.paths or None)
+    except BankError as err:
         print("\n".join(f"attnkit: {p}" for p in err.problems), file=sys.stderr)
         return 1
     templates, problems = _load([str(f) for f in files])
     reports = []
     bar = Progress(len(templates) * args.seeds, "validating")
     for t in templates.values():
-        report = exercises.validate_template(t, args.seeds, args.first_seed)
+        report = validate_template(t, args.seeds, args.first_seed)
         bar.advance(args.seeds, t.id)
         reports.append(report)
     bar.close()
@@ -153,15 +153,17 @@ def _bank_validate(args) -> int:
 
 
 def _preview(args) -> int:
-    import exercises
     from exercises.preview import preview
+    from exercises.schema import TemplateError
+    from exercises.variant import VariantError, make_variant
+
     templates, _ = ({}, []) if args.id.endswith((".yaml", ".yml")) else _load(args.bank)
     t = _find(templates, args.id)
     if t is None:
         return 1
     try:
-        variant = exercises.make_variant(t, args.seed)
-    except (exercises.VariantError, exercises.TemplateError) as err:
+        variant = make_variant(t, args.seed)
+    except (VariantError, TemplateError) as err:
         print(f"attnkit: {err}", file=sys.stderr)
         return 1
     print(preview(variant, solution=args.solution, fmt=args.format), end="")

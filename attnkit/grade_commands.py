@@ -12,7 +12,7 @@ import sys
 import time
 from pathlib import Path
 
-from exercises.textfile import terminal_json, terminal_safe
+from formats.textfile import terminal_json, terminal_safe
 
 from .build_commands import _fail as _fail_raw
 from .build_commands import _positive
@@ -40,7 +40,7 @@ def _key_and_gradebook(args) -> tuple[Path, Path] | None:
 
 def _load(args):
     """(assignment, key) or an exit code."""
-    from exercises.answer_key import AnswerKeyError, load_key
+    from formats.answer_key import AnswerKeyError, load_key
     from exercises.assignment import AssignmentError, load_assignment
 
     try:
@@ -59,7 +59,7 @@ def _load(args):
 # --- grade -------------------------------------------------------------------------------
 
 def _explain() -> int:
-    from grader.sandbox import explain
+    from grader.sandbox.client import explain
 
     layers = explain()
     width = max(len(layer["name"]) for layer in layers)
@@ -79,7 +79,7 @@ PROTECTING = ("landlock", "uid")     # layers that keep student code out of the 
 def _unprotected(args) -> int:
     """Refuse to run student code where nothing keeps it from the grader's own files (the
     key, the gradebook, the kit's code): no Landlock and no uid of its own. 0 when fine."""
-    from grader.sandbox import explain
+    from grader.sandbox.client import explain
 
     layers = {layer["name"]: layer for layer in explain()}
     if any(layers.get(name, {}).get("active") for name in PROTECTING) or args.insecure:
@@ -113,7 +113,7 @@ def _grade(args) -> int:
     from grader.grading import GradingRun, grader_version
     from grader.intake import find_submissions, match
     from grader.plugin import run_pytest
-    from grader.sandbox import Limits, Sandbox
+    from grader.sandbox.client import Limits, Sandbox
 
     started = time.perf_counter()
     refused = _unprotected(args)
@@ -270,7 +270,7 @@ def _write_reports(gradebook, key: dict, out: Path, args) -> tuple[dict, dict, d
 # --- check -------------------------------------------------------------------------------
 
 def _check(args) -> int:
-    from grader.sandbox import Limits, Sandbox
+    from grader.sandbox.client import Limits, Sandbox
 
     # The sandbox server boots (a fresh interpreter importing NumPy) while this process reads
     # the notebook: the two overlap, which is most of what keeps a check under half a second.

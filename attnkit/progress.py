@@ -5,7 +5,7 @@ from __future__ import annotations
 import sys
 import time
 
-from exercises.textfile import terminal_safe
+from formats.textfile import terminal_safe
 
 
 class Progress:

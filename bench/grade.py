@@ -2,7 +2,7 @@
 
 Builds the example assignment (7 problems, every kind) for a synthetic roster, writes one
 synthetic submission per student (an ordinary mix: correct, partial, wrongly typed and one per
-diagnosable misconception; grader/synthetic.py) and grades them with ``attnkit grade`` as a
+diagnosable misconception; synthetic/) and grades them with ``attnkit grade`` as a
 user runs it: a fresh process, the sandbox on, a new gradebook. It reports submissions per
 second (over the whole command, start-up included), the p50/p99 latency of a submission
 (from the start of its sandbox run to its verdict, as the gradebook records it) and the
@@ -36,12 +36,12 @@ import tempfile
 import time
 from pathlib import Path
 
-from exercises import answer_key
+from formats import answer_key
 from exercises.assignment import load_assignment
 from exercises.build import CLASS_STUDENT, build, build_nbgrader, header, problem_variants
 from exercises.notebook import build_notebook
-from exercises.textfile import write_atomic
-from grader.synthetic import profile_names, submission_path, synthesize
+from formats.textfile import write_atomic
+from synthetic import profile_names, submission_path, synthesize
 
 from .build import BENCH_SECRET, EXAMPLE, _secret, roster
 from .nbgrader_course import hermetic_env, nbgrader

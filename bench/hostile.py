@@ -1,7 +1,7 @@
 """What the worst submissions cost the trusted side, against a clean batch, in the same run.
 
 Builds the example assignment for ``--students`` synthetic students and writes their correct
-submissions (grader/synthetic.py) twice: a clean folder, and a worst folder in which one
+submissions (synthetic/) twice: a clean folder, and a worst folder in which one
 student per worst case hands in that case instead (each a known way a submission made the
 grader stop, freeze, or spend far more than its share):
 
@@ -71,7 +71,7 @@ def _code_cell(source: str, cell_id: str) -> dict:
 
 def _answers(entry: dict, want) -> list[tuple[str, str, str]]:
     """(problem, grade id, variable) of the numeric parts whose expected value ``want`` accepts."""
-    from exercises.serialize import from_jsonable
+    from formats.serialize import from_jsonable
     import numpy as np
 
     found = []
@@ -295,10 +295,10 @@ def run(students: int = 40, jobs: int = 2, scale: float = 1.0, cases=CASES, max_
 
 
 def _run(students, jobs, scale, cases, max_seconds, memory_gb, timeout, insecure, secret) -> dict:
-    from exercises import answer_key
+    from formats import answer_key
     from exercises.assignment import load_assignment
     from exercises.build import build
-    from grader.synthetic import submission_path, synthesize
+    from synthetic import submission_path, synthesize
 
     from .build import EXAMPLE, roster
 

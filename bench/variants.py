@@ -16,20 +16,21 @@ import argparse
 import json
 import time
 
-import exercises
+from exercises.bank import load_bank
+from exercises.variant import make_variant
 
 
 def _time(template, seeds, validate: bool) -> tuple[float, int]:
     start = time.perf_counter()
     draws = 0
     for seed in seeds:
-        draws += exercises.make_variant(template, seed, validate=validate).attempts
+        draws += make_variant(template, seed, validate=validate).attempts
     return time.perf_counter() - start, draws
 
 
 def run(seeds: int = 100, paths=None, rounds: int = 2) -> dict:
     """Time ``seeds`` variants of every template, validated and bare, best of ``rounds``."""
-    templates, _ = exercises.load_bank(paths)
+    templates, _ = load_bank(paths)
     rows = []
     for template in templates.values():
         seed_list = range(seeds)

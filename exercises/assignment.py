@@ -20,7 +20,7 @@ from pathlib import Path
 
 from .bank import BANK_DIR, template_files
 from .schema import Template, TemplateError, _Checker, _display, _join, _kind, load_template
-from .textfile import ProblemsError, read_utf8
+from formats.textfile import ProblemsError, read_utf8
 from .yaml_lines import LineDict, LineList, YAMLError, load_yaml
 
 TOP_KEYS = {"id": "required", "title": "required", "instructions": "optional",

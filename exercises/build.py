@@ -30,12 +30,12 @@ from importlib.metadata import PackageNotFoundError, version
 from multiprocessing import get_context
 from pathlib import Path
 
-from . import answer_key
-from .answer_key import CLASS_STUDENT
+from formats import answer_key
+from formats.key_shape import CLASS_STUDENT
 from .notebook import (Header, ProblemVariant, answer_names, build_notebook, notebook_bytes,
                        student_and_instructor)
 from .seeds import variant_seed
-from .textfile import write_atomic
+from formats.textfile import write_atomic
 from .schema import TemplateError
 from .variant import VariantError, make_variant
 

@@ -26,9 +26,11 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from .cells import CODE_PLACEHOLDER, LETTERS, MARKDOWN_PLACEHOLDER, SETUP, cell_id as _cell_id
+from formats.cells import (CHECK, CODE_PLACEHOLDER, EXAMPLE, GIVENS, HEADER_CELL, HEATMAP, LETTERS,
+                           MARKDOWN_PLACEHOLDER, PROMPT, SETUP, SETUP_CELL, SOLUTION, grade_id)
+from formats.cells import cell_id as _cell_id
 from .checks import CHECKS
-from .literals import assignment, literal
+from formats.literals import assignment, literal
 from .schema import NOTEBOOK_NAMES
 from .variant import Variant, example_case
 
@@ -187,7 +189,7 @@ def _prompt_cell(n: int, problem: ProblemVariant) -> dict:
     v = problem.variant
     text = (f"## Problem {n}. {markdown_text(problem.title)} ({points_text(v.template.points)})\n\n"
             f"{v.prompt().strip()}")
-    return _cell("markdown", f"{problem.id}--prompt", text, locked=True)
+    return _cell("markdown", grade_id(problem.id, role=PROMPT), text, locked=True)
 
 
 def _givens_cell(n: int, problem: ProblemVariant, shared: set[str]) -> dict | None:
@@ -200,16 +202,16 @@ def _givens_cell(n: int, problem: ProblemVariant, shared: set[str]) -> dict | No
         lines.append(f"# Other problems use {', '.join(again)} too: run this cell again "
                      "whenever you come back to this problem.")
     lines += [assignment(name, value) for name, value in givens.items()]
-    return _cell("code", f"{problem.id}--givens", "\n".join(lines), locked=True)
+    return _cell("code", grade_id(problem.id, role=GIVENS), "\n".join(lines), locked=True)
 
 
 def _part_cells(problem: ProblemVariant, names: dict, version: str) -> list[dict]:
     v, cells = problem.variant, []
     for i, part in enumerate(v.template.parts):
         label, name = f"({LETTERS[i].lower()})", names.get(part.id)
-        gid = f"{problem.id}-{part.id}"
+        gid = grade_id(problem.id, part.id)
         if v.template.kind == "free_response":
-            cells.append(_cell("markdown", f"{gid}--prompt",
+            cells.append(_cell("markdown", grade_id(problem.id, part.id, role=PROMPT),
                                f"**{label}** {v.part_prompt(part).strip()} ({points_text(part.points)}; "
                                "graded by hand: write your answer in the cell below)", locked=True))
             rubric = f"**Rubric.**\n\n{v.rubric(part).strip()}"
@@ -220,16 +222,16 @@ def _part_cells(problem: ProblemVariant, names: dict, version: str) -> list[dict
         if v.template.kind == "choice":
             cells += _choice_cells(problem, part, label, name, version)
             continue
-        cells.append(_cell("markdown", f"{gid}--prompt",
+        cells.append(_cell("markdown", grade_id(problem.id, part.id, role=PROMPT),
                            f"**{label}** {v.part_prompt(part).strip()} ({points_text(part.points)})\n\n"
                            f"Store your answer in `{name}`: {_describe(expected)}.", locked=True))
         cells.append(_cell("code", gid, _solution_region(assignment(name, expected)),
                            solution=True))
-        cells.append(_cell("code", f"{gid}--check", _numeric_check(part, name, expected, v, version),
+        cells.append(_cell("code", grade_id(problem.id, part.id, role=CHECK), _numeric_check(part, name, expected, v, version),
                            grade=True, locked=True, points=part.points))
         if isinstance(expected, np.ndarray) and expected.ndim == 2 and min(expected.shape) > 1 \
                 and expected.dtype.kind == "f":
-            cells.append(_cell("code", f"{gid}--heatmap", _heatmap(part, name), locked=True))
+            cells.append(_cell("code", grade_id(problem.id, part.id, role=HEATMAP), _heatmap(part, name), locked=True))
     return cells
 
 
@@ -278,7 +280,7 @@ def _numeric_check(part, name: str, expected, variant: Variant, version: str) ->
 
 def _choice_cells(problem: ProblemVariant, part, label: str, name: str, version: str) -> list[dict]:
     v = problem.variant
-    gid = f"{problem.id}-{part.id}"
+    gid = grade_id(problem.id, part.id)
     options = v.options[part.id]
     letters = LETTERS[:len(options)]
     listing = "\n".join(f"- **{letter}.** {option['text']}" for letter, option in zip(letters, options))
@@ -293,9 +295,9 @@ def _choice_cells(problem: ProblemVariant, part, label: str, name: str, version:
              f'    print("{name}: an option was chosen (it is checked at grading)")')
     hidden = _hidden([f"assert str({name}).strip().upper() == {correct!r}, \"{name} is not right\""],
                      version)
-    return [_cell("markdown", f"{gid}--prompt", prompt, locked=True),
+    return [_cell("markdown", grade_id(problem.id, part.id, role=PROMPT), prompt, locked=True),
             _cell("code", gid, _solution_region(f"{name} = {correct!r}"), solution=True),
-            _cell("code", f"{gid}--check", "\n".join([check, *hidden]), grade=True, locked=True,
+            _cell("code", grade_id(problem.id, part.id, role=CHECK), "\n".join([check, *hidden]), grade=True, locked=True,
                   points=part.points)]
 
 
@@ -305,7 +307,7 @@ def _implement_cells(problem: ProblemVariant, version: str) -> list[dict]:
     v = problem.variant
     t = v.template
     f = t.function
-    gid = f"{problem.id}-{f.name}"
+    gid = grade_id(problem.id, f.name)
     header, body = t.reference_code()
     docstring = f'    """Returns {f.returns}."""' if f.returns else ""
     answer = "\n".join(x for x in [header, docstring, _solution_region(body, "    ")] if x)
@@ -315,11 +317,11 @@ def _implement_cells(problem: ProblemVariant, version: str) -> list[dict]:
     families = "\n".join(f"- `{family.family}` ({points_text(family.points)}, {family.cases} "
                          f"case{'s' if family.cases != 1 else ''})" for family in t.tests)
     cells = [
-        _cell("markdown", f"{gid}--prompt",
+        _cell("markdown", grade_id(problem.id, f.name, role=PROMPT),
               f"Write `{f.name}{f.signature}` in the cell below. Hidden tests, by family:\n\n"
               f"{families}", locked=True),
         _cell("code", gid, answer, solution=True),
-        _cell("code", f"{gid}--example",
+        _cell("code", grade_id(problem.id, f.name, role=EXAMPLE),
               "# A small visible example (the hidden tests use other inputs).\n"
               + assignment(example_name, example_args), locked=True),
     ]
@@ -331,7 +333,7 @@ def _implement_cells(problem: ProblemVariant, version: str) -> list[dict]:
                      *_example_check(f.name, example_name, example.expected)]
         cases = [c for c in v.tests if c.family == family.family]
         hidden = _hidden(_implement_tests(f.name, cases, t.rtol, t.atol), version)
-        cells.append(_cell("code", f"{gid}-{family.family}", "\n".join([*lines, *hidden]),
+        cells.append(_cell("code", grade_id(problem.id, f.name, family=family.family), "\n".join([*lines, *hidden]),
                            grade=True, locked=True, points=family.points))
     return cells
 
@@ -406,7 +408,7 @@ def _header_cell(header: Header, problems: list[ProblemVariant]) -> dict:
     lines += [f"| {n} | {markdown_text(p.title)} | {p.variant.template.points:g} |"
               for n, p in enumerate(problems, 1)]
     lines.append(f"| | **total** | **{total:g}** |")
-    return _cell("markdown", "header", "\n".join(lines), locked=True)
+    return _cell("markdown", HEADER_CELL, "\n".join(lines), locked=True)
 
 
 def _record(header: Header, problems, names, version: str) -> dict:
@@ -466,7 +468,7 @@ def clear_solutions(source: str, cell_type: str) -> str:
 def _notebook(header: Header, problems: list[ProblemVariant], version: str) -> tuple[dict, list]:
     """(notebook, its worked-solution cells)."""
     names, shared = answer_names(problems), shared_givens(problems)
-    cells = [_header_cell(header, problems), _cell("code", "setup", SETUP.rstrip("\n"), locked=True)]
+    cells = [_header_cell(header, problems), _cell("code", SETUP_CELL, SETUP.rstrip("\n"), locked=True)]
     worked = []
     for n, problem in enumerate(problems, 1):
         cells.append(_prompt_cell(n, problem))
@@ -478,7 +480,7 @@ def _notebook(header: Header, problems: list[ProblemVariant], version: str) -> t
         else:
             cells += _part_cells(problem, names[problem.id], version)
         if version == "instructor" and problem.variant.template.solution.strip():
-            worked.append(_cell("markdown", f"{problem.id}--solution",
+            worked.append(_cell("markdown", grade_id(problem.id, role=SOLUTION),
                                 f"### Worked solution to problem {n}\n\n"
                                 f"{problem.variant.solution().strip()}", locked=True))
             cells.append(worked[-1])

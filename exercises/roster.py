@@ -18,7 +18,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from .schema import _display
-from .textfile import ProblemsError, read_utf8
+from formats.textfile import ProblemsError, read_utf8
 
 COLUMNS = ("student_id", "name", "email")
 MAX_PROBLEMS = 50

@@ -21,7 +21,7 @@ from .checks import CHECKS
 from .distributions import DISTRIBUTIONS
 from .expressions import Expression, ExpressionError
 from .objectives import OBJECTIVES
-from .textfile import ProblemsError
+from formats.textfile import ProblemsError
 from .yaml_lines import LineDict, LineList, YAMLError, load_yaml
 
 KINDS = ("numeric", "implement", "choice", "free_response")

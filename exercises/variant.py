@@ -28,9 +28,11 @@ from dataclasses import dataclass, field, replace
 import numpy as np
 from solutions.misconceptions import BLOCKED_SCORE
 
-from . import references, serialize
+from formats import serialize
+
+from . import references
 from .checks import CHECKS
-from .compare import compare, is_numeric, within
+from formats.compare import compare, is_numeric, within
 from .distributions import DISTRIBUTIONS
 from .expressions import Expression, ExpressionError, IllPosed, Scope
 from .render import RenderError, render

@@ -15,9 +15,11 @@ from dataclasses import dataclass
 import numpy as np
 from solutions import MISCONCEPTIONS
 
-from exercises.compare import compare, is_numeric, within
-from exercises.cells import LETTERS
-from exercises.serialize import decode_names, from_jsonable
+from formats.compare import compare, is_numeric, within
+from formats.key_shape import answer_names, gradings
+from formats.key_shape import points as points_of
+from formats.cells import LETTERS
+from formats.serialize import decode_names, from_jsonable
 
 PASSED, FAILED, PARTIAL, MISSING, ERROR, MANUAL = "passed", "failed", "partial", "missing", "error", "manual"
 
@@ -96,7 +98,7 @@ def _expected_form(expected) -> str:
 def numeric_part(grading: dict, expected, value, twins: dict, variable: str) -> Verdict:
     """A numeric part: ``grading`` is the key's entry for the part (points, rtol, atol,
     misconceptions), ``twins`` maps each twin's name to what it gives for this part."""
-    points = float(grading["points"])
+    points = points_of(grading)
     if isinstance(value, Missing):
         because = f" ({value.cause})" if value.cause else ""
         return Verdict(0.0, points, MISSING, f"`{variable}` is not defined: your answer cell did "
@@ -166,7 +168,7 @@ def _shape_hint(value, expected, rtol, atol) -> str:
 def choice_part(grading: dict, options: list[dict], correct: int, value, variable: str) -> Verdict:
     """A multiple-choice part: the student gives a letter (``"B"``; case and spaces do not
     matter). A wrong option earns its own feedback."""
-    points = float(grading["points"])
+    points = points_of(grading)
     letters = tuple(LETTERS[:len(options)])      # a tuple: "BC" in "ABCD" would be True
     if isinstance(value, Missing):
         because = f" ({value.cause})" if value.cause else ""
@@ -223,7 +225,7 @@ def implement_family(family: dict, cases: list[dict], outcomes: dict, function: 
     """A test family of an ``implement`` problem: points in proportion to the hidden cases
     passed. ``cases`` are the key's tests of this family with their position ``position`` in
     the key; ``outcomes`` maps that position to a CaseOutcome."""
-    points = float(family["points"])
+    points = points_of(family)
     failures, failed_positions = [], []
     for case in cases:
         expected = from_jsonable(case["expected"])
@@ -267,18 +269,8 @@ def _matches_outputs(value, wrong, rtol, atol) -> bool:
 
 # --- a whole problem ---------------------------------------------------------------------
 
-def part_id(grading: dict) -> str:
-    """A key record's grading entry by name: a part's id, or an implement test family's."""
-    return grading.get("id") or grading["family"]
-
-
-def graded_parts(record: dict) -> list[tuple[str, float]]:
-    """(part id, points) of every graded item of a key record, in the key's order."""
-    return [(part_id(g), float(g["points"])) for g in record.get("grading", [])]
-
-
 def free_response_part(grading: dict, text: str | None) -> Verdict:
-    points = float(grading["points"])
+    points = points_of(grading)
     if not text:
         return Verdict(0.0, points, MISSING, "No answer written (graded by hand).")
     return Verdict(0.0, points, MANUAL, "Graded by hand.")
@@ -293,7 +285,7 @@ def problem_verdicts(record: dict, values: dict, outcomes: dict, free_text: dict
     verdicts = {}
     if kind == "implement":
         twins = record.get("twins", {})          # twin → [stored output per case]: decoded on use
-        for family in record["grading"]:
+        for family in gradings(record):
             cases = [{**t, "position": i} for i, t in enumerate(record["tests"])
                      if t["family"] == family["family"]]
             verdicts[family["family"]] = implement_family(
@@ -302,12 +294,12 @@ def problem_verdicts(record: dict, values: dict, outcomes: dict, free_text: dict
         return verdicts
     answers = decode_names(record["answers"]) if kind != "free_response" else {}
     twins = {name: from_jsonable(v) for name, v in record.get("twins", {}).items()}
-    for grading in record["grading"]:
+    for grading in gradings(record):
         part = grading["id"]
         if kind == "free_response":
             verdicts[part] = free_response_part(grading, free_text.get(part))
             continue
-        variable = record["answer_names"][part]
+        variable = answer_names(record)[part]
         value = values.get(variable, Missing())
         if kind == "choice":
             verdicts[part] = choice_part(grading, record["options"][part], int(answers[part]), value,

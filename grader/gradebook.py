@@ -27,7 +27,7 @@ from dataclasses import dataclass, field
 from datetime import datetime, timezone
 from pathlib import Path
 
-from exercises.textfile import printable
+from formats.textfile import printable
 
 FORMAT = "attnkit-gradebook"
 SCHEMA_VERSION = 1
@@ -78,7 +78,7 @@ CREATE TABLE results (
     status        TEXT NOT NULL CHECK (status IN {RESULT_STATUSES!r}),
     message       TEXT NOT NULL,
     misconception TEXT,
-    answer        TEXT,                     -- JSON (exercises.serialize.to_jsonable), capped
+    answer        TEXT,                     -- JSON (formats.serialize.to_jsonable), capped
     duration_ms   INTEGER NOT NULL,
     content_hash  TEXT NOT NULL,
     PRIMARY KEY (assignment, student, problem, part),
@@ -125,7 +125,7 @@ class SubmissionRow:
 @dataclass(frozen=True)
 class ResultRow:
     """One graded part. ``answer`` is the student's value made JSON-ready
-    (``exercises.serialize.to_jsonable``) or None; read back, an answer that was too large to
+    (``formats.serialize.to_jsonable``) or None; read back, an answer that was too large to
     store is ``{"omitted": reason}`` (see ``omitted_reason``). ``misconception`` is the code of
     the twin the wrong answer matched (``solutions.MISCONCEPTIONS``)."""
 
@@ -162,7 +162,7 @@ def _answer_text(row: ResultRow) -> str | None:
         text = json.dumps(row.answer, ensure_ascii=False, allow_nan=False, separators=(",", ":"))
     except (TypeError, ValueError) as err:
         raise ValueError(f"{row.student}: {row.problem}/{row.part}: the answer is not JSON-ready "
-                         f"({err}); store exercises.serialize.to_jsonable(value)") from None
+                         f"({err}); store formats.serialize.to_jsonable(value)") from None
     text = _text(text)
     size = len(text.encode("utf-8"))
     if size > ANSWER_LIMIT:

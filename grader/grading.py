@@ -16,19 +16,20 @@ from dataclasses import dataclass, field, replace
 
 import numpy as np
 
-from exercises.answer_key import entry_digest
-from exercises.serialize import NotSerializable, to_jsonable
-from exercises.textfile import printable
+from formats.answer_key import entry_digest
+from formats.key_shape import (answer_names, assignment_id, entry_for, graded_parts, gradings, head_parts,
+                              is_free_response, part_id, points, problem_order, problem_records)
+from formats.serialize import NotSerializable, to_jsonable
+from formats.textfile import printable
 
 from .budget import CPU_SECONDS, UNLIMITED, Budget, OverBudget
-from .checking import (ERROR, MISSING, CaseOutcome, Missing, Verdict, code, graded_parts, part_id,
-                       problem_verdicts)
-from .frames import list_objects
+from .checking import ERROR, MISSING, CaseOutcome, Missing, Verdict, code, problem_verdicts
+from .sandbox.frames import list_objects
 from .hidden import HiddenInputs, may_hold_numbers
 from .gradebook import ANSWER_LIMIT, OMITTED, ResultRow, SubmissionRow
-from .intake import Found, Submission, entry_for, file_hash, read_submission
+from .intake import Found, Submission, file_hash, read_submission
 from .program import job_for
-from .sandbox import send_label
+from .sandbox.client import send_label
 
 
 @dataclass
@@ -118,11 +119,11 @@ def grade_values(entry: dict, values: dict, outcomes: dict, free_text: dict, cau
     label → why its variable may be missing. ``budget`` is checked before each problem."""
     verdicts, answers = {}, {}
     hidden = _Unechoed(entry)
-    for pid, record in entry["problems"].items():      # (the key sorts them; rows keep the item order)
+    for pid, record in problem_records(entry):      # (the key sorts them; rows keep the item order)
         budget.check("comparing the answers")
         got = dict(values.get(pid, {}))
         never_sent = stopped and pid not in values
-        for part, variable in record.get("answer_names", {}).items():
+        for part, variable in answer_names(record).items():
             if variable not in got:
                 cause = (f"the run stopped before this problem: {stopped}" if never_sent
                          else causes.get(f"{pid}-{part}") or causes.get(send_label(pid), ""))
@@ -130,15 +131,15 @@ def grade_values(entry: dict, values: dict, outcomes: dict, free_text: dict, cau
         try:
             parts = problem_verdicts(record, got, outcomes.get(pid, {}), free_text.get(pid, {}))
         except Exception as err:  # noqa: BLE001 — a grader bug costs this problem, never the batch
-            parts = {part_id(g): Verdict(0.0, float(g["points"]), ERROR,
+            parts = {part_id(g): Verdict(0.0, points(g), ERROR,
                                          f"internal grader error: {type(err).__name__}: {err}")
-                     for g in record["grading"]}
+                     for g in gradings(record)}
         for part, verdict in parts.items():
             verdicts[(pid, part)] = hidden.masked(verdict)
-            variable = record.get("answer_names", {}).get(part)
+            variable = answer_names(record).get(part)
             if variable is not None:
                 answers[(pid, part)] = hidden.kept(got.get(variable), verdict)
-            elif record["kind"] == "free_response":
+            elif is_free_response(record):
                 answers[(pid, part)] = free_text.get(pid, {}).get(part)
             else:
                 answers[(pid, part)] = None
@@ -184,16 +185,17 @@ def unrunnable(entry: dict, reason: str) -> Graded:
     """Every part of a submission that could not be run at all (an unreadable notebook):
     ``missing``, with the reason."""
     verdicts = {}
-    for pid, record in entry["problems"].items():
-        for g in record["grading"]:
-            verdicts[(pid, part_id(g))] = Verdict(0.0, float(g["points"]), MISSING, reason)
+    for pid, record in problem_records(entry):
+        for part, max_score in graded_parts(record):
+            verdicts[(pid, part)] = Verdict(0.0, max_score, MISSING, reason)
     return Graded(verdicts, {k: None for k in verdicts}, [reason])
 
 
 # --- the run -----------------------------------------------------------------------------
 
-_SCORING_CODE = ("grader/*.py", "exercises/compare.py", "exercises/serialize.py", "exercises/cells.py",
-                 "exercises/literals.py", "exercises/answer_key.py", "solutions/misconceptions.py")
+# Everything that decides a score: the grader (its sandbox too), the formats it reads the key
+# and the answers in, the misconceptions it names. (Not synthetic/: demo data is not scoring.)
+_SCORING_CODE = ("grader/**/*.py", "formats/*.py", "solutions/misconceptions.py")
 
 
 def grader_version() -> str:
@@ -207,7 +209,7 @@ def grader_version() -> str:
     digest = hashlib.sha256()
     for pattern in _SCORING_CODE:
         for path in sorted(root.glob(pattern)):
-            digest.update(path.name.encode() + b"\0" + path.read_bytes())
+            digest.update(path.relative_to(root).as_posix().encode() + b"\0" + path.read_bytes())
     try:
         kit = version("attention-kit")
     except PackageNotFoundError:
@@ -233,8 +235,8 @@ class GradingRun:
                  regrade: bool = False, progress=None, kit_version: str = "",
                  cpu_seconds: float = CPU_SECONDS):
         self.key = key
-        self.assignment = key["assignment"]["id"]
-        self.order = [p["id"] for p in key["assignment"]["problems"]]   # the assignment's order
+        self.assignment = assignment_id(key)
+        self.order = problem_order(key)
         # A Submission (already read), or the Found of a file read when its turn comes.
         self.submissions: dict[str, Submission | Found] = {s.student: s for s in submissions}
         self.gradebook, self.sandbox = gradebook, sandbox
@@ -247,9 +249,7 @@ class GradingRun:
         self.interrupted = False              # set by the plugin on Ctrl-C
         self.not_recorded: list[str] = []     # partly selected with -k: gradebook left alone
         self.graded: dict[str, Graded] = {}
-        problems = key["assignment"]["problems"]
-        self._head_parts = ([(p["id"], [(str(part), float(points)) for part, points in p["parts"]])
-                             for p in problems] if all("parts" in p for p in problems) else None)
+        self._head_parts = head_parts(key)
         self.window = max(8, 4 * workers)     # submissions run ahead of the one being recorded
         self._parts: dict[str, list] = {}     # student → parts_of, until recorded
         self._entries: dict[str, dict] = {}   # student → key entry, until recorded
@@ -296,8 +296,8 @@ class GradingRun:
         if self._head_parts is not None:
             return self._head_parts
         if student not in self._parts:
-            problems = self.entry(student)["problems"]
-            self._parts[student] = [(pid, graded_parts(problems[pid])) for pid in self.order if pid in problems]
+            records = dict(problem_records(self.entry(student)))
+            self._parts[student] = [(pid, graded_parts(records[pid])) for pid in self.order if pid in records]
         return self._parts[student]
 
     def item_count(self, student: str) -> int:

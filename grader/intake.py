@@ -34,11 +34,14 @@ from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import NamedTuple
 
-from exercises.answer_key import CLASS_STUDENT
-from exercises.literals import assignment
-from exercises.cells import cell_id as cell_id_of
-from exercises.serialize import decode_names
-from exercises.textfile import printable, terminal_safe
+from formats.literals import assignment
+from formats.cells import (CHECK, EXAMPLE, GIVENS, HEADER_CELL, HEATMAP, PROMPT, SETUP_CELL, SOLUTION,
+                           grade_id)
+from formats.cells import cell_id as cell_id_of
+from formats.key_shape import (CLASS_STUDENT, IMPLEMENT, entry_for, givens_of, gradings, is_class_key, is_free_response,
+                              kind, problem_record, problem_records)
+from formats.serialize import decode_names
+from formats.textfile import printable, terminal_safe
 
 # Submissions are read on the grader's sandbox threads, and CPython 3.11's parser is not safe
 # to run in two threads at once ("SystemError: AST constructor recursion depth mismatch"):
@@ -237,56 +240,37 @@ def find_submissions(root: Path, assignment_id: str) -> list[Found]:
 
 # --- the key's cells ---------------------------------------------------------------------
 
-def entry_for(key: dict | None, student: str) -> dict | None:
-    """The key entry that grades ``student``: theirs, or the class entry of an nbgrader
-    course key (one variant for everyone, stored under ``CLASS_STUDENT``)."""
-    if not isinstance(key, dict) or not isinstance(key.get("students"), Mapping):
-        return None
-    students = key["students"]
-    if student in students:
-        return students[student]
-    if is_class_key(key):
-        return students[CLASS_STUDENT]
-    return None
-
-
-def is_class_key(key: dict | None) -> bool:
-    return (isinstance(key, dict) and isinstance(key.get("students"), Mapping)
-            and len(key["students"]) == 1 and CLASS_STUDENT in key["students"])
-
-
 def kit_cells(entry: dict) -> dict[str, KitCell]:
     """Every grade id a notebook built for ``entry`` may hold, mapped to what it is.
 
     Heatmap cells are listed for every numeric part (the build adds one only for 2-D float
     answers, which the key does not say); the instructor's worked-solution cells too."""
-    cells = {"setup": KitCell("setup", None, "setup"), "header": KitCell("header", None, "header")}
+    cells = {SETUP_CELL: KitCell(SETUP_CELL, None, "setup"),
+             HEADER_CELL: KitCell(HEADER_CELL, None, "header")}
 
-    def add(grade_id, pid, role, part=None):
-        cells[grade_id] = KitCell(grade_id, pid, role, part)
+    def add(gid, pid, role, part=None):
+        cells[gid] = KitCell(gid, pid, role, part)
 
-    for pid, record in entry.get("problems", {}).items():
-        add(f"{pid}--prompt", pid, "prompt")
-        add(f"{pid}--solution", pid, "solution")
-        if record.get("givens"):
-            add(f"{pid}--givens", pid, "givens")
-        if record.get("kind") == "implement":
+    for pid, record in problem_records(entry):
+        add(grade_id(pid, role=PROMPT), pid, "prompt")
+        add(grade_id(pid, role=SOLUTION), pid, "solution")
+        if givens_of(record):
+            add(grade_id(pid, role=GIVENS), pid, "givens")
+        if kind(record) == IMPLEMENT:
             fname = record.get("function", "")
-            base = f"{pid}-{fname}"
-            add(base, pid, "answer", fname)
-            add(f"{base}--prompt", pid, "prompt", fname)
-            add(f"{base}--example", pid, "example", fname)
-            for family in record.get("grading", []):
-                add(f"{base}-{family.get('family')}", pid, "tests", family.get("family"))
+            add(grade_id(pid, fname), pid, "answer", fname)
+            add(grade_id(pid, fname, role=PROMPT), pid, "prompt", fname)
+            add(grade_id(pid, fname, role=EXAMPLE), pid, "example", fname)
+            for family in gradings(record):
+                add(grade_id(pid, fname, family=str(family.get("family"))), pid, "tests", family.get("family"))
             continue
-        for grading in record.get("grading", []):
+        for grading in gradings(record):
             part = grading.get("id")
-            base = f"{pid}-{part}"
-            add(base, pid, "answer", part)
-            add(f"{base}--prompt", pid, "prompt", part)
-            if record.get("kind") != "free_response":
-                add(f"{base}--check", pid, "check", part)
-                add(f"{base}--heatmap", pid, "heatmap", part)
+            add(grade_id(pid, part), pid, "answer", part)
+            add(grade_id(pid, part, role=PROMPT), pid, "prompt", part)
+            if not is_free_response(record):
+                add(grade_id(pid, part, role=CHECK), pid, "check", part)
+                add(grade_id(pid, part, role=HEATMAP), pid, "heatmap", part)
     return cells
 
 
@@ -575,7 +559,7 @@ def _kit_issues(found: Found, cells: tuple[Cell, ...], kit: dict[str, KitCell],
         k = kit[c.grade_id]
         if k.role == "givens":
             if k.problem not in issued:
-                givens = decode_names(entry["problems"][k.problem]["givens"])
+                givens = decode_names(givens_of(problem_record(entry, k.problem)))
                 issued[k.problem] = givens, expected_givens_source(givens)
             changed = givens_edits(c.source, *issued[k.problem])
             if changed:

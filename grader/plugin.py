@@ -26,7 +26,7 @@ from pathlib import Path
 import pytest
 from pytest import TestReport
 
-from exercises.textfile import terminal_safe
+from formats.textfile import terminal_safe
 
 from .checking import MANUAL, PASSED, Verdict
 

@@ -25,8 +25,8 @@ import ast
 import re
 from dataclasses import dataclass, field
 
-from exercises.cells import MARKDOWN_PLACEHOLDER, SETUP
-from exercises.serialize import decode_names
+from formats.cells import MARKDOWN_PLACEHOLDER, SETUP
+from formats.serialize import decode_names
 
 from .budget import UNLIMITED, Budget
 from .intake import (NOT_READ, PARSING, Issue, Submission, assigns_exactly, expected_givens_source,
@@ -69,7 +69,7 @@ _NEVER_RUN = frozenset({"setup", "header", "prompt", "givens", "check", "heatmap
 class Program:
     """What the sandbox runs for one submission, and what grading needs beside it.
 
-    ``steps``: the job's steps (dicts as grader.worker takes them); ``problem_of_step``:
+    ``steps``: the job's steps (dicts as grader.sandbox.server takes them); ``problem_of_step``:
     for each step, the problem it belongs to (None for the setup and cells before the first
     problem), so a crash or an error can be charged to the right problem; ``free_text``:
     problem → part → the student's Markdown answer ('' when unanswered) for free-response

@@ -33,15 +33,15 @@ from pathlib import Path
 import numpy as np
 from solutions import MISCONCEPTIONS
 
-from exercises.cells import LETTERS
+from formats.cells import LETTERS
 from exercises.html import code_block, escape, heatmap_svg, markdown_to_html, page
 from exercises.preview import _decimals_for, value_text
-from exercises.serialize import decode_names, from_jsonable
-from exercises.textfile import terminal_safe, write_atomic
+from formats.serialize import decode_names, from_jsonable
+from formats.key_shape import (assignment_id, assignment_title, entry_for, graded_parts, head_problems,
+                              is_class_key, key_students, problem_record, total_points)
+from formats.textfile import terminal_safe, write_atomic
 
-from .checking import graded_parts
 from .gradebook import Gradebook, ResultRow, SubmissionRow, omitted_reason
-from .intake import entry_for, is_class_key
 
 MISSING, GRADED, ERROR, MANUAL = "missing", "graded", "error", "manual"
 # A spreadsheet runs a cell that starts with one of these as a formula; names and e-mails
@@ -86,16 +86,12 @@ class StudentGrades:
     problem_scores: dict          # problem id → points earned
 
 
-def _problems(key: dict) -> list[dict]:
-    return list(key["assignment"]["problems"])
-
-
 def _student_parts(entry: dict, problems: list[dict], rows: list[ResultRow]) -> tuple[Part, ...]:
     by_part = {(r.problem, r.part): r for r in rows}
     parts = []
     for problem in problems:
         pid = problem["id"]
-        known = graded_parts(entry["problems"].get(pid, {}))
+        known = graded_parts(problem_record(entry, pid))
         parts += [Part(pid, part, points, by_part.pop((pid, part), None)) for part, points in known]
         # A part the grader recorded that this key does not list (a key rebuilt since):
         # shown after the key's own, so no earned point goes unseen.
@@ -107,24 +103,24 @@ def _student_parts(entry: dict, problems: list[dict], rows: list[ResultRow]) -> 
 def _students(key: dict, submissions) -> list[str]:
     """The key's students; for an nbgrader course's class-wide key (one entry for everyone),
     the students the gradebook has."""
-    return sorted(submissions) if is_class_key(key) else sorted(key["students"])
+    return sorted(submissions) if is_class_key(key) else key_students(key)
 
 
 def class_grades(gradebook: Gradebook, key: dict) -> list[StudentGrades]:
     """Every student of the key, by id, with their submission and parts — without the
     students' answers (up to 64 kB a part: a class's would be gigabytes; ``with_answers``
     reads one student's when their page is drawn)."""
-    assignment = key["assignment"]
-    submissions: dict[str, SubmissionRow] = {s.student: s for s in gradebook.submissions(assignment["id"])}
+    assignment = assignment_id(key)
+    submissions: dict[str, SubmissionRow] = {s.student: s for s in gradebook.submissions(assignment)}
     rows: dict[str, list[ResultRow]] = {}
-    for r in gradebook.results(assignment["id"], answers=False):
+    for r in gradebook.results(assignment, answers=False):
         rows.setdefault(r.student, []).append(r)
     return [_grades_of(key, sid, submissions.get(sid), rows.get(sid, []))
             for sid in _students(key, submissions)]
 
 
 def _grades_of(key: dict, sid: str, submission: SubmissionRow | None, rows: list[ResultRow]) -> StudentGrades:
-    assignment, problems = key["assignment"], _problems(key)
+    problems = head_problems(key)
     entry = entry_for(key, sid)
     parts = _student_parts(entry, problems, rows)
     scores = {p["id"]: sum(x.score for x in parts if x.problem == p["id"]) for p in problems}
@@ -132,13 +128,13 @@ def _grades_of(key: dict, sid: str, submission: SubmissionRow | None, rows: list
         id=sid, name=str(entry.get("name", "")), email=str(entry.get("email", "")),
         status=submission.status if submission else MISSING,
         notes=submission.notes if submission else (), parts=parts,
-        total=sum(scores.values()), max_score=float(assignment["points"]), problem_scores=scores)
+        total=sum(scores.values()), max_score=total_points(key), problem_scores=scores)
 
 
 def with_answers(gradebook: Gradebook, key: dict, s: StudentGrades) -> StudentGrades:
     """``s`` with the student's answers, read from the gradebook for them alone."""
-    rows = gradebook.results(key["assignment"]["id"], s.id)
-    return replace(s, parts=_student_parts(entry_for(key, s.id), _problems(key), rows))
+    rows = gradebook.results(assignment_id(key), s.id)
+    return replace(s, parts=_student_parts(entry_for(key, s.id), head_problems(key), rows))
 
 
 def _points(x: float, decimals: int = 2) -> str:
@@ -157,7 +153,7 @@ def _safe_cell(text: str) -> str:
 
 
 def csv_text(gradebook: Gradebook, key: dict) -> str:
-    problems = _problems(key)
+    problems = head_problems(key)
     out = io.StringIO()
     writer = csv.writer(out, lineterminator="\r\n")  # RFC 4180: CRLF, quotes only where needed
     writer.writerow(["student_id", "name", "email", "total", "max", *(p["id"] for p in problems),
@@ -182,7 +178,7 @@ def write_csv(gradebook: Gradebook, key: dict, path: str | Path) -> Path:
 
 
 def _problem_titles(key: dict) -> dict[str, tuple[int, str]]:
-    return {p["id"]: (n, str(p.get("title", p["id"]))) for n, p in enumerate(_problems(key), 1)}
+    return {p["id"]: (n, str(p.get("title", p["id"]))) for n, p in enumerate(head_problems(key), 1)}
 
 
 def gradescope_results(s: StudentGrades, key: dict) -> dict:
@@ -459,9 +455,8 @@ def feedback_page(s: StudentGrades, key: dict, reveal: bool = False, fallbacks=N
     """The student's page: their score per problem and per part, what went wrong and why,
     their own answers; the expected answers only with ``reveal``. A part that cannot be
     drawn is shown as text, and named in the list ``fallbacks`` when one is given."""
-    assignment = key["assignment"]
     entry = entry_for(key, s.id)
-    title = f"{assignment.get('title', assignment['id'])} — feedback"
+    title = f"{assignment_title(key) or assignment_id(key)} — feedback"
     who = f"{s.name} ({s.id})" if s.name else s.id
     body = [f"<h1>{escape(title)}</h1>", f"<p>{escape(who)}</p>",
             f"<p><strong>{_points(s.total)} / {_points(s.max_score)} points</strong></p>"]
@@ -473,7 +468,7 @@ def feedback_page(s: StudentGrades, key: dict, reveal: bool = False, fallbacks=N
         body.append("<ul class=\"notes\">" + "".join(f"<li>{escape(n)}</li>" for n in s.notes) + "</ul>")
     if any(p.status == MANUAL for p in s.parts):
         body.append("<p>Some parts are graded by hand: their points are not included yet.</p>")
-    problems = _problems(key)
+    problems = head_problems(key)
     rows = "".join(f"<tr><td>{n}. {escape(p.get('title', p['id']))}</td>"
                    f"<td>{_points(s.problem_scores[p['id']])} / {_points(p['points'])}</td></tr>"
                    for n, p in enumerate(problems, 1))
@@ -482,7 +477,7 @@ def feedback_page(s: StudentGrades, key: dict, reveal: bool = False, fallbacks=N
         body.append("<p><em>This page shows the expected answers.</em></p>")
     for n, problem in enumerate(problems, 1):
         pid = problem["id"]
-        record = entry["problems"].get(pid, {})
+        record = problem_record(entry, pid)
         words = _word_lists(record)
         parts = [p for p in s.parts if p.problem == pid]
         section = [f'<section class="problem"><h2>Problem {n}. {escape(problem.get("title", pid))} '
@@ -569,7 +564,7 @@ def summary_json(gradebook: Gradebook, key: dict) -> dict:
     graded = [s for s in grades if s.status == GRADED]
     problems = [{"id": p["id"], "title": p.get("title", p["id"]), "points": float(p["points"]),
                  **_statistics([s.problem_scores[p["id"]] for s in graded])}
-                for p in _problems(key)]
+                for p in head_problems(key)]
     mistakes: Counter = Counter()        # students who made the mistake somewhere
     parts: Counter = Counter()           # parts it cost, over the class
     where: dict[str, set[str]] = {}
@@ -596,8 +591,8 @@ def summary_json(gradebook: Gradebook, key: dict) -> dict:
                 for s in grades]
     statuses = Counter(s.status for s in grades)
     return {
-        "assignment": {"id": key["assignment"]["id"], "title": key["assignment"].get("title", ""),
-                       "points": float(key["assignment"]["points"])},
+        "assignment": {"id": assignment_id(key), "title": assignment_title(key),
+                       "points": total_points(key)},
         "students": students,
         "problems": problems,
         "totals": _statistics([s.total for s in graded]),

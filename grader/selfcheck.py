@@ -13,8 +13,8 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from exercises.cells import MARKDOWN_PLACEHOLDER
-from exercises.textfile import terminal_safe
+from formats.cells import MARKDOWN_PLACEHOLDER
+from formats.textfile import terminal_safe
 
 from .intake import NOT_READ, Found, read_submission
 from .program import GRADING_SETUP, strip_magics
@@ -125,8 +125,8 @@ def _implemented_flag(problem: str) -> str:
 
 
 def self_check(path: Path, timeout: float = 10.0, sandbox=None) -> CheckReport:
-    """Check the notebook at ``path`` (``sandbox``: a running grader.sandbox.Sandbox to reuse)."""
-    from .sandbox import Limits, Sandbox
+    """Check the notebook at ``path`` (``sandbox``: a running grader.sandbox.client.Sandbox to reuse)."""
+    from .sandbox.client import Limits, Sandbox
 
     path = Path(path)
     if not path.is_file():

@@ -9,7 +9,9 @@ from pathlib import Path
 
 import pytest
 
-import exercises
+from exercises.objectives import OBJECTIVES
+from exercises.schema import load_template
+from exercises.variant import make_variant
 from attnkit.cli import main
 
 FIXTURES = Path(__file__).resolve().parents[1] / "fixtures"
@@ -136,7 +138,7 @@ def test_bank_show_text(capsys, good_bank):
     assert code == 0
     assert out.startswith("Attention weights for two tokens\n"
                           "  id two_token_weights · numeric · 3 points · bank/weights.yaml\n")
-    assert f"  objective: self_attention — {exercises.OBJECTIVES['self_attention']}\n" in out
+    assert f"  objective: self_attention — {OBJECTIVES['self_attention']}\n" in out
     assert "  parameters: Q (int_matrix), K (int_matrix)\n" in out
     assert "  derived: steps\n" in out
     assert "  constraint: max(abs(steps.raw_scores)) <= 4\n" in out
@@ -151,7 +153,7 @@ def test_bank_show_json(capsys, good_bank):
     assert code == 0
     assert json.loads(out) == {
         "id": "square_root", "title": "The scale factor", "objective": "scaling",
-        "objective_text": exercises.OBJECTIVES["scaling"], "kind": "numeric", "points": 1.0,
+        "objective_text": OBJECTIVES["scaling"], "kind": "numeric", "points": 1.0,
         "path": "bank/root.yaml", "tags": ["by-hand"], "parameters": {"d_k": "choice"},
         "derived": [], "givens": ["d_k"], "constraints": [],
         "parts": [{"id": "root", "points": 1.0, "rtol": 1e-05, "atol": 0.001,
@@ -274,8 +276,8 @@ def test_bank_validate_a_missing_path(capsys, tmp_path, monkeypatch):
 # --- preview --------------------------------------------------------------------------------
 
 def _d_k(seed):
-    template = exercises.load_template("bank/root.yaml")
-    return exercises.make_variant(template, seed).values["d_k"]
+    template = load_template("bank/root.yaml")
+    return make_variant(template, seed).values["d_k"]
 
 
 def test_preview_exact_text(capsys, good_bank):

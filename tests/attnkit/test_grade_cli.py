@@ -24,14 +24,14 @@ from pathlib import Path
 import pytest
 
 from attnkit.cli import main
-from exercises.answer_key import load_key
+from formats.answer_key import load_key
 from exercises.assignment import load_assignment
 from exercises.build import build
 from exercises.roster import load_roster
-from exercises.serialize import decode_names
-from grader import isolation
+from formats.serialize import decode_names
+from grader.sandbox import walls
 from grader.gradebook import Gradebook
-from grader.synthetic import MISCONCEPTION_PREFIX, load_manifest, profile_names, synthesize
+from synthetic import MISCONCEPTION_PREFIX, load_manifest, profile_names, synthesize
 
 ROOT = Path(__file__).resolve().parents[2]
 EXAMPLE = ROOT / "problem_bank" / "assignments" / "example.yaml"
@@ -364,7 +364,7 @@ def test_k_runs_only_matching_items_and_leaves_the_gradebook_alone(course, grade
 def test_explain_sandbox_prints_every_layer(capsys):
     assert main(["grade", "--explain-sandbox"]) == 0
     out = capsys.readouterr().out
-    for layer in isolation.explain():
+    for layer in walls.explain():
         assert re.search(rf"^\s*\[(on |off)\] {re.escape(layer['name'])}\s", out, re.M), layer["name"]
 
 

@@ -24,11 +24,11 @@ from pathlib import Path
 
 import pytest
 
-from exercises.answer_key import load_key
+from formats.answer_key import load_key
 from exercises.assignment import load_assignment
 from exercises.build import build
 from exercises.roster import load_roster
-from grader.synthetic import MISCONCEPTION_PREFIX, load_manifest, profile_names, synthesize
+from synthetic import MISCONCEPTION_PREFIX, load_manifest, profile_names, synthesize
 
 ROOT = Path(__file__).resolve().parents[2]
 EXAMPLE = ROOT / "problem_bank" / "assignments" / "example.yaml"

@@ -5,7 +5,11 @@ import nbformat
 import pytest
 from nbclient import NotebookClient
 
-from exercises import load_bank, make_variant, variant_seed
+from exercises.bank import load_bank
+
+from exercises.variant import make_variant
+
+from exercises.seeds import variant_seed
 from exercises.notebook import Header, ProblemVariant, notebook_bytes
 
 SECRET = b"a test course secret of 32 bytes"

@@ -12,7 +12,7 @@ from pathlib import Path
 
 import pytest
 
-from exercises import load_template
+from exercises.schema import load_template
 from exercises.assignment import AssignmentError, load_assignment
 from exercises.bank import BANK_DIR
 

@@ -14,8 +14,9 @@ from pathlib import Path
 
 import pytest
 
-import exercises
-from exercises import BankError, TemplateError, VariantError, load_bank, load_template, make_variant
+from exercises.bank import BankError, load_bank
+from exercises.schema import TemplateError, load_template
+from exercises.variant import VariantError, make_variant
 
 FIXTURES = Path(__file__).resolve().parents[1] / "fixtures"
 BAD = FIXTURES / "bad_templates"
@@ -194,7 +195,7 @@ def test_the_whole_corpus_as_a_bank_reports_every_load_error(monkeypatch):
 
 def test_bank_error_without_keep_going_lists_all_problems(monkeypatch):
     monkeypatch.chdir(FIXTURES)
-    with pytest.raises(exercises.BankError) as caught:
+    with pytest.raises(BankError) as caught:
         load_bank(["bad_templates"])
     assert DUPLICATE_ERROR in caught.value.problems
     assert LOAD_ERRORS["unknown_kind.yaml"] in caught.value.problems

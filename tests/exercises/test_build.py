@@ -9,7 +9,7 @@ import nbformat
 import pytest
 from nbgrader.nbgraderformat import MetadataValidator
 
-from exercises.answer_key import AnswerKeyError, load_key
+from formats.answer_key import AnswerKeyError, load_key
 from exercises.assignment import load_assignment
 from exercises.build import CLASS_STUDENT, build, build_nbgrader
 from exercises.roster import load_roster

@@ -16,8 +16,10 @@ import numpy as np
 import pytest
 
 import solutions
-from exercises import (TemplateError, VariantError, compare, load_template, make_variant,
-                       parse_template, serialize)
+from exercises.schema import TemplateError, load_template, parse_template
+from exercises.variant import VariantError, make_variant
+from formats.compare import compare
+from formats import serialize
 from exercises.bank import template_files
 from exercises.checks import CHECKS
 from exercises.distributions import DISTRIBUTIONS

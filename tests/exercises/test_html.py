@@ -7,7 +7,9 @@ from html.parser import HTMLParser
 import numpy as np
 import pytest
 
-from exercises import load_bank, make_variant
+from exercises.bank import load_bank
+
+from exercises.variant import make_variant
 from exercises.html import (answer_box, code_block, escape, heatmap_svg, markdown_to_html,
                             math_to_html, page)
 

@@ -12,7 +12,7 @@ import numpy as np
 import pytest
 from nbgrader.nbgraderformat.v3 import MetadataValidatorV3
 
-from exercises.literals import literal
+from formats.literals import literal
 
 from exercises.notebook import (VERSIONS, build_notebook, clear_solutions, markdown_text,
                                 notebook_bytes, student_and_instructor)
@@ -224,7 +224,8 @@ solution: "$\\\\sqrt{d_k}$ and $2 d_k$."
 
 
 def test_odd_part_ids_long_problem_ids_and_markup_in_names_stay_apart(tmp_path, kernel):
-    from exercises import load_template, make_variant
+    from exercises.schema import load_template
+    from exercises.variant import make_variant
     from exercises.notebook import Header, ProblemVariant
     path = tmp_path / "odd.yaml"
     path.write_text(ODD_TEMPLATE)

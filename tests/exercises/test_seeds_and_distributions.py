@@ -7,7 +7,7 @@ import json
 import numpy as np
 import pytest
 
-from exercises import generator, variant_seed
+from exercises.seeds import generator, variant_seed
 from exercises.distributions import DISTRIBUTIONS, VOCABULARY
 
 BASE = ("course-secret", "hw3", "alice", "sdpa_four_tokens")

@@ -8,7 +8,11 @@ Python check and the notebook's own check cell, run as the student would run it.
 import numpy as np
 import pytest
 
-from exercises import compare, load_bank, make_variant
+from formats.compare import compare
+
+from exercises.bank import load_bank
+
+from exercises.variant import make_variant
 from exercises.checks import CHECKS
 from exercises.notebook import SETUP, Header, ProblemVariant, build_notebook
 

@@ -4,7 +4,7 @@ from pathlib import Path
 
 import pytest
 
-from exercises.answer_key import load_key
+from formats.answer_key import load_key
 from exercises.assignment import load_assignment
 from exercises.build import build
 from exercises.roster import load_roster

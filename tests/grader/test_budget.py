@@ -10,8 +10,8 @@ from grader.gradebook import ANSWER_LIMIT, Gradebook, omitted_reason
 from grader.grading import MAX_NOTES, GradingRun, _jsonable_answer, capped_notes
 from grader.intake import find_submissions, match
 from grader.plugin import run_pytest
-from grader.sandbox import Limits, Sandbox
-from grader.synthetic import load_manifest, synthesize
+from grader.sandbox.client import Limits, Sandbox
+from synthetic import load_manifest, synthesize
 
 SECRET = "budget test secret: 32 bytes or more"
 

@@ -5,9 +5,13 @@ key, must be named as that twin)."""
 import numpy as np
 import pytest
 
-from exercises import load_bank, make_variant, variant_seed
-from exercises.compare import compare
-from exercises.serialize import decode_names, from_jsonable, same_value
+from exercises.bank import load_bank
+
+from exercises.variant import make_variant
+
+from exercises.seeds import variant_seed
+from formats.compare import compare
+from formats.serialize import decode_names, from_jsonable, same_value
 from grader.checking import (FAILED, MANUAL, MISSING, PARTIAL, PASSED, CaseOutcome, Missing,
                              choice_part, implement_family, numeric_part, problem_verdicts)
 from solutions import MISCONCEPTIONS
@@ -61,7 +65,7 @@ def test_the_size_of_the_error_never_gives_the_expected_number_away():
 
 
 def test_an_object_that_cannot_cross_the_boundary_is_named():
-    from grader.frames import Unsupported
+    from grader.sandbox.frames import Unsupported
     v = numeric_part(GRADING, EXPECTED, Unsupported("function"), {}, "w")
     assert v.message == "`w` is a function; expected an array of shape (2, 2)."
 

@@ -1,7 +1,7 @@
 """Hostile notebooks, generated: whatever a student hands in, the trusted side records it, in
 bounded time, and every report is written.
 
-Hypothesis edits the real, correct notebooks of the example assignment (grader.synthetic,
+Hypothesis edits the real, correct notebooks of the example assignment (synthetic,
 profile ``correct``, built once per session) the way a student, a broken tool or an attacker
 might: cells deleted, duplicated, moved, re-typed, given another cell's grade id or metadata
 that is not an object; sources that are not text; the notebook's own fields of the wrong JSON
@@ -51,16 +51,16 @@ import pytest
 from hypothesis import HealthCheck, Phase, example, given, note, settings
 from hypothesis import strategies as st
 
-from exercises.serialize import from_jsonable
+from formats.serialize import from_jsonable
 from grader import budget as grader_budget
-from grader.checking import graded_parts
+from formats.key_shape import graded_parts
 from grader.gradebook import Gradebook
 from grader.grading import GradingRun
 from grader.intake import find_submissions, match
 from grader.plugin import run_pytest
 from grader.reports import write_csv, write_feedback, write_gradescope
-from grader.sandbox import Limits, Sandbox
-from grader.synthetic import load_manifest, submission_path, synthesize
+from grader.sandbox.client import Limits, Sandbox
+from synthetic import load_manifest, submission_path, synthesize
 
 # The same build as tests/grader/test_synthetic.py: built once per session for both.
 SECRET = "synthetic-test secret, 32 bytes!"

@@ -1,5 +1,5 @@
 """End to end, in process: the example assignment built for twelve students, synthetic
-submissions of known kinds (grader/synthetic.py), graded through ``grader.plugin.run_pytest``
+submissions of known kinds (synthetic/), graded through ``grader.plugin.run_pytest``
 and ``GradingRun`` with the real sandbox and a real SQLite gradebook, and every recorded part
 compared with the outcome the synthetic manifest expects (computed from the key, never from
 the grader's code).
@@ -16,7 +16,7 @@ from pathlib import Path
 import pytest
 from solutions import MISCONCEPTIONS
 
-from exercises.answer_key import load_key
+from formats.answer_key import load_key
 from exercises.assignment import load_assignment
 from exercises.build import build
 from exercises.roster import load_roster
@@ -25,8 +25,8 @@ from grader.grading import GradingRun
 from grader.intake import find_submissions, match
 from grader.plugin import run_pytest
 from grader.reports import write_csv, write_feedback, write_gradescope
-from grader.sandbox import Limits, Sandbox
-from grader.synthetic import MISCONCEPTION_PREFIX, load_manifest, profile_names, synthesize
+from grader.sandbox.client import Limits, Sandbox
+from synthetic import MISCONCEPTION_PREFIX, load_manifest, profile_names, synthesize
 
 ROOT = Path(__file__).resolve().parents[2]
 EXAMPLE = ROOT / "problem_bank" / "assignments" / "example.yaml"
@@ -380,7 +380,7 @@ def test_a_cell_error_without_a_message_is_named_without_an_empty_code_span():
     """``raise NotImplementedError()`` has no message: the cause names the error and its line
     (once shown as "…on line 2: ``" on the feedback page)."""
     from grader.grading import _causes
-    from grader.sandbox import CellError, RunResult
+    from grader.sandbox.client import CellError, RunResult
 
     result = RunResult(errors=[CellError("p-a", "NotImplementedError", "", 2),
                                CellError("p-b", "ValueError", "bad *shape*", None)])

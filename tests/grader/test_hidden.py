@@ -4,7 +4,7 @@ hidden test inputs is masked before it is recorded; ordinary messages are left a
 import numpy as np
 import pytest
 
-from exercises.serialize import encode_names
+from formats.serialize import encode_names
 from grader.checking import code
 from grader.grading import grade_values
 from grader.hidden import HiddenInputs, may_hold_numbers

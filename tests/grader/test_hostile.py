@@ -4,9 +4,9 @@ outcome a correct grader must give it, graded in ONE batch through the real pipe
 a real SQLite gradebook).
 
 Every hostile notebook starts from its student's own correct synthetic notebook
-(grader.synthetic, profile ``correct``) and changes a few cells, so what the attack must cost
+(synthetic, profile ``correct``) and changes a few cells, so what the attack must cost
 is exactly known: the synthetic manifest of the correct notebooks is the honest baseline
-(computed from the key by grader.synthetic, never by the grader's code). For every case:
+(computed from the key by synthetic, never by the grader's code). For every case:
 
 - the grader survives: the batch ends, every student has a submission row (status
   ``graded``: never the grader's own ``error``) and a result row for every part;
@@ -40,21 +40,21 @@ from typing import Callable
 import numpy as np
 import pytest
 
-from exercises.answer_key import load_key
+from formats.answer_key import load_key
 from exercises.assignment import load_assignment
 from exercises.build import build
-from exercises.cells import LETTERS
-from exercises.compare import compare
-from exercises.literals import assignment
+from formats.cells import LETTERS
+from formats.compare import compare
+from formats.literals import assignment
 from exercises.notebook import notebook_bytes
 from exercises.roster import load_roster
-from exercises.serialize import decode_names, from_jsonable
+from formats.serialize import decode_names, from_jsonable
 from grader.gradebook import RESULT_STATUSES, Gradebook
 from grader.grading import GradingRun
 from grader.intake import find_submissions, match
 from grader.plugin import run_pytest
-from grader.sandbox import Limits, Sandbox
-from grader.synthetic import far_off, load_manifest, submission_path, synthesize
+from grader.sandbox.client import Limits, Sandbox
+from synthetic import far_off, load_manifest, submission_path, synthesize
 
 ROOT = Path(__file__).resolve().parents[2]
 EXAMPLE = ROOT / "problem_bank" / "assignments" / "example.yaml"
@@ -617,8 +617,8 @@ def _import_solutions():
 
 
 def _import_exercises():
-    import exercises.answer_key
-    return exercises.answer_key.__file__
+    import formats.answer_key
+    return formats.answer_key.__file__
 
 
 def _read_solutions_source():

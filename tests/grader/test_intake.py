@@ -14,12 +14,13 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from exercises.answer_key import load_key
+from formats.answer_key import load_key
 from exercises.assignment import load_assignment
 from exercises.build import CLASS_STUDENT, build_nbgrader
 from exercises.notebook import notebook_bytes
-from exercises.serialize import decode_names
-from grader.intake import (ISSUE_CODES, MAX_CELLS, Found, Issue, assigns_exactly, entry_for, file_hash,
+from formats.serialize import decode_names
+from formats.key_shape import entry_for
+from grader.intake import (ISSUE_CODES, MAX_CELLS, Found, Issue, assigns_exactly, file_hash,
                            find_submissions, givens_edits, kit_cells, match, read_submission)
 from grader.program import job_for
 

@@ -11,8 +11,8 @@ from grader.gradebook import Gradebook
 from grader.grading import GradingRun
 from grader.intake import find_submissions, match
 from grader.plugin import run_pytest
-from grader.sandbox import Limits, Sandbox
-from grader.synthetic import synthesize
+from grader.sandbox.client import Limits, Sandbox
+from synthetic import synthesize
 
 SECRET = "plugin test secret: long enough, and only here"
 STUDENTS = 7

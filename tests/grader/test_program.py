@@ -14,7 +14,7 @@ import numpy as np
 import pytest
 
 from exercises.notebook import LETTERS, SETUP
-from exercises.serialize import decode_names, encode_names, from_jsonable
+from formats.serialize import decode_names, encode_names, from_jsonable
 from grader.intake import Cell, Found, Issue, Submission, read_submission
 from grader.program import GRADING_SETUP, Program, free_answer, job_for, problem_order, strip_magics
 
@@ -432,7 +432,7 @@ def test_the_same_submission_gives_the_same_program(course, key, tmp_path):
 
 
 def test_the_steps_cross_the_sandbox_boundary(course, key, tmp_path):
-    frames = pytest.importorskip("grader.frames")
+    frames = pytest.importorskip("grader.sandbox.frames")
     program = program_of(tmp_path, filled(course), key)
     job = frames.decode(frames.encode({"steps": program.steps, "limits": {}}))
     assert [s["op"] for s in job["steps"]] == [s["op"] for s in program.steps]

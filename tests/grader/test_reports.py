@@ -13,7 +13,7 @@ import numpy as np
 import pytest
 from solutions import MISCONCEPTIONS
 
-from exercises.serialize import decode_names, encode_names, to_jsonable
+from formats.serialize import decode_names, encode_names, to_jsonable
 from grader.gradebook import Gradebook, ResultRow, SubmissionRow
 from grader.reports import (class_table, csv_text, feedback_page, class_grades, summary_json, with_answers,
                             write_csv, write_feedback, write_gradescope)

@@ -8,11 +8,11 @@ import numpy as np
 import pytest
 
 from attnkit.cli import main
-from exercises.serialize import decode_names
-from grader.sandbox import Limits, Sandbox
+from formats.serialize import decode_names
+from grader.sandbox.client import Limits, Sandbox
 from grader.selfcheck import (AT_GRADING, BY_HAND, ERROR, FAILS, NOT_ANSWERED, OK, CheckError,
                               self_check)
-from grader.synthetic import synthesize
+from synthetic import synthesize
 
 SECRET = "self-check test secret, 32 bytes"
 

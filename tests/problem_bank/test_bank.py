@@ -10,21 +10,25 @@ from collections import Counter
 
 import pytest
 
-import exercises
-from exercises import OBJECTIVES, serialize
+from exercises.bank import load_bank, validate_template
+from exercises.schema import KINDS
+from exercises.seeds import variant_seed
+from exercises.variant import make_variant
+from exercises.objectives import OBJECTIVES
+from formats import serialize
 
-TEMPLATES, _ = exercises.load_bank()
+TEMPLATES, _ = load_bank()
 SEEDS = 200
 
 
 def test_the_bank_loads_without_a_single_problem():
-    _, problems = exercises.load_bank(keep_going=True)
+    _, problems = load_bank(keep_going=True)
     assert problems == []
 
 
 def test_the_bank_has_at_least_16_families_and_every_kind():
     assert len(TEMPLATES) >= 16
-    assert {t.kind for t in TEMPLATES.values()} == set(exercises.KINDS)
+    assert {t.kind for t in TEMPLATES.values()} == set(KINDS)
 
 
 def test_every_learning_objective_is_exercised_by_at_least_two_families():
@@ -39,7 +43,7 @@ def test_every_template_file_name_is_its_id():
 
 @pytest.mark.parametrize("template_id", sorted(TEMPLATES))
 def test_template_yields_a_valid_variant_for_each_of_200_seeds(template_id):
-    report = exercises.validate_template(TEMPLATES[template_id], seeds=SEEDS)
+    report = validate_template(TEMPLATES[template_id], seeds=SEEDS)
     assert report.failures == []
     assert report.valid == SEEDS
 
@@ -47,10 +51,10 @@ def test_template_yields_a_valid_variant_for_each_of_200_seeds(template_id):
 @pytest.mark.parametrize("template_id", sorted(TEMPLATES))
 def test_template_gives_different_students_different_numbers(template_id):
     template = TEMPLATES[template_id]
-    seeds = [exercises.variant_seed("course-secret", "hw1", f"s{i}", template_id) for i in range(8)]
+    seeds = [variant_seed("course-secret", "hw1", f"s{i}", template_id) for i in range(8)]
     shown = set()
     for seed in seeds:
-        variant = exercises.make_variant(template, seed)
+        variant = make_variant(template, seed)
         record = variant.record()
         # What the student sees (not the seed, which always differs).
         shown.add(serialize.digest([variant.prompt(), record["givens"], record["options"],

@@ -5,7 +5,8 @@ from __future__ import annotations
 import re
 from pathlib import Path
 
-import exercises
+from exercises.bank import validate_template
+from exercises.schema import TemplateError, load_template, parse_template
 from exercises.yaml_lines import load_yaml
 
 README = Path(__file__).resolve().parents[2] / "problem_bank" / "README.md"
@@ -19,9 +20,9 @@ def test_the_complete_example_validates_over_50_seeds(tmp_path):
     complete = next(b for b in _yaml_blocks() if b.startswith("id: "))
     path = tmp_path / "sdpa_mini.yaml"
     path.write_text(complete, encoding="utf-8")
-    template = exercises.load_template(path)
+    template = load_template(path)
     assert (template.id, template.kind, template.points) == ("sdpa_mini", "numeric", 2)
-    report = exercises.validate_template(template, seeds=50)
+    report = validate_template(template, seeds=50)
     assert report.failures == [] and report.valid == 50
 
 
@@ -33,8 +34,8 @@ def test_the_example_error_message_matches_what_the_engine_says(tmp_path):
              "  d_k: {dist: randn}"]
     data = load_yaml("\n".join(lines) + "\n")
     try:
-        exercises.parse_template(data, "problem_bank/my_family.yaml")
-    except exercises.TemplateError as err:
+        parse_template(data, "problem_bank/my_family.yaml")
+    except TemplateError as err:
         assert err.problems == [shown]
     else:
         raise AssertionError("the unknown distribution was accepted")

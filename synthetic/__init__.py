@@ -21,7 +21,7 @@ ids) and fills its answer cells according to a *profile*:
 ``manifest.json`` beside the submissions says, per student, the profile and the expected
 outcome of every part (implement: every test family): status, score, and the misconception a
 diagnosed part must report. The expectation is computed here from the answer key with
-``exercises.compare`` — the kit's one comparison — and never from the grader's own code, so
+``formats.compare`` — the kit's one comparison — and never from the grader's own code, so
 the grader's tests compare it against an independent oracle.
 
 Deterministic: the same build, key, layout and seed give the same bytes (``seed`` decides
@@ -45,12 +45,12 @@ from pathlib import Path
 
 import numpy as np
 
-from exercises.compare import compare, within
-from exercises.literals import assignment, literal
-from exercises.cells import CODE_PLACEHOLDER
+from formats.compare import compare, within
+from formats.literals import assignment, literal
+from formats.cells import CODE_PLACEHOLDER
 from exercises.notebook import LETTERS, notebook_bytes
-from exercises.serialize import decode_names, from_jsonable, same_value
-from exercises.textfile import write_atomic
+from formats.serialize import decode_names, from_jsonable, same_value
+from formats.textfile import write_atomic
 
 FORMAT = "attnkit-synthetic/1"
 LAYOUTS = ("nbgrader", "flat")
@@ -823,7 +823,7 @@ import struct
 
 def _frame(event):
     try:
-        from grader.frames import encode
+        from grader.sandbox.frames import encode
         body = encode(event)
     except Exception:
         body = json.dumps(event, default=lambda v: v.tolist()).encode()
@@ -1154,10 +1154,10 @@ def load_manifest(out: Path) -> dict:
 # --- command line ------------------------------------------------------------------------
 
 def main(argv=None) -> int:
-    from exercises.answer_key import AnswerKeyError, load_key
+    from formats.answer_key import AnswerKeyError, load_key
 
     parser = argparse.ArgumentParser(
-        prog="python -m grader.synthetic",
+        prog="python -m synthetic",
         description="Write synthetic submissions (one profile per student) and their expected grades.")
     parser.add_argument("build_dir", type=Path, help="the build folder (release/, instructor/)")
     parser.add_argument("--key", type=Path, required=True, help="the build's answer_key.json")

@@ -13,8 +13,8 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 from hypothesis.extra import numpy as hnp
 
-from grader import frames
-from grader.frames import FrameError, FrameSplitter, FrameTooLarge, Unsupported, decode, encode
+from grader.sandbox import frames
+from grader.sandbox.frames import FrameError, FrameSplitter, FrameTooLarge, Unsupported, decode, encode
 
 
 def body(header, data: bytes = b"") -> bytes:

@@ -5,8 +5,8 @@ import stat
 
 import pytest
 
-from exercises.answer_key import AnswerKeyError, canonical, key_bytes, load_key
-from exercises.textfile import write_atomic
+from formats.answer_key import AnswerKeyError, canonical, key_bytes, load_key
+from formats.textfile import write_atomic
 
 SECRET = b"answer key test secret, 32 bytes"
 ASSIGNMENT = {"id": "hw", "title": "HW", "digest": "0" * 64, "points": 1, "problems": []}
@@ -71,7 +71,7 @@ def test_unreadable_keys_are_named(tmp_path, content, message):
 
 
 def test_the_line_reader_gives_what_the_whole_file_gives_and_entries_are_read_on_demand(key_path):
-    from exercises.answer_key import Entries, _load_whole, entry_digest
+    from formats.answer_key import Entries, _load_whole, entry_digest
 
     quick, whole = load_key(key_path, SECRET), _load_whole(key_path, SECRET)
     assert isinstance(quick["students"], Entries)             # the line-by-line reader took it

@@ -11,14 +11,16 @@ import numpy as np
 import pytest
 from nbclient import NotebookClient
 
-from exercises import load_bank, make_variant
-from exercises.cells import MARKDOWN_PLACEHOLDER
-from exercises.compare import compare, within
-from exercises.literals import literal
+from exercises.bank import load_bank
+
+from exercises.variant import make_variant
+from formats.cells import MARKDOWN_PLACEHOLDER
+from formats.compare import compare, within
+from formats.literals import literal
 from exercises.notebook import LETTERS
-from exercises.serialize import decode_names, from_jsonable, same_value
-from grader import synthetic
-from grader.synthetic import (CODE_EDITS, MISCONCEPTION_PREFIX, SyntheticError, assign_profiles,
+from formats.serialize import decode_names, from_jsonable, same_value
+import synthetic
+from synthetic import (CODE_EDITS, MISCONCEPTION_PREFIX, SyntheticError, assign_profiles,
                               edit_code, profile_names, synthesize)
 
 SECRET = "synthetic-test secret, 32 bytes!"
@@ -157,7 +159,7 @@ def _dump_cell(entry: dict) -> str:
     names = sorted({v for r in entry["problems"].values() for v in r.get("answer_names", {}).values()})
     calls = {pid: (r["function"], [decode_names(t["args"]) for t in r["tests"]])
              for pid, r in entry["problems"].items() if r["kind"] == "implement"}
-    lines = ["import json", "from exercises.serialize import encode_names, to_jsonable",
+    lines = ["import json", "from formats.serialize import encode_names, to_jsonable",
              f"_values = {{n: globals()[n] for n in {names!r} if n in globals()}}",
              "_outputs = {}"]
     for pid, (function, cases) in calls.items():

@@ -6,7 +6,7 @@ from hypothesis import given
 from hypothesis import strategies as st
 from hypothesis.extra import numpy as hnp
 
-from exercises.literals import assignment, literal
+from formats.literals import assignment, literal
 
 
 def evaluate(code):

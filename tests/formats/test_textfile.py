@@ -1,4 +1,4 @@
-"""exercises/textfile.py's terminal_safe and terminal_json: everything the command line prints
+"""formats/textfile.py's terminal_safe and terminal_json: everything the command line prints
 that a student or a roster wrote is shown, never run by the terminal."""
 
 import json
@@ -6,7 +6,7 @@ import unicodedata
 
 import pytest
 
-from exercises.textfile import terminal_json, terminal_safe
+from formats.textfile import terminal_json, terminal_safe
 
 # What a terminal acts on or hides: retitle the window (OSC … BEL), clear the screen (CSI), the
 # 8-bit CSI, DEL, NUL, a carriage return that rewrites the line, bidi overrides and isolates,

@@ -14,12 +14,12 @@ import uuid
 import numpy as np
 import pytest
 
-from grader import frames
+from grader.sandbox import frames
 from grader.budget import Budget, OverBudget
-from grader.frames import Unsupported
-from grader.sandbox import (Crash, Forged, Limits, Output, RunResult, Sandbox, _Attempt, expected_starts,
+from grader.sandbox.frames import Unsupported
+from grader.sandbox.client import (Crash, Forged, Limits, Output, RunResult, Sandbox, _Attempt, expected_starts,
                             frame_cap)
-from tests.grader.test_zygote import children, memory_holds
+from tests.grader.sandbox.test_server import children, memory_holds
 
 LIMITS = Limits(wall_seconds=1.0, memory_mb=256, frame_mb=1)
 ROOMY = Limits(wall_seconds=20.0, cpu_seconds=20, memory_mb=512)     # for cells that search memory
@@ -43,7 +43,7 @@ def call(problem, function, cases):
     return {"op": "call", "problem": problem, "function": function, "cases": cases, "first": 0}
 
 
-FORGE = "import os\nfrom grader import frames\ndef forge(**event):\n    os.write(3, frames.frame(event))\n"
+FORGE = "import os\nfrom grader.sandbox import frames\ndef forge(**event):\n    os.write(3, frames.frame(event))\n"
 
 
 class Counting(Budget):
@@ -148,7 +148,7 @@ def test_claiming_the_next_step_before_a_case_output_is_forged(sandbox):
 
 # --- 2. frame floods and the budget ----------------------------------------------------------
 
-FLOOD = "import os\nfrom grader import frames\nos.write(3, frames.frame({'event': 'noise'}) * 20_000)"
+FLOOD = "import os\nfrom grader.sandbox import frames\nos.write(3, frames.frame({'event': 'noise'}) * 20_000)"
 
 
 def test_a_flood_of_tiny_frames_is_cut_off_after_what_the_job_accounts_for(sandbox):

@@ -10,9 +10,9 @@ import time
 import numpy as np
 import pytest
 
-from grader import frames, worker
-from grader.frames import Unsupported
-from grader.sandbox import CellError, Crash, Limits, Output, Sandbox, explain, server_environment
+from grader.sandbox import frames, server
+from grader.sandbox.frames import Unsupported
+from grader.sandbox.client import CellError, Crash, Limits, Output, Sandbox, explain, server_environment
 
 LIMITS = Limits(wall_seconds=1.0, memory_mb=256, frame_mb=1)
 
@@ -241,15 +241,16 @@ def test_the_sandbox_holds_nothing_of_the_grader(sandbox):
     and the child (a copy of it) imports nothing of the project but the sandbox itself."""
     result = sandbox.run([
         cell("look", "import sys, os\nmodules = sorted(m for m in sys.modules\n"
-                     "    if m.split('.')[0] in ('exercises', 'solutions', 'grader'))\n"
+                     "    if m.split('.')[0] in ('exercises', 'solutions', 'grader', 'formats', 'synthetic'))\n"
                      "environment = sorted(os.environ)"),
         send("p", "modules", "environment"),
     ])
-    assert set(result.values["p"]["modules"]) <= {"grader", "grader.frames", "grader.isolation", "grader.worker"}
+    assert set(result.values["p"]["modules"]) <= {"grader", "grader.sandbox", "grader.sandbox.frames", "grader.sandbox.walls",
+                                                 "grader.sandbox.protocol", "grader.sandbox.server"}
     assert result.values["p"]["environment"] == sorted(server_environment())
     for server in sandbox._servers:
         with open(f"/proc/{server.process.pid}/cmdline", "rb") as f:
-            assert f.read().split(b"\0")[:3] == [sys.executable.encode(), b"-m", b"grader.worker"]
+            assert f.read().split(b"\0")[:3] == [sys.executable.encode(), b"-m", b"grader.sandbox.server"]
         with open(f"/proc/{server.process.pid}/environ", "rb") as f:
             assert b"ATTNKIT_TEST_SECRET" not in f.read()
 
@@ -349,7 +350,7 @@ def test_a_huge_empty_array_header_costs_only_that_cell(sandbox):
 def test_lone_surrogates_go_in_as_replacement_characters_and_never_come_out(sandbox):
     result = sandbox.run([
         cell("text", "text = 'a\ud800b'\nmade = chr(0xd800) + 'c'"),      # a lone surrogate in the source
-        cell("forge", "import os\nfrom grader import frames\n"                # one spelled in JSON by the child
+        cell("forge", "import os\nfrom grader.sandbox import frames\n"                # one spelled in JSON by the child
                       "header = b'{\"d\":[[\"event\",\"values\"],[\"problem\",\"p\"],[\"values\",{\"d\":[[\"text\",\"\\\\ud800\"]]}]]}'\n"
                       "os.write(3, frames.framed(len(header).to_bytes(4, 'big') + header))"),
         send("p", "text", "made"),
@@ -362,7 +363,7 @@ def test_forged_events_with_arrays_where_text_belongs_change_nothing(sandbox):
     """``array == "p"`` is an array, and its truth raised inside the grader. Forged here: events
     other than starts (a forged start fails the stream: test_sandbox_hardening), in a cell and
     inside the function while its hidden case runs."""
-    forge = ("import os, numpy as np\nfrom grader import frames\nweird = np.array([1, 2])\n"
+    forge = ("import os, numpy as np\nfrom grader.sandbox import frames\nweird = np.array([1, 2])\n"
              "def forge(*events):\n    for event in events:\n        os.write(3, frames.frame(event))\n")
     forged = ("forge({'event': weird}, {'event': 'error', 'step': weird, 'label': weird},\n"
               "      {'event': 'values', 'problem': weird, 'values': {'x': 666}, 'missing': []},\n"
@@ -399,8 +400,8 @@ def test_a_job_too_large_to_send_comes_back_as_a_crash(sandbox):
 def test_the_protocol_is_documented_where_it_is_implemented():
     for word in ('"exec"', '"set"', '"send"', '"call"', '"ready"', '"start"', '"need"', '"error"', '"values"',
                  '"output"', '"done"', '"exit"', '"count"', '"args"', "--control", "--stop"):
-        assert word in worker.__doc__, word
-    import grader.sandbox as sandbox_module
-    for module in (worker, sandbox_module, frames):
+        assert word in server.__doc__, word
+    import grader.sandbox.client as sandbox_module
+    for module in (server, sandbox_module, frames):
         with open(module.__file__) as f:
             assert "/tmp/" not in f.read()

@@ -12,7 +12,7 @@ import uuid
 
 import pytest
 
-from grader.sandbox import Limits, Sandbox
+from grader.sandbox.client import Limits, Sandbox
 
 CHUNK = 1 << 20
 

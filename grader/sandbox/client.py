@@ -3,10 +3,10 @@ back only the student's values, validated.
 
 The grader (the trusted process, which holds the answer key) never forks student code: forked
 children share their parent's memory image. It starts ``workers`` sandbox servers with
-``sys.executable -m grader.worker`` (a fresh interpreter, clean environment) and talks to them
+``sys.executable -m grader.sandbox.server`` (a fresh interpreter, clean environment) and talks to them
 over pipes only; each server is a zygote that forks a walled-in child per job and never holds
-a job or a result itself (``grader/worker.py`` describes the pipes, the steps and the events;
-``grader/isolation.py`` the walls). ``Sandbox.run`` is thread-safe: each call borrows a free
+a job or a result itself (``grader/sandbox/server.py`` describes the pipes, the steps and the events;
+``grader/sandbox/walls.py`` the walls). ``Sandbox.run`` is thread-safe: each call borrows a free
 server.
 
 A job goes out on the server's stdin (the child reads it); the child's frames come straight
@@ -14,7 +14,7 @@ back on the data pipe (the server's stdout); the server says how the child ended
 control pipe, and only then is the job over: the data pipe is drained (the child is dead, so
 all it wrote is there), a frame cut short is dropped (reason ``bad frame``), and the next job
 starts with an empty stream. Every frame is checked here — size and structure
-(``grader/frames.py``, whose ``decode`` raises nothing but FrameError) and then against the job
+(``grader/sandbox/frames.py``, whose ``decode`` raises nothing but FrameError) and then against the job
 that was sent. The grader knows the one order of ``start`` events a job allows (every step but a
 call, then each case of a call from ``first`` on: ``expected_starts``) and takes a start only if
 it is the next one due, after the previous case's output or send step's values. Anything else —
@@ -31,7 +31,7 @@ to kill the child at once.
 
 Hidden cases never sit in a child before it reaches them: the job carries the number of a
 call's cases, and the child asks for each one (``need``) when its turn comes; the grader then
-writes that case's frame on the job pipe (``grader/worker.py``). The frames are made once per run,
+writes that case's frame on the job pipe (``grader/sandbox/server.py``). The frames are made once per run,
 from the steps the caller gave (which keep their ``cases``). A child may start a case only once
 the pipe holds nothing unread (FIONREAD), and a server whose child died between asking and
 starting is replaced: nothing left in its job pipe can become the next child's job.
@@ -76,25 +76,7 @@ from pathlib import Path
 
 from grader.budget import UNLIMITED, Budget, OverBudget
 
-
-def _imported_on_first_use(name: str):
-    """``name``'s module, executed only when an attribute is first read: ``attnkit check``
-    starts its sandbox server before paying for NumPy here, so the server boots while this
-    process imports and reads the notebook (most of what keeps a check under half a second)."""
-    import importlib.util
-
-    if name in sys.modules:
-        return sys.modules[name]
-    spec = importlib.util.find_spec(name)
-    spec.loader = importlib.util.LazyLoader(spec.loader)
-    module = importlib.util.module_from_spec(spec)
-    sys.modules[name] = module
-    spec.loader.exec_module(module)
-    return module
-
-
-frames = _imported_on_first_use("grader.frames")
-isolation = _imported_on_first_use("grader.isolation")
+from . import frames, walls
 
 MIB = 2**20
 SERVER_GRACE_SECONDS = 30.0       # beyond the job's own deadline, before a silent server is replaced
@@ -104,8 +86,8 @@ MAX_LAYERS = 16                   # isolation layers kept from a ready event (th
 READING = "reading the sandbox's results"          # the budget's stages
 SENDING = "sending the submission to the sandbox"
 _CONTROL_LIMIT = 4096             # the server's exit frame is a few dozen bytes
-_PROJECT_ROOT = str(Path(__file__).resolve().parent.parent)    # where `grader` is importable from
-_slots = itertools.count()        # one uid per server started by this process (see isolation.Walls)
+_PROJECT_ROOT = str(Path(__file__).resolve().parents[2])    # where `grader` is importable from
+_slots = itertools.count()        # one uid per server started by this process (see walls.Walls)
 _slots_lock = threading.Lock()
 
 
@@ -206,15 +188,15 @@ def not_run_message(reason: str) -> str:
 
 
 def server_command(slot: int, limits: Limits, control_fd: int, stop_fd: int) -> list[str]:
-    """The command line of one sandbox server (``grader/worker.py``)."""
-    return [sys.executable, "-m", "grader.worker", "--slot", str(slot),
+    """The command line of one sandbox server (``grader/sandbox/server.py``)."""
+    return [sys.executable, "-m", "grader.sandbox.server", "--slot", str(slot),
             "--control", str(control_fd), "--stop", str(stop_fd),
             "--wall-seconds", repr(float(limits.wall_seconds)),
             "--cpu-seconds", repr(float(limits.cpu_seconds))]
 
 
 class _Server:
-    """One ``grader.worker`` process and the four pipes to it: jobs (its stdin), data (its
+    """One ``grader.sandbox.server`` process and the four pipes to it: jobs (its stdin), data (its
     stdout, written by its children), control (its exit reports) and stop (our kill requests)."""
 
     def __init__(self, limits: Limits):
@@ -693,9 +675,6 @@ class Sandbox:
         except BaseException:
             self.close()
             raise
-        # Load the lazily imported modules now, in this thread, while the servers boot:
-        # Python's LazyLoader is not safe when two threads touch a module first at once.
-        frames.FrameError, isolation.RESULT_FD
 
     def _add(self, server: _Server) -> None:
         with self._lock:
@@ -775,7 +754,7 @@ class Sandbox:
         return found
 
     def run(self, steps: list[dict], budget: Budget = UNLIMITED) -> RunResult:
-        """Run a submission's steps (``grader/worker.py`` describes them) and return its values.
+        """Run a submission's steps (``grader/sandbox/server.py`` describes them) and return its values.
         ``budget`` is checked for every frame read and every try; its OverBudget is raised
         from here (the server that was running the job is replaced)."""
         started = time.monotonic()
@@ -861,4 +840,4 @@ def explain(limits: Limits | None = None) -> list[dict]:
     except SandboxError:
         pass
     return [{**x, "detail": x["detail"] + " (static check: no sandbox child answered)"}
-            for x in isolation.explain()]
+            for x in walls.explain()]

@@ -19,12 +19,10 @@ from collections import OrderedDict
 from collections.abc import Mapping
 from pathlib import Path
 
+from .key_shape import grading_student
 from .serialize import canonical_json as canonical
 
 FORMAT = "attnkit-answer-key/1"
-# The one entry of an nbgrader course's class-wide key: not a valid roster id, so it never
-# collides with a student's seed.
-CLASS_STUDENT = "(class)"
 _SIGNING_CONTEXT = b"attnkit answer key signature v1"
 
 
@@ -219,9 +217,7 @@ class Entries(Mapping):
 def entry_digest(key: dict, student: str) -> str:
     """SHA-256 of the canonical text of the entry that grades ``student`` (theirs, or the
     class entry of an nbgrader course key): it changes whenever anything in the entry does."""
-    students = key["students"]
-    if student not in students and CLASS_STUDENT in students:
-        student = CLASS_STUDENT
+    students, student = key["students"], grading_student(key, student)
     if isinstance(students, Entries):
         return students.digest(student)
     return hashlib.sha256(canonical(students[student]).encode("utf-8")).hexdigest()

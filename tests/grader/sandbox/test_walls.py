@@ -10,10 +10,10 @@ from pathlib import Path
 
 import pytest
 
-from grader import isolation
-from grader.sandbox import Limits, Sandbox
+from grader.sandbox import walls
+from grader.sandbox.client import Limits, Sandbox
 
-STATIC = {layer["name"]: layer for layer in isolation.explain()}
+STATIC = {layer["name"]: layer for layer in walls.explain()}
 ROOT = os.geteuid() == 0
 
 
@@ -50,27 +50,27 @@ ALLOW, EPERM, KILL = 0x7FFF0000, 0x00050000 | errno.EPERM, 0x80000000
 
 
 def test_the_seccomp_program_denies_exactly_its_list():
-    program = isolation.seccomp_program()
+    program = walls.seccomp_program()
     assert program[-1][0] == 0x06                           # it cannot run off its end
     assert all(pc + 1 + max(jt, jf) < len(program) for pc, (code, jt, jf, _) in enumerate(program)
                if code in (0x15, 0x35))
-    denied = set(isolation.DENIED_SYSCALLS.values())
+    denied = set(walls.DENIED_SYSCALLS.values())
     for nr in range(0, 460):
         assert run_bpf(program, nr, X86_64) == (EPERM if nr in denied else ALLOW), nr
     for name in ("shmget", "shmat", "shmctl", "semget", "msgget", "mq_open"):
-        assert run_bpf(program, isolation.DENIED_SYSCALLS[name], X86_64) == EPERM
+        assert run_bpf(program, walls.DENIED_SYSCALLS[name], X86_64) == EPERM
     for name in ("fork", "vfork", "clone", "clone3", "execve", "execveat", "socket", "connect",
                  "kill", "tkill", "tgkill", "ptrace", "process_vm_readv", "process_vm_writev"):
-        assert run_bpf(program, isolation.DENIED_SYSCALLS[name], X86_64) == EPERM
+        assert run_bpf(program, walls.DENIED_SYSCALLS[name], X86_64) == EPERM
     assert run_bpf(program, 0x40000000 + 57, X86_64) == EPERM      # the x32 ABI's fork
     assert run_bpf(program, 0, 0x40000003) == KILL                  # i386 syscalls: another table
 
 
 def test_only_the_python_installation_is_readable():
-    roots = isolation.readable_roots()
+    roots = walls.readable_roots()
     assert os.path.realpath(sys.base_prefix) in roots or any(
         os.path.realpath(sys.base_prefix).startswith(r + "/") for r in roots)
-    project = Path(isolation.__file__).resolve().parent.parent
+    project = Path(walls.__file__).resolve().parents[2]
     for package in ("exercises", "solutions", "grader"):
         assert not any(str(project / package).startswith(r.rstrip("/") + "/") for r in roots)
 
@@ -80,7 +80,7 @@ def test_explain_says_why_a_layer_is_missing():
     for layer in STATIC.values():
         assert isinstance(layer["active"], bool) and layer["detail"]
     assert active("uid") == active("network") == ROOT
-    assert active("landlock") == (isolation.landlock_abi()[0] > 0)
+    assert active("landlock") == (walls.landlock_abi()[0] > 0)
     assert active("seccomp") == (os.uname().machine == "x86_64")
 
 
@@ -143,7 +143,7 @@ def test_a_0600_file_of_the_grader_cannot_be_read(sandbox, tmp_path):
 @needs_root
 def test_the_child_runs_as_an_unused_uid(sandbox):
     uid = attempt(sandbox, "outcome = os.getresuid() + os.getresgid() + tuple(os.getgroups())")
-    assert len(set(uid)) == 1 and uid[0] >= isolation.UID_BASE and uid[0] != os.getuid()
+    assert len(set(uid)) == 1 and uid[0] >= walls.UID_BASE and uid[0] != os.getuid()
 
 
 CONNECT = """
@@ -214,15 +214,15 @@ def test_without_root_the_layers_that_need_it_say_so_and_the_rest_hold():
     if pid == 0:
         try:
             os.setgroups([])
-            os.setresgid(isolation.UID_BASE + 999, isolation.UID_BASE + 999, isolation.UID_BASE + 999)
-            os.setresuid(isolation.UID_BASE + 999, isolation.UID_BASE + 999, isolation.UID_BASE + 999)
-            layers = isolation.Walls(0).apply(write_end, {"memory_mb": 256})
+            os.setresgid(walls.UID_BASE + 999, walls.UID_BASE + 999, walls.UID_BASE + 999)
+            os.setresuid(walls.UID_BASE + 999, walls.UID_BASE + 999, walls.UID_BASE + 999)
+            layers = walls.Walls(0).apply(write_end, {"memory_mb": 256})
             try:
                 os.fork()
                 forked = "allowed"
             except OSError as error:
                 forked = error.errno
-            os.write(isolation.RESULT_FD, json.dumps({"layers": layers, "fork": forked}).encode())
+            os.write(walls.RESULT_FD, json.dumps({"layers": layers, "fork": forked}).encode())
         finally:
             os._exit(0)
     os.close(write_end)
@@ -241,9 +241,9 @@ def test_without_root_the_layers_that_need_it_say_so_and_the_rest_hold():
 # --- off Linux -------------------------------------------------------------------------------
 
 def run_in_forked_walls(prepare, job: dict) -> tuple[list[dict], int]:
-    """(events, wait status) of ``job`` run by worker.run_child in a forked helper whose walls
+    """(events, wait status) of ``job`` run by server.run_child in a forked helper whose walls
     ``prepare(walls)`` adjusts first (to play a machine without some layer; no student code)."""
-    from grader import frames, worker
+    from grader.sandbox import frames, server
 
     read_end, write_end = os.pipe()
     pid = os.fork()
@@ -251,9 +251,9 @@ def run_in_forked_walls(prepare, job: dict) -> tuple[list[dict], int]:
         status = 1
         try:
             os.close(read_end)
-            walls = isolation.Walls(7)
-            prepare(walls)
-            status = worker.run_child(job, walls, write_end)
+            built = walls.Walls(7)
+            prepare(built)
+            status = server.run_child(job, built, write_end)
         finally:
             os._exit(status)
     os.close(write_end)
@@ -274,15 +274,15 @@ def test_a_child_without_proc_or_prctl_reports_those_layers_off_and_still_runs()
     and Landlock and seccomp are unavailable, as there."""
     import types
 
-    def like_macos(walls):
-        walls.landlock.fd, walls.landlock.detail = -1, "not Linux (darwin)"
-        walls.seccomp.fprog, walls.seccomp.detail = None, "the filter is written for x86_64 Linux"
+    def like_macos(built):
+        built.landlock.fd, built.landlock.detail = -1, "not Linux (darwin)"
+        built.seccomp.fprog, built.seccomp.detail = None, "the filter is written for x86_64 Linux"
 
         def no_proc():
             raise FileNotFoundError(2, "No such file or directory", "/proc/self/statm")
 
-        isolation._vm_size = no_proc
-        isolation._LIBC = types.SimpleNamespace()          # a C library without prctl & co.
+        walls._vm_size = no_proc
+        walls._LIBC = types.SimpleNamespace()          # a C library without prctl & co.
 
     events, status = run_in_forked_walls(like_macos, {
         "steps": [{"op": "exec", "label": "a", "source": "x = 6 * 7"},
@@ -302,21 +302,21 @@ def test_a_child_without_proc_or_prctl_reports_those_layers_off_and_still_runs()
 
 
 def named(*active):
-    return [isolation.layer(name, name in active, "") for name in STATIC]
+    return [walls.layer(name, name in active, "") for name in STATIC]
 
 
 def test_protected_means_landlock_or_the_uid_drop_holds():
-    assert isolation.protected(named("landlock")) and isolation.protected(named("uid"))
-    assert isolation.protected(named("landlock", "uid", "seccomp"))
-    assert not isolation.protected(named("session", "fds", "rlimits", "seccomp", "network"))
-    assert not isolation.protected([])
-    assert not isolation.protected([{"name": "landlock", "active": "yes"}, "uid"])
-    assert isolation.protected() == (active("landlock") or active("uid"))
+    assert walls.protected(named("landlock")) and walls.protected(named("uid"))
+    assert walls.protected(named("landlock", "uid", "seccomp"))
+    assert not walls.protected(named("session", "fds", "rlimits", "seccomp", "network"))
+    assert not walls.protected([])
+    assert not walls.protected([{"name": "landlock", "active": "yes"}, "uid"])
+    assert walls.protected() == (active("landlock") or active("uid"))
 
 
 def test_protected_agrees_with_a_live_child(sandbox):
     layers = sandbox.run([]).layers
-    assert isolation.protected(layers) == (active("landlock") or active("uid"))
+    assert walls.protected(layers) == (active("landlock") or active("uid"))
 
 
 @needs_root
@@ -332,9 +332,9 @@ def test_without_landlock_no_file_of_the_machine_is_visible(tmp_path):
     other.write_text("{}")
     other.chmod(0o644)
 
-    def without_landlock(walls):
-        walls.landlock.fd, walls.landlock.detail = -1, "Linux older than 5.13"
-        walls.jail = isolation._empty_directory()
+    def without_landlock(built):
+        built.landlock.fd, built.landlock.detail = -1, "Linux older than 5.13"
+        built.jail = walls._empty_directory()
 
     try:
         events, _ = run_in_forked_walls(without_landlock, {
@@ -353,14 +353,14 @@ def test_without_landlock_no_file_of_the_machine_is_visible(tmp_path):
 
 
 def test_the_seccomp_filter_denies_what_a_child_could_do_to_the_shared_pipe():
-    program = isolation.seccomp_program()
-    for cmd in isolation.DENIED_FCNTL.values():
-        assert run_bpf(program, isolation.FCNTL, X86_64, cmd) == EPERM
+    program = walls.seccomp_program()
+    for cmd in walls.DENIED_FCNTL.values():
+        assert run_bpf(program, walls.FCNTL, X86_64, cmd) == EPERM
     for cmd in (0, 1, 2, 3, 1030):            # F_DUPFD, F_GETFD, F_SETFD, F_GETFL, F_DUPFD_CLOEXEC
-        assert run_bpf(program, isolation.FCNTL, X86_64, cmd) == ALLOW
-    for request in isolation.DENIED_IOCTL.values():
-        assert run_bpf(program, isolation.IOCTL, X86_64, request) == EPERM
-    assert run_bpf(program, isolation.IOCTL, X86_64, 0x5401) == ALLOW      # TCGETS (isatty)
+        assert run_bpf(program, walls.FCNTL, X86_64, cmd) == ALLOW
+    for request in walls.DENIED_IOCTL.values():
+        assert run_bpf(program, walls.IOCTL, X86_64, request) == EPERM
+    assert run_bpf(program, walls.IOCTL, X86_64, 0x5401) == ALLOW      # TCGETS (isatty)
 
 
 def test_a_child_cannot_change_the_pipe_it_shares_with_later_children(sandbox):

@@ -1,8 +1,8 @@
 """The sandbox server: a zygote that forks one walled-in child per job and never holds a job.
 
-Started by the grader (``grader/sandbox.py``) as ``python -m grader.worker --slot N --control
+Started by the grader (``grader/sandbox/client.py``) as ``python -m grader.sandbox.server --slot N --control
 FD --stop FD --wall-seconds S --cpu-seconds C`` with a clean environment, it imports numpy and
-what students commonly import once, prepares the isolation (``grader/isolation.py``), then
+what students commonly import once, prepares the isolation (``grader/sandbox/walls.py``), then
 serves jobs for as long as it lives. Why a long-lived server that forks: a fresh interpreter per
 submission costs ~80 ms before the first line of student code; a fork of a process that has
 numpy already costs ~3 ms. Why the grader does not fork itself: a forked child has a copy of its
@@ -21,8 +21,8 @@ The child does the rest itself: it reads its own job frame from stdin, applies t
 becomes fd 3, its job pipe fd 4, stdio /dev/null, every other descriptor closed — the control
 pipe first of all), sends ``ready``, runs the steps in one namespace as a notebook would (an
 exception is reported and the next cell runs), and writes its frames straight to the grader over
-the data pipe (the server's stdout). The grader checks every one of them (``grader/frames.py``
-for size and structure, ``grader/sandbox.py`` against the job it sent, including the order of
+the data pipe (the server's stdout). The grader checks every one of them (``grader/sandbox/frames.py``
+for size and structure, ``grader/sandbox/client.py`` against the job it sent, including the order of
 the ``start`` and ``need`` events). The server's pipes, then:
 
 - stdin (job pipe, grader → child): one job frame per job, then one case frame for each hidden
@@ -73,9 +73,9 @@ Events (child → grader), in order:
   "error": "TypeError: …"`` — one hidden case of a call.
 - ``{"event": "done"}`` — every step ran.
 
-Values are what ``grader.frames`` carries (no pickle); one that cannot cross arrives as
+Values are what ``grader.sandbox.frames`` carries (no pickle); one that cannot cross arrives as
 ``Unsupported``, so the grader can still say what it was. This module imports only the standard
-library, numpy, ``grader.frames`` and ``grader.isolation`` — never ``exercises`` or ``solutions``.
+library, numpy, ``grader.sandbox.frames`` and ``grader.sandbox.walls`` — never ``exercises`` or ``solutions``.
 """
 
 from __future__ import annotations
@@ -92,7 +92,8 @@ import sys
 import time
 import types
 
-from grader import frames, isolation
+from . import frames
+from .walls import JOB_FD, RESULT_FD, Walls, preimport
 
 MIB = 2**20
 EXIT_MEMORY = 86          # the child ran out of memory outside any student step
@@ -206,9 +207,9 @@ class OutOfStep(Exception):
 def _read_case(problem, case: int) -> dict:
     """The arguments of one hidden case, asked for and read only now: until a case is reached,
     its inputs are nowhere in this process (a student's cell could find them otherwise)."""
-    if not os.get_blocking(isolation.JOB_FD):        # the student's own doing: wait, not fail
-        os.set_blocking(isolation.JOB_FD, True)
-    frame = frames.read_frame(isolation.JOB_FD)
+    if not os.get_blocking(JOB_FD):        # the student's own doing: wait, not fail
+        os.set_blocking(JOB_FD, True)
+    frame = frames.read_frame(JOB_FD)
     if not (isinstance(frame, dict) and frame.get("problem") == problem and frame.get("case") == case
             and isinstance(frame.get("args"), dict)):
         raise OutOfStep(f"expected case {case} of {problem!r:.100}")
@@ -292,14 +293,14 @@ def _notebook_namespace() -> dict:
     return main.__dict__
 
 
-def run_child(job: dict, walls: isolation.Walls, result_fd: int, job_fd: int | None = None) -> int:
+def run_child(job: dict, walls: Walls, result_fd: int, job_fd: int | None = None) -> int:
     """Everything the forked child does; returns its exit status. ``job_fd`` is where the
     hidden cases of call steps come from (without it, a call step cannot run)."""
     limits = job.get("limits", {})
     layers = walls.apply(result_fd, limits, job_fd)
     if not any(layer["name"] == "fds" and layer["active"] for layer in layers):
         return EXIT_BROKEN                # the result pipe is not where it should be: run nothing
-    emit = _Emitter(isolation.RESULT_FD, int(limits.get("frame_mb", 32)) * MIB)
+    emit = _Emitter(RESULT_FD, int(limits.get("frame_mb", 32)) * MIB)
     emit({"event": "ready", "layers": layers})
     namespace = _notebook_namespace()
     for index, step in enumerate(job.get("steps", [])):
@@ -395,7 +396,7 @@ def watch(pid: int, stop_fd: int, wall_seconds: float, cpu_seconds: float) -> tu
     return ended or _exit_reason(status, rusage, cpu_seconds), status
 
 
-def _child(walls: isolation.Walls, job_fd: int, data_fd: int, private: tuple[int, ...]) -> int:
+def _child(walls: Walls, job_fd: int, data_fd: int, private: tuple[int, ...]) -> int:
     """The forked child: read its own job, then run it inside the walls; returns its exit status."""
     for fd in private:                # the control and stop pipes are the server's alone
         os.close(fd)
@@ -432,7 +433,7 @@ def _reset_pipes(*fds: int) -> None:
             pass
 
 
-def serve(walls: isolation.Walls, job_fd: int, data_fd: int, control_fd: int, stop_fd: int,
+def serve(walls: Walls, job_fd: int, data_fd: int, control_fd: int, stop_fd: int,
           wall_seconds: float, cpu_seconds: float) -> int:
     """Fork a child for each job that arrives on ``job_fd`` until its end of file. The server
     reads nothing from ``job_fd`` or ``data_fd``: every job byte lives only in its child."""
@@ -480,7 +481,7 @@ def _option(argv: list[str], name: str, default: str | None = None) -> str:
     if name in argv:
         return argv[argv.index(name) + 1]
     if default is None:
-        raise SystemExit(f"grader.worker: {name} is required")
+        raise SystemExit(f"grader.sandbox.server: {name} is required")
     return default
 
 
@@ -491,9 +492,9 @@ def main(argv: list[str] | None = None) -> int:
     wall_seconds = float(_option(argv, "--wall-seconds", "10"))
     cpu_seconds = float(_option(argv, "--cpu-seconds", "10"))
     job_fd, data_fd = _private_stdio()
-    isolation.preimport()
+    preimport()
     sys.meta_path.insert(0, _PlotStubs())
-    walls = isolation.Walls(slot)
+    walls = Walls(slot)
     # Every object so far is shared with each child copy-on-write; a garbage collection in the
     # child would touch (and so copy) all of them. Frozen, the collector leaves them alone.
     gc.freeze()

@@ -1,0 +1,143 @@
+"""The answer key's shape: the one place that knows where things sit in a key and its entries.
+
+A key (``formats.answer_key``) is ``{"assignment": head, "students": student → entry, …}``;
+the head lists the problems in the assignment's order with their points and parts; an entry
+is ``{"name", "email", "notebook", "problems": problem id → record}``, and a record is one
+variant: its ``kind``, ``givens``, expected ``answers``, ``answer_names`` (part → the
+notebook's variable), and ``grading`` (one item per graded part: an ``id`` and its
+``points``, or for an implement problem a test ``family``). Everything that reads a key reads
+it through these functions, so a change of layout is a change here.
+
+An nbgrader course's key holds one class-wide entry (``CLASS_STUDENT``) that grades everyone.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterator, Mapping
+
+# The one entry of an nbgrader course's class-wide key: not a valid roster id, so it never
+# collides with a student's seed.
+CLASS_STUDENT = "(class)"
+
+FREE_RESPONSE = "free_response"
+IMPLEMENT = "implement"
+
+
+# --- the key's head: the assignment ----------------------------------------------------
+
+def assignment_id(key: dict) -> str:
+    return key["assignment"]["id"]
+
+
+def assignment_title(key: dict) -> str:
+    """The assignment's title ("" when its spec gave none)."""
+    return str(key["assignment"].get("title", ""))
+
+
+def total_points(key: dict) -> float:
+    """The assignment's points: what a student's score is out of."""
+    return float(key["assignment"]["points"])
+
+
+def head_problems(key: dict) -> list[dict]:
+    """The head's problem records ({id, title, points, parts?}) in the assignment's order."""
+    return list(key["assignment"]["problems"])
+
+
+def problem_order(key: dict) -> list[str]:
+    """Problem ids in the assignment's order (an entry's own mapping is sorted by id)."""
+    return [p["id"] for p in key["assignment"]["problems"]]
+
+
+def head_parts(key: dict) -> list[tuple[str, list[tuple[str, float]]]] | None:
+    """(problem, [(part, points)]) in the assignment's order, from the key's head where it
+    lists them (they come from the templates: the same for every student); None for a key
+    whose head does not, whose entries must then be read (``graded_parts``)."""
+    problems = key["assignment"]["problems"]
+    if not all("parts" in p for p in problems):
+        return None
+    return [(p["id"], [(str(part), float(points)) for part, points in p["parts"]]) for p in problems]
+
+
+# --- students and their entries --------------------------------------------------------
+
+def is_class_key(key: dict | None) -> bool:
+    """A key with one class-wide entry (an nbgrader course's): it grades every student."""
+    return (isinstance(key, dict) and isinstance(key.get("students"), Mapping)
+            and len(key["students"]) == 1 and CLASS_STUDENT in key["students"])
+
+
+def key_students(key: dict) -> list[str]:
+    """The students the key holds an entry for, sorted (a class key: just ``CLASS_STUDENT``)."""
+    return sorted(key["students"])
+
+
+def grading_student(key: dict, student: str) -> str:
+    """Whose entry grades ``student``: their own, or the class entry of a class key."""
+    students = key["students"]
+    if student not in students and CLASS_STUDENT in students:
+        return CLASS_STUDENT
+    return student
+
+
+def entry_for(key: dict | None, student: str) -> dict | None:
+    """The key entry that grades ``student``: theirs, or the class entry of an nbgrader
+    course key (one variant for everyone, stored under ``CLASS_STUDENT``); None if neither."""
+    if not isinstance(key, dict) or not isinstance(key.get("students"), Mapping):
+        return None
+    students = key["students"]
+    if student in students:
+        return students[student]
+    if is_class_key(key):
+        return students[CLASS_STUDENT]
+    return None
+
+
+# --- an entry's problems and their parts ------------------------------------------------
+
+def problem_records(entry: dict) -> Iterator[tuple[str, dict]]:
+    """(problem id, record) of an entry, in the key's (sorted) order."""
+    return iter(entry.get("problems", {}).items())
+
+
+def problem_record(entry: dict, problem: str) -> dict:
+    """One problem's record of an entry ({} when the entry does not have it)."""
+    return entry.get("problems", {}).get(problem, {})
+
+
+def kind(record: dict) -> str | None:
+    return record.get("kind")
+
+
+def is_free_response(record: dict) -> bool:
+    return record.get("kind") == FREE_RESPONSE
+
+
+def gradings(record: dict) -> list[dict]:
+    """A record's grading items, one per graded part (implement: per test family)."""
+    return record.get("grading", [])
+
+
+def part_id(grading: dict) -> str:
+    """A grading item by name: a part's id, or an implement test family's."""
+    return grading.get("id") or grading["family"]
+
+
+def points(grading: dict) -> float:
+    return float(grading["points"])
+
+
+def graded_parts(record: dict) -> list[tuple[str, float]]:
+    """(part id, points) of every graded item of a record, in the key's order."""
+    return [(part_id(g), points(g)) for g in gradings(record)]
+
+
+def answer_names(record: dict) -> dict[str, str]:
+    """part id → the notebook variable that holds the student's answer (none: free response
+    and implement problems)."""
+    return record.get("answer_names", {})
+
+
+def givens_of(record: dict) -> dict:
+    """The record's givens as stored (``formats.serialize.decode_names`` makes values)."""
+    return record.get("givens", {})
