@@ -12,6 +12,7 @@ import sys
 import time
 from pathlib import Path
 
+from formats.key_shape import assignment_id, key_students
 from formats.textfile import terminal_json, terminal_safe
 
 from .build_commands import _fail as _fail_raw
@@ -50,8 +51,8 @@ def _load(args):
         return _fail(err.problems)
     except AnswerKeyError as err:
         return _fail([str(err)])
-    if key["assignment"]["id"] != assignment.id:
-        return _fail([f"{args.key_path}: this key is for assignment {key['assignment']['id']!r}, "
+    if assignment_id(key) != assignment.id:
+        return _fail([f"{args.key_path}: this key is for assignment {assignment_id(key)!r}, "
                       f"not {assignment.id!r}"])
     return assignment, key
 
@@ -61,34 +62,35 @@ def _load(args):
 def _explain() -> int:
     from grader.sandbox.client import explain
 
-    layers = explain()
-    width = max(len(layer["name"]) for layer in layers)
+    walls = explain()
+    width = max(len(wall["name"]) for wall in walls)
     print("The sandbox that runs student code, on this machine:")
-    for layer in layers:
-        mark = "on " if layer["active"] else "off"
-        print(f"  [{mark}] {layer['name']:<{width}}  {layer['detail']}")
-    print("Always, whatever is off: student code runs in a forked child of a worker that never "
+    for wall in walls:
+        mark = "on " if wall["active"] else "off"
+        print(f"  [{mark}] {wall['name']:<{width}}  {wall['detail']}")
+    print("Always, whatever is off: student code runs in a forked child of a sandbox server that never "
           "holds the answer key or an expected value; only values come back, in size-capped, "
           "validated frames (never pickle); every score is decided in the grader's own process.")
     return 0
 
 
-PROTECTING = ("landlock", "uid")     # layers that keep student code out of the grader's files
-
-
 def _unprotected(args) -> int:
-    """Refuse to run student code where nothing keeps it from the grader's own files (the
-    key, the gradebook, the kit's code): no Landlock and no uid of its own. 0 when fine."""
+    """Refuse to run student code where the walls cannot keep it from the grader's own files
+    (the key, the gradebook, the kit's code): grader.sandbox.walls.protected. 0 when fine."""
     from grader.sandbox.client import explain
+    from grader.sandbox.walls import protected
 
-    layers = {layer["name"]: layer for layer in explain()}
-    if any(layers.get(name, {}).get("active") for name in PROTECTING) or args.insecure:
+    if args.insecure or protected(explain()):
         return 0
     print("attnkit grade: refusing to run student code here: neither Landlock (Linux ≥ 5.13) nor "
           "a uid of its own (run as root) can keep it from reading the answer key or writing "
           "the gradebook on this machine. See attnkit grade --explain-sandbox; --insecure grades "
           "anyway (only for code you trust).", file=sys.stderr)
     return 1
+
+
+INTERRUPTED = ("attnkit grade: interrupted; what was graded is in the gradebook, and the next run "
+               "picks up the rest")
 
 
 def _grade(args) -> int:
@@ -110,74 +112,56 @@ def _grade(args) -> int:
         return _fail([f"{args.submissions}: no such folder"])
 
     from grader.gradebook import Gradebook, GradebookError
-    from grader.grading import GradingRun, grader_version
-    from grader.intake import find_submissions, match
-    from grader.plugin import run_pytest
+    from grader.pipeline import grade_folder
     from grader.sandbox.client import Limits, Sandbox
 
     started = time.perf_counter()
     refused = _unprotected(args)
     if refused:
         return refused
-    found = find_submissions(Path(args.submissions), assignment.id)
-    submissions, missing, issues = match(found, key, read=False)
-    progress = Progress(len(submissions), "grade", enabled=None if not args.json else False)
-    pytest_args = []
-    if args.k:
-        pytest_args += ["-k", args.k]
-    if args.junitxml:
-        pytest_args += ["--junitxml", str(args.junitxml)]
+    pytest_args = (["-k", args.k] if args.k else []) + \
+        (["--junitxml", str(args.junitxml)] if args.junitxml else [])
+    bar = (lambda total: Progress(total, "grade", enabled=None if not args.json else False))
     try:
         with Gradebook(gradebook_path) as gradebook, \
                 Sandbox(args.jobs, Limits(wall_seconds=args.timeout)) as sandbox:
-            run = GradingRun(key, submissions, gradebook, sandbox, workers=args.jobs,
-                             regrade=args.regrade, progress=progress, kit_version=grader_version())
-            code = run_pytest(run, assignment.id, pytest_args, verbose=args.verbose)
-            for student in missing:
-                gradebook.mark_missing(assignment.id, student, float(key["assignment"]["points"]))
+            summary = grade_folder(key, Path(args.submissions), gradebook, sandbox,
+                                   servers=args.jobs, regrade=args.regrade, pytest_args=pytest_args,
+                                   verbose=args.verbose, progress=bar)
             table = None
             if not args.json:
                 from grader.reports import class_table
                 table = class_table(gradebook, key)
     except GradebookError as err:
-        progress.close()
         return _fail([str(err)])
     except KeyboardInterrupt:
-        progress.close()
-        print("attnkit grade: interrupted; what was graded is in the gradebook, and the next run "
-              "picks up the rest", file=sys.stderr)
+        print(INTERRUPTED, file=sys.stderr)
         return 130
-    progress.close()
-    seconds = time.perf_counter() - started
-    if run.interrupted:     # pytest caught a Ctrl-C: what was recorded stays, the rest waits
-        print("attnkit grade: interrupted; what was graded is in the gradebook, and the next run "
-              "picks up the rest", file=sys.stderr)
+    summary.seconds = time.perf_counter() - started     # (what the user waited: the sandbox's start too)
+    if summary.interrupted:     # pytest caught a Ctrl-C: what was recorded stays, the rest waits
+        print(INTERRUPTED, file=sys.stderr)
         return 130
-    for failure in run.failed:
+    for failure in summary.failed:
         _err(f"attnkit grade: {failure}")
-    if code == 4:           # a usage error (a bad -k expression): pytest said why
+    if summary.code == 4:           # a usage error (a bad -k expression): pytest said why
         return 2
-    if code in (2, 3):      # errors during collection / pytest's internal error
-        return _fail([f"grading stopped (pytest exit code {code}); see above"])
-    summary = {"assignment": assignment.id, "submissions": len(submissions),
-               "graded": len(run.recorded), "unchanged": len(run.skipped),
-               "not_recorded": len(run.not_recorded), "missing": sorted(missing),
-               "issues": [{"code": i.code, "message": i.message} for i in issues], "gradebook": str(gradebook_path),
-               "seconds": round(seconds, 3),
-               "submissions_per_second": round(len(run.recorded) / max(seconds, 1e-9), 1)}
+    if summary.code in (2, 3):      # errors during collection / pytest's internal error
+        return _fail([f"grading stopped (pytest exit code {summary.code}); see above"])
+    shown = summary.as_json(gradebook_path)
     if args.json:
-        print(terminal_json(summary))
+        print(terminal_json(shown))
         return 0
-    for issue in issues:
+    for issue in summary.issues:
         _err(f"note: {issue}")
     print(table)
-    print(f"graded {summary['graded']} submission{'s' if summary['graded'] != 1 else ''} in "
-          f"{seconds:.2f} s ({summary['submissions_per_second']:g}/s, {args.jobs} worker"
-          f"{'s' if args.jobs != 1 else ''}); {len(run.skipped)} unchanged since the last run"
+    graded, missing = shown["graded"], summary.missing
+    print(f"graded {graded} submission{'s' if graded != 1 else ''} in "
+          f"{summary.seconds:.2f} s ({shown['submissions_per_second']:g}/s, {args.jobs} server"
+          f"{'s' if args.jobs != 1 else ''}); {len(summary.skipped)} unchanged since the last run"
           + ("" if args.regrade else " (--regrade grades them again)")
           + (f"; {len(missing)} missing" if missing else ""))
-    if run.not_recorded:
-        print(f"-k chose only some parts of {len(run.not_recorded)} submission(s): their results "
+    if summary.not_recorded:
+        print(f"-k chose only some parts of {len(summary.not_recorded)} submission(s): their results "
               "are in pytest's report, not in the gradebook")
     where = f"--build {args.build}" if args.build else f"--key {args.key_path}"
     print(terminal_safe(f"gradebook: {gradebook_path}\nreports:   attnkit report {args.assignment} {where}"))
@@ -241,7 +225,7 @@ def _write_reports(gradebook, key: dict, out: Path, args) -> tuple[dict, dict, d
     fallbacks: dict[str, list[str]] = {}
 
     def feedback():
-        progress = Progress(len(key["students"]), "feedback", enabled=None if not args.json else False)
+        progress = Progress(len(key_students(key)), "feedback", enabled=None if not args.json else False)
         try:
             fallbacks.update(write_feedback(gradebook, key, out / "feedback", reveal=args.reveal,
                                             progress=progress).fallbacks)
@@ -303,7 +287,7 @@ def add_grade_commands(commands) -> None:
     grade.add_argument("submissions", metavar="SUBMISSIONS", nargs="?", help="the folder of submitted notebooks")
     _key_options(grade)
     grade.add_argument("--jobs", "-j", type=_positive, default=os.cpu_count() or 1,
-                       help="sandbox workers (default: one per core, %(default)s here)")
+                       help="sandbox servers: submissions run at once (default: one per core, %(default)s here)")
     grade.add_argument("--timeout", type=float, default=10.0, metavar="SECONDS",
                        help="wall-clock limit per run of a submission's code (default %(default)s)")
     grade.add_argument("--regrade", action="store_true", help="grade unchanged submissions again")
@@ -312,7 +296,7 @@ def add_grade_commands(commands) -> None:
     grade.add_argument("--junitxml", metavar="PATH", help="also write pytest's JUnit XML report")
     grade.add_argument("-v", "--verbose", action="store_true", help="show pytest's own report")
     grade.add_argument("--explain-sandbox", action="store_true",
-                       help="say which isolation layers are active on this machine, and exit")
+                       help="say which of the sandbox's walls hold on this machine, and exit")
     grade.add_argument("--insecure", action="store_true",
                        help="grade even where the sandbox cannot protect the grader's files "
                             "(no Landlock and not root): only for code you trust")

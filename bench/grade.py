@@ -204,7 +204,7 @@ def _line(name: str, r: dict) -> str:
 
 def report(r: dict) -> str:
     lines = [f"example assignment {r['assignment']}: {r['problems']} problems; {r['cpus']} CPUs, "
-             f"{r['jobs']} sandbox workers; attnkit grade as a user runs it (sandbox on, new gradebook)",
+             f"{r['jobs']} sandbox servers; attnkit grade as a user runs it (sandbox on, new gradebook)",
              _line("batch", r["batch"])]
     if "large" in r:
         lines.append(_line("large", r["large"]) + " (copies of the batch's variants under new ids)")
@@ -225,7 +225,7 @@ def main(argv=None) -> int:
                         help="submissions of the large batch, for peak memory (default 10000; 0: skip)")
     parser.add_argument("--nbgrader", type=int, default=20,
                         help="submissions nbgrader autograde grades (default 20; 0: skip)")
-    parser.add_argument("--jobs", type=int, default=2, help="sandbox workers (default 2)")
+    parser.add_argument("--jobs", type=int, default=2, help="sandbox servers (default 2)")
     parser.add_argument("--json", action="store_true", help="machine-readable output")
     args = parser.parse_args(argv)
     result = run(args.submissions, args.large, args.nbgrader, args.jobs)

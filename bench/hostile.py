@@ -388,7 +388,7 @@ def report(r: dict) -> str:
     clean, worst = r["clean"]["grade"], r["worst"]["grade"]
     lines = [f"example assignment {r['assignment']}: {r['problems']} problems, {r['students']} students; "
              f"{len(r['cases'])} of them hand in a worst case in the second batch; {r['cpus']} CPUs, "
-             f"{r['jobs']} sandbox workers; attnkit grade as a user runs it (sandbox on, new gradebook)"
+             f"{r['jobs']} sandbox servers; attnkit grade as a user runs it (sandbox on, new gradebook)"
              + (f"; sizes scaled by {r['scale']:g}" if r["scale"] != 1 else ""),
              _grade_line("clean", clean, r["students"]),
              _grade_line("worst", worst, r["students"]),
@@ -418,7 +418,7 @@ def main(argv=None) -> int:
         return _child(out, rest, memory_gb)
     parser = argparse.ArgumentParser(prog="python -m bench.hostile", description=__doc__.split("\n\n")[0])
     parser.add_argument("--students", type=int, default=40, help="batch size (default 40)")
-    parser.add_argument("--jobs", type=int, default=2, help="sandbox workers (default 2)")
+    parser.add_argument("--jobs", type=int, default=2, help="sandbox servers (default 2)")
     parser.add_argument("--scale", type=float, default=1.0,
                         help="multiply the worst cases' sizes (default 1: as listed above)")
     parser.add_argument("--cases", default=",".join(CASES), help="comma-separated worst cases (default all)")

@@ -26,11 +26,11 @@ import sys
 import time
 from concurrent.futures import ProcessPoolExecutor, as_completed
 from dataclasses import dataclass, field
-from importlib.metadata import PackageNotFoundError, version
 from multiprocessing import get_context
 from pathlib import Path
 
 from formats import answer_key
+from formats.version import KIT_VERSION
 from formats.key_shape import CLASS_STUDENT
 from .notebook import (Header, ProblemVariant, answer_names, build_notebook, notebook_bytes,
                        student_and_instructor)
@@ -41,10 +41,6 @@ from .variant import VariantError, make_variant
 
 FORMATS = ("notebook", "html")
 
-try:
-    KIT_VERSION = version("attention-kit")
-except PackageNotFoundError:  # a source tree that was never installed
-    KIT_VERSION = "0.0.0+unknown"
 
 
 @dataclass

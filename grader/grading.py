@@ -10,22 +10,23 @@ from __future__ import annotations
 import hashlib
 import json
 import time
-from collections import deque
-from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field, replace
 
 import numpy as np
 
 from formats.answer_key import entry_digest
 from formats.key_shape import (answer_names, assignment_id, entry_for, graded_parts, gradings, head_parts,
-                              is_free_response, part_id, points, problem_order, problem_records)
+                              is_free_response, part_id, problem_order, problem_records)
+from formats.key_shape import points as points_of
 from formats.serialize import NotSerializable, to_jsonable
 from formats.textfile import printable
+from formats.version import KIT_VERSION
 
 from .budget import CPU_SECONDS, UNLIMITED, Budget, OverBudget
-from .checking import ERROR, MISSING, CaseOutcome, Missing, Verdict, code, problem_verdicts
+from .verdicts import ERROR, MISSING, CaseOutcome, Missing, Verdict, code, problem_verdicts
 from .sandbox.frames import list_objects
 from .hidden import HiddenInputs, may_hold_numbers
+from .lookahead import LookAhead
 from .gradebook import ANSWER_LIMIT, OMITTED, ResultRow, SubmissionRow
 from .intake import Found, Submission, file_hash, read_submission
 from .program import job_for
@@ -131,7 +132,7 @@ def grade_values(entry: dict, values: dict, outcomes: dict, free_text: dict, cau
         try:
             parts = problem_verdicts(record, got, outcomes.get(pid, {}), free_text.get(pid, {}))
         except Exception as err:  # noqa: BLE001 — a grader bug costs this problem, never the batch
-            parts = {part_id(g): Verdict(0.0, points(g), ERROR,
+            parts = {part_id(g): Verdict(0.0, points_of(g), ERROR,
                                          f"internal grader error: {type(err).__name__}: {err}")
                      for g in gradings(record)}
         for part, verdict in parts.items():
@@ -202,7 +203,6 @@ def grader_version() -> str:
     """The kit's version and a digest of the code that decides scores: stored with every
     graded submission, so a grader that changed (even in an editable install, whose version
     number does not move) grades everything again instead of trusting old verdicts."""
-    from importlib.metadata import PackageNotFoundError, version
     from pathlib import Path
 
     root = Path(__file__).resolve().parent.parent
@@ -210,11 +210,7 @@ def grader_version() -> str:
     for pattern in _SCORING_CODE:
         for path in sorted(root.glob(pattern)):
             digest.update(path.relative_to(root).as_posix().encode() + b"\0" + path.read_bytes())
-    try:
-        kit = version("attention-kit")
-    except PackageNotFoundError:
-        kit = "0.0.0"
-    return f"{kit}+{digest.hexdigest()[:12]}"
+    return f"{KIT_VERSION}+{digest.hexdigest()[:12]}"
 
 
 def fingerprint(content_hash: str, entry_digest: str) -> str:
@@ -231,7 +227,7 @@ class GradingRun:
     ``execute`` runs on the sandbox threads (one per worker); everything else, including
     every gradebook write, on pytest's main thread."""
 
-    def __init__(self, key: dict, submissions, gradebook, sandbox, *, workers: int = 1,
+    def __init__(self, key: dict, submissions, gradebook, sandbox, *, servers: int = 1,
                  regrade: bool = False, progress=None, kit_version: str = "",
                  cpu_seconds: float = CPU_SECONDS):
         self.key = key
@@ -240,7 +236,7 @@ class GradingRun:
         # A Submission (already read), or the Found of a file read when its turn comes.
         self.submissions: dict[str, Submission | Found] = {s.student: s for s in submissions}
         self.gradebook, self.sandbox = gradebook, sandbox
-        self.workers, self.regrade, self.progress = workers, regrade, progress
+        self.servers, self.regrade, self.progress = servers, regrade, progress
         self.kit_version = kit_version
         self.cpu_seconds = cpu_seconds        # the grader CPU one submission may cost (grader.budget)
         self.skipped: list[str] = []          # unchanged since they were graded
@@ -248,16 +244,13 @@ class GradingRun:
         self.failed: list[str] = []           # could not be recorded at all (reported)
         self.interrupted = False              # set by the plugin on Ctrl-C
         self.not_recorded: list[str] = []     # partly selected with -k: gradebook left alone
-        self.graded: dict[str, Graded] = {}
         self._head_parts = head_parts(key)
-        self.window = max(8, 4 * workers)     # submissions run ahead of the one being recorded
+        # Submissions run on the sandbox threads in the order pytest will ask for them, at
+        # most a window ahead of the one being recorded (grader.lookahead).
+        self.ahead = LookAhead(self.execute, servers, window=max(8, 4 * servers),
+                               thread_name="attnkit-sandbox")
         self._parts: dict[str, list] = {}     # student → parts_of, until recorded
         self._entries: dict[str, dict] = {}   # student → key entry, until recorded
-        self._pool = None
-        self._queue: deque[str] = deque()     # to run, in order
-        self._queued: set[str] = set()        # ever queued
-        self._futures: dict = {}              # running or run, not yet recorded
-        self._done: set[str] = set()          # recorded or discarded
 
     # --- what to grade ---------------------------------------------------------------
 
@@ -282,7 +275,7 @@ class GradingRun:
         entry = self._entries.get(student)
         if entry is None:
             entry = entry_for(self.key, student)
-            if student not in self._done:       # (a discarded run ending late keeps nothing)
+            if not self.ahead.released(student):   # (a discarded run ending late keeps nothing)
                 self._entries[student] = entry
         return entry
 
@@ -304,55 +297,30 @@ class GradingRun:
         return sum(len(parts) for _, parts in self.parts_of(student))
 
     # --- running ---------------------------------------------------------------------
-    #
-    # The sandbox threads run submissions in the order pytest will ask for them, at most
-    # ``window`` ahead of the last one recorded: the workers never wait for pytest (between
-    # its sessions, say), and a batch of any size holds only a window's worth of results.
 
     def start(self, students: list[str]) -> None:
         """Queue ``students`` (in the order their items will run) for the sandbox."""
-        if not students:
-            return
-        if self._pool is None:
-            self._pool = ThreadPoolExecutor(self.workers, thread_name_prefix="attnkit-sandbox")
-        new = [s for s in students if s not in self._queued]
-        self._queued.update(new)
-        self._queue.extend(new)
-        self._top_up()
-
-    def _top_up(self) -> None:
-        while self._queue and len(self._futures) < self.window and self._pool is not None:
-            student = self._queue.popleft()
-            if student not in self._futures and student not in self._done:
-                self._futures[student] = self._pool.submit(self.execute, student)
+        self.ahead.start(students)
 
     def discard(self, student: str) -> None:
         """Not graded in this run after all (deselected with -k): free what it holds."""
-        future = self._futures.get(student)
-        if future is not None:
-            future.cancel()
-        self._release(student)
+        self._forget(student)
+        self.ahead.cancel(student)
 
     def _release(self, student: str) -> None:
-        """Done with ``student`` (recorded or discarded): keep nothing of theirs, run the next."""
-        for held in (self.graded, self._futures, self._entries, self._parts):
-            held.pop(student, None)
-        self._done.add(student)
-        self._top_up()
+        """Done with ``student`` (recorded): keep nothing of theirs, run the next."""
+        self._forget(student)
+        self.ahead.release(student)
+
+    def _forget(self, student: str) -> None:
+        self._entries.pop(student, None)
+        self._parts.pop(student, None)
 
     def wait(self, student: str) -> Graded:
-        if student not in self.graded:
-            future = self._futures.get(student)
-            if future is None:            # never queued: run it here (and never again)
-                self._done.add(student)
-            self.graded[student] = future.result() if future else self.execute(student)
-        return self.graded[student]
+        return self.ahead.result(student)
 
     def stop(self) -> None:
-        self._queue.clear()
-        if self._pool is not None:
-            self._pool.shutdown(wait=True, cancel_futures=True)
-            self._pool = None
+        self.ahead.stop()
 
     def execute(self, student: str) -> Graded:
         """Run one submission in the sandbox and judge every part (a sandbox thread). Whatever

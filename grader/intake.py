@@ -549,11 +549,11 @@ def _kit_issues(found: Found, cells: tuple[Cell, ...], kit: dict[str, KitCell],
     positions: dict[str, list[int]] = {}
     for c in known:
         positions.setdefault(c.grade_id, []).append(c.index + 1)
-    for grade_id, where in positions.items():
+    for gid, where in positions.items():
         if len(where) > 1:
             issues.append(Issue("duplicate-grade-id", f"{found.shown}: cells {listed(where)} all carry "
-                                                      f"the grade id {grade_id} (a copied cell): all of "
-                                                      "them are kept, in notebook order", grade_id))
+                                                      f"the grade id {gid} (a copied cell): all of "
+                                                      "them are kept, in notebook order", gid))
     issued: dict[str, tuple[dict, str]] = {}      # problem → its givens and their text, made once
     for c in known:
         k = kit[c.grade_id]

@@ -28,7 +28,7 @@ from pytest import TestReport
 
 from formats.textfile import terminal_safe
 
-from .checking import MANUAL, PASSED, Verdict
+from .verdicts import MANUAL, PASSED, Verdict
 
 MANIFEST_SUFFIX = ".attnkit"
 

@@ -31,8 +31,7 @@ from formats.serialize import decode_names
 from .budget import UNLIMITED, Budget
 from .intake import (NOT_READ, PARSING, Issue, Submission, assigns_exactly, expected_givens_source,
                      kit_cells, listed)
-
-PLACEHOLDER = MARKDOWN_PLACEHOLDER
+from .sandbox.protocol import call_step, exec_step, send_step, set_step
 
 # Issues of the submission that change what is graded (the others, such as an edited givens
 # cell or stripped metadata, are worth knowing but change nothing).
@@ -41,7 +40,8 @@ GRADING_ISSUES = NOT_READ | frozenset({
     "wrong-assignment", "wrong-variant", "duplicate",
 })
 
-# The program's own notes (beside the submission's issues, grader.intake.ISSUE_CODES).
+# The program's own notes (beside the submission's issues, grader.intake.ISSUE_CODES); a
+# test holds this list to the codes the module emits.
 NOTE_CODES = {
     "magics-stripped": "lines starting with % or ! were replaced by `pass` (IPython only)",
     "answer-not-code": "an answer cell turned into Markdown or raw: not run",
@@ -69,7 +69,7 @@ _NEVER_RUN = frozenset({"setup", "header", "prompt", "givens", "check", "heatmap
 class Program:
     """What the sandbox runs for one submission, and what grading needs beside it.
 
-    ``steps``: the job's steps (dicts as grader.sandbox.server takes them); ``problem_of_step``:
+    ``steps``: the job's steps (built by grader.sandbox.protocol); ``problem_of_step``:
     for each step, the problem it belongs to (None for the setup and cells before the first
     problem), so a crash or an error can be charged to the right problem; ``free_text``:
     problem → part → the student's Markdown answer ('' when unanswered) for free-response
@@ -124,7 +124,7 @@ def strip_magics(source: str) -> tuple[str, bool]:
 
 def free_answer(text: str) -> str:
     """A Markdown answer without nbgrader's placeholder line: '' means unanswered."""
-    return "\n".join(line for line in text.split("\n") if line.strip() != PLACEHOLDER).strip()
+    return "\n".join(line for line in text.split("\n") if line.strip() != MARKDOWN_PLACEHOLDER).strip()
 
 
 # --- building the steps --------------------------------------------------------------------
@@ -161,7 +161,7 @@ class _Builder:
             values = {n: values[n] for n in names}
         if not values:
             return
-        self.add({"op": "set", "values": values}, pid)
+        self.add(set_step(values), pid)
         self.given_set.add(pid)
         self.owner.update(dict.fromkeys(values, pid))
 
@@ -185,7 +185,7 @@ class _Builder:
             self.magic_cells.append(cell.label)
         if pid is not None:
             self.ensure_givens(pid)
-        self.add({"op": "exec", "label": cell.label, "source": source}, pid)
+        self.add(exec_step(cell.label, source), pid)
 
     def note_magics(self) -> None:
         """One note for every cell whose magics were left out (a notebook may have thousands)."""
@@ -201,12 +201,11 @@ class _Builder:
         record = self.entry["problems"][pid]
         if record.get("kind") == "implement":
             cases = [decode_names(case.get("args", {})) for case in record.get("tests", [])]
-            self.add({"op": "call", "problem": pid, "function": record.get("function", ""),
-                      "cases": cases, "first": 0}, pid)
+            self.add(call_step(pid, record.get("function", ""), cases), pid)
         elif record.get("kind") != "free_response":
             names = list(record.get("answer_names", {}).values())
             if names:
-                self.add({"op": "send", "problem": pid, "names": names}, pid)
+                self.add(send_step(pid, names), pid)
 
 
 def _order(submission: Submission, entry: dict, order) -> list[str]:
@@ -228,7 +227,7 @@ def job_for(submission: Submission, entry: dict, *, order: list[str] | None = No
     before each cell (OverBudget: the submission cost the grader too much)."""
     order = _order(submission, entry, order)
     builder = _Builder(submission, entry, order, budget)
-    builder.add({"op": "exec", "label": "setup", "source": GRADING_SETUP}, None)
+    builder.add(exec_step("setup", GRADING_SETUP), None)
     kit = kit_cells(entry)
     known = [c for c in submission.cells if c.grade_id in kit]
     if known:

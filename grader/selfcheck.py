@@ -18,6 +18,7 @@ from formats.textfile import terminal_safe
 
 from .intake import NOT_READ, Found, read_submission
 from .program import GRADING_SETUP, strip_magics
+from .sandbox.protocol import exec_step, send_step
 
 OK, NOT_ANSWERED, FAILS, ERROR, BY_HAND, AT_GRADING = (
     "looks right", "not answered", "check fails", "error", "graded by hand", "hidden tests at grading")
@@ -81,7 +82,7 @@ class CheckReport:
 
 def _steps(submission, problems: list[dict]) -> tuple[list[dict], dict]:
     """The sandbox steps and, for each check cell, the part it checks."""
-    steps = [{"op": "exec", "label": "setup", "source": GRADING_SETUP}]
+    steps = [exec_step("setup", GRADING_SETUP)]
     checks = {}
     families = {f"{p['id']}-{p['function']}-": p for p in problems if p.get("kind") == "implement"}
     # Names from the notebook's metadata go into code below: only plain identifiers.
@@ -92,7 +93,7 @@ def _steps(submission, problems: list[dict]) -> tuple[list[dict], dict]:
         if gid.endswith(_SKIPPED):
             continue
         source, _ = strip_magics(cell.source)
-        steps.append({"op": "exec", "label": cell.label, "source": source})
+        steps.append(exec_step(cell.label, source))
         if gid.endswith("--check"):
             problem, _, part = gid[:-len("--check")].partition("-")
             if problem and part:
@@ -106,13 +107,13 @@ def _steps(submission, problems: list[dict]) -> tuple[list[dict], dict]:
             # The placeholder body raises NotImplementedError: try the function on the
             # notebook's own visible example to tell a written function from an unwritten one.
             f, flag = p["function"], _implemented_flag(p["id"])
-            steps.append({"op": "exec", "label": f"{p['id']}--probe", "source": (
+            steps.append(exec_step(f"{p['id']}--probe", (
                 f"try:\n    {f}(**{f}_example)\n    {flag} = True\n"
                 f"except NotImplementedError:\n    {flag} = False\n"
-                f"except BaseException:\n    {flag} = True\n")})
+                f"except BaseException:\n    {flag} = True\n")))
             names = [f, flag]
         if names:
-            steps.append({"op": "send", "problem": p["id"], "names": names})
+            steps.append(send_step(p["id"], names))
     return steps, checks
 
 

@@ -7,6 +7,7 @@ over the keys, weighted sum of the values.
 from __future__ import annotations
 
 from dataclasses import dataclass
+from typing import NamedTuple
 
 import numpy as np
 
@@ -104,12 +105,22 @@ def causal_attention(Q, K, V, return_steps=False):
     return scaled_dot_product_attention(Q, K, V, mask=causal_mask(L, S), return_steps=return_steps)
 
 
+class AttentionCache(NamedTuple):
+    """What ``attention_backward`` needs of Z = PV, P = softmax(QKᵀ·scale + M): the inputs
+    Q (..., L, d_k), K (..., S, d_k), V (..., S, d_v), the weights P (..., L, S) and the scale."""
+    Q: np.ndarray
+    K: np.ndarray
+    V: np.ndarray
+    P: np.ndarray
+    scale: float
+
+
 def attention_forward(Q, K, V, mask=None, scale=None):
-    """Forward pass kept for backprop. Returns ``(Z, cache)``; shapes as in
-    ``scaled_dot_product_attention``."""
+    """Forward pass kept for backprop. Returns ``(Z, cache)``, an ``AttentionCache``; shapes as
+    in ``scaled_dot_product_attention``."""
     Q, K, V, dims = attention_shapes(Q, K, V)
     steps = _attention_steps(Q, K, V, dims["d_k"], mask, scale)
-    return steps.output, (Q, K, V, steps.weights, steps.scale)
+    return steps.output, AttentionCache(Q, K, V, steps.weights, steps.scale)
 
 
 def attention_backward(dZ, cache):

@@ -14,8 +14,6 @@ from .linear import linear
 from .losses import IGNORE_INDEX, cross_entropy
 
 KEEP, MASK, RANDOM, UNCHANGED = 0, 1, 2, 3  # what mlm_select did at each position
-ACTION_NAMES = {KEEP: "not selected", MASK: "[MASK]", RANDOM: "random token",
-                UNCHANGED: "unchanged"}
 
 
 @dataclass(frozen=True)

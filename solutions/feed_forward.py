@@ -2,10 +2,12 @@
 
 from __future__ import annotations
 
+from typing import NamedTuple
+
 import numpy as np
 
 from ._shapes import as_float, check_shapes
-from .linear import linear_backward, linear_forward
+from .linear import LinearCache, linear_backward, linear_forward
 
 
 def relu(x) -> np.ndarray:
@@ -13,7 +15,15 @@ def relu(x) -> np.ndarray:
     return np.maximum(as_float(x, "x"), 0.0)
 
 
-def ffn_forward(x, W1, b1, W2, b2) -> tuple[np.ndarray, tuple]:
+class FFNCache(NamedTuple):
+    """What ``ffn_backward`` needs: the caches of h = xW₁ + b₁ and y = aW₂ + b₂, and
+    a = max(0, h) (..., d_ff)."""
+    linear1: LinearCache
+    a: np.ndarray
+    linear2: LinearCache
+
+
+def ffn_forward(x, W1, b1, W2, b2) -> tuple[np.ndarray, FFNCache]:
     """FFN(x) = max(0, xW₁ + b₁) W₂ + b₂, applied to every position independently.
 
     Shapes: x (..., d_model), W₁ (d_model, d_ff), b₁ (d_ff,), W₂ (d_ff, d_model),
@@ -24,7 +34,7 @@ def ffn_forward(x, W1, b1, W2, b2) -> tuple[np.ndarray, tuple]:
     h, cache1 = linear_forward(x, W1, b1)
     a = np.maximum(h, 0.0, out=h)  # ReLU in place: h itself is not needed again, as h > 0 ⇔ a > 0
     y, cache2 = linear_forward(a, W2, b2)
-    return y, (cache1, a, cache2)
+    return y, FFNCache(cache1, a, cache2)
 
 
 def ffn(x, W1, b1, W2, b2) -> np.ndarray:

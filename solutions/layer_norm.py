@@ -2,12 +2,22 @@
 
 from __future__ import annotations
 
+from typing import NamedTuple
+
 import numpy as np
 
 from ._shapes import as_float, check_shapes
 
 
-def layer_norm_forward(x, gamma, beta, eps: float = 1e-5) -> tuple[np.ndarray, tuple]:
+class LayerNormCache(NamedTuple):
+    """What ``layer_norm_backward`` needs: x̂ = (x − μ) r (..., D), r = (σ² + ε)^−½ (..., 1)
+    and γ (D,)."""
+    x_hat: np.ndarray
+    r: np.ndarray
+    gamma: np.ndarray
+
+
+def layer_norm_forward(x, gamma, beta, eps: float = 1e-5) -> tuple[np.ndarray, LayerNormCache]:
     """y = γ ⊙ (x − μ) / √(σ² + ε) + β, with μ, σ² over the last axis (biased variance,
     ε inside the square root, as PyTorch). Shapes: x (..., D), γ (D,), β (D,) → y (..., D).
     Returns ``(y, cache)``."""
@@ -19,7 +29,7 @@ def layer_norm_forward(x, gamma, beta, eps: float = 1e-5) -> tuple[np.ndarray, t
     x_hat *= r
     y = x_hat * gamma
     y += beta
-    return y, (x_hat, r, gamma)
+    return y, LayerNormCache(x_hat, r, gamma)
 
 
 def layer_norm(x, gamma, beta, eps: float = 1e-5) -> np.ndarray:

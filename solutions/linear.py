@@ -6,6 +6,8 @@ W has shape (d_in, d_out) so the code reads like the equation. PyTorch stores th
 
 from __future__ import annotations
 
+from typing import NamedTuple
+
 import numpy as np
 
 from ._shapes import as_float, check_shapes
@@ -26,11 +28,17 @@ def linear(x, W, b=None) -> np.ndarray:
     return y
 
 
-def linear_forward(x, W, b=None) -> tuple[np.ndarray, tuple]:
+class LinearCache(NamedTuple):
+    """What ``linear_backward`` needs of y = xW + b: the input x (..., d_in) and W (d_in, d_out)."""
+    x: np.ndarray
+    W: np.ndarray
+
+
+def linear_forward(x, W, b=None) -> tuple[np.ndarray, LinearCache]:
     """y = xW + b, returning ``(y, cache)`` for ``linear_backward``. The cache keeps references
     to x and W, not copies: don't modify them in place before the backward pass."""
     x = as_float(x, "x")
-    return linear(x, W, b), (x, as_float(W, "W"))
+    return linear(x, W, b), LinearCache(x, as_float(W, "W"))
 
 
 def linear_backward(dy, cache) -> tuple[np.ndarray, np.ndarray, np.ndarray]:

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from typing import NamedTuple
+
 import numpy as np
 
 from ._shapes import as_float
@@ -26,6 +28,15 @@ def _targets(logits, targets, ignore_index):
     return np.where(valid, targets, 0), valid
 
 
+class CrossEntropyCache(NamedTuple):
+    """What ``softmax_cross_entropy_backward`` needs: log softmax(z) (..., C), the targets with
+    ignored ones replaced by class 0 (...), which targets count (...) bool, and their number N."""
+    log_p: np.ndarray
+    safe_targets: np.ndarray
+    valid: np.ndarray
+    count: int
+
+
 def softmax_cross_entropy_forward(logits, targets, ignore_index: int = IGNORE_INDEX):
     """loss = −(1/N) Σ_n log softmax(z_n)[y_n], averaged over the N targets ≠ ``ignore_index``.
 
@@ -38,7 +49,7 @@ def softmax_cross_entropy_forward(logits, targets, ignore_index: int = IGNORE_IN
     picked = np.take_along_axis(log_p, safe_targets[..., None], axis=-1)[..., 0]
     count = int(valid.sum())
     loss = -float(np.sum(picked, where=valid)) / count
-    return loss, (log_p, safe_targets, valid, count)
+    return loss, CrossEntropyCache(log_p, safe_targets, valid, count)
 
 
 def softmax_cross_entropy_backward(dloss, cache) -> np.ndarray:

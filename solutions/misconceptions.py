@@ -564,7 +564,7 @@ def softmax_backward_diagonal_only(dp, cache):
       "The loss is a mean over N targets, so its gradient is (P − onehot)/N.",
       "dz = P - onehot                        # should be (P - onehot) / N")
 def softmax_cross_entropy_backward_not_averaged(dloss, cache):
-    count = cache[3]
+    count = cache.count
     return softmax_cross_entropy_backward(dloss, cache) * count
 
 
@@ -574,7 +574,7 @@ def softmax_cross_entropy_backward_not_averaged(dloss, cache):
       "dQ = dS @ K                            # should be dS @ K / np.sqrt(d_k)")
 def attention_backward_no_scale(dZ, cache):
     dQ, dK, dV = attention_backward(dZ, cache)
-    scale = cache[4]
+    scale = cache.scale
     return dQ / scale, dK / scale, dV
 
 

@@ -10,11 +10,13 @@ The biases are optional (the lecture's equations have none; PyTorch's layers do)
 
 from __future__ import annotations
 
+from typing import NamedTuple
+
 import numpy as np
 
 from ._shapes import as_float, check_shapes
-from .attention import attention_backward, attention_forward
-from .linear import linear_backward, linear_forward
+from .attention import AttentionCache, attention_backward, attention_forward
+from .linear import LinearCache, linear_backward, linear_forward
 from .masks import check_mask_shape
 
 MHA_PARAM_NAMES = ("W_Q", "b_Q", "W_K", "b_K", "W_V", "b_V", "W_O", "b_O")
@@ -79,13 +81,26 @@ def head_mask(mask):
     return mask[..., None, :, :] if mask.ndim >= 3 else mask
 
 
+class MHACache(NamedTuple):
+    """What ``mha_backward`` needs: the caches of the projections q = query W_Q + b_Q, k, v and
+    out = concat W_O + b_O, of the per-head attention, the number of heads h, and which biases
+    the forward pass had (name → bool)."""
+    q_projection: LinearCache
+    k_projection: LinearCache
+    v_projection: LinearCache
+    attention: AttentionCache
+    out_projection: LinearCache
+    num_heads: int
+    has_bias: dict
+
+
 def mha_forward(query, key, value, params, num_heads: int, mask=None):
     """Multi-head attention forward pass.
 
     Shapes: query (..., L, d_model); key, value (..., S, d_model); ``mask`` bool
     (True = may attend) or additive, broadcastable to (..., L, S) and shared by all heads.
-    Returns ``(out, cache)`` with out (..., L, d_model); ``cache`` feeds ``mha_backward`` and
-    ``mha_weights(cache)`` gives the per-head weights (..., h, L, S).
+    Returns ``(out, cache)`` with out (..., L, d_model); ``cache``, an ``MHACache``, feeds
+    ``mha_backward`` and ``mha_weights(cache)`` gives the per-head weights (..., h, L, S).
     """
     query, key, value = as_float(query, "query"), as_float(key, "key"), as_float(value, "value")
     _check_mha(query, key, value, params, num_heads)
@@ -98,12 +113,12 @@ def mha_forward(query, key, value, params, num_heads: int, mask=None):
                                           split_heads(v, num_heads), mask=head_mask(mask))
     out, cache_o = linear_forward(merge_heads(heads), params["W_O"], params.get("b_O"))
     has_bias = {name: params.get(name) is not None for name in ("b_Q", "b_K", "b_V", "b_O")}
-    return out, (cache_q, cache_k, cache_v, cache_attn, cache_o, num_heads, has_bias)
+    return out, MHACache(cache_q, cache_k, cache_v, cache_attn, cache_o, num_heads, has_bias)
 
 
 def mha_weights(cache) -> np.ndarray:
     """The per-head attention weights (..., h, L, S) stored in an ``mha_forward`` cache."""
-    return cache[3][3]
+    return cache.attention.P
 
 
 def multi_head_attention(query, key, value, params, num_heads: int, mask=None):

@@ -1,9 +1,40 @@
-import os
+"""Shared by every test: the hypothesis profile, and the example assignment built for real."""
 
+import os
+from pathlib import Path
+
+import pytest
 from hypothesis import settings
+
+from exercises.assignment import load_assignment
+from exercises.build import build
+from exercises.roster import load_roster
+from formats.answer_key import load_key
 
 # In CI the property tests explore the same examples every run, so a red build is always
 # reproducible; on a developer's machine they keep exploring new ones.
 settings.register_profile("ci", derandomize=True, deadline=None)
 if os.environ.get("CI"):
     settings.load_profile("ci")
+
+ROOT = Path(__file__).resolve().parents[1]
+EXAMPLE = ROOT / "problem_bank" / "assignments" / "example.yaml"
+SAMPLE_ROSTER = ROOT / "problem_bank" / "assignments" / "sample_roster.csv"
+
+
+@pytest.fixture(scope="session")
+def example_build(tmp_path_factory):
+    """``example_build(students, secret)`` → (build folder, verified key): the example
+    assignment for the first ``students`` of the sample roster, built once per session."""
+    built = {}
+
+    def make(students: int, secret: str):
+        if (students, secret) not in built:
+            out = tmp_path_factory.mktemp("example-build")
+            with pytest.MonkeyPatch.context() as patch:
+                patch.setenv("ATTNKIT_SECRET", secret)
+                result = build(load_assignment(EXAMPLE), list(load_roster(SAMPLE_ROSTER))[:students], out)
+            assert result.ok, result.failures
+            built[(students, secret)] = out, load_key(result.key_path, secret.encode())
+        return built[(students, secret)]
+    return make

@@ -2,12 +2,12 @@
 back only the student's values, validated.
 
 The grader (the trusted process, which holds the answer key) never forks student code: forked
-children share their parent's memory image. It starts ``workers`` sandbox servers with
+children share their parent's memory image. It starts ``servers`` sandbox servers with
 ``sys.executable -m grader.sandbox.server`` (a fresh interpreter, clean environment) and talks to them
-over pipes only; each server is a zygote that forks a walled-in child per job and never holds
-a job or a result itself (``grader/sandbox/server.py`` describes the pipes, the steps and the events;
-``grader/sandbox/walls.py`` the walls). ``Sandbox.run`` is thread-safe: each call borrows a free
-server.
+over pipes only; each server forks a walled-in child per job and never holds a job or a result
+itself (``grader/sandbox/server.py``; ``grader/sandbox/protocol.py`` describes the pipes, the
+steps and the events; ``grader/sandbox/walls.py`` the walls). ``Sandbox.run`` is thread-safe:
+each call borrows a free server.
 
 A job goes out on the server's stdin (the child reads it); the child's frames come straight
 back on the data pipe (the server's stdout); the server says how the child ended on the
@@ -31,7 +31,7 @@ to kill the child at once.
 
 Hidden cases never sit in a child before it reaches them: the job carries the number of a
 call's cases, and the child asks for each one (``need``) when its turn comes; the grader then
-writes that case's frame on the job pipe (``grader/sandbox/server.py``). The frames are made once per run,
+writes that case's frame on the job pipe (``grader/sandbox/protocol.py``). The frames are made once per run,
 from the steps the caller gave (which keep their ``cases``). A child may start a case only once
 the pipe holds nothing unread (FIONREAD), and a server whose child died between asking and
 starting is replaced: nothing left in its job pipe can become the next child's job.
@@ -48,7 +48,7 @@ bounds a submission's time; when it is used up, ``RunResult.stopped`` says so an
 ``RunResult.not_run`` names the steps that never ran. A child can still claim the next step
 early and loop on in the current one (the timeout is then that step's, and the rerun repeats the
 loop): so at most ``limits.timeouts`` timeouts per submission, after which the run stops the
-same way. A submission costs at most ``timeouts × wall_seconds`` of a worker in deadlines,
+same way. A submission costs at most ``timeouts × wall_seconds`` of a server in deadlines,
 however it lies.
 
 ``run(steps, budget)`` checks ``budget`` (``grader/budget.py``: the grader's CPU time for this
@@ -76,13 +76,13 @@ from pathlib import Path
 
 from grader.budget import UNLIMITED, Budget, OverBudget
 
-from . import frames, walls
+from . import frames, protocol, walls
 
 MIB = 2**20
 SERVER_GRACE_SECONDS = 30.0       # beyond the job's own deadline, before a silent server is replaced
 OUTPUT_FACTOR = 4                 # a child may send at most this many frame limits in all
 FRAME_SLACK = 8                   # frames beyond what its job accounts for (see frame_cap)
-MAX_LAYERS = 16                   # isolation layers kept from a ready event (there are 8)
+MAX_WALLS = 16                    # walls kept from a ready event (there are 8)
 READING = "reading the sandbox's results"          # the budget's stages
 SENDING = "sending the submission to the sandbox"
 _CONTROL_LIMIT = 4096             # the server's exit frame is a few dozen bytes
@@ -151,7 +151,7 @@ class RunResult:
     outputs: dict = field(default_factory=dict)      # pid → {case index: Output}
     errors: list = field(default_factory=list)       # [CellError]
     crashes: list = field(default_factory=list)      # [Crash]
-    layers: list = field(default_factory=list)       # [{"name", "active", "detail"}]
+    walls: list = field(default_factory=list)        # [{"name", "active", "detail"}]: the walls that held
     seconds: float = 0.0
     stopped: str = ""
     not_run: list = field(default_factory=list)      # [step label]
@@ -170,9 +170,9 @@ def server_environment() -> dict:
 
 def crash_message(reason: str) -> str:
     """A crashed case's error, phrased like a raised exception ("raised …")."""
-    if reason == "timeout":
+    if reason == protocol.TIMEOUT:
         return "Timeout: no result within the time limit"
-    if reason == "memory":
+    if reason == protocol.MEMORY:
         return "MemoryError: out of memory"
     return f"Crash: the sandbox process ended ({reason})"
 
@@ -180,15 +180,16 @@ def crash_message(reason: str) -> str:
 def not_run_message(reason: str) -> str:
     """A case skipped because an earlier case of the same call crashed. Not numbered: the
     feedback numbers a function's cases within each test family, the call across them."""
-    if reason == "timeout":
+    if reason == protocol.TIMEOUT:
         return "not run: an earlier hidden case timed out"
-    if reason == "memory":
+    if reason == protocol.MEMORY:
         return "not run: an earlier hidden case ran out of memory"
     return f"not run: an earlier hidden case crashed the sandbox ({reason})"
 
 
 def server_command(slot: int, limits: Limits, control_fd: int, stop_fd: int) -> list[str]:
-    """The command line of one sandbox server (``grader/sandbox/server.py``)."""
+    """The command line of one sandbox server (``grader/sandbox/server.py``; its options:
+    ``grader/sandbox/protocol.py``)."""
     return [sys.executable, "-m", "grader.sandbox.server", "--slot", str(slot),
             "--control", str(control_fd), "--stop", str(stop_fd),
             "--wall-seconds", repr(float(limits.wall_seconds)),
@@ -241,7 +242,7 @@ class _Server:
         stream = _Stream(frame_limit, attempt, self._ask_stop, budget)
         if not self._follow(stream, attempt, deadline):
             self.kill()
-            return "timeout"
+            return protocol.TIMEOUT
         try:
             report = frames.read_frame(self.control, limit=_CONTROL_LIMIT)
         except frames.FrameError:
@@ -320,7 +321,7 @@ class _Server:
             ready = dict(poller.poll(left * 1000)) if left > 0 else {}
             if not ready:
                 self.kill()
-                return "timeout"
+                return protocol.TIMEOUT
             if self.control in ready or ready.get(self.jobs, 0) & (select.POLLERR | select.POLLHUP):
                 self.kill()
                 return "server died"
@@ -425,7 +426,8 @@ class _Stream:
         if self.frames > self.attempt.frame_cap:
             raise frames.FrameTooLarge(f"more than the {self.attempt.frame_cap} frames its job accounts for")
         event = frames.decode(body, limit=self.frame_limit)
-        if not (isinstance(event, dict) and _is(event.get("event"), "exit")):    # only the control pipe ends a job
+        # only the control pipe ends a job: an exit event here is ignored
+        if not (isinstance(event, dict) and _is(event.get("event"), protocol.EXIT)):
             self.attempt(event)
         self.budget.check(READING)
 
@@ -434,10 +436,10 @@ class _Stream:
         if self.failure is not None:
             return self.failure
         if self.splitter.pending:               # a frame cut short: dropped
-            return server_reason if server_reason == "timeout" else "bad frame"
-        if server_reason == "exit 0" and self.attempt.done:
+            return server_reason if server_reason == protocol.TIMEOUT else "bad frame"
+        if server_reason == protocol.exited(0) and self.attempt.done:
             return "done"
-        if server_reason == "stopped":          # (only ever asked for with a failure above)
+        if server_reason == protocol.STOPPED:          # (only ever asked for with a failure above)
             return "bad frame"
         return server_reason
 
@@ -451,21 +453,11 @@ def _label(index: int, step: dict) -> str:
     if "label" in step:
         return str(step["label"])
     op = step.get("op")
-    if op == "call":
+    if op == protocol.CALL:
         return f"{step.get('problem')}:{step.get('function')}"
-    if op == "send":
+    if op == protocol.SEND:
         return send_label(step.get("problem"))
     return f"step {index} ({op})"
-
-
-def _for_child(step: dict) -> dict:
-    """A step as the job carries it: a call with the number of its cases, never the cases
-    (each goes to the child only when it asks for it, see the module docstring)."""
-    if step.get("op") != "call":
-        return step
-    shown = {key: value for key, value in step.items() if key != "cases"}
-    shown["count"] = len(step.get("cases", []))
-    return shown
 
 
 def _text(value, limit: int = 2000) -> str:
@@ -493,7 +485,7 @@ def expected_starts(pending: list) -> list:
     None): one per step but a call, one per case of a call from ``first`` on."""
     starts = []
     for index, (_, step) in enumerate(pending):
-        if step.get("op") == "call":
+        if step.get("op") == protocol.CALL:
             starts += [(index, case) for case in range(_first(step), len(step.get("cases", [])))]
         else:
             starts.append((index, None))
@@ -506,10 +498,10 @@ def frame_cap(pending: list) -> int:
     count = 2 + FRAME_SLACK
     for _, step in pending:
         op = step.get("op")
-        if op == "call":
+        if op == protocol.CALL:
             count += 3 * max(0, len(step.get("cases", [])) - _first(step))
         else:
-            count += 2 if op in ("exec", "send") else 1
+            count += 2 if op in (protocol.EXEC, protocol.SEND) else 1
     return count
 
 
@@ -548,7 +540,7 @@ class _Attempt:
         kind = event.get("event")
         if type(kind) is not str:
             return
-        if not self.ready and kind != "ready":
+        if not self.ready and kind != protocol.READY:
             raise Forged(f"{kind[:50]!r} before ready")
         handler = self._HANDLERS.get(kind)
         if handler is not None:
@@ -558,10 +550,10 @@ class _Attempt:
         if self.ready:
             raise Forged("a second ready")
         self.ready = True
-        layers = event.get("layers")
-        if isinstance(layers, list):
-            self.result.layers = [{"name": _text(x.get("name"), 100), "active": x.get("active") is True,
-                                   "detail": _text(x.get("detail"))} for x in layers[:MAX_LAYERS] if isinstance(x, dict)]
+        held = event.get("layers")
+        if isinstance(held, list):
+            self.result.walls = [{"name": _text(x.get("name"), 100), "active": x.get("active") is True,
+                                  "detail": _text(x.get("detail"))} for x in held[:MAX_WALLS] if isinstance(x, dict)]
 
     def _on_done(self, event) -> None:
         self._check_finished()
@@ -577,7 +569,7 @@ class _Attempt:
             return
         if last[1] is not None and last not in self.arrived_cases:
             raise Forged("the next step claimed before a case's output")
-        if last[1] is None and self.pending[last[0]][1].get("op") == "send" and last[0] not in self.sent_steps:
+        if last[1] is None and self.pending[last[0]][1].get("op") == protocol.SEND and last[0] not in self.sent_steps:
             raise Forged("the next step claimed before a send step's values")
 
     def _claims(self, event, expected) -> bool:
@@ -612,7 +604,7 @@ class _Attempt:
 
     def _on_error(self, event) -> None:
         step = self._step(event.get("step"))
-        if step is None or step.get("op") != "exec" or self.last_start != (event["step"], None):
+        if step is None or step.get("op") != protocol.EXEC or self.last_start != (event["step"], None):
             return
         original = self.pending[event["step"]][0]
         if original in self.reported_errors:        # a rerun repeats earlier cells' errors
@@ -627,7 +619,7 @@ class _Attempt:
         if self.last_start is None or self.last_start[1] is not None or self.last_start[0] in self.sent_steps:
             return
         step = self._step(self.last_start[0])
-        if step.get("op") != "send" or not _is(event.get("problem"), step.get("problem")):
+        if step.get("op") != protocol.SEND or not _is(event.get("problem"), step.get("problem")):
             return
         self.sent_steps.add(self.last_start[0])
         asked = [n for n in step.get("names", []) if isinstance(n, str)]
@@ -649,8 +641,9 @@ class _Attempt:
         self.result.outputs.setdefault(step.get("problem"), {})[self.last_start[1]] = output
         self.arrived_cases.add(self.last_start)
 
-    _HANDLERS = {"ready": _on_ready, "done": _on_done, "need": _on_need, "start": _on_start,
-                 "error": _on_error, "values": _on_values, "output": _on_output}
+    _HANDLERS = {protocol.READY: _on_ready, protocol.DONE: _on_done, protocol.NEED: _on_need,
+                 protocol.START: _on_start, protocol.ERROR: _on_error, protocol.VALUES: _on_values,
+                 protocol.OUTPUT: _on_output}
 
     def sent(self, job_index: int) -> bool:
         """Did this send step's values arrive?"""
@@ -659,18 +652,18 @@ class _Attempt:
 
 
 class Sandbox:
-    """``workers`` sandbox servers; ``run(steps)`` from any number of threads."""
+    """``servers`` sandbox servers; ``run(steps)`` from any number of threads."""
 
-    def __init__(self, workers: int = 1, limits: Limits = Limits()):
-        if workers < 1:
-            raise ValueError("a sandbox needs at least one worker")
+    def __init__(self, servers: int = 1, limits: Limits = Limits()):
+        if servers < 1:
+            raise ValueError("a sandbox needs at least one server")
         self.limits = limits
         self._idle: queue.Queue[_Server] = queue.Queue()
         self._servers: list[_Server] = []
         self._lock = threading.Lock()
         self._closed = False
         try:
-            for _ in range(workers):
+            for _ in range(servers):
                 self._add(_Server(limits))
         except BaseException:
             self.close()
@@ -727,8 +720,7 @@ class Sandbox:
         """The job frame's body (each call with the number of its cases, never the cases);
         None if it cannot be sent (over a frame's limits)."""
         try:
-            body = frames.encode({"steps": [_for_child(step) for _, step in pending],
-                                  "limits": self.limits.for_job()})
+            body = frames.encode(protocol.job([step for _, step in pending], self.limits.for_job()))
         except frames.FrameError:
             return None
         return body if len(body) <= frames.MAX_FRAME else None
@@ -740,12 +732,11 @@ class Sandbox:
         sent (over a frame's limits)."""
         found = {}
         for original, step in pending:
-            if step.get("op") != "call":
+            if step.get("op") != protocol.CALL:
                 continue
             for case in range(_first(step), len(step.get("cases", []))):
                 try:
-                    body = frames.encode({"problem": step.get("problem"), "case": case,
-                                          "args": step["cases"][case]})
+                    body = frames.encode(protocol.case_frame(step.get("problem"), case, step["cases"][case]))
                 except frames.FrameError:
                     return None
                 if len(body) > frames.MAX_FRAME:
@@ -754,7 +745,7 @@ class Sandbox:
         return found
 
     def run(self, steps: list[dict], budget: Budget = UNLIMITED) -> RunResult:
-        """Run a submission's steps (``grader/sandbox/server.py`` describes them) and return its values.
+        """Run a submission's steps (``grader/sandbox/protocol.py`` describes them) and return its values.
         ``budget`` is checked for every frame read and every try; its OverBudget is raised
         from here (the server that was running the job is replaced)."""
         started = time.monotonic()
@@ -784,10 +775,10 @@ class Sandbox:
             pending, never_ran = self._after_crash(pending, attempt, result, reason)
             if not pending:
                 break
-            timeouts += reason == "timeout"
+            timeouts += reason == protocol.TIMEOUT
             if timeouts >= self.limits.timeouts:
                 # a child can claim the next step early and loop on: each timeout would cost a
-                # deadline and a rerun; this bounds a submission's worker time however it lies
+                # deadline and a rerun; this bounds a submission's server time however it lies
                 self._stop(result, never_ran, f"too many timeouts ({timeouts})")
                 break
             if rerun >= self.limits.restarts:
@@ -818,9 +809,9 @@ class Sandbox:
         for index, (original, step) in enumerate(pending):
             op = step.get("op")
             if index < crashed_at:
-                if op in ("exec", "set"):
+                if op in (protocol.EXEC, protocol.SET):
                     rerun.append((original, step))      # to rebuild the namespace
-                elif op == "send" and not attempt.sent(index):
+                elif op == protocol.SEND and not attempt.sent(index):
                     rerun.append((original, step))      # (calls before the crash all finished)
                     never_ran.append((original, step))
             elif index > crashed_at:
@@ -830,13 +821,13 @@ class Sandbox:
 
 
 def explain(limits: Limits | None = None) -> list[dict]:
-    """Which isolation layers hold on this machine, and why the others do not: asked of a live
-    sandbox child (so it is what grading gets), or the static check if no child answers."""
+    """Which walls hold on this machine, and why the others do not: asked of a live sandbox
+    child (so it is what grading gets), or the static check if no child answers."""
     try:
         with Sandbox(1, limits or Limits()) as sandbox:
-            layers = sandbox.run([]).layers
-        if layers:
-            return layers
+            held = sandbox.run([]).walls
+        if held:
+            return held
     except SandboxError:
         pass
     return [{**x, "detail": x["detail"] + " (static check: no sandbox child answered)"}

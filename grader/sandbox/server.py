@@ -1,17 +1,19 @@
-"""The sandbox server: a zygote that forks one walled-in child per job and never holds a job.
+"""The sandbox server: forks one walled-in child per job and never holds a job.
 
-Started by the grader (``grader/sandbox/client.py``) as ``python -m grader.sandbox.server --slot N --control
-FD --stop FD --wall-seconds S --cpu-seconds C`` with a clean environment, it imports numpy and
-what students commonly import once, prepares the isolation (``grader/sandbox/walls.py``), then
-serves jobs for as long as it lives. Why a long-lived server that forks: a fresh interpreter per
-submission costs ~80 ms before the first line of student code; a fork of a process that has
-numpy already costs ~3 ms. Why the grader does not fork itself: a forked child has a copy of its
-parent's memory, and the grader holds the answer key.
+Started by the grader (``grader/sandbox/client.py``) as ``python -m grader.sandbox.server`` with a
+clean environment (the command line, the pipes, the job, its steps and the events a child sends
+are the protocol's: ``grader/sandbox/protocol.py``), it imports numpy and what students commonly
+import once, prepares the walls (``grader/sandbox/walls.py``), then serves jobs for as long as it
+lives. Why a long-lived server that forks: a fresh interpreter per submission costs ~80 ms
+before the first line of student code; a fork of a process that has numpy already costs ~3 ms.
+Why the grader does not fork itself: a forked child has a copy of its parent's memory, and the
+grader holds the answer key.
 
-Why the server never reads a job (the zygote): a child has a copy of its parent's heap, and
-freed memory is not wiped. A server that read jobs and relayed results would hand each child the
-remnants of earlier jobs — other students' code, their values — readable with ctypes. So the
-server only ever holds what a fresh interpreter holds, plus the walls:
+Why the server never reads a job: a child has a copy of its parent's heap, and freed memory is
+not wiped. A server that read jobs and relayed results would hand each child the remnants of
+earlier jobs — other students' code, their values — readable with ctypes. So the server only
+ever holds what a fresh interpreter holds, plus the walls (it is a zygote in the Android sense:
+a warm process that only forks):
 
     wait until stdin is readable (poll; nothing read) → fork → wait for the child (deadline)
     → kill its process group → one ``exit`` frame on the control pipe
@@ -23,59 +25,12 @@ pipe first of all), sends ``ready``, runs the steps in one namespace as a notebo
 exception is reported and the next cell runs), and writes its frames straight to the grader over
 the data pipe (the server's stdout). The grader checks every one of them (``grader/sandbox/frames.py``
 for size and structure, ``grader/sandbox/client.py`` against the job it sent, including the order of
-the ``start`` and ``need`` events). The server's pipes, then:
-
-- stdin (job pipe, grader → child): one job frame per job, then one case frame for each hidden
-  case the child asks for; the server only polls it, between children. Its end of file (the
-  grader closed it) ends the server. Nothing may be left unread in it when a child dies (it
-  would be the next child's "job"): the grader replaces a server whose child died after it asked
-  for a case and before it started it, and a child takes only a frame with ``steps`` for a job.
-- stdout (data pipe, child → grader): the child's event frames, and nothing of the server's.
-- ``--control FD`` (server → grader): after each job, ``{"event": "exit", "reason": R}`` once the
-  child is dead and its process group killed, so everything the child wrote is already in the
-  data pipe. Only this pipe ends a job: an ``exit`` event on the data pipe is a forgery.
-- ``--stop FD`` (grader → server): a byte asks the server to kill the running child now (the
-  grader found a bad frame or too much output); the reason is then ``stopped``.
-
-Exit reasons: ``exit N`` (``exit 0`` when the steps ran to their end — the grader tells that
-from a crash by the ``done`` event), ``timeout`` (the wall-clock deadline, or the CPU limit),
-``memory`` (out of memory outside any student step), ``signal N``, ``stopped``.
-
-The job, ``{"steps": [...], "limits": {...}}`` (limits: ``Limits.for_job()`` in sandbox.py);
-steps, run in order:
-
-- ``{"op": "exec", "label": str, "source": str}`` — exec in the one namespace; an exception is
-  caught and reported and execution goes on, as a notebook run with allow_errors would.
-- ``{"op": "set", "values": {name: value}}`` — assign names (the givens from the key).
-- ``{"op": "send", "problem": pid, "names": [...]}`` → one ``values`` event.
-- ``{"op": "call", "problem": pid, "function": name, "count": n, "first": k}`` → one ``output``
-  event per case, from case ``first`` on. The job holds only the number of hidden cases, never
-  their arguments: a student's first cell could read anything its process holds (a stack frame,
-  ``gc.get_objects()``, ctypes) and echo every hidden input back. So before each case the child
-  sends ``need``; the grader then writes ``{"problem": pid, "case": k, "args": {arg: value}}`` on
-  the job pipe, and the child reads it, sends the case's ``start`` and calls the function. The
-  cases already run stay in the child (the function was given them); later ones are not there.
-
-Events (child → grader), in order:
-
-- ``{"event": "ready", "layers": [{"name", "active": bool, "detail"}]}`` — the walls that hold;
-  sent once the whole job has been read (so the job pipe is empty again).
-- ``{"event": "start", "step": i}`` before every step but a call, and ``{"event": "start",
-  "step": i, "case": k}`` before each case of a call, so a crash can always be placed. The
-  grader knows the one order of starts a job allows, and takes nothing else: a start out of
-  turn fails the stream and the crash is charged to the last valid start.
-- ``{"event": "need", "step": i, "case": k}`` — asks for the arguments of case k of call step i
-  (see ``call``), once that case's start is the next one due and the previous case's output came.
-- ``{"event": "error", "step": i, "label", "type": "NameError", "message": str (≤ 2000 chars),
-  "line": int | None}`` — an exception in an exec step (line: in that cell).
-- ``{"event": "values", "problem": pid, "values": {name: value}, "missing": [names never defined]}``
-- ``{"event": "output", "problem": pid, "case": k, "ok": true, "value": v}`` or ``"ok": false,
-  "error": "TypeError: …"`` — one hidden case of a call.
-- ``{"event": "done"}`` — every step ran.
+the ``start`` and ``need`` events).
 
 Values are what ``grader.sandbox.frames`` carries (no pickle); one that cannot cross arrives as
 ``Unsupported``, so the grader can still say what it was. This module imports only the standard
-library, numpy, ``grader.sandbox.frames`` and ``grader.sandbox.walls`` — never ``exercises`` or ``solutions``.
+library, numpy, ``grader.sandbox.frames``, ``grader.sandbox.walls`` and ``grader.sandbox.protocol``
+— never ``exercises`` or ``solutions``.
 """
 
 from __future__ import annotations
@@ -92,7 +47,7 @@ import sys
 import time
 import types
 
-from . import frames
+from . import frames, protocol
 from .walls import JOB_FD, RESULT_FD, Walls, preimport
 
 MIB = 2**20
@@ -140,7 +95,7 @@ class _Emitter:
         data = self._try(event)
         if data is not None:
             return data
-        key = "values" if event.get("event") == "values" else "value"
+        key = "values" if event.get("event") == protocol.VALUES else "value"
         parts = dict(event["values"]) if key == "values" else {"value": event.get("value")}
         sizes = {name: self._size(value) for name, value in parts.items()}
         for name in sorted(sizes, key=sizes.get, reverse=True):
@@ -186,8 +141,8 @@ def _exec_step(index: int, step: dict, namespace: dict, emit) -> None:
         # dont_inherit: this module's `from __future__ import annotations` is not the student's
         exec(compile(step.get("source", ""), filename, "exec", dont_inherit=True), namespace)
     except BaseException as error:      # SystemExit and KeyboardInterrupt too: the next cell runs
-        emit({"event": "error", "step": index, "label": label, "type": type(error).__name__,
-              "message": _message(error), "line": _line_in(error, filename)})
+        emit(protocol.error_event(index, label, type(error).__name__, _message(error),
+                                  _line_in(error, filename)))
 
 
 def _send_step(step: dict, namespace: dict, emit) -> None:
@@ -197,7 +152,7 @@ def _send_step(step: dict, namespace: dict, emit) -> None:
             values[name] = namespace[name]
         else:
             missing.append(name)
-    emit({"event": "values", "problem": step.get("problem"), "values": values, "missing": missing})
+    emit(protocol.values_event(step.get("problem"), values, missing))
 
 
 class OutOfStep(Exception):
@@ -210,8 +165,7 @@ def _read_case(problem, case: int) -> dict:
     if not os.get_blocking(JOB_FD):        # the student's own doing: wait, not fail
         os.set_blocking(JOB_FD, True)
     frame = frames.read_frame(JOB_FD)
-    if not (isinstance(frame, dict) and frame.get("problem") == problem and frame.get("case") == case
-            and isinstance(frame.get("args"), dict)):
+    if not protocol.is_case(frame, problem, case):
         raise OutOfStep(f"expected case {case} of {problem!r:.100}")
     return frame["args"]
 
@@ -219,20 +173,21 @@ def _read_case(problem, case: int) -> dict:
 def _call_step(index: int, step: dict, namespace: dict, emit) -> None:
     name = step.get("function", "")
     for case in range(int(step.get("first", 0)), int(step.get("count", 0))):
-        emit({"event": "need", "step": index, "case": case})
-        args = _read_case(step.get("problem"), case)
-        emit({"event": "start", "step": index, "case": case})
-        event = {"event": "output", "problem": step.get("problem"), "case": case}
+        problem = step.get("problem")
+        emit(protocol.need_event(index, case))
+        args = _read_case(problem, case)
+        emit(protocol.start_event(index, case))
         function = namespace.get(name)
         if name not in namespace:
-            event.update(ok=False, error=f"NameError: name '{name}' is not defined")
+            event = protocol.failed_output_event(problem, case, f"NameError: name '{name}' is not defined")
         elif not callable(function):
-            event.update(ok=False, error=f"TypeError: '{name}' is a {frames.type_name(function)}, not a function")
+            event = protocol.failed_output_event(
+                problem, case, f"TypeError: '{name}' is a {frames.type_name(function)}, not a function")
         else:
             try:
-                event.update(ok=True, value=function(**args))
+                event = protocol.output_event(problem, case, function(**args))
             except BaseException as error:
-                event.update(ok=False, error=_describe_error(error))
+                event = protocol.failed_output_event(problem, case, _describe_error(error))
         emit(event)
 
 
@@ -297,25 +252,25 @@ def run_child(job: dict, walls: Walls, result_fd: int, job_fd: int | None = None
     """Everything the forked child does; returns its exit status. ``job_fd`` is where the
     hidden cases of call steps come from (without it, a call step cannot run)."""
     limits = job.get("limits", {})
-    layers = walls.apply(result_fd, limits, job_fd)
-    if not any(layer["name"] == "fds" and layer["active"] for layer in layers):
+    held = walls.apply(result_fd, limits, job_fd)
+    if not any(wall["name"] == "fds" and wall["active"] for wall in held):
         return EXIT_BROKEN                # the result pipe is not where it should be: run nothing
     emit = _Emitter(RESULT_FD, int(limits.get("frame_mb", 32)) * MIB)
-    emit({"event": "ready", "layers": layers})
+    emit(protocol.ready_event(held))
     namespace = _notebook_namespace()
     for index, step in enumerate(job.get("steps", [])):
         op = step.get("op")
-        if op != "call":
-            emit({"event": "start", "step": index})
-        if op == "exec":
+        if op != protocol.CALL:
+            emit(protocol.start_event(index))
+        if op == protocol.EXEC:
             _exec_step(index, step, namespace, emit)
-        elif op == "set":
+        elif op == protocol.SET:
             namespace.update(step.get("values", {}))
-        elif op == "send":
+        elif op == protocol.SEND:
             _send_step(step, namespace, emit)
-        elif op == "call":
+        elif op == protocol.CALL:
             _call_step(index, step, namespace, emit)
-    emit({"event": "done"})
+    emit(protocol.done_event())
     return 0
 
 
@@ -334,12 +289,12 @@ def _exit_reason(status: int, rusage, cpu_seconds: float) -> str:
         number = os.WTERMSIG(status)
         cpu = rusage.ru_utime + rusage.ru_stime
         if number == signal.SIGXCPU or (number == signal.SIGKILL and cpu >= cpu_seconds):
-            return "timeout"
-        return f"signal {number}"
+            return protocol.TIMEOUT
+        return protocol.signalled(number)
     code = os.WEXITSTATUS(status)
     if code == EXIT_MEMORY:
-        return "memory"
-    return f"exit {code}"
+        return protocol.MEMORY
+    return protocol.exited(code)
 
 
 def _open_pidfd(pid: int):
@@ -373,12 +328,12 @@ def watch(pid: int, stop_fd: int, wall_seconds: float, cpu_seconds: float) -> tu
         while True:
             left = deadline - time.monotonic()
             if left <= 0:
-                ended = "timeout"
+                ended = protocol.TIMEOUT
                 break
             # without a pidfd (not Linux, or Linux < 5.3), look every 5 ms
             ready = {fd for fd, _ in poller.poll(left * 1000 if pidfd is not None else min(left * 1000, 5))}
             if stop_fd in ready:
-                ended = "stopped"
+                ended = protocol.STOPPED
                 break
             if pidfd is not None:
                 if pidfd in ready:
@@ -407,7 +362,7 @@ def _child(walls: Walls, job_fd: int, data_fd: int, private: tuple[int, ...]) ->
     if job is None:
         return EXIT_NO_JOB
     # a case frame left unread by a dead child is not a job: this child then writes nothing
-    if not (isinstance(job, dict) and isinstance(job.get("steps"), list)):
+    if not protocol.is_job(job):
         return EXIT_BAD_JOB
     return run_child(job, walls, data_fd, job_fd)
 
@@ -461,7 +416,7 @@ def serve(walls: Walls, job_fd: int, data_fd: int, control_fd: int, stop_fd: int
         if os.WIFEXITED(status) and os.WEXITSTATUS(status) == EXIT_NO_JOB and _hung_up(job_fd):
             return 0                                 # (macOS: a pipe at its end polls readable)
         try:
-            frames.write_frame(control_fd, {"event": "exit", "reason": reason})
+            frames.write_frame(control_fd, protocol.exit_event(reason))
         except BrokenPipeError:                      # the grader is gone
             return 0
 

@@ -1,6 +1,6 @@
 """The walls around one student's code: applied in the forked child, before that code runs.
 
-Each layer stops something the others may not, and each can be missing on some machine
+Each wall stops something the others may not, and each can be missing on some machine
 (not root, an old kernel, not x86_64), so each reports ``{"name", "active", "detail"}`` and the
 grader says which ones held; none is allowed to stop grading by being absent. In the order the
 child applies them:
@@ -17,7 +17,7 @@ child applies them:
 - ``rlimits``: CPU seconds, address space (the child's size at fork + a margin, so a memory bomb
   ends in MemoryError), file size, open files, and processes (only where the kernel applies it:
   not to root).
-- ``uid`` (root): an unused uid/gid per worker, no supplementary groups: 0600 files, the
+- ``uid`` (root): an unused uid/gid per server, no supplementary groups: 0600 files, the
   grader's ``/proc/<pid>/mem`` and every other user's processes are out of reach.
 - ``seccomp`` (x86_64): a small BPF filter makes fork/clone/exec, sockets, kill, ptrace,
   cross-process memory access, namespaces, mounts and io_uring fail with EPERM.
@@ -29,7 +29,7 @@ most ``rlimits`` hold; the others report why not, and the child still runs.
 
 Anything the code imports after the uid drop must be readable by that uid: an interpreter under
 root's home (pyenv) is not, so the server imports what students commonly use *before* forking
-(``preimport``). The layers are built in the long-lived server once (``Walls``) — the Landlock
+(``preimport``). The walls are built in the long-lived server once (``Walls``) — the Landlock
 ruleset and the BPF program are inherited by every fork — so a job pays only the system calls
 that switch them on. Only the standard library is imported here: the sandbox server imports
 this module and must not pull in anything else of the project.
@@ -78,7 +78,8 @@ def preimport() -> list[str]:
     return failed
 
 
-def layer(name: str, active: bool, detail: str) -> dict:
+def wall(name: str, active: bool, detail: str) -> dict:
+    """What a wall reports of itself (the ``ready`` event carries one per wall)."""
     return {"name": name, "active": bool(active), "detail": detail}
 
 
@@ -200,13 +201,13 @@ class _Landlock:
 
     def apply(self) -> dict:
         if self.fd < 0:
-            return layer("landlock", False, self.detail)
+            return wall("landlock", False, self.detail)
         if _prctl(PR_SET_NO_NEW_PRIVS, 1) != 0:
-            return layer("landlock", False, f"PR_SET_NO_NEW_PRIVS failed: {_errno_text()}")
+            return wall("landlock", False, f"PR_SET_NO_NEW_PRIVS failed: {_errno_text()}")
         if _LIBC.syscall(ctypes.c_long(_SYS_LANDLOCK_RESTRICT_SELF), ctypes.c_int(self.fd),
                          ctypes.c_uint32(0)) < 0:
-            return layer("landlock", False, f"landlock_restrict_self failed: {_errno_text()}")
-        return layer("landlock", True, self.detail)
+            return wall("landlock", False, f"landlock_restrict_self failed: {_errno_text()}")
+        return wall("landlock", True, self.detail)
 
 
 # --- seccomp ------------------------------------------------------------------------------
@@ -290,12 +291,12 @@ class _Seccomp:
 
     def apply(self) -> dict:
         if self.fprog is None:
-            return layer("seccomp", False, self.detail)
+            return wall("seccomp", False, self.detail)
         if _prctl(PR_SET_NO_NEW_PRIVS, 1) != 0:
-            return layer("seccomp", False, f"PR_SET_NO_NEW_PRIVS failed: {_errno_text()}")
+            return wall("seccomp", False, f"PR_SET_NO_NEW_PRIVS failed: {_errno_text()}")
         if _prctl(PR_SET_SECCOMP, SECCOMP_MODE_FILTER, ctypes.addressof(self.fprog)) != 0:
-            return layer("seccomp", False, f"installing the filter failed: {_errno_text()}")
-        return layer("seccomp", True, self.detail)
+            return wall("seccomp", False, f"installing the filter failed: {_errno_text()}")
+        return wall("seccomp", True, self.detail)
 
 
 # --- uid ----------------------------------------------------------------------------------
@@ -358,7 +359,7 @@ def _set_limit(which: int, soft: int, hard: int | None = None) -> None:
 
 
 class Walls:
-    """Everything the isolation needs, prepared once in the server; ``apply`` in each child."""
+    """Everything the walls need, prepared once in the server; ``apply`` in each child."""
 
     def __init__(self, slot: int = 0):
         self.root = hasattr(os, "geteuid") and os.geteuid() == 0
@@ -372,15 +373,15 @@ class Walls:
 
     def apply(self, result_fd: int, limits: dict, job_fd: int | None = None) -> list[dict]:
         """Put this (freshly forked) process inside the walls. Afterwards its result pipe is
-        RESULT_FD, its job pipe (if given) JOB_FD, and stdio is /dev/null. Never raises: a layer
-        that fails says so."""
-        layers = []
+        RESULT_FD, its job pipe (if given) JOB_FD, and stdio is /dev/null. Never raises: a wall
+        that fails says so. Returns each wall's report, in the order they were applied."""
+        reports = []
 
         def attempt(name, action):
             try:
-                layers.append(action())
-            except Exception as error:                    # a layer must not stop the others
-                layers.append(layer(name, False, f"{type(error).__name__}: {error}"))
+                reports.append(action())
+            except Exception as error:                    # a wall must not stop the others
+                reports.append(wall(name, False, f"{type(error).__name__}: {error}"))
 
         parent = os.getppid()
         vm_size = _vm_size_or_none()                      # /proc is unreadable once Landlock is on
@@ -393,11 +394,11 @@ class Walls:
         attempt("rlimits", lambda: self._rlimits(limits, vm_size))
         attempt("uid", self._drop_uid)
         try:
-            self._die_with(parent, layers[0])
+            self._die_with(parent, reports[0])
         except Exception:                                 # no prctl (not Linux): nothing to arm
             pass
         attempt("seccomp", self.seccomp.apply)
-        return layers
+        return reports
 
     @staticmethod
     def _die_with(parent: int, session: dict) -> None:
@@ -411,16 +412,16 @@ class Walls:
 
     def _session(self) -> dict:
         os.setsid()
-        return layer("session", True, f"own session and process group {os.getpid()}")
+        return wall("session", True, f"own session and process group {os.getpid()}")
 
     def _network(self) -> dict:
         if not self.root:
-            return layer("network", False, "a network namespace needs root (seccomp still denies sockets, "
+            return wall("network", False, "a network namespace needs root (seccomp still denies sockets, "
                                            "Landlock TCP where its ABI allows)")
         if (_LIBC is None or not hasattr(_LIBC, "unshare")
                 or _LIBC.unshare(ctypes.c_int(CLONE_NEWNET | CLONE_NEWIPC)) != 0):
-            return layer("network", False, f"unshare(CLONE_NEWNET | CLONE_NEWIPC) failed: {_errno_text()}")
-        return layer("network", True, "an empty network namespace (no interface up, not even loopback) "
+            return wall("network", False, f"unshare(CLONE_NEWNET | CLONE_NEWIPC) failed: {_errno_text()}")
+        return wall("network", True, "an empty network namespace (no interface up, not even loopback) "
                                       "and an IPC namespace of its own")
 
     @staticmethod
@@ -437,7 +438,7 @@ class Walls:
         os.closerange(kept, soft if 1024 <= soft <= 2**20 else 1024 if soft < 1024 else 2**20)
         pipes = f"the result pipe (fd {RESULT_FD})" + (f" and the job pipe (fd {JOB_FD}, read end)"
                                                        if job_fd is not None else "")
-        return layer("fds", True, f"stdin/stdout/stderr are /dev/null; every other descriptor closed but {pipes}")
+        return wall("fds", True, f"stdin/stdout/stderr are /dev/null; every other descriptor closed but {pipes}")
 
     def _rlimits(self, limits: dict, vm_size: int | None) -> dict:
         cpu = max(1, int(limits.get("cpu_seconds", 10)))
@@ -461,76 +462,76 @@ class Walls:
             parts.append("no new processes (nproc 1)")
         else:
             parts.append("nproc not set (the kernel ignores it for root)")
-        return layer("rlimits", True, ", ".join(parts))
+        return wall("rlimits", True, ", ".join(parts))
 
     def _chroot(self) -> dict:
         """An empty directory as the root, where Landlock is missing: without it, a uid-dropped
         child could still read every world-readable file (other students' submissions, the
         project's solutions/). Everything the child needs was imported before."""
         if self.jail is None:
-            return layer("chroot", False, "not needed: Landlock hides the files" if self.landlock.fd >= 0
+            return wall("chroot", False, "not needed: Landlock hides the files" if self.landlock.fd >= 0
                          else "changing the root directory needs root")
         os.fchdir(self.jail)
         os.chroot(".")
         os.chdir("/")
-        return layer("chroot", True, "an empty directory as its root: no file of the machine is visible")
+        return wall("chroot", True, "an empty directory as its root: no file of the machine is visible")
 
     def _drop_uid(self) -> dict:
         if self.uid is None:
-            return layer("uid", False, f"not root: runs as uid {os.getuid()}, the grader's own user")
+            return wall("uid", False, f"not root: runs as uid {os.getuid()}, the grader's own user")
         os.setgroups([])
         os.setresgid(self.uid, self.uid, self.uid)
         os.setresuid(self.uid, self.uid, self.uid)
         if os.getresuid() != (self.uid,) * 3 or os.getresgid() != (self.uid,) * 3:
-            return layer("uid", False, "the uid did not change")
-        return layer("uid", True, f"uid/gid {self.uid}, no supplementary groups")
+            return wall("uid", False, "the uid did not change")
+        return wall("uid", True, f"uid/gid {self.uid}, no supplementary groups")
 
     def describe(self) -> list[dict]:
         """What ``apply`` would do on this machine, without doing it."""
         root = self.root
         return [
-            layer("session", hasattr(os, "setsid"), "own session and process group"),
-            layer("network", root and _LIBC is not None,
+            wall("session", hasattr(os, "setsid"), "own session and process group"),
+            wall("network", root and _LIBC is not None,
                   "an empty network namespace per job" if root else
                   "a network namespace needs root (seccomp still denies sockets, Landlock TCP where its ABI allows)"),
-            layer("landlock", self.landlock.fd >= 0, self.landlock.detail),
-            layer("chroot", self.jail is not None, "an empty directory as the root" if self.jail is not None
+            wall("landlock", self.landlock.fd >= 0, self.landlock.detail),
+            wall("chroot", self.jail is not None, "an empty directory as the root" if self.jail is not None
                   else "not needed: Landlock hides the files" if self.landlock.fd >= 0
                   else "changing the root directory needs root"),
-            layer("fds", True, "stdio to /dev/null, every other descriptor closed but the result pipe "
+            wall("fds", True, "stdio to /dev/null, every other descriptor closed but the result pipe "
                                "and the job pipe's read end"),
-            layer("rlimits", True, "cpu, address space, file size, open files"
+            wall("rlimits", True, "cpu, address space, file size, open files"
                   + (", processes" if not root or self.uid is not None else "")),
-            layer("uid", self.uid is not None, f"uid/gid {self.uid} per worker" if self.uid is not None
+            wall("uid", self.uid is not None, f"uid/gid {self.uid} per server" if self.uid is not None
                   else "not root: runs as the grader's own user"),
-            layer("seccomp", self.seccomp.fprog is not None, self.seccomp.detail),
+            wall("seccomp", self.seccomp.fprog is not None, self.seccomp.detail),
         ]
 
 
 FILESYSTEM_WALLS = ("landlock", "uid")
 
 
-def protected(layers: list[dict] | None = None) -> bool:
+def protected(walls: list[dict] | None = None) -> bool:
     """Is the filesystem walled off from student code? True when Landlock holds (nothing
     outside the Python installation can be read) or the uid drop holds (nothing that is not
-    world-readable can be: the answer key is 0600). ``layers`` is what a live child reported
-    (``RunResult.layers``, ``sandbox.explain()``); without it, this machine's static check.
+    world-readable can be: the answer key is 0600). ``walls`` is what a live child reported
+    (``RunResult.walls``, ``client.explain()``); without it, this machine's static check.
 
     Without either, a student's code runs as the grader's own user and can read every file
     the grader can, the answer key included: the grader refuses to grade then unless told
     ``--insecure``. (The uid drop alone leaves world-readable files readable, e.g. a checkout
     of the project's ``solutions/``: keep those out of the grading machine, or out of reach.)"""
-    if layers is None:
-        layers = explain()
+    if walls is None:
+        walls = explain()
     return any(isinstance(x, dict) and x.get("name") in FILESYSTEM_WALLS and x.get("active") is True
-               for x in layers)
+               for x in walls)
 
 
 def explain(slot: int = 0) -> list[dict]:
-    """The layers this machine supports (a static check; ``sandbox.explain`` asks a live child)."""
-    walls = Walls(slot)
+    """The walls this machine supports (a static check; ``client.explain`` asks a live child)."""
+    built = Walls(slot)
     try:
-        return walls.describe()
+        return built.describe()
     finally:
-        if walls.landlock.fd >= 0:
-            os.close(walls.landlock.fd)
+        if built.landlock.fd >= 0:
+            os.close(built.landlock.fd)

@@ -13,7 +13,7 @@ arrays with an empty axis after huge ones, large boolean arrays; givens cells ed
 numbers or made huge.
 
 Each example is ONE batch of six students (five edited, the first always honest: a control)
-graded through the real pipeline, as ``attnkit grade`` does it (find_submissions → match(read=False) → GradingRun → run_pytest,
+graded through the real pipeline, as ``attnkit grade`` does it (grader.pipeline.grade_folder: find → match(read=False) → GradingRun → run_pytest,
 a real Sandbox and a real SQLite gradebook), then every report is written (CSV, Gradescope,
 feedback pages). It asserts what must hold whatever the input:
 
@@ -55,9 +55,7 @@ from formats.serialize import from_jsonable
 from grader import budget as grader_budget
 from formats.key_shape import graded_parts
 from grader.gradebook import Gradebook
-from grader.grading import GradingRun
-from grader.intake import find_submissions, match
-from grader.plugin import run_pytest
+from grader.pipeline import grade_folder
 from grader.reports import write_csv, write_feedback, write_gradescope
 from grader.sandbox.client import Limits, Sandbox
 from synthetic import load_manifest, submission_path, synthesize
@@ -478,12 +476,9 @@ def grade_batch(key: dict, students: dict, plan: list[dict], sandbox: Sandbox, r
     gradebook_path = root / "gradebook.sqlite"
     out = root / "reports"
     with Gradebook(gradebook_path) as gradebook, address_space_cap(MEMORY_HEADROOM):
-        found = find_submissions(root, assignment_id)
-        submissions, missing, _issues = match(found, key, read=False)
-        run = GradingRun(key, submissions, gradebook, sandbox, workers=WORKERS, cpu_seconds=CPU_SECONDS)
-        code = run_pytest(run, assignment_id)
-        for sid in missing:
-            gradebook.mark_missing(assignment_id, sid, float(key["assignment"]["points"]))
+        run = grade_folder(key, root, gradebook, sandbox, servers=WORKERS, cpu_seconds=CPU_SECONDS,
+                           kit_version="")
+        code, missing = run.code, run.missing
         rows = {s.student: s for s in gradebook.submissions(assignment_id)}
         results: dict[str, list] = {}
         for r in gradebook.results(assignment_id):

@@ -1,6 +1,6 @@
 """End to end, in process: the example assignment built for twelve students, synthetic
-submissions of known kinds (synthetic/), graded through ``grader.plugin.run_pytest``
-and ``GradingRun`` with the real sandbox and a real SQLite gradebook, and every recorded part
+submissions of known kinds (synthetic/), graded through ``grader.pipeline.grade_folder``
+(``GradingRun`` and ``grader.plugin.run_pytest``) with the real sandbox and a real SQLite gradebook, and every recorded part
 compared with the outcome the synthetic manifest expects (computed from the key, never from
 the grader's code).
 
@@ -23,6 +23,7 @@ from exercises.roster import load_roster
 from grader.gradebook import Gradebook
 from grader.grading import GradingRun
 from grader.intake import find_submissions, match
+from grader.pipeline import grade_folder
 from grader.plugin import run_pytest
 from grader.reports import write_csv, write_feedback, write_gradescope
 from grader.sandbox.client import Limits, Sandbox
@@ -91,17 +92,14 @@ def grade(built, folder: Path, profiles: list[str], students=None) -> Graded:
     ``students``, when given) into ``folder/gradebook.sqlite``."""
     build_dir, key = built
     synthesize(build_dir, key, folder / "submissions", profiles=profiles)
-    found = find_submissions(folder / "submissions", key["assignment"]["id"])
-    submissions, missing, issues = match(found, key)
-    assert not missing and not issues
-    if students is not None:
-        submissions = [s for s in submissions if s.student in students]
     path = folder / "gradebook.sqlite"
     with pytest.MonkeyPatch.context() as patch, Gradebook(path) as gradebook, \
             Sandbox(WORKERS, Limits(wall_seconds=TIMEOUT)) as sandbox:
         patch.setenv("ATTNKIT_SECRET", SECRET)      # as in a real run: the grader holds it
-        run = GradingRun(key, submissions, gradebook, sandbox, workers=WORKERS)
-        code = run_pytest(run, key["assignment"]["id"])
+        run = grade_folder(key, folder / "submissions", gradebook, sandbox, servers=WORKERS,
+                           read_ahead=True, students=students, kit_version="")
+        assert not run.missing and not run.issues
+        code = run.code
         subs = {s.student: s for s in gradebook.submissions(key["assignment"]["id"])}
         results = {}
         for r in gradebook.results(key["assignment"]["id"]):

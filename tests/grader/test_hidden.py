@@ -5,7 +5,7 @@ import numpy as np
 import pytest
 
 from formats.serialize import encode_names
-from grader.checking import code
+from grader.verdicts import code
 from grader.grading import grade_values
 from grader.hidden import HiddenInputs, may_hold_numbers
 

@@ -1,6 +1,6 @@
 """The hostile corpus: submissions written to cheat, crash, leak or sabotage, each with the
 outcome a correct grader must give it, graded in ONE batch through the real pipeline
-(intake.find_submissions/match → GradingRun → plugin.run_pytest with the real Sandbox and
+(grader.pipeline.grade_folder: intake → GradingRun → plugin.run_pytest, with the real Sandbox and
 a real SQLite gradebook).
 
 Every hostile notebook starts from its student's own correct synthetic notebook
@@ -50,9 +50,7 @@ from exercises.notebook import notebook_bytes
 from exercises.roster import load_roster
 from formats.serialize import decode_names, from_jsonable
 from grader.gradebook import RESULT_STATUSES, Gradebook
-from grader.grading import GradingRun
-from grader.intake import find_submissions, match
-from grader.plugin import run_pytest
+from grader.pipeline import grade_folder
 from grader.sandbox.client import Limits, Sandbox
 from synthetic import far_off, load_manifest, submission_path, synthesize
 
@@ -1108,14 +1106,13 @@ def corpus(built, tmp_path_factory):
         expected[case.name] = case.expect(ctx)
     before = {p: p.read_bytes() for p in [key_path, *sorted(folder.rglob("*.ipynb"))]}
 
-    found = find_submissions(folder, assignment_id)
-    submissions, missing, issues = match(found, key)
-    assert not missing and not issues, (missing, issues)
     with pytest.MonkeyPatch.context() as patch, Gradebook(gradebook_path) as gradebook, \
             Sandbox(WORKERS, Limits(wall_seconds=TIMEOUT)) as sandbox:
         patch.setenv("ATTNKIT_SECRET", SECRET)          # as in a real run: the grader holds it
-        run = GradingRun(key, submissions, gradebook, sandbox, workers=WORKERS)
-        code = run_pytest(run, assignment_id)
+        run = grade_folder(key, folder, gradebook, sandbox, servers=WORKERS, read_ahead=True,
+                           kit_version="")
+        assert not run.missing and not run.issues, (run.missing, run.issues)
+        code = run.code
         rows = {s.student: s for s in gradebook.submissions(assignment_id)}
         results = {}
         for r in gradebook.results(assignment_id):
@@ -1252,12 +1249,11 @@ def test_a_deeply_nested_givens_cell_costs_nobody_anything(built, tmp_path, read
         if student == victim:
             set_source(notebook, "scaling--givens", NESTED_GIVENS)
         path.write_bytes(notebook_bytes(notebook))
-    found = find_submissions(folder, assignment_id)
-    submissions, missing, issues = match(found, key) if read else match(found, key, read=False)
-    assert [s.student for s in submissions] == [control, victim] and not issues
     with Gradebook(tmp_path / "gradebook.sqlite") as gradebook, \
             Sandbox(1, Limits(wall_seconds=TIMEOUT)) as sandbox:
-        run_pytest(GradingRun(key, submissions, gradebook, sandbox), assignment_id)
+        run = grade_folder(key, folder, gradebook, sandbox, read_ahead=read, record_missing=False,
+                           kit_version="")
+        assert sorted(run.recorded) == [control, victim] and not run.issues
         rows = {s.student: s for s in gradebook.submissions(assignment_id)}
     for student in (control, victim):          # givens come from the key: both fully right
         assert rows[student].status == "graded"

@@ -50,7 +50,7 @@ def grade(batch, sandbox, tmp_path, *args, run_class=Spied):
     key, folder = batch
     submissions, _, _ = match(find_submissions(folder, key["assignment"]["id"]), key, read=False)
     with Gradebook(tmp_path / "gradebook.sqlite") as gradebook:
-        run = run_class(key, submissions, gradebook, sandbox, workers=2, regrade=True)
+        run = run_class(key, submissions, gradebook, sandbox, servers=2, regrade=True)
         code = run_pytest(run, key["assignment"]["id"], list(args), session_size=SESSION)
         recorded = sorted(s.student for s in gradebook.submissions(key["assignment"]["id"]))
     return code, run, recorded
@@ -62,7 +62,7 @@ def test_sessions_grade_every_submission_once(batch, sandbox, tmp_path):
     assert code == 1                                   # the partial ones fail some parts
     assert recorded == students == sorted(run.recorded)
     assert sorted(run.executed) == students            # each ran once
-    assert not run._futures and not run._entries and not run.graded   # nothing held after
+    assert not run.ahead.futures and not run._entries and not run.ahead.results   # nothing held after
 
 
 def test_k_runs_only_the_chosen_submission_in_the_sandbox(batch, sandbox, tmp_path):
@@ -83,7 +83,7 @@ def test_x_stops_the_batch_at_the_first_failed_part(batch, sandbox, tmp_path):
     assert code == 1
     assert recorded == sorted(batch[0]["students"])[:1]      # only the one before it, whole
     assert first_partial not in recorded
-    assert all(f.done() for f in run._futures.values())     # what ran ahead was stopped
+    assert all(f.done() for f in run.ahead.futures.values())     # what ran ahead was stopped
 
 
 def test_junit_xml_in_either_spelling_holds_every_part_of_every_session(batch, sandbox, tmp_path):
@@ -128,7 +128,7 @@ def test_a_failure_report_shows_a_student_s_escape_sequences_and_never_runs_them
     hold the student's own exception message."""
     import unicodedata
 
-    from grader.checking import Verdict
+    from grader.verdicts import Verdict
     from grader.plugin import PartItem
     hostile = "\x1b]0;pwned\x07\x1b[2J\u202e\x9b31m"
     text = PartItem.failure_text(Verdict(0.0, 2.0, "missing", f"`w` is not defined (the cell raised "

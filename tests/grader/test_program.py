@@ -437,3 +437,26 @@ def test_the_steps_cross_the_sandbox_boundary(course, key, tmp_path):
     job = frames.decode(frames.encode({"steps": program.steps, "limits": {}}))
     assert [s["op"] for s in job["steps"]] == [s["op"] for s in program.steps]
 
+
+def test_a_program_is_made_of_the_protocols_steps(course, key, tmp_path):
+    """Every step is one the protocol defines, in its shape, and every kind occurs here."""
+    from grader.sandbox import frames, protocol
+
+    program = program_of(tmp_path, filled(course), key)
+    shapes = {protocol.EXEC: {"op", "label", "source"}, protocol.SET: {"op", "values"},
+              protocol.SEND: {"op", "problem", "names"},
+              protocol.CALL: {"op", "problem", "function", "cases", "first"}}
+    assert {step["op"] for step in program.steps} == set(protocol.OPS)
+    assert all(set(step) == shapes[step["op"]] for step in program.steps)
+    job = frames.decode(frames.encode(protocol.job(program.steps, {})))
+    assert [s["op"] for s in job["steps"]] == [s["op"] for s in program.steps]
+    assert not any("cases" in step for step in job["steps"])
+
+
+def test_every_note_code_is_documented():
+    import re
+
+    from grader import program
+
+    source = Path(program.__file__).read_text(encoding="utf-8")
+    assert set(re.findall(r'Issue\("([a-z-]+)"', source)) == set(program.NOTE_CODES)

@@ -22,6 +22,7 @@ from formats.serialize import decode_names, from_jsonable, same_value
 import synthetic
 from synthetic import (CODE_EDITS, MISCONCEPTION_PREFIX, SyntheticError, assign_profiles,
                               edit_code, profile_names, synthesize)
+from synthetic import hostile
 
 SECRET = "synthetic-test secret, 32 bytes!"
 STUDENTS = 6
@@ -403,8 +404,8 @@ def test_a_crashing_cell_costs_exactly_its_own_part(synthesized, profile, marker
 
 
 def test_the_fork_bomb_is_bounded():
-    assert "range(5)" in synthetic._FORK_BOMB and "os._exit(0)" in synthetic._FORK_BOMB
-    assert "chunks=12, size=256 * 2**20" in synthetic._MEMORY_BOMB    # a 3 GiB cap
+    assert "range(5)" in hostile._FORK_BOMB and "os._exit(0)" in hostile._FORK_BOMB
+    assert "chunks=12, size=256 * 2**20" in hostile._MEMORY_BOMB    # a 3 GiB cap
 
 
 def test_read_key_fails_in_a_sandbox_and_really_reads_the_key_without_one(built, synthesized, monkeypatch):

@@ -10,7 +10,7 @@ import time
 import numpy as np
 import pytest
 
-from grader.sandbox import frames, server
+from grader.sandbox import frames, protocol, server
 from grader.sandbox.frames import Unsupported
 from grader.sandbox.client import CellError, Crash, Limits, Output, Sandbox, explain, server_environment
 
@@ -57,7 +57,7 @@ def test_values_come_back(sandbox):
     assert values["z"] == Unsupported("numpy.ndarray of complex128")
     assert result.missing == {"p1": ["never_defined"]}
     assert result.errors == [] and result.crashes == []
-    assert {layer["name"] for layer in result.layers} >= {"session", "fds", "rlimits", "landlock", "seccomp"}
+    assert {wall["name"] for wall in result.walls} >= {"session", "fds", "rlimits", "landlock", "seccomp"}
 
 
 def test_objects_that_fight_encoding_and_plots_cost_nothing_else(sandbox):
@@ -314,10 +314,10 @@ def test_a_child_does_not_outlive_its_server():
     assert processes_running(server.process.args) == []
 
 
-def test_explain_names_every_layer():
-    layers = explain(LIMITS)
-    assert [layer["name"] for layer in layers] == ["session", "network", "landlock", "chroot", "fds", "rlimits", "uid", "seccomp"]
-    assert all(isinstance(layer["active"], bool) and layer["detail"] for layer in layers)
+def test_explain_names_every_wall():
+    held = explain(LIMITS)
+    assert [wall["name"] for wall in held] == ["session", "network", "landlock", "chroot", "fds", "rlimits", "uid", "seccomp"]
+    assert all(isinstance(wall["active"], bool) and wall["detail"] for wall in held)
 
 
 def test_a_frame_cut_short_when_its_writer_dies_is_a_bad_frame_and_the_next_job_is_clean(sandbox):
@@ -400,7 +400,7 @@ def test_a_job_too_large_to_send_comes_back_as_a_crash(sandbox):
 def test_the_protocol_is_documented_where_it_is_implemented():
     for word in ('"exec"', '"set"', '"send"', '"call"', '"ready"', '"start"', '"need"', '"error"', '"values"',
                  '"output"', '"done"', '"exit"', '"count"', '"args"', "--control", "--stop"):
-        assert word in server.__doc__, word
+        assert word in protocol.__doc__, word
     import grader.sandbox.client as sandbox_module
     for module in (server, sandbox_module, frames):
         with open(module.__file__) as f:

@@ -395,7 +395,7 @@ def test_a_legitimate_child_is_followed_to_the_end():
         judge(event)
     assert judge.done and judge.asked is None and judge.last_start == (3, None)
     assert judge.result.outputs == {"q": {1: Output(True, 7), 2: Output(True, 8)}}
-    assert len(judge.result.layers) == 16                   # a ready's list is capped
+    assert len(judge.result.walls) == 16                   # a ready's list is capped
 
 
 @pytest.mark.parametrize("unread, outbox", [(3, b""), (0, b"o")])

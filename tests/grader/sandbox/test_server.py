@@ -1,4 +1,4 @@
-"""The sandbox server is a zygote: it forks every child but never holds a job or a result, so
+"""The sandbox server forks every child but never holds a job or a result, so
 no child can find an earlier job — another student's code, their values — in the memory it
 was forked with. Checked from outside (this process reads the child's and the server's memory
 through /proc while the next job runs, with every wall up) and from inside (the next job's
@@ -95,7 +95,7 @@ def test_the_next_child_and_the_server_hold_nothing_of_an_earlier_job():
             # the scan sees the child's own job: so it would have seen the earlier one
             assert own_marker in seen_in_child
             assert code_marker not in seen_in_child and value_marker not in seen_in_child
-            # the zygote holds neither the earlier job nor the running one
+            # the server holds neither the earlier job nor the running one
             assert memory_holds(server, [code_marker, value_marker, own_marker]) == set()
         finally:
             if child is not None:

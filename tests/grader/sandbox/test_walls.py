@@ -1,6 +1,6 @@
-"""The isolation layers: the seccomp program as data, the layers this machine supports, and
-what a student's code can and cannot do inside a live sandbox child. A test of a layer this
-machine lacks is skipped with the reason; what the layers report is checked either way."""
+"""The walls: the seccomp program as data, the walls this machine supports, and what a
+student's code can and cannot do inside a live sandbox child. A test of a wall this machine
+lacks is skipped with the reason; what the walls report is checked either way."""
 
 import errno
 import os
@@ -13,7 +13,7 @@ import pytest
 from grader.sandbox import walls
 from grader.sandbox.client import Limits, Sandbox
 
-STATIC = {layer["name"]: layer for layer in walls.explain()}
+STATIC = {wall["name"]: wall for wall in walls.explain()}
 ROOT = os.geteuid() == 0
 
 
@@ -75,10 +75,10 @@ def test_only_the_python_installation_is_readable():
         assert not any(str(project / package).startswith(r.rstrip("/") + "/") for r in roots)
 
 
-def test_explain_says_why_a_layer_is_missing():
+def test_explain_says_why_a_wall_is_missing():
     assert list(STATIC) == ["session", "network", "landlock", "chroot", "fds", "rlimits", "uid", "seccomp"]
-    for layer in STATIC.values():
-        assert isinstance(layer["active"], bool) and layer["detail"]
+    for wall in STATIC.values():
+        assert isinstance(wall["active"], bool) and wall["detail"]
     assert active("uid") == active("network") == ROOT
     assert active("landlock") == (walls.landlock_abi()[0] > 0)
     assert active("seccomp") == (os.uname().machine == "x86_64")
@@ -124,8 +124,8 @@ def test_only_the_result_pipe_and_the_job_pipe_stay_open(sandbox):
 
 
 def test_the_live_child_reports_what_explain_predicts(sandbox):
-    layers = {layer["name"]: layer["active"] for layer in sandbox.run([]).layers}
-    assert layers == {name: layer["active"] for name, layer in STATIC.items()}
+    held = {wall["name"]: wall["active"] for wall in sandbox.run([]).walls}
+    assert held == {name: wall["active"] for name, wall in STATIC.items()}
 
 
 def test_a_0600_file_of_the_grader_cannot_be_read(sandbox, tmp_path):
@@ -159,7 +159,7 @@ else:
 
 
 @pytest.mark.skipif(not (active("network") or active("seccomp") or active("landlock")),
-                    reason="no layer here stops the network")
+                    reason="no wall here stops the network")
 def test_no_connection_even_to_localhost(sandbox):
     with socket.create_server(("127.0.0.1", 0)) as listener:
         port = listener.getsockname()[1]
@@ -205,7 +205,7 @@ def test_the_grader_cannot_be_signalled_or_inspected(sandbox):
 
 
 @needs_root
-def test_without_root_the_layers_that_need_it_say_so_and_the_rest_hold():
+def test_without_root_the_walls_that_need_it_say_so_and_the_rest_hold():
     """Root is dropped first in a forked helper (no student code: this only plays an
     unprivileged grader), which then builds and applies the walls as such a grader would."""
     import json
@@ -216,25 +216,25 @@ def test_without_root_the_layers_that_need_it_say_so_and_the_rest_hold():
             os.setgroups([])
             os.setresgid(walls.UID_BASE + 999, walls.UID_BASE + 999, walls.UID_BASE + 999)
             os.setresuid(walls.UID_BASE + 999, walls.UID_BASE + 999, walls.UID_BASE + 999)
-            layers = walls.Walls(0).apply(write_end, {"memory_mb": 256})
+            held = walls.Walls(0).apply(write_end, {"memory_mb": 256})
             try:
                 os.fork()
                 forked = "allowed"
             except OSError as error:
                 forked = error.errno
-            os.write(walls.RESULT_FD, json.dumps({"layers": layers, "fork": forked}).encode())
+            os.write(walls.RESULT_FD, json.dumps({"layers": held, "fork": forked}).encode())
         finally:
             os._exit(0)
     os.close(write_end)
     with os.fdopen(read_end, "rb") as pipe:
         report = json.loads(pipe.read())
     os.waitpid(pid, 0)
-    layers = {layer["name"]: layer for layer in report["layers"]}
-    assert not layers["network"]["active"] and "needs root" in layers["network"]["detail"]
-    assert not layers["uid"]["active"] and "not root" in layers["uid"]["detail"]
-    assert "nproc 1" in layers["rlimits"]["detail"]
-    assert all(layers[name]["active"] for name in ("session", "fds", "rlimits"))
-    assert layers["landlock"]["active"] == active("landlock") and layers["seccomp"]["active"] == active("seccomp")
+    held = {wall["name"]: wall for wall in report["layers"]}
+    assert not held["network"]["active"] and "needs root" in held["network"]["detail"]
+    assert not held["uid"]["active"] and "not root" in held["uid"]["detail"]
+    assert "nproc 1" in held["rlimits"]["detail"]
+    assert all(held[name]["active"] for name in ("session", "fds", "rlimits"))
+    assert held["landlock"]["active"] == active("landlock") and held["seccomp"]["active"] == active("seccomp")
     assert report["fork"] in (errno.EPERM, errno.EAGAIN)
 
 
@@ -242,7 +242,7 @@ def test_without_root_the_layers_that_need_it_say_so_and_the_rest_hold():
 
 def run_in_forked_walls(prepare, job: dict) -> tuple[list[dict], int]:
     """(events, wait status) of ``job`` run by server.run_child in a forked helper whose walls
-    ``prepare(walls)`` adjusts first (to play a machine without some layer; no student code)."""
+    ``prepare(walls)`` adjusts first (to play a machine without some wall; no student code)."""
     from grader.sandbox import frames, server
 
     read_end, write_end = os.pipe()
@@ -267,8 +267,8 @@ def run_in_forked_walls(prepare, job: dict) -> tuple[list[dict], int]:
     return events, status
 
 
-def test_a_child_without_proc_or_prctl_reports_those_layers_off_and_still_runs():
-    """macOS has neither /proc nor prctl: the walls must say which layers are missing and let
+def test_a_child_without_proc_or_prctl_reports_those_walls_off_and_still_runs():
+    """macOS has neither /proc nor prctl: the walls must say which of them are missing and let
     the job run, not kill every child before it is ready. Played in a forked helper (no
     student code): the C library loses prctl, unshare and syscall, /proc/self/statm is gone,
     and Landlock and seccomp are unavailable, as there."""
@@ -289,20 +289,20 @@ def test_a_child_without_proc_or_prctl_reports_those_layers_off_and_still_runs()
                   {"op": "send", "problem": "p", "names": ["x"]}],
         "limits": {"memory_mb": 256, "wall_seconds": 5}})
     assert os.WIFEXITED(status) and os.WEXITSTATUS(status) == 0
-    layers = {layer["name"]: layer for layer in events[0]["layers"]}
-    assert events[0]["event"] == "ready" and list(layers) == list(STATIC)
-    assert not layers["landlock"]["active"] and not layers["seccomp"]["active"]
-    assert all(layers[name]["active"] for name in ("session", "fds", "rlimits"))
-    assert "address space not limited" in layers["rlimits"]["detail"]
-    assert "killed if the server dies" not in layers["session"]["detail"]
+    held = {wall["name"]: wall for wall in events[0]["layers"]}
+    assert events[0]["event"] == "ready" and list(held) == list(STATIC)
+    assert not held["landlock"]["active"] and not held["seccomp"]["active"]
+    assert all(held[name]["active"] for name in ("session", "fds", "rlimits"))
+    assert "address space not limited" in held["rlimits"]["detail"]
+    assert "killed if the server dies" not in held["session"]["detail"]
     if ROOT:
-        assert not layers["network"]["active"]
+        assert not held["network"]["active"]
     assert {"event": "values", "problem": "p", "values": {"x": 42}, "missing": []} in events
     assert events[-1] == {"event": "done"}
 
 
 def named(*active):
-    return [walls.layer(name, name in active, "") for name in STATIC]
+    return [walls.wall(name, name in active, "") for name in STATIC]
 
 
 def test_protected_means_landlock_or_the_uid_drop_holds():
@@ -315,8 +315,8 @@ def test_protected_means_landlock_or_the_uid_drop_holds():
 
 
 def test_protected_agrees_with_a_live_child(sandbox):
-    layers = sandbox.run([]).layers
-    assert walls.protected(layers) == (active("landlock") or active("uid"))
+    held = sandbox.run([]).walls
+    assert walls.protected(held) == (active("landlock") or active("uid"))
 
 
 @needs_root
@@ -346,8 +346,8 @@ def test_without_landlock_no_file_of_the_machine_is_visible(tmp_path):
     finally:
         other.unlink()
         folder.rmdir()
-    layers = {layer["name"]: layer for layer in events[0]["layers"]}
-    assert layers["chroot"]["active"] and not layers["landlock"]["active"]
+    held = {wall["name"]: wall for wall in events[0]["layers"]}
+    assert held["chroot"]["active"] and not held["landlock"]["active"]
     assert {"event": "values", "problem": "p", "values": {"outcome": "FileNotFoundError"},
             "missing": []} in events
 

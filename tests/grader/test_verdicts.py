@@ -12,7 +12,7 @@ from exercises.variant import make_variant
 from exercises.seeds import variant_seed
 from formats.compare import compare
 from formats.serialize import decode_names, from_jsonable, same_value
-from grader.checking import (FAILED, MANUAL, MISSING, PARTIAL, PASSED, CaseOutcome, Missing,
+from grader.verdicts import (FAILED, MANUAL, MISSING, PARTIAL, PASSED, CaseOutcome, Missing,
                              choice_part, implement_family, numeric_part, problem_verdicts)
 from solutions import MISCONCEPTIONS
 

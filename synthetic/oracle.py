@@ -1,0 +1,188 @@
+"""What a correct grader must report: every part's verdict, computed from the answer key
+alone with ``formats.compare`` (the kit's one comparison) and never from the grader's own
+code, so the grader's tests compare it against an independent oracle.
+
+Also the answers for other givens (``recompute_answers``): what a problem's parts come to
+when a student edits its locked givens (the ``edited_givens`` profile)."""
+
+from __future__ import annotations
+
+import numpy as np
+
+from formats import key_shape as shape
+from formats.cells import LETTERS
+from formats.compare import compare, within
+from formats.serialize import decode_names, from_jsonable, same_value
+
+PASSED, FAILED, PARTIAL, MISSING, MANUAL = "passed", "failed", "partial", "missing", "manual"
+
+LOST = object()           # the answer cell never assigns its variable (placeholder, crash)
+
+
+def _verdict(status: str, score: float, points: float, misconception: str | None = None) -> dict:
+    return {"status": status, "score": float(score), "max_score": float(points),
+            "misconception": misconception}
+
+
+def close(a, b, rtol: float, atol: float) -> bool:
+    try:
+        return within(a, b, rtol, atol)
+    except Exception:  # noqa: BLE001 — values that cannot be compared are not close
+        return False
+
+
+def expect_numeric(grading: dict, expected, value, twins: dict) -> dict:
+    """``twins``: twin name → its value for this part."""
+    points = shape.points(grading)
+    if value is LOST:
+        return _verdict(MISSING, 0.0, points)
+    rtol, atol = float(grading["rtol"]), float(grading["atol"])
+    try:
+        ok = compare(value, expected, rtol, atol).ok
+    except Exception:  # noqa: BLE001
+        ok = False
+    if ok:
+        return _verdict(PASSED, points, points)
+    name = next((t for t in grading.get("misconceptions", ())
+                 if t in twins and close(value, twins[t], rtol, atol)), None)
+    return _verdict(FAILED, 0.0, points, name)
+
+
+def expect_choice(grading: dict, correct: int, value) -> dict:
+    points = shape.points(grading)
+    if value is LOST:
+        return _verdict(MISSING, 0.0, points)
+    ok = isinstance(value, str) and value.strip().upper() == LETTERS[correct]
+    return _verdict(PASSED if ok else FAILED, points if ok else 0.0, points)
+
+
+def expect_implement(record: dict, mode: str) -> dict:
+    """family → verdict; ``mode`` is "correct", "lost" (the cell never defined the function:
+    every case fails), "placeholder" (it raises), "missing" (no readable notebook at all) or a
+    twin's name (the function gives that twin's stored output on every case)."""
+    rtol, atol = float(record["rtol"]), float(record["atol"])
+    stored = {name: from_jsonable(outs) for name, outs in record.get("twins", {}).items()}
+    verdicts = {}
+    for family in shape.gradings(record):
+        name, points = shape.part_id(family), shape.points(family)
+        positions = [i for i, t in enumerate(record["tests"]) if t["family"] == name]
+        if mode == "correct":
+            verdicts[name] = _verdict(PASSED, points, points)
+            continue
+        if mode == "missing":
+            verdicts[name] = _verdict(MISSING, 0.0, points)
+            continue
+        if mode in ("lost", "placeholder"):
+            verdicts[name] = _verdict(FAILED, 0.0, points)
+            continue
+        outputs = stored[mode]
+        failed = [p for p in positions if outputs[p] is None or not _same_outputs(
+            outputs[p], from_jsonable(record["tests"][p]["expected"]), rtol, atol)]
+        if not failed:
+            verdicts[name] = _verdict(PASSED, points, points)
+            continue
+        passed = len(positions) - len(failed)
+        twin = next((t for t in record.get("misconceptions", ()) if t in stored and all(
+            outputs[p] is not None and stored[t][p] is not None
+            and _same_outputs(outputs[p], stored[t][p], rtol, atol, nan_equal=True) for p in failed)), None)
+        verdicts[name] = _verdict(PARTIAL if passed else FAILED,
+                                  points * passed / len(positions), points, twin)
+    return verdicts
+
+
+def _same_outputs(got, want, rtol, atol, nan_equal: bool = False) -> bool:
+    """The notebook's rule: a tuple or list is the function's outputs, anything else one.
+    ``nan_equal``: NaN where the twin has NaN counts as the same (a diagnosis: a softmax that
+    overflows gives NaN for the student exactly where it does for the twin)."""
+    got = list(got) if isinstance(got, (list, tuple)) else [got]
+    want = list(want) if isinstance(want, (list, tuple)) else [want]
+    same = _close_or_both_nan if nan_equal else close
+    return len(got) == len(want) and all(same(g, w, rtol, atol) for g, w in zip(got, want))
+
+
+def _close_or_both_nan(a, b, rtol: float, atol: float) -> bool:
+    try:
+        a, b = np.asarray(a, dtype=float), np.asarray(b, dtype=float)
+    except (TypeError, ValueError):
+        return close(a, b, rtol, atol)
+    if a.shape != b.shape or not np.array_equal(np.isnan(a), np.isnan(b)):
+        return False
+    return close(np.where(np.isnan(a), 0.0, a), np.where(np.isnan(b), 0.0, b), rtol, atol)
+
+
+def expectations(entry: dict, values: dict, modes: dict) -> dict:
+    """problem → part (implement: family) → verdict, for a notebook whose answer cells assign
+    ``values`` ((problem, part) → value, ``LOST`` or a free response's text; a part not in it
+    is lost) and whose implement problems behave as ``modes`` says (problem → mode of
+    ``expect_implement``; "placeholder" where it says nothing)."""
+    expected = {}
+    for pid, record in shape.problem_records(entry):
+        kind = shape.kind(record)
+        if kind == shape.IMPLEMENT:
+            expected[pid] = expect_implement(record, modes.get(pid, "placeholder"))
+            continue
+        answers = decode_names(record["answers"]) if kind != shape.FREE_RESPONSE else {}
+        twins = {name: from_jsonable(v) for name, v in record.get("twins", {}).items()}
+        parts = {}
+        for g in shape.gradings(record):
+            part = shape.part_id(g)
+            value = values.get((pid, part), LOST)
+            if kind == shape.FREE_RESPONSE:
+                parts[part] = _verdict(MISSING if value is LOST else MANUAL, 0.0, shape.points(g))
+            elif kind == "choice":
+                parts[part] = expect_choice(g, int(answers[part]), value)
+            else:
+                part_twins = {t: v[part] for t, v in twins.items() if isinstance(v, dict) and part in v}
+                parts[part] = expect_numeric(g, answers[part], value, part_twins)
+        expected[pid] = parts
+    return expected
+
+
+# --- answers for other givens (edited_givens) --------------------------------------------
+
+class Templates:
+    """The bank's templates, loaded on first use, to recompute answers for edited givens."""
+
+    def __init__(self):
+        self._by_id = None
+
+    def get(self, template_id: str):
+        if self._by_id is None:
+            from exercises.bank import load_bank
+            self._by_id, _ = load_bank(keep_going=True)
+        return self._by_id.get(template_id)
+
+
+def recompute_answers(template, record: dict, edited: dict) -> dict | None:
+    """part id → the answer for the record's variant with ``edited`` givens, or None when the
+    template does not give back this variant or the edited values break it."""
+    from exercises import references
+    from exercises.expressions import Scope
+    from exercises.variant import make_variant
+
+    try:
+        variant = make_variant(template, int(record["seed"]))
+    except Exception:  # noqa: BLE001 — another bank than the build's
+        return None
+    givens = decode_names(shape.givens_of(record))
+    if set(variant.givens) != set(givens) or not all(
+            same_value(_plain(variant.givens[n]), _plain(givens[n])) for n in givens):
+        return None
+    scope = Scope(values={**variant.values, **edited}, functions=dict(references.FUNCTIONS),
+                  strict=False, tie_gap=template.tie_gap, rng_seed=variant.rng_seed)
+    try:
+        for d in template.derived:
+            if d.name not in edited:
+                scope.values[d.name] = d.expression.evaluate(scope)
+        answers = {p.id: _plain(p.answer.evaluate(scope)) for p in template.parts}
+    except Exception:  # noqa: BLE001 — easier numbers can make a problem ill-posed
+        return None
+    return answers
+
+
+def _plain(value):
+    if isinstance(value, np.generic):
+        return value.item()
+    if isinstance(value, (list, tuple)):
+        return [_plain(v) for v in value]
+    return value

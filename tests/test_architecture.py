@@ -1,0 +1,119 @@
+"""The import rules of ARCHITECTURE.md, enforced: each package imports only what it may.
+
+Read from the source (every import statement, those inside functions too), so a rule broken
+on a path no test runs is still caught.
+"""
+
+from __future__ import annotations
+
+import ast
+import sys
+from pathlib import Path
+
+import pytest
+
+ROOT = Path(__file__).resolve().parents[1]
+PROJECT = {"solutions", "formats", "exercises", "grader", "attnkit", "synthetic", "bench"}
+
+# package (or module) → the project modules it may import (a name allows it and its submodules)
+MAY_IMPORT = {
+    "solutions": {"solutions"},
+    "formats": {"formats"},
+    "exercises": {"exercises", "formats", "solutions"},
+    # the grader reads the shared formats; its reports draw pages with the exercises' renderers
+    "grader": {"grader", "formats", "solutions.misconceptions", "solutions",
+               "exercises.html", "exercises.preview"},
+    "grader.sandbox": {"grader.sandbox", "grader.budget"},
+    # the server side of the sandbox: what a student's child process holds
+    "grader.sandbox.server": {"grader.sandbox.frames", "grader.sandbox.walls", "grader.sandbox.protocol"},
+    "grader.sandbox.walls": {"grader.sandbox.protocol"},
+    "grader.sandbox.frames": set(),
+    "grader.sandbox.protocol": set(),
+    "attnkit": {"attnkit", "formats", "exercises", "grader", "solutions"},
+    "synthetic": {"synthetic", "formats", "exercises", "solutions", "grader.sandbox.frames"},
+    "bench": PROJECT,
+}
+# third-party packages beyond NumPy, where they are allowed
+THIRD_PARTY = {
+    "solutions": set(), "formats": set(),
+    "exercises": {"yaml", "jinja2", "markdown_it", "mdit_py_plugins", "latex2mathml", "nbformat"},
+    "grader": {"pytest", "_pytest"},
+    "grader.sandbox": set(), "grader.sandbox.server": set(), "grader.sandbox.walls": set(),
+    "grader.sandbox.frames": set(), "grader.sandbox.protocol": set(),
+    "attnkit": set(), "synthetic": {"yaml"}, "bench": None,       # None: anything
+}
+
+
+def module_name(path: Path) -> str:
+    parts = list(path.relative_to(ROOT).with_suffix("").parts)
+    return ".".join(parts[:-1] if parts[-1] == "__init__" else parts)
+
+
+def imports(path: Path) -> set[str]:
+    """Absolute names of every module ``path`` imports (relative imports resolved)."""
+    package = module_name(path) if path.name == "__init__.py" else module_name(path).rpartition(".")[0]
+    names = set()
+    for node in ast.walk(ast.parse(path.read_text(encoding="utf-8"))):
+        if isinstance(node, ast.Import):
+            names.update(alias.name for alias in node.names)
+        elif isinstance(node, ast.ImportFrom):
+            if node.level:
+                base = package.split(".")[:len(package.split(".")) - node.level + 1]
+                module = ".".join(base + ([node.module] if node.module else []))
+            else:
+                module = node.module
+            names.add(module)
+            # `from package import submodule` imports the submodule
+            names.update(f"{module}.{alias.name}" for alias in node.names
+                         if (ROOT / Path(*module.split("."), alias.name)).with_suffix(".py").exists()
+                         or (ROOT / Path(*module.split("."), alias.name, "__init__.py")).exists())
+    return names
+
+
+def rule_for(module: str) -> str:
+    """The most specific rule that covers ``module``."""
+    parts = module.split(".")
+    for n in range(len(parts), 0, -1):
+        if ".".join(parts[:n]) in MAY_IMPORT:
+            return ".".join(parts[:n])
+    raise AssertionError(f"{module}: no rule says what it may import")
+
+
+def allowed(name: str, permitted: set[str]) -> bool:
+    return any(name == p or name.startswith(p + ".") for p in permitted)
+
+
+def covered(name: str, permitted: set[str]) -> bool:
+    """``name`` is allowed, or is a package on the way to an allowed module (its __init__)."""
+    return allowed(name, permitted) or any(p.startswith(name + ".") for p in permitted)
+
+
+SOURCES = sorted(p for package in PROJECT for p in (ROOT / package).rglob("*.py"))
+
+
+@pytest.mark.parametrize("path", SOURCES, ids=lambda p: str(p.relative_to(ROOT)))
+def test_each_module_imports_only_what_its_layer_may(path):
+    module = module_name(path)
+    rule = rule_for(module)
+    third_party = THIRD_PARTY[rule]
+    for name in sorted(imports(path)):
+        top = name.split(".")[0]
+        if top in PROJECT:
+            assert covered(name, MAY_IMPORT[rule]), f"{module} imports {name}: the {rule} layer may not"
+        elif top not in sys.stdlib_module_names and top not in ("__future__", "numpy") \
+                and third_party is not None:
+            assert top in third_party, f"{module} imports {top}: not a dependency of the {rule} layer"
+
+
+def test_nothing_in_the_wheel_imports_the_demo_data_or_the_benchmarks():
+    for path in SOURCES:
+        module = module_name(path)
+        if module.split(".")[0] in ("synthetic", "bench"):
+            continue
+        leaked = {n for n in imports(path) if n.split(".")[0] in ("synthetic", "bench")}
+        assert not leaked, f"{module} imports {sorted(leaked)}"
+
+
+def test_the_rules_know_every_package():
+    packages = {p.parent.name for p in ROOT.glob("*/__init__.py")} - {"tests"}
+    assert packages <= PROJECT, packages - PROJECT
