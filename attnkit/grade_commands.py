@@ -254,11 +254,20 @@ def _write_reports(gradebook, key: dict, out: Path, args) -> tuple[dict, dict, d
 # --- check -------------------------------------------------------------------------------
 
 def _check(args) -> int:
-    from grader.sandbox.client import Limits, Sandbox
+    from grader.sandbox.processes import Limits, start_servers
 
-    # The sandbox server boots (a fresh interpreter importing NumPy) while this process reads
-    # the notebook: the two overlap, which is most of what keeps a check under half a second.
-    with Sandbox(1, Limits(wall_seconds=args.timeout)) as sandbox:
+    # The sandbox server boots (a fresh interpreter importing NumPy) while this process imports
+    # NumPy and reads the notebook: the two overlap, which is most of what keeps a check under
+    # half a second. So the server starts before anything here imports NumPy (the client does).
+    limits = Limits(wall_seconds=args.timeout)
+    started = start_servers(1, limits)
+    try:
+        from grader.sandbox.client import Sandbox
+    except BaseException:
+        for server in started:
+            server.kill()
+        raise
+    with Sandbox(1, limits, started=started) as sandbox:
         from grader.selfcheck import CheckError, self_check
 
         try:

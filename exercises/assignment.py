@@ -19,9 +19,10 @@ from dataclasses import dataclass, replace
 from pathlib import Path
 
 from .bank import BANK_DIR, template_files
-from .schema import Template, TemplateError, _Checker, _display, _join, _kind, load_template
+from .loading import LoadProblems, describe, key_path, parse_yaml_file, shown_path
+from .schema import TEMPLATE_MAPPING, Template, TemplateError, load_template
 from formats.textfile import ProblemsError, read_utf8
-from .yaml_lines import LineDict, LineList, YAMLError, load_yaml
+from .yaml_lines import LineDict, LineList
 
 TOP_KEYS = {"id": "required", "title": "required", "instructions": "optional",
             "secret": "required", "bank": "optional", "problems": "required"}
@@ -31,6 +32,7 @@ PROBLEM_KEYS = {"template": "required", "id": "optional", "title": "optional",
 SECRET_KEYS = {"env": "optional", "file": "optional"}
 PART_OVERRIDE_KEYS = {"points": "optional", "rtol": "optional", "atol": "optional"}
 TEST_OVERRIDE_KEYS = {"points": "optional"}
+ASSIGNMENT_MAPPING = "an assignment is a mapping of keys (id, title, secret, problems, …)"
 MIN_SECRET_BYTES = 16
 _ASSIGNMENT_ID = re.compile(r"^[A-Za-z0-9][A-Za-z0-9_-]{0,63}$")   # a folder name in nbgrader
 _PROBLEM_ID = re.compile(r"^[a-z][a-z0-9_]*$")
@@ -99,36 +101,26 @@ def load_assignment(path: str | Path, templates: bool = True) -> Assignment:
     ``templates=False`` reads only the spec's own keys (id, title, secret) and leaves
     ``problems`` empty: grading needs the secret, and the answer key holds the rest."""
     path = Path(path)
-    shown = _display(path)
+    shown = shown_path(path)
     text, raw = read_utf8(path, shown, AssignmentError)
-    try:
-        data = load_yaml(text)
-    except YAMLError as err:
-        raise AssignmentError([f"{shown}:{err.line}: {err.message}" if err.line
-                               else f"{shown}: {err.message}"]) from None
-    if data is None:
-        raise AssignmentError([f"{shown}: the file is empty"])
-    check = _Checker(shown)
-    if not isinstance(data, LineDict):
-        check.error(1, "", f"an assignment is a mapping of keys (id, title, secret, problems, …), "
-                           f"got {_kind(data)}")
-        raise AssignmentError(check.problems)
-    check.keys(data, TOP_KEYS, "")
+    data = parse_yaml_file(text, shown, AssignmentError, ASSIGNMENT_MAPPING)
+    load = LoadProblems(shown)
+    load.keys(data, TOP_KEYS, "")
     folder = path.resolve().parent
     aid = data.get("id")
     if "id" in data and not isinstance(aid, str):
-        check.error(data.line_of("id"), "id", f"expected text, got {_kind(aid)} (write it in "
-                                              f"quotes: id: \"{aid}\")")
+        load.error(data.line_of("id"), "id", f"expected text, got {describe(aid)} (write it in "
+                                             f"quotes: id: \"{aid}\")")
     elif "id" in data and not _ASSIGNMENT_ID.match(aid):
-        check.error(data.line_of("id"), "id", f"'{aid}' is not a valid assignment id (1 to 64 "
-                    f"letters, digits, _ and -, starting with a letter or digit; it names a folder)")
-    title = check.text(data, "title", "title") or ""
-    instructions = check.text(data, "instructions", "instructions") or ""
-    secret_source = _secret_source(check, data, folder)
-    problems = (_problems(check, data, _Templates(check, folder, _bank(check, data, folder)))
+        load.error(data.line_of("id"), "id", f"'{aid}' is not a valid assignment id (1 to 64 "
+                   f"letters, digits, _ and -, starting with a letter or digit; it names a folder)")
+    title = load.text(data, "title", "title") or ""
+    instructions = load.text(data, "instructions", "instructions") or ""
+    secret_source = _secret_source(load, data, folder)
+    problems = (_problems(load, data, _Templates(load, folder, _bank(load, data, folder)))
                 if templates else ())
-    if check.problems:
-        raise AssignmentError(check.problems)
+    if load.problems:
+        raise AssignmentError(load.problems)
     return Assignment(path=shown, id=aid, title=title, instructions=instructions,
                       secret_source=secret_source, problems=problems,
                       source_digest=hashlib.sha256(raw).hexdigest())
@@ -136,48 +128,48 @@ def load_assignment(path: str | Path, templates: bool = True) -> Assignment:
 
 # --- the secret and the bank -----------------------------------------------------------------
 
-def _secret_source(check: _Checker, data: LineDict, folder: Path) -> tuple[str, str, int] | None:
+def _secret_source(load: LoadProblems, data: LineDict, folder: Path) -> tuple[str, str, int] | None:
     if "secret" not in data:
         return None
     raw, line = data["secret"], data.line_of("secret")
     if not isinstance(raw, LineDict):
         # Never echo a string here: it may be the secret itself.
-        got = "text" if isinstance(raw, str) else _kind(raw)
-        check.error(line, "secret", f"expected {{env: VARIABLE}} or {{file: path}}, got {got} "
-                                    f"(the secret itself must not be in the spec)")
+        got = "text" if isinstance(raw, str) else describe(raw)
+        load.error(line, "secret", f"expected {{env: VARIABLE}} or {{file: path}}, got {got} "
+                                   f"(the secret itself must not be in the spec)")
         return None
-    check.keys(raw, SECRET_KEYS, "secret")
+    load.keys(raw, SECRET_KEYS, "secret")
     given = [k for k in SECRET_KEYS if k in raw]
     if len(given) != 1:
         if given or len(raw) == 0:   # unknown keys alone already have their did-you-mean
-            check.error(raw.line, "secret", "give exactly one of 'env' (an environment "
-                                            "variable) or 'file' (relative to this spec)")
+            load.error(raw.line, "secret", "give exactly one of 'env' (an environment "
+                                           "variable) or 'file' (relative to this spec)")
         return None
     kind = given[0]
     value, here = raw[kind], raw.line_of(kind)
     if kind == "env":
         if not isinstance(value, str) or not _ENV_NAME.match(value):
-            check.error(here, "secret.env",
-                        f"'{value}' is not an environment variable name (letters, digits, _)")
+            load.error(here, "secret.env",
+                       f"'{value}' is not an environment variable name (letters, digits, _)")
             return None
         return ("env", value, here)
     if not isinstance(value, str) or not value.strip():
-        check.error(here, "secret.file", f"expected a file path, got {_kind(value)}")
+        load.error(here, "secret.file", f"expected a file path, got {describe(value)}")
         return None
     return ("file", str((folder / value).resolve()), here)
 
 
-def _bank(check: _Checker, data: LineDict, folder: Path) -> Path | None:
+def _bank(load: LoadProblems, data: LineDict, folder: Path) -> Path | None:
     if "bank" not in data:
         if not BANK_DIR.is_dir():
-            check.error(data.line, "bank", f"the default bank {BANK_DIR} is not a folder "
-                                           f"(is ATTNKIT_BANK set wrong?)")
+            load.error(data.line, "bank", f"the default bank {BANK_DIR} is not a folder "
+                                          f"(is ATTNKIT_BANK set wrong?)")
             return None
         return BANK_DIR
     value = data["bank"]
     if not isinstance(value, str) or not (folder / value).is_dir():
-        check.error(data.line_of("bank"), "bank",
-                    f"no such folder {value!r} (relative to this spec's folder)")
+        load.error(data.line_of("bank"), "bank",
+                   f"no such folder {value!r} (relative to this spec's folder)")
         return None
     return (folder / value).resolve()
 
@@ -187,8 +179,8 @@ class _Templates:
     id → file index (only the named templates are loaded, so a broken template elsewhere
     in the bank does not block this assignment), files by path relative to the spec."""
 
-    def __init__(self, check: _Checker, folder: Path, bank: Path | None):
-        self.check, self.folder, self.bank = check, folder, bank
+    def __init__(self, load: LoadProblems, folder: Path, bank: Path | None):
+        self.load, self.folder, self.bank = load, folder, bank
         self._index: dict[str, list[Path]] | None = None
         self._loaded: dict[Path, Template | None] = {}
 
@@ -197,7 +189,8 @@ class _Templates:
             self._index = {}
             for file in template_files([self.bank]) if self.bank else []:
                 try:
-                    tid = load_yaml(file.read_text(encoding="utf-8")).get("id")
+                    tid = parse_yaml_file(file.read_text(encoding="utf-8"), str(file),
+                                          TemplateError, TEMPLATE_MAPPING).get("id")
                 except Exception:  # noqa: BLE001 — a broken file is reported if it is named
                     tid = None
                 self._index.setdefault(tid if isinstance(tid, str) else file.stem, []).append(file)
@@ -206,10 +199,10 @@ class _Templates:
     def get(self, entry: LineDict, key: str) -> Template | None:
         if "template" not in entry:
             return None
-        value, line, key = entry["template"], entry.line_of("template"), _join(key, "template")
+        value, line, key = entry["template"], entry.line_of("template"), key_path(key, "template")
         if not isinstance(value, str) or not value.strip():
-            self.check.error(line, key, f"expected a template id or a path ending in .yaml, "
-                                        f"got {_kind(value)}")
+            self.load.error(line, key, f"expected a template id or a path ending in .yaml, "
+                                       f"got {describe(value)}")
             return None
         if value.endswith((".yaml", ".yml")):
             return self._file(value, line, key)
@@ -221,10 +214,10 @@ class _Templates:
             stem = Path(value).stem
             hint = (f"; did you mean the bank's template '{stem}' (an id, without .yaml)?"
                     if self.bank and stem in self.index() else "")
-            self.check.error(line, key, f"no such template file '{value}' (paths are relative "
-                                        f"to this spec's folder){hint}")
+            self.load.error(line, key, f"no such template file '{value}' (paths are relative "
+                                       f"to this spec's folder){hint}")
             return None
-        return self._load(file)
+        return self._read(file)
 
     def _bank_id(self, value: str, line: int, key: str) -> Template | None:
         if self.bank is None:
@@ -233,174 +226,169 @@ class _Templates:
         if not files:
             hint = difflib.get_close_matches(value, self.index(), n=1)
             suggestion = f"; did you mean '{hint[0]}'?" if hint else ""
-            self.check.error(line, key, f"unknown template '{value}' (not an id in the bank "
-                                        f"{_display(self.bank)}, nor a path ending in .yaml)"
-                                        f"{suggestion}")
+            self.load.error(line, key, f"unknown template '{value}' (not an id in the bank "
+                                       f"{shown_path(self.bank)}, nor a path ending in .yaml)"
+                                       f"{suggestion}")
             return None
         if len(files) > 1:
-            self.check.error(line, key, f"'{value}' is the id of {len(files)} templates in the "
-                                        f"bank: {', '.join(_display(f) for f in files)}")
+            self.load.error(line, key, f"'{value}' is the id of {len(files)} templates in the "
+                                       f"bank: {', '.join(shown_path(f) for f in files)}")
             return None
-        return self._load(files[0])
+        return self._read(files[0])
 
-    def _load(self, file: Path) -> Template | None:
+    def _read(self, file: Path) -> Template | None:
         file = file.resolve()
         if file not in self._loaded:
             try:
                 self._loaded[file] = load_template(file)
             except TemplateError as err:
-                self.check.problems += err.problems
+                self.load.problems += err.problems
                 self._loaded[file] = None
         return self._loaded[file]
 
 
 # --- problems and overrides ------------------------------------------------------------------
 
-def _problems(check: _Checker, data: LineDict, templates: _Templates) -> tuple[Problem, ...]:
+def _problems(load: LoadProblems, data: LineDict, templates: _Templates) -> tuple[Problem, ...]:
     if "problems" not in data:
         return ()
     raw = data["problems"]
     if not isinstance(raw, LineList) or not raw:
-        got = "an empty list" if isinstance(raw, LineList) else _kind(raw)
-        check.error(data.line_of("problems"), "problems",
-                    f"expected a list of at least one problem, got {got}")
+        got = "an empty list" if isinstance(raw, LineList) else describe(raw)
+        load.error(data.line_of("problems"), "problems",
+                   f"expected a list of at least one problem, got {got}")
         return ()
     out: list[Problem] = []
     seen: dict[str, int] = {}   # problem id → line
-    for i, entry in enumerate(raw):
-        key = f"problems[{i}]"
-        entry = check.mapping(entry, raw.line_of(i), key)
-        if entry is None:
-            continue
-        check.keys(entry, PROBLEM_KEYS, key)
+    for i, key, entry in load.mappings(raw, "problems", PROBLEM_KEYS):
         template = templates.get(entry, key)
-        pid = _problem_id(check, entry, key, template, seen)
-        title = check.text(entry, "title", _join(key, "title"),
-                           default=template.title if template else "")
+        pid = _problem_id(load, entry, key, template, seen)
+        title = load.text(entry, "title", key_path(key, "title"),
+                          default=template.title if template else "")
         if template is not None:
-            template = _overridden(check, entry, key, template)
+            template = _overridden(load, entry, key, template)
         if template is not None and pid is not None and title is not None:
             out.append(Problem(pid, template, title, entry.line))
     return tuple(out)
 
 
-def _problem_id(check, entry: LineDict, key: str, template: Template | None,
+def _problem_id(load, entry: LineDict, key: str, template: Template | None,
                 seen: dict[str, int]) -> str | None:
     """The problem's id (default: the template's), unique within the assignment."""
     if "id" in entry:
         pid, line = entry["id"], entry.line_of("id")
         if not isinstance(pid, str) or not _PROBLEM_ID.match(pid):
-            check.error(line, _join(key, "id"), f"'{pid}' is not a valid problem id (lower-case "
-                                                f"letters, digits, _; starting with a letter)")
+            load.error(line, key_path(key, "id"), f"'{pid}' is not a valid problem id (lower-case "
+                                                  f"letters, digits, _; starting with a letter)")
             return None
     elif template is not None:
         pid, line = template.id, entry.line_of("template")
     else:
         return None
     if pid in seen:
-        check.error(line, _join(key, "id"), f"duplicate problem id '{pid}' (also on line "
-                                            f"{seen[pid]}); give one of them an `id:`")
+        load.error(line, key_path(key, "id"), f"duplicate problem id '{pid}' (also on line "
+                                              f"{seen[pid]}); give one of them an `id:`")
         return None
     seen[pid] = line
     return pid
 
 
-def _amount(check: _Checker, mapping: LineDict, name: str, key: str) -> float | None:
+def _amount(load: LoadProblems, mapping: LineDict, name: str, key: str) -> float | None:
     """A non-negative, finite number (points or a tolerance); None after reporting a problem."""
-    value = check.number(mapping, name, key, None, minimum=0)
+    value = load.number(mapping, name, key, None, minimum=0)
     if value is not None and not math.isfinite(value):
-        check.error(mapping.line_of(name), key, f"expected a finite number, got {value}")
+        load.error(mapping.line_of(name), key, f"expected a finite number, got {value}")
         return None
     return value
 
 
-def _overridden(check: _Checker, entry: LineDict, key: str, template: Template) -> Template | None:
+def _overridden(load: LoadProblems, entry: LineDict, key: str, template: Template) -> Template | None:
     """The template with the entry's points and tolerances; None if any override is wrong."""
-    before = len(check.problems)
+    before = len(load.problems)
     implement = template.kind == "implement"
     # Each override: item id → {name: (value, line)}.
-    parts = _item_overrides(check, entry, key, template, "parts") if "parts" in entry else {}
-    tests = _item_overrides(check, entry, key, template, "tests") if "tests" in entry else {}
+    parts = _item_overrides(load, entry, key, template, "parts") if "parts" in entry else {}
+    tests = _item_overrides(load, entry, key, template, "tests") if "tests" in entry else {}
     tolerances = {}
     for name in ("rtol", "atol"):
         if name not in entry:
             continue
         if template.kind == "numeric":
-            check.error(entry.line_of(name), _join(key, name),
-                        f"only implement problems have a problem-wide tolerance; set it per part "
-                        f"(parts: {{{template.parts[0].id}: {{{name}: …}}}})")
+            load.error(entry.line_of(name), key_path(key, name),
+                       f"only implement problems have a problem-wide tolerance; set it per part "
+                       f"(parts: {{{template.parts[0].id}: {{{name}: …}}}})")
         elif not implement:
-            check.error(entry.line_of(name), _join(key, name),
-                        f"'{template.id}' is a {template.kind} problem: it has no tolerance")
-        elif (value := _amount(check, entry, name, _join(key, name))) is not None:
+            load.error(entry.line_of(name), key_path(key, name),
+                       f"'{template.id}' is a {template.kind} problem: it has no tolerance")
+        elif (value := _amount(load, entry, name, key_path(key, name))) is not None:
             tolerances[name] = value
-    total = _amount(check, entry, "points", _join(key, "points")) if "points" in entry else None
+    total = _amount(load, entry, "points", key_path(key, "points")) if "points" in entry else None
     if total is not None:
         each = [(f"{group}.{item}.points", values["points"][1])
                 for group, overrides in (("parts", parts), ("tests", tests))
                 for item, values in overrides.items() if "points" in values]
         if each:
-            check.error(entry.line_of("points"), _join(key, "points"),
-                        f"give either a total 'points' or per-{'family' if implement else 'part'} "
-                        f"points, not both ({_join(key, each[0][0])} on line {each[0][1]})")
+            load.error(entry.line_of("points"), key_path(key, "points"),
+                       f"give either a total 'points' or per-{'family' if implement else 'part'} "
+                       f"points, not both ({key_path(key, each[0][0])} on line {each[0][1]})")
         elif total == 0:
-            check.error(entry.line_of("points"), _join(key, "points"),
-                        "must be more than 0 (leave the problem out of the assignment instead)")
+            load.error(entry.line_of("points"), key_path(key, "points"),
+                       "must be more than 0 (leave the problem out of the assignment instead)")
         elif template.points == 0:
-            check.error(entry.line_of("points"), _join(key, "points"),
-                        f"cannot scale: the points of template '{template.id}' add up to 0")
-    if len(check.problems) > before:
+            load.error(entry.line_of("points"), key_path(key, "points"),
+                       f"cannot scale: the points of template '{template.id}' add up to 0")
+    if len(load.problems) > before:
         return None
     updated = _applied(template, parts if not implement else tests, tolerances)
     if total is not None:
         updated = _scaled(updated, total)
     if updated.points == 0:
         group = "parts" if "parts" in entry else "tests"
-        check.error(entry.line_of(group), _join(key, group),
-                    f"the overrides leave '{template.id}' with 0 points")
+        load.error(entry.line_of(group), key_path(key, group),
+                   f"the overrides leave '{template.id}' with 0 points")
         return None
     return updated
 
 
-def _item_overrides(check, entry: LineDict, key: str, template: Template,
+def _item_overrides(load, entry: LineDict, key: str, template: Template,
                     group: str) -> dict[str, dict[str, tuple[float, int]]]:
     """Per-part (``parts``) or per-family (``tests``) overrides, checked against the template."""
-    gkey, line = _join(key, group), entry.line_of(group)
+    gkey, line = key_path(key, group), entry.line_of(group)
     implement = template.kind == "implement"
     if group == "parts" and implement:
-        check.error(line, gkey, f"'{template.id}' is an implement problem: override its test "
-                                f"families ('tests'), not 'parts'")
+        load.error(line, gkey, f"'{template.id}' is an implement problem: override its test "
+                               f"families ('tests'), not 'parts'")
         return {}
     if group == "tests" and not implement:
-        check.error(line, gkey, f"only implement problems have test families; '{template.id}' "
-                                f"has parts: override those ('parts')")
+        load.error(line, gkey, f"only implement problems have test families; '{template.id}' "
+                               f"has parts: override those ('parts')")
         return {}
-    block = check.mapping(entry[group], line, gkey)
+    block = load.mapping(entry[group], line, gkey)
     known = ([t.family for t in template.tests] if implement else [p.id for p in template.parts])
     allowed = TEST_OVERRIDE_KEYS if implement else PART_OVERRIDE_KEYS
     noun, nouns = ("test family", "test families") if implement else ("part", "parts")
     out: dict[str, dict[str, tuple[float, int]]] = {}
     for item, spec in (block or {}).items():
-        here, ikey = block.line_of(item), _join(gkey, item)
+        here, ikey = block.line_of(item), key_path(gkey, item)
         if item not in known:
             hint = difflib.get_close_matches(str(item), known, n=1)
             suggestion = f"; did you mean '{hint[0]}'?" if hint else ""
-            check.error(here, ikey, f"unknown {noun} '{item}' (the {nouns} of '{template.id}': "
-                                    f"{', '.join(known)}){suggestion}")
+            load.error(here, ikey, f"unknown {noun} '{item}' (the {nouns} of '{template.id}': "
+                                   f"{', '.join(known)}){suggestion}")
             continue
-        spec = check.mapping(spec, here, ikey)
+        spec = load.mapping(spec, here, ikey)
         if spec is None:
             continue
-        check.keys(spec, allowed, ikey)
+        load.keys(spec, allowed, ikey)
         values = {}
         for name in allowed:
             if name not in spec:
                 continue
             if name != "points" and template.kind != "numeric":
-                check.error(spec.line_of(name), _join(ikey, name),
-                            f"only numeric parts have a tolerance ('{template.id}' is {template.kind})")
+                load.error(spec.line_of(name), key_path(ikey, name),
+                           f"only numeric parts have a tolerance ('{template.id}' is {template.kind})")
                 continue
-            value = _amount(check, spec, name, _join(ikey, name))
+            value = _amount(load, spec, name, key_path(ikey, name))
             if value is not None:
                 values[name] = (value, spec.line_of(name))
         out[item] = values

@@ -17,7 +17,7 @@ import re
 from dataclasses import dataclass
 from pathlib import Path
 
-from .schema import _display
+from .loading import shown_path
 from formats.textfile import ProblemsError, read_utf8
 
 COLUMNS = ("student_id", "name", "email")
@@ -53,7 +53,7 @@ class RosterError(ProblemsError):
 def load_roster(path: str | Path) -> tuple[Student, ...]:
     """Read and check a roster CSV; RosterError lists every problem."""
     path = Path(path)
-    shown = _display(path)
+    shown = shown_path(path)
     text, _ = read_utf8(path, shown, RosterError)
     delimiter = _delimiter(text)
     records = _records(text, delimiter, shown)

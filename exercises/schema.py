@@ -22,7 +22,8 @@ from .distributions import DISTRIBUTIONS
 from .expressions import Expression, ExpressionError
 from .objectives import OBJECTIVES
 from formats.textfile import ProblemsError
-from .yaml_lines import LineDict, LineList, YAMLError, load_yaml
+from .loading import LoadProblems, describe, key_path, parse_yaml_file, require_mapping, shown_path
+from .yaml_lines import LineDict, LineList
 
 KINDS = ("numeric", "implement", "choice", "free_response")
 _ID = re.compile(r"^[a-z][a-z0-9_]*$")
@@ -187,64 +188,17 @@ class Template:
         return tuple(names)
 
 
-# --- validation ------------------------------------------------------------------------------
+# --- loading: the whole template, then its blocks --------------------------------------------
 
-class _Checker:
-    """Collects problems as 'file:line: key: message'."""
+TEMPLATE_MAPPING = "a template is a mapping of keys (id, title, …)"
 
-    def __init__(self, path: str):
-        self.path = path
-        self.problems: list[str] = []
 
-    def error(self, line: int, key: str, message: str) -> None:
-        where = f"{self.path}:{line}" if line else self.path
-        self.problems.append(f"{where}: {key}: {message}" if key else f"{where}: {message}")
-
-    def keys(self, mapping: LineDict, spec: dict, key: str) -> None:
-        for name in mapping:
-            if name not in spec:
-                hint = difflib.get_close_matches(str(name), spec, n=1)
-                suggestion = f"; did you mean '{hint[0]}'?" if hint else ""
-                self.error(mapping.line_of(name), _join(key, name),
-                           f"unknown key '{name}' (expected one of: {', '.join(spec)}){suggestion}")
-        for name, need in spec.items():
-            if need == "required" and name not in mapping:
-                self.error(mapping.line, _join(key, name), "required")
-
-    def mapping(self, value, line: int, key: str) -> LineDict | None:
-        if isinstance(value, LineDict):
-            return value
-        self.error(line, key, f"expected a mapping (key: value lines), got {_kind(value)}")
-        return None
-
-    def text(self, mapping: LineDict, name: str, key: str, default: str | None = "") -> str | None:
-        value = mapping.get(name, default)
-        if not isinstance(value, str):
-            self.error(mapping.line_of(name), key, f"expected text, got {_kind(value)}")
-            return None
-        return value
-
-    def number(self, mapping: LineDict, name: str, key: str, default, minimum=None,
-               integer=False):
-        value = mapping.get(name, default)
-        if isinstance(value, str):  # YAML 1.1 reads 1e-5 as text
-            try:
-                value = float(value)
-            except ValueError:
-                pass
-        ok = isinstance(value, (int, float)) and not isinstance(value, bool)
-        if ok and integer:
-            ok = float(value).is_integer()
-        if not ok:
-            self.error(mapping.line_of(name), key,
-                       f"expected {'a whole number' if integer else 'a number'}, got {_kind(value)}")
-            return default
-        if minimum is not None and value < minimum:
-            self.error(mapping.line_of(name), key, f"must be at least {minimum}, got {value}")
-            return default
-        return int(value) if integer else float(value)
+class TemplateProblems(LoadProblems):
+    """LoadProblems of a template file, which also read the template's expressions."""
 
     def expression(self, source, line: int, key: str, scope: set[str]) -> Expression | None:
+        """``source`` parsed; every name it reads must be in ``scope`` (defined above this
+        line), every function it calls a built-in or a reference function."""
         try:
             expression = expressions.parse(source, where=key)
         except ExpressionError as err:
@@ -264,79 +218,242 @@ class _Checker:
         return expression
 
 
-def _join(prefix: str, name) -> str:
-    return f"{prefix}.{name}" if prefix else str(name)
+def load_template(path: str | Path, display: str | None = None) -> Template:
+    """Read and validate one template file. ``display`` is the path used in messages."""
+    path = Path(path)
+    shown = display or shown_path(path)
+    try:
+        text = path.read_text(encoding="utf-8")
+    except UnicodeDecodeError as err:
+        raise TemplateError([f"{shown}: not UTF-8 text (byte {err.start})"]) from None
+    except OSError as err:
+        raise TemplateError([f"{shown}: cannot read: {err.strerror}"]) from None
+    data = parse_yaml_file(text, shown, TemplateError, TEMPLATE_MAPPING)
+    template = parse_template(data, shown)
+    return replace(template, source_digest=hashlib.sha256(text.encode("utf-8")).hexdigest())
 
 
-def _kind(value) -> str:
-    if isinstance(value, LineDict):
-        return "a mapping"
-    if isinstance(value, LineList):
-        return "a list"
-    if value is None:
-        return "nothing"
-    return f"{type(value).__name__} {value!r}"
+def parse_template(data, path: str) -> Template:
+    """Validate YAML data (from load_yaml) as a template; TemplateError lists every problem.
+
+    The blocks are read in the order below, which is the order problems are reported in;
+    names are defined top to bottom (parameters, derived values, then part ids), and the
+    misconceptions come last, once every function the template calls is known."""
+    require_mapping(data, path, TemplateError, TEMPLATE_MAPPING)
+    load = TemplateProblems(path)
+    load.keys(data, TOP_KEYS, "")
+    header = _header(load, data)
+    kind = header["kind"]
+    rtol, atol = _tolerances(load, data, kind)
+    scope: set[str] = set()
+    params, derived, calls = _values(load, data, scope)
+    givens = _givens(load, data, params, scope)
+    parts: list[Part] = []
+    part_entries: list[LineDict] = []
+    function = reference = output = None
+    tests: list[TestFamily] = []
+    if kind == "implement":
+        function, reference, output, tests = _implement(load, data, scope, calls, header["solution"])
+    else:
+        parts, part_entries = _exercise_parts(load, data, kind, scope, calls, (rtol, atol))
+    constraints = _constraints(load, data.get("constraints", LineList()), data.line_of("constraints"),
+                               "constraints", scope)
+    parts, misconceptions = _misconceptions(load, data, kind, parts, part_entries, calls, reference)
+    sampling, allow_masked = _sampling(load, data)
+    tags = _tags(load, data)
+    max_attempts, tie_gap = _attempts(load, sampling)
+    if load.problems:
+        raise TemplateError(load.problems)
+    lines = {str(k): data.line_of(k) for k in data}
+    return Template(
+        path=path, **header,
+        parameters=tuple(params), derived=tuple(derived), constraints=tuple(constraints),
+        givens=givens, parts=tuple(parts), function=function, reference=reference,
+        output=output, tests=tuple(tests), misconceptions=misconceptions, rtol=rtol, atol=atol,
+        max_attempts=max_attempts, tie_gap=tie_gap,
+        allow_fully_masked_rows=allow_masked, tags=tuple(tags),
+        notes=str(data.get("notes", "") or ""), lines=lines)
 
 
-def _new_name(check: _Checker, name, line: int, key: str, scope: set[str]) -> bool:
+def _header(load: TemplateProblems, data: LineDict) -> dict:
+    """id, title, objective, kind, prompt and solution (the Template fields of those names)."""
+    tid = data.get("id")
+    if "id" in data and (not isinstance(tid, str) or not _ID.match(tid)):
+        load.error(data.line_of("id"), "id", f"'{tid}' is not a valid id (lower-case letters, digits, _)")
+    objective = data.get("objective")
+    if "objective" in data and objective not in OBJECTIVES:
+        load.error(data.line_of("objective"), "objective",
+                   f"unknown objective '{objective}' (expected one of: {', '.join(OBJECTIVES)})")
+    kind = data.get("kind")
+    if "kind" in data and kind not in KINDS:
+        load.error(data.line_of("kind"), "kind", f"unknown kind '{kind}' (expected one of: {', '.join(KINDS)})")
+    return {"id": tid, "title": load.text(data, "title", "title"), "objective": objective,
+            "kind": kind, "prompt": load.text(data, "prompt", "prompt"),
+            "solution": load.text(data, "solution", "solution") or ""}
+
+
+def _tolerances(load: TemplateProblems, data: LineDict, kind) -> tuple[float, float]:
+    """Top-level (rtol, atol): the comparison of implement problems, the default of numeric parts."""
+    rtol = load.number(data, "rtol", "rtol", DEFAULT_RTOL, minimum=0)
+    atol = load.number(data, "atol", "atol", DEFAULT_ATOL, minimum=0)
+    if kind in ("choice", "free_response"):
+        for key in ("rtol", "atol"):
+            if key in data:
+                load.error(data.line_of(key), key, "only numeric and implement problems have this key")
+    return rtol, atol
+
+
+def _values(load: TemplateProblems, data: LineDict,
+            scope: set[str]) -> tuple[list[Parameter], list[Derived], set[str]]:
+    """The parameters and derived values (their names join ``scope``), and the functions
+    their expressions call."""
+    params = _parameters(load, data.get("parameters", LineDict()), data.line_of("parameters"),
+                         "parameters", scope)
+    derived = _derived(load, data.get("derived", LineDict()), data.line_of("derived"), "derived", scope)
+    calls: set[str] = set()
+    for d in derived:
+        calls |= d.expression.calls
+    for p in params:
+        for option in p.options.values():
+            for e in option if isinstance(option, list) else [option]:
+                if isinstance(e, Expression):
+                    calls |= e.calls
+    return params, derived, calls
+
+
+def _givens(load: TemplateProblems, data: LineDict, params: list[Parameter],
+            scope: set[str]) -> tuple[str, ...]:
+    """The names the problem shows the student (default: every parameter)."""
+    givens_raw = data.get("givens")
+    if givens_raw is None:
+        return tuple(p.name for p in params)
+    if isinstance(givens_raw, LineList):
+        for i, g in enumerate(givens_raw):
+            if g not in scope:
+                load.error(givens_raw.line_of(i), f"givens[{i}]",
+                           f"'{g}' is not a parameter or derived value")
+        return tuple(str(g) for g in givens_raw)
+    load.error(data.line_of("givens"), "givens", f"expected a list of names, got {describe(givens_raw)}")
+    return ()
+
+
+def _misconceptions(load: TemplateProblems, data: LineDict, kind, parts: list[Part],
+                    entries: list[LineDict], calls: set[str],
+                    reference: str | None) -> tuple[list[Part], tuple[str, ...]]:
+    """The parts with their misconceptions, and the problem's own (implement problems).
+    They need every call known: a twin must shadow something the template calls."""
+    callable_here = calls | ({reference} if reference else set())
+    parts = [replace(part, misconceptions=_misconception_list(load, entry, f"parts[{i}]", callable_here))
+             if kind == "numeric" else part
+             for i, (part, entry) in enumerate(zip(parts, entries))]
+    misconceptions: tuple[str, ...] = ()
+    if "misconceptions" in data:
+        if kind != "implement":
+            load.error(data.line_of("misconceptions"), "misconceptions",
+                       "list misconceptions on the parts they affect (parts[i].misconceptions)")
+        else:
+            misconceptions = _misconception_list(load, data, "", {reference} if reference else set())
+    return parts, misconceptions
+
+
+def _sampling(load: TemplateProblems, data: LineDict) -> tuple[LineDict, bool]:
+    """The sampling block (its numbers are read by ``_attempts``) and allow_fully_masked_rows."""
+    sampling = data.get("sampling", LineDict())
+    sampling = load.mapping(sampling, data.line_of("sampling"), "sampling") or LineDict()
+    load.keys(sampling, SAMPLING_KEYS, "sampling")
+    allow_masked = sampling.get("allow_fully_masked_rows", False)
+    if not isinstance(allow_masked, bool):
+        load.error(sampling.line_of("allow_fully_masked_rows"), "sampling.allow_fully_masked_rows",
+                   "expected true or false")
+        allow_masked = False
+    return sampling, allow_masked
+
+
+def _tags(load: TemplateProblems, data: LineDict) -> list:
+    tags = data.get("tags", [])
+    if not isinstance(tags, list) or not all(isinstance(t, str) for t in tags):
+        load.error(data.line_of("tags"), "tags", "expected a list of words")
+        return []
+    return tags
+
+
+def _attempts(load: TemplateProblems, sampling: LineDict) -> tuple[int, float]:
+    """sampling.max_attempts and sampling.tie_gap (read after the tags, as they always were)."""
+    max_attempts = load.number(sampling, "max_attempts", "sampling.max_attempts", 200,
+                               minimum=1, integer=True)
+    tie_gap = load.number(sampling, "tie_gap", "sampling.tie_gap", 0.01, minimum=0)
+    return max_attempts, tie_gap
+
+
+# --- names, parameters, derived values, constraints ------------------------------------------
+
+def _new_name(load: TemplateProblems, name, line: int, key: str, scope: set[str]) -> bool:
     if not isinstance(name, str) or not _NAME.match(name):
-        check.error(line, key, f"'{name}' is not a valid name (letters, digits, _)")
+        load.error(line, key, f"'{name}' is not a valid name (letters, digits, _)")
         return False
     if name in _RESERVED:
-        check.error(line, key, f"'{name}' is reserved (a built-in, a reference function or a "
-                               "name the notebook defines)")
+        load.error(line, key, f"'{name}' is reserved (a built-in, a reference function or a "
+                              "name the notebook defines)")
         return False
     if name.startswith("_"):
-        check.error(line, key, f"'{name}' starts with _ (IPython keeps its output history in such names)")
+        load.error(line, key, f"'{name}' starts with _ (IPython keeps its output history in such names)")
         return False
     if name in scope:
-        check.error(line, key, f"'{name}' is already defined")
+        load.error(line, key, f"'{name}' is already defined")
         return False
     return True
 
 
-def _parameters(check: _Checker, block, line: int, key: str, scope: set[str]) -> list[Parameter]:
+def _parameters(load: TemplateProblems, block, line: int, key: str, scope: set[str]) -> list[Parameter]:
+    """A parameters block: each name a constant or a distribution; the names join ``scope``."""
     out: list[Parameter] = []
-    block = check.mapping(block, line, key)
+    block = load.mapping(block, line, key)
     if block is None:
         return out
     for name, spec in block.items():
-        here, pkey = block.line_of(name), _join(key, name)
-        if not _new_name(check, name, here, pkey, scope):
+        here, pkey = block.line_of(name), key_path(key, name)
+        if not _new_name(load, name, here, pkey, scope):
             continue
         if not isinstance(spec, LineDict):
             if isinstance(spec, (int, float, str, bool, LineList)):
                 out.append(Parameter(name, here, None, {}, _plain(spec)))
                 scope.add(name)
             else:
-                check.error(here, pkey, f"expected a distribution or a constant, got {_kind(spec)}")
+                load.error(here, pkey, f"expected a distribution or a constant, got {describe(spec)}")
             continue
         scope.add(name)  # even if the spec is broken: one error, not one per later use
-        kind = spec.get("dist")
-        if kind is None:
-            check.error(spec.line, _join(pkey, "dist"),
-                        f"required (one of: {', '.join(DISTRIBUTIONS)})")
-            continue
-        if kind not in DISTRIBUTIONS:
-            hint = ([_DISTRIBUTION_ALIASES[kind]] if kind in _DISTRIBUTION_ALIASES
-                    else difflib.get_close_matches(str(kind), DISTRIBUTIONS, n=1))
-            suggestion = f"; did you mean '{hint[0]}'?" if hint else ""
-            check.error(spec.line_of("dist"), pkey, f"unknown distribution '{kind}' (expected one "
-                                                    f"of: {', '.join(DISTRIBUTIONS)}){suggestion}")
-            continue
-        dist = DISTRIBUTIONS[kind]
-        allowed = {"dist": "required", **{o: "required" for o in dist.required},
-                   **{o: "optional" for o in dist.optional}}
-        check.keys(spec, allowed, pkey)
-        options = {}
-        for option, raw in spec.items():
-            if option == "dist" or option not in allowed:
-                continue
-            options[option] = _option(check, raw, spec.line_of(option), _join(pkey, option),
-                                      scope, literal=option in ("values", "vocabulary"))
-        out.append(Parameter(name, here, kind, options))
-        scope.add(name)
+        parameter = _distribution(load, name, spec, here, pkey, scope)
+        if parameter is not None:
+            out.append(parameter)
     return out
+
+
+def _distribution(load: TemplateProblems, name: str, spec: LineDict, here: int, pkey: str,
+                  scope: set[str]) -> Parameter | None:
+    """A parameter drawn from a distribution ({dist: …, its options}); None if it is wrong."""
+    kind = spec.get("dist")
+    if kind is None:
+        load.error(spec.line, key_path(pkey, "dist"),
+                   f"required (one of: {', '.join(DISTRIBUTIONS)})")
+        return None
+    if kind not in DISTRIBUTIONS:
+        hint = ([_DISTRIBUTION_ALIASES[kind]] if kind in _DISTRIBUTION_ALIASES
+                else difflib.get_close_matches(str(kind), DISTRIBUTIONS, n=1))
+        suggestion = f"; did you mean '{hint[0]}'?" if hint else ""
+        load.error(spec.line_of("dist"), pkey, f"unknown distribution '{kind}' (expected one "
+                                               f"of: {', '.join(DISTRIBUTIONS)}){suggestion}")
+        return None
+    dist = DISTRIBUTIONS[kind]
+    allowed = {"dist": "required", **{o: "required" for o in dist.required},
+               **{o: "optional" for o in dist.optional}}
+    load.keys(spec, allowed, pkey)
+    options = {}
+    for option, raw in spec.items():
+        if option == "dist" or option not in allowed:
+            continue
+        options[option] = _option(load, raw, spec.line_of(option), key_path(pkey, option),
+                                  scope, literal=option in ("values", "vocabulary"))
+    return Parameter(name, here, kind, options)
 
 
 def _plain(value):
@@ -345,125 +462,249 @@ def _plain(value):
     return value
 
 
-def _option(check, raw, line, key, scope, literal):
+def _option(load, raw, line, key, scope, literal):
     """A distribution option: a literal list (values, vocabulary), a list of expressions
     (shape), or a single number/expression."""
     if isinstance(raw, LineList):
         if literal:
             return _plain(raw)
-        return [check.expression(v, raw.line_of(i), f"{key}[{i}]", scope) for i, v in enumerate(raw)]
+        return [load.expression(v, raw.line_of(i), f"{key}[{i}]", scope) for i, v in enumerate(raw)]
     if isinstance(raw, bool) or raw is None:
         return raw
     if isinstance(raw, (int, float)):
         return raw
     if isinstance(raw, str):
-        return check.expression(raw, line, key, scope)
-    check.error(line, key, f"expected a number, a list or an expression, got {_kind(raw)}")
+        return load.expression(raw, line, key, scope)
+    load.error(line, key, f"expected a number, a list or an expression, got {describe(raw)}")
     return None
 
 
-def _derived(check, block, line, key, scope) -> list[Derived]:
+def _derived(load, block, line, key, scope) -> list[Derived]:
     out: list[Derived] = []
-    block = check.mapping(block, line, key)
+    block = load.mapping(block, line, key)
     if block is None:
         return out
     for name, source in block.items():
-        here, dkey = block.line_of(name), _join(key, name)
-        if not _new_name(check, name, here, dkey, scope):
+        here, dkey = block.line_of(name), key_path(key, name)
+        if not _new_name(load, name, here, dkey, scope):
             continue
-        expression = check.expression(source, here, dkey, scope)
+        expression = load.expression(source, here, dkey, scope)
         scope.add(name)
         if expression is not None:
             out.append(Derived(name, here, expression))
     return out
 
 
-def _constraints(check, block, line, key, scope) -> list[Constraint]:
+def _constraints(load, block, line, key, scope) -> list[Constraint]:
     out: list[Constraint] = []
     if not isinstance(block, LineList):
-        check.error(line, key, f"expected a list of expressions, got {_kind(block)}")
+        load.error(line, key, f"expected a list of expressions, got {describe(block)}")
         return out
     for i, entry in enumerate(block):
         here, ckey = block.line_of(i), f"{key}[{i}]"
         why = ""
         if isinstance(entry, LineDict):
-            check.keys(entry, CONSTRAINT_KEYS, ckey)
+            load.keys(entry, CONSTRAINT_KEYS, ckey)
             why = entry.get("why", "") or ""
             entry = entry.get("expr")
             if entry is None:
                 continue
-        expression = check.expression(entry, here, ckey, scope)
+        expression = load.expression(entry, here, ckey, scope)
         if expression is not None:
             out.append(Constraint(here, expression, str(why)))
     return out
 
 
-def _misconception_list(check, mapping, key, allowed_shadows: set[str] | None) -> tuple[str, ...]:
+def _misconception_list(load, mapping, key, allowed_shadows: set[str] | None) -> tuple[str, ...]:
     raw = mapping.get("misconceptions", LineList())
     if not isinstance(raw, LineList):
-        check.error(mapping.line_of("misconceptions"), _join(key, "misconceptions"),
-                    f"expected a list of misconception names, got {_kind(raw)}")
+        load.error(mapping.line_of("misconceptions"), key_path(key, "misconceptions"),
+                   f"expected a list of misconception names, got {describe(raw)}")
         return ()
     names = []
     for i, name in enumerate(raw):
         here = raw.line_of(i)
-        mkey = f"{_join(key, 'misconceptions')}[{i}]"
+        mkey = f"{key_path(key, 'misconceptions')}[{i}]"
         twin = references.MISCONCEPTIONS.get(name) if isinstance(name, str) else None
         if twin is None:
             hint = difflib.get_close_matches(str(name), references.MISCONCEPTIONS, n=1)
             suggestion = f"; did you mean '{hint[0]}'?" if hint else ""
-            check.error(here, mkey, f"unknown misconception '{name}' (see 'attnkit "
-                                    f"misconceptions'){suggestion}")
+            load.error(here, mkey, f"unknown misconception '{name}' (see 'attnkit "
+                                   f"misconceptions'){suggestion}")
             continue
         if allowed_shadows is not None and twin.shadows not in allowed_shadows:
-            check.error(here, mkey, f"'{name}' is a twin of {twin.shadows}(), which this template "
-                                    f"never calls")
+            load.error(here, mkey, f"'{name}' is a twin of {twin.shadows}(), which this template "
+                                   f"never calls")
             continue
         names.append(name)
     return tuple(names)
 
 
-def _checks(check, part: LineDict, key: str, scope: set[str]):
+# --- the parts of numeric, choice and free-response problems ---------------------------------
+
+def _exercise_parts(load: TemplateProblems, data: LineDict, kind, scope: set[str], calls: set[str],
+                    tolerance: tuple[float, float]) -> tuple[list[Part], list[LineDict]]:
+    """The parts of a problem that is not an implement problem, and their YAML entries."""
+    for forbidden in ("function", "reference", "tests", "output"):
+        if forbidden in data:
+            load.error(data.line_of(forbidden), forbidden, "only implement problems have this key")
+    if "parts" not in data:
+        load.error(data.line, "parts", "required")
+        return [], []
+    return _parts(load, data["parts"], data.line_of("parts"), kind, scope, calls, tolerance)
+
+
+def _parts(load, raw, line, kind, scope, calls, tolerance) -> tuple[list[Part], list[LineDict]]:
+    """The parts, and their YAML entries (misconceptions are resolved once every call is known)."""
+    if not isinstance(raw, LineList) or not raw:
+        load.error(line, "parts", f"expected a list of at least one part, got {describe(raw)}")
+        return [], []
+    entries = []
+    parts, ids = [], set()
+    part_scope = set(scope)
+    for i, key, entry in load.mappings(raw, "parts", PART_KEYS):
+        _numeric_only_keys(load, entry, key, kind)
+        entries.append(entry)
+        pid = _part_id(load, entry, key, i, ids, scope)
+        ids.add(pid)
+        parts.append(_part(load, entry, key, pid, kind, scope, calls, tolerance))
+        part_scope.add(pid)
+    scope |= part_scope
+    return parts, entries
+
+
+def _numeric_only_keys(load: TemplateProblems, entry: LineDict, key: str, kind) -> None:
+    if kind != "numeric":
+        for numeric_only in ("rtol", "atol", "checks", "misconceptions"):
+            if numeric_only in entry:
+                load.error(entry.line_of(numeric_only), key_path(key, numeric_only),
+                           "only numeric parts have this key"
+                           + (" (choice options carry 'feedback')" if numeric_only == "misconceptions" else ""))
+
+
+def _part_id(load: TemplateProblems, entry: LineDict, key: str, i: int, ids: set[str],
+             scope: set[str]) -> str:
+    """The part's id (partN when it is missing or not a name), unique and not reserved."""
+    pid = entry.get("id")
+    if not isinstance(pid, str) or not _NAME.match(pid):
+        if "id" in entry:
+            load.error(entry.line_of("id"), key_path(key, "id"),
+                       f"'{pid}' is not a valid part id (letters, digits, _)")
+        pid = f"part{i + 1}"
+    elif pid in ids:
+        load.error(entry.line_of("id"), key_path(key, "id"), f"duplicate part id '{pid}'")
+    elif pid in _RESERVED_VALUES or pid in NOTEBOOK_NAMES or pid.startswith("_"):
+        load.error(entry.line_of("id"), key_path(key, "id"),
+                   f"'{pid}' is reserved (it names something templates or notebooks read)")
+    elif pid in scope:
+        load.error(entry.line_of("id"), key_path(key, "id"),
+                   f"part id '{pid}' is also a parameter or derived name")
+    return pid
+
+
+def _part(load: TemplateProblems, entry: LineDict, key: str, pid: str, kind, scope: set[str],
+          calls: set[str], tolerance: tuple[float, float]) -> Part:
+    points = load.number(entry, "points", key_path(key, "points"), 0.0, minimum=0)
+    answer = _answer(load, entry, key, kind, scope, calls)
+    options = _part_options(load, entry, key, kind, scope, calls)
+    rubric = _rubric(load, entry, key, kind)
+    shuffle = entry.get("shuffle", True)
+    if not isinstance(shuffle, bool):
+        load.error(entry.line_of("shuffle"), key_path(key, "shuffle"), "expected true or false")
+        shuffle = True
+    return Part(
+        id=pid, line=entry.line, points=points,
+        prompt=load.text(entry, "prompt", key_path(key, "prompt")) or "",
+        answer=answer,
+        rtol=load.number(entry, "rtol", key_path(key, "rtol"), tolerance[0], minimum=0),
+        atol=load.number(entry, "atol", key_path(key, "atol"), tolerance[1], minimum=0),
+        checks=_checks(load, entry, key, scope) if kind == "numeric" else (),
+        options=options, shuffle=shuffle, rubric=rubric)
+
+
+def _answer(load: TemplateProblems, entry: LineDict, key: str, kind, scope: set[str],
+            calls: set[str]) -> Expression | None:
+    """The part's answer expression: required for a numeric part, refused for a free-response one."""
+    if "answer" not in entry:
+        if kind == "numeric":
+            load.error(entry.line, key_path(key, "answer"), "required for a numeric part")
+        return None
+    if kind == "free_response":
+        load.error(entry.line_of("answer"), key_path(key, "answer"),
+                   "free-response parts are graded by hand: give a 'rubric', not an answer")
+        return None
+    answer = load.expression(entry["answer"], entry.line_of("answer"), key_path(key, "answer"), scope)
+    if answer is not None:
+        calls |= answer.calls
+    return answer
+
+
+def _part_options(load: TemplateProblems, entry: LineDict, key: str, kind, scope: set[str],
+                  calls: set[str]):
+    """A choice part's options (required there, refused elsewhere)."""
+    if kind != "choice":
+        if "options" in entry:
+            load.error(entry.line_of("options"), key_path(key, "options"), "only choice parts have options")
+        return None
+    if "options" not in entry:
+        load.error(entry.line, key_path(key, "options"), "required for a choice part")
+        return None
+    options = _options(load, entry, key, scope)
+    if isinstance(options, Expression):
+        calls |= options.calls
+    return options
+
+
+def _rubric(load: TemplateProblems, entry: LineDict, key: str, kind) -> str:
+    if kind == "free_response":
+        return load.text(entry, "rubric", key_path(key, "rubric"), default=None) or ""
+    if "rubric" in entry:
+        load.error(entry.line_of("rubric"), key_path(key, "rubric"), "only free_response parts have a rubric")
+    return ""
+
+
+def _checks(load, part: LineDict, key: str, scope: set[str]):
+    """A numeric part's visible checks (``exercises.checks``): (name, argument expression or None)."""
     raw = part.get("checks", LineList())
     if not isinstance(raw, LineList):
-        check.error(part.line_of("checks"), _join(key, "checks"), f"expected a list, got {_kind(raw)}")
+        load.error(part.line_of("checks"), key_path(key, "checks"), f"expected a list, got {describe(raw)}")
         return ()
     out = []
     for i, entry in enumerate(raw):
-        here, ckey = raw.line_of(i), f"{_join(key, 'checks')}[{i}]"
+        here, ckey = raw.line_of(i), f"{key_path(key, 'checks')}[{i}]"
         argument = None
         if isinstance(entry, LineDict) and len(entry) == 1:
             (name, argument), = entry.items()
         else:
             name = entry
         if not isinstance(name, str) or name not in CHECKS:
-            check.error(here, ckey, f"unknown check '{name}' (expected one of: {', '.join(CHECKS)})")
+            load.error(here, ckey, f"unknown check '{name}' (expected one of: {', '.join(CHECKS)})")
             continue
         if CHECKS[name].takes_argument != (argument is not None):
-            check.error(here, ckey, f"check '{name}' " + ("needs an argument, e.g. {" + name + ": mask}"
-                                                          if CHECKS[name].takes_argument
-                                                          else "takes no argument"))
+            load.error(here, ckey, f"check '{name}' " + ("needs an argument, e.g. {" + name + ": mask}"
+                                                         if CHECKS[name].takes_argument
+                                                         else "takes no argument"))
             continue
-        expression = check.expression(argument, here, ckey, scope) if argument is not None else None
+        expression = load.expression(argument, here, ckey, scope) if argument is not None else None
         out.append((name, expression))
     return tuple(out)
 
 
-def _options(check, part: LineDict, key: str, scope: set[str]):
+def _options(load, part: LineDict, key: str, scope: set[str]):
     raw = part["options"]
-    okey = _join(key, "options")
+    okey = key_path(key, "options")
     if isinstance(raw, str):
         if "answer" not in part:
-            check.error(part.line_of("options"), okey, "options computed by an expression need an "
-                                                       "'answer' expression giving the correct one")
-        return check.expression(raw, part.line_of("options"), okey, scope)
+            load.error(part.line_of("options"), okey, "options computed by an expression need an "
+                                                      "'answer' expression giving the correct one")
+        return load.expression(raw, part.line_of("options"), okey, scope)
     if not isinstance(raw, LineList) or len(raw) < 2:
-        check.error(part.line_of("options"), okey, "expected a list of at least two options or "
-                                                   "an expression")
+        load.error(part.line_of("options"), okey, "expected a list of at least two options or "
+                                                  "an expression")
         return None
     if len(raw) > MAX_OPTIONS:
-        check.error(part.line_of("options"), okey, f"at most {MAX_OPTIONS} options (they are "
-                                                   "lettered A to Z)")
+        load.error(part.line_of("options"), okey, f"at most {MAX_OPTIONS} options (they are "
+                                                  "lettered A to Z)")
         return None
     options = []
     for i, entry in enumerate(raw):
@@ -472,126 +713,98 @@ def _options(check, part: LineDict, key: str, scope: set[str]):
             options.append(Option(entry, False))
             continue
         if not isinstance(entry, LineDict):
-            check.error(here, ekey, f"expected text or a mapping with 'text', got {_kind(entry)}")
+            load.error(here, ekey, f"expected text or a mapping with 'text', got {describe(entry)}")
             continue
-        check.keys(entry, OPTION_KEYS, ekey)
+        load.keys(entry, OPTION_KEYS, ekey)
         correct = entry.get("correct", False)
         if not isinstance(correct, bool):
-            check.error(entry.line_of("correct"), _join(ekey, "correct"), "expected true or false")
+            load.error(entry.line_of("correct"), key_path(ekey, "correct"), "expected true or false")
             correct = False
         options.append(Option(str(entry.get("text", "")), correct, str(entry.get("feedback", "") or "")))
     if "answer" not in part and sum(o.correct for o in options) != 1:
-        check.error(part.line_of("options"), okey, f"exactly one option must have 'correct: true' "
-                                                    f"(found {sum(o.correct for o in options)})")
+        load.error(part.line_of("options"), okey, f"exactly one option must have 'correct: true' "
+                                                  f"(found {sum(o.correct for o in options)})")
     if "answer" in part and any(o.correct for o in options):
-        check.error(part.line_of("options"), okey, "give either 'correct: true' on an option or "
-                                                   "an 'answer' expression, not both")
+        load.error(part.line_of("options"), okey, "give either 'correct: true' on an option or "
+                                                  "an 'answer' expression, not both")
     return tuple(options)
 
 
-def _parts(check, raw, line, kind, scope, calls, tolerance) -> tuple[list[Part], list[LineDict]]:
-    """The parts, and their YAML entries (misconceptions are resolved once every call is known)."""
-    if not isinstance(raw, LineList) or not raw:
-        check.error(line, "parts", f"expected a list of at least one part, got {_kind(raw)}")
-        return [], []
-    entries = []
-    parts, ids = [], set()
-    part_scope = set(scope)
-    for i, entry in enumerate(raw):
-        key = f"parts[{i}]"
-        entry = check.mapping(entry, raw.line_of(i), key)
-        if entry is None:
-            continue
-        check.keys(entry, PART_KEYS, key)
-        if kind != "numeric":
-            for numeric_only in ("rtol", "atol", "checks", "misconceptions"):
-                if numeric_only in entry:
-                    check.error(entry.line_of(numeric_only), _join(key, numeric_only),
-                                "only numeric parts have this key"
-                                + (" (choice options carry 'feedback')" if numeric_only == "misconceptions" else ""))
-        entries.append(entry)
-        pid = entry.get("id")
-        if not isinstance(pid, str) or not _NAME.match(pid):
-            if "id" in entry:
-                check.error(entry.line_of("id"), _join(key, "id"),
-                            f"'{pid}' is not a valid part id (letters, digits, _)")
-            pid = f"part{i + 1}"
-        elif pid in ids:
-            check.error(entry.line_of("id"), _join(key, "id"), f"duplicate part id '{pid}'")
-        elif pid in _RESERVED_VALUES or pid in NOTEBOOK_NAMES or pid.startswith("_"):
-            check.error(entry.line_of("id"), _join(key, "id"),
-                        f"'{pid}' is reserved (it names something templates or notebooks read)")
-        elif pid in scope:
-            check.error(entry.line_of("id"), _join(key, "id"),
-                        f"part id '{pid}' is also a parameter or derived name")
-        ids.add(pid)
-        points = check.number(entry, "points", _join(key, "points"), 0.0, minimum=0)
-        answer = None
-        needs_answer = kind == "numeric"
-        if "answer" in entry:
-            if kind in ("free_response",):
-                check.error(entry.line_of("answer"), _join(key, "answer"),
-                            "free-response parts are graded by hand: give a 'rubric', not an answer")
-            else:
-                answer = check.expression(entry["answer"], entry.line_of("answer"),
-                                          _join(key, "answer"), scope)
-                if answer is not None:
-                    calls |= answer.calls
-        elif needs_answer:
-            check.error(entry.line, _join(key, "answer"), "required for a numeric part")
-        options = None
-        if kind == "choice":
-            if "options" not in entry:
-                check.error(entry.line, _join(key, "options"), "required for a choice part")
-            else:
-                options = _options(check, entry, key, scope)
-                if isinstance(options, Expression):
-                    calls |= options.calls
-        elif "options" in entry:
-            check.error(entry.line_of("options"), _join(key, "options"), "only choice parts have options")
-        rubric = ""
-        if kind == "free_response":
-            rubric = check.text(entry, "rubric", _join(key, "rubric"), default=None) or ""
-        elif "rubric" in entry:
-            check.error(entry.line_of("rubric"), _join(key, "rubric"), "only free_response parts have a rubric")
-        shuffle = entry.get("shuffle", True)
-        if not isinstance(shuffle, bool):
-            check.error(entry.line_of("shuffle"), _join(key, "shuffle"), "expected true or false")
-            shuffle = True
-        parts.append(Part(
-            id=pid, line=entry.line, points=points,
-            prompt=check.text(entry, "prompt", _join(key, "prompt")) or "",
-            answer=answer,
-            rtol=check.number(entry, "rtol", _join(key, "rtol"), tolerance[0], minimum=0),
-            atol=check.number(entry, "atol", _join(key, "atol"), tolerance[1], minimum=0),
-            checks=_checks(check, entry, key, scope) if kind == "numeric" else (),
-            options=options, shuffle=shuffle, rubric=rubric))
-        part_scope.add(pid)
-    scope |= part_scope
-    return parts, entries
+# --- implement problems: the function, its reference, the hidden tests -----------------------
+
+def _implement(load: TemplateProblems, data: LineDict, scope: set[str], calls: set[str],
+               solution: str) -> tuple[FunctionSpec | None, str | None, Expression | None,
+                                       list[TestFamily]]:
+    """(function, reference, output, tests) of an implement problem."""
+    for forbidden in ("parts",):
+        if forbidden in data:
+            load.error(data.line_of(forbidden), forbidden, "implement problems have 'tests', not 'parts'")
+    for needed in ("function", "reference", "tests"):
+        if needed not in data:
+            load.error(data.line, needed, "required for an implement problem")
+    function = _function(load, data)
+    reference = _reference(load, data, function)
+    tests: list[TestFamily] = []
+    if "tests" in data:
+        tests = _tests(load, data["tests"], data.line_of("tests"), scope, function, calls)
+    output = None
+    if "output" in data:
+        output = load.expression(data["output"], data.line_of("output"), "output", scope | {"result"})
+    if function is not None:
+        try:
+            reference_code(solution, function.name)
+        except ValueError as err:
+            load.error(data.line_of("solution") if "solution" in data else data.line,
+                       "solution", str(err))
+    return function, reference, output, tests
 
 
-def _signature(check, spec: LineDict) -> FunctionSpec | None:
-    check.keys(spec, FUNCTION_KEYS, "function")
+def _function(load: TemplateProblems, data: LineDict) -> FunctionSpec | None:
+    if isinstance(data.get("function"), LineDict):
+        return _signature(load, data["function"])
+    if "function" in data:
+        load.error(data.line_of("function"), "function", "expected a mapping with name and signature")
+    return None
+
+
+def _reference(load: TemplateProblems, data: LineDict, function: FunctionSpec | None) -> str | None:
+    """The reference function (in ``solutions``) the hidden tests compare with; None if unknown."""
+    reference = data.get("reference")
+    if "reference" in data:
+        if reference not in references.FUNCTIONS:
+            hint = difflib.get_close_matches(str(reference), references.FUNCTIONS, n=1)
+            suggestion = f"; did you mean '{hint[0]}'?" if hint else ""
+            load.error(data.line_of("reference"), "reference",
+                       f"unknown reference function '{reference}'{suggestion}")
+            return None
+        if function is not None:
+            problem = references.signature_error(reference, set(function.parameters))
+            if problem:
+                load.error(data.line_of("reference"), "reference", problem)
+    return reference
+
+
+def _signature(load, spec: LineDict) -> FunctionSpec | None:
+    load.keys(spec, FUNCTION_KEYS, "function")
     name = spec.get("name")
     signature = spec.get("signature")
     if not isinstance(name, str) or not _NAME.match(name):
-        check.error(spec.line_of("name"), "function.name", f"'{name}' is not a valid Python name")
+        load.error(spec.line_of("name"), "function.name", f"'{name}' is not a valid Python name")
         return None
     if not isinstance(signature, str):
-        check.error(spec.line_of("signature"), "function.signature",
-                    "expected text like '(Q, K, V, mask=None)'")
+        load.error(spec.line_of("signature"), "function.signature",
+                   "expected text like '(Q, K, V, mask=None)'")
         return None
     try:
         tree = ast.parse(f"def {name}{signature.strip()}: pass")
         args = tree.body[0].args
     except SyntaxError:
-        check.error(spec.line_of("signature"), "function.signature",
-                    f"cannot parse {signature!r} as a parameter list like '(Q, K, V, mask=None)'")
+        load.error(spec.line_of("signature"), "function.signature",
+                   f"cannot parse {signature!r} as a parameter list like '(Q, K, V, mask=None)'")
         return None
     if args.vararg or args.kwarg or args.kwonlyargs or args.posonlyargs:
-        check.error(spec.line_of("signature"), "function.signature",
-                    "only plain parameters (and defaults) are supported")
+        load.error(spec.line_of("signature"), "function.signature",
+                   "only plain parameters (and defaults) are supported")
         return None
     return FunctionSpec(name, signature.strip(), tuple(a.arg for a in args.args),
                         str(spec.get("returns", "") or ""))
@@ -630,223 +843,58 @@ def reference_code(solution: str, function: str) -> tuple[str, str]:
     raise ValueError(f"cannot find where the signature of {function}() ends")
 
 
-def _tests(check, raw, line, scope, function: FunctionSpec | None, calls) -> list[TestFamily]:
+def _tests(load, raw, line, scope, function: FunctionSpec | None, calls) -> list[TestFamily]:
     if not isinstance(raw, LineList) or not raw:
-        check.error(line, "tests", f"expected a list of test-case families, got {_kind(raw)}")
+        load.error(line, "tests", f"expected a list of test-case families, got {describe(raw)}")
         return []
     out, names = [], set()
-    for i, entry in enumerate(raw):
-        key = f"tests[{i}]"
-        entry = check.mapping(entry, raw.line_of(i), key)
-        if entry is None:
-            continue
-        check.keys(entry, TEST_KEYS, key)
-        family = entry.get("family")
-        if not isinstance(family, str) or not _ID.match(family):
-            check.error(entry.line_of("family"), _join(key, "family"), f"'{family}' is not a valid name")
-            family = f"family{i + 1}"
-        if family in names:
-            check.error(entry.line_of("family"), _join(key, "family"), f"duplicate family '{family}'")
-        names.add(family)
-        local = set(scope)
-        params = _parameters(check, entry.get("parameters", LineDict()), entry.line_of("parameters"),
-                             _join(key, "parameters"), local)
-        derived = _derived(check, entry.get("derived", LineDict()), entry.line_of("derived"),
-                           _join(key, "derived"), local)
-        constraints = _constraints(check, entry.get("constraints", LineList()),
-                                   entry.line_of("constraints"), _join(key, "constraints"), local)
-        args = {}
-        raw_args = check.mapping(entry.get("args"), entry.line_of("args"), _join(key, "args")) \
-            if "args" in entry else None
-        for arg, source in (raw_args or {}).items():
-            akey = _join(_join(key, "args"), arg)
-            if function is not None and arg not in function.parameters:
-                check.error(raw_args.line_of(arg), akey,
-                            f"{function.name}{function.signature} has no parameter '{arg}'")
-                continue
-            expression = check.expression(source, raw_args.line_of(arg), akey, local)
-            if expression is not None:
-                args[arg] = expression
-                calls |= expression.calls
-        for d in derived:
-            calls |= d.expression.calls
-        out.append(TestFamily(family, entry.line,
-                              check.number(entry, "points", _join(key, "points"), 0.0, minimum=0),
-                              check.number(entry, "cases", _join(key, "cases"), 1, minimum=1, integer=True),
-                              tuple(params), tuple(derived), tuple(constraints), args))
+    for i, key, entry in load.mappings(raw, "tests"):
+        out.append(_test_family(load, entry, key, i, names, scope, function, calls))
     return out
 
 
-def parse_template(data, path: str) -> Template:
-    """Validate YAML data (from load_yaml) as a template; TemplateError lists every problem."""
-    check = _Checker(path)
-    if not isinstance(data, LineDict):
-        check.error(1, "", f"a template is a mapping of keys (id, title, …), got {_kind(data)}")
-        raise TemplateError(check.problems)
-    check.keys(data, TOP_KEYS, "")
-    tid = data.get("id")
-    if "id" in data and (not isinstance(tid, str) or not _ID.match(tid)):
-        check.error(data.line_of("id"), "id", f"'{tid}' is not a valid id (lower-case letters, digits, _)")
-    objective = data.get("objective")
-    if "objective" in data and objective not in OBJECTIVES:
-        check.error(data.line_of("objective"), "objective",
-                    f"unknown objective '{objective}' (expected one of: {', '.join(OBJECTIVES)})")
-    kind = data.get("kind")
-    if "kind" in data and kind not in KINDS:
-        check.error(data.line_of("kind"), "kind", f"unknown kind '{kind}' (expected one of: {', '.join(KINDS)})")
-    title = check.text(data, "title", "title")
-    prompt = check.text(data, "prompt", "prompt")
-    solution = check.text(data, "solution", "solution") or ""
-
-    # Top-level tolerances: the comparison of implement problems, the default of numeric parts.
-    rtol = check.number(data, "rtol", "rtol", DEFAULT_RTOL, minimum=0)
-    atol = check.number(data, "atol", "atol", DEFAULT_ATOL, minimum=0)
-    if kind in ("choice", "free_response"):
-        for key in ("rtol", "atol"):
-            if key in data:
-                check.error(data.line_of(key), key, "only numeric and implement problems have this key")
-
-    scope: set[str] = set()
-    params = _parameters(check, data.get("parameters", LineDict()), data.line_of("parameters"),
-                         "parameters", scope)
-    derived = _derived(check, data.get("derived", LineDict()), data.line_of("derived"), "derived", scope)
-    calls: set[str] = set()
+def _test_family(load: TemplateProblems, entry: LineDict, key: str, i: int, names: set[str],
+                 scope: set[str], function: FunctionSpec | None, calls: set[str]) -> TestFamily:
+    """One family of hidden test cases: its own parameters, derived values and constraints
+    (seen by this family only) and the arguments of the student's function."""
+    load.keys(entry, TEST_KEYS, key)
+    family = entry.get("family")
+    if not isinstance(family, str) or not _ID.match(family):
+        load.error(entry.line_of("family"), key_path(key, "family"), f"'{family}' is not a valid name")
+        family = f"family{i + 1}"
+    if family in names:
+        load.error(entry.line_of("family"), key_path(key, "family"), f"duplicate family '{family}'")
+    names.add(family)
+    local = set(scope)
+    params = _parameters(load, entry.get("parameters", LineDict()), entry.line_of("parameters"),
+                         key_path(key, "parameters"), local)
+    derived = _derived(load, entry.get("derived", LineDict()), entry.line_of("derived"),
+                       key_path(key, "derived"), local)
+    constraints = _constraints(load, entry.get("constraints", LineList()),
+                               entry.line_of("constraints"), key_path(key, "constraints"), local)
+    args = _test_args(load, entry, key, local, function, calls)
     for d in derived:
         calls |= d.expression.calls
-    for p in params:
-        for option in p.options.values():
-            for e in option if isinstance(option, list) else [option]:
-                if isinstance(e, Expression):
-                    calls |= e.calls
-
-    givens_raw = data.get("givens")
-    if givens_raw is None:
-        givens = tuple(p.name for p in params)
-    elif isinstance(givens_raw, LineList):
-        givens = tuple(str(g) for g in givens_raw)
-        for i, g in enumerate(givens_raw):
-            if g not in scope:
-                check.error(givens_raw.line_of(i), f"givens[{i}]",
-                            f"'{g}' is not a parameter or derived value")
-    else:
-        check.error(data.line_of("givens"), "givens", f"expected a list of names, got {_kind(givens_raw)}")
-        givens = ()
-
-    parts: list[Part] = []
-    part_entries: list[LineDict] = []
-    function = reference = output = None
-    tests: list[TestFamily] = []
-    if kind == "implement":
-        for forbidden in ("parts",):
-            if forbidden in data:
-                check.error(data.line_of(forbidden), forbidden, "implement problems have 'tests', not 'parts'")
-        for needed in ("function", "reference", "tests"):
-            if needed not in data:
-                check.error(data.line, needed, "required for an implement problem")
-        if isinstance(data.get("function"), LineDict):
-            function = _signature(check, data["function"])
-        elif "function" in data:
-            check.error(data.line_of("function"), "function", "expected a mapping with name and signature")
-        reference = data.get("reference")
-        if "reference" in data:
-            if reference not in references.FUNCTIONS:
-                hint = difflib.get_close_matches(str(reference), references.FUNCTIONS, n=1)
-                suggestion = f"; did you mean '{hint[0]}'?" if hint else ""
-                check.error(data.line_of("reference"), "reference",
-                            f"unknown reference function '{reference}'{suggestion}")
-                reference = None
-            elif function is not None:
-                problem = references.signature_error(reference, set(function.parameters))
-                if problem:
-                    check.error(data.line_of("reference"), "reference", problem)
-        if "tests" in data:
-            tests = _tests(check, data["tests"], data.line_of("tests"), scope, function, calls)
-        if "output" in data:
-            output = check.expression(data["output"], data.line_of("output"), "output",
-                                      scope | {"result"})
-        if function is not None:
-            try:
-                reference_code(solution, function.name)
-            except ValueError as err:
-                check.error(data.line_of("solution") if "solution" in data else data.line,
-                            "solution", str(err))
-    else:
-        for forbidden in ("function", "reference", "tests", "output"):
-            if forbidden in data:
-                check.error(data.line_of(forbidden), forbidden, "only implement problems have this key")
-        if "parts" not in data:
-            check.error(data.line, "parts", "required")
-        else:
-            parts, part_entries = _parts(check, data["parts"], data.line_of("parts"), kind, scope,
-                                         calls, (rtol, atol))
-
-    constraints = _constraints(check, data.get("constraints", LineList()), data.line_of("constraints"),
-                               "constraints", scope)
-    # Misconceptions need every call known: a twin must shadow something the template calls.
-    callable_here = calls | ({reference} if reference else set())
-    parts = [replace(part, misconceptions=_misconception_list(check, entry, f"parts[{i}]", callable_here))
-             if kind == "numeric" else part
-             for i, (part, entry) in enumerate(zip(parts, part_entries))]
-    misconceptions: tuple[str, ...] = ()
-    if "misconceptions" in data:
-        if kind != "implement":
-            check.error(data.line_of("misconceptions"), "misconceptions",
-                        "list misconceptions on the parts they affect (parts[i].misconceptions)")
-        else:
-            misconceptions = _misconception_list(check, data, "", {reference} if reference else set())
-
-    sampling = data.get("sampling", LineDict())
-    sampling = check.mapping(sampling, data.line_of("sampling"), "sampling") or LineDict()
-    check.keys(sampling, SAMPLING_KEYS, "sampling")
-    allow_masked = sampling.get("allow_fully_masked_rows", False)
-    if not isinstance(allow_masked, bool):
-        check.error(sampling.line_of("allow_fully_masked_rows"), "sampling.allow_fully_masked_rows",
-                    "expected true or false")
-        allow_masked = False
-    tags = data.get("tags", [])
-    if not isinstance(tags, list) or not all(isinstance(t, str) for t in tags):
-        check.error(data.line_of("tags"), "tags", "expected a list of words")
-        tags = []
-
-    max_attempts = check.number(sampling, "max_attempts", "sampling.max_attempts", 200,
-                                minimum=1, integer=True)
-    tie_gap = check.number(sampling, "tie_gap", "sampling.tie_gap", 0.01, minimum=0)
-    if check.problems:
-        raise TemplateError(check.problems)
-    lines = {str(k): data.line_of(k) for k in data}
-    return Template(
-        path=path, id=tid, title=title, objective=objective, kind=kind, prompt=prompt,
-        parameters=tuple(params), derived=tuple(derived), constraints=tuple(constraints),
-        givens=givens, parts=tuple(parts), function=function, reference=reference,
-        output=output, tests=tuple(tests), misconceptions=misconceptions, rtol=rtol, atol=atol,
-        solution=solution, max_attempts=max_attempts, tie_gap=tie_gap,
-        allow_fully_masked_rows=allow_masked, tags=tuple(tags),
-        notes=str(data.get("notes", "") or ""), lines=lines)
+    return TestFamily(family, entry.line,
+                      load.number(entry, "points", key_path(key, "points"), 0.0, minimum=0),
+                      load.number(entry, "cases", key_path(key, "cases"), 1, minimum=1, integer=True),
+                      tuple(params), tuple(derived), tuple(constraints), args)
 
 
-def load_template(path: str | Path, display: str | None = None) -> Template:
-    """Read and validate one template file. ``display`` is the path used in messages."""
-    path = Path(path)
-    shown = display or _display(path)
-    try:
-        text = path.read_text(encoding="utf-8")
-    except UnicodeDecodeError as err:
-        raise TemplateError([f"{shown}: not UTF-8 text (byte {err.start})"]) from None
-    except OSError as err:
-        raise TemplateError([f"{shown}: cannot read: {err.strerror}"]) from None
-    try:
-        data = load_yaml(text)
-    except YAMLError as err:
-        raise TemplateError([f"{shown}:{err.line}: {err.message}" if err.line
-                             else f"{shown}: {err.message}"]) from None
-    if data is None:
-        raise TemplateError([f"{shown}: the file is empty"])
-    template = parse_template(data, shown)
-    return replace(template, source_digest=hashlib.sha256(text.encode("utf-8")).hexdigest())
-
-
-def _display(path: Path) -> str:
-    try:
-        return str(path.resolve().relative_to(Path.cwd().resolve()))
-    except ValueError:
-        return str(path)
+def _test_args(load: TemplateProblems, entry: LineDict, key: str, scope: set[str],
+               function: FunctionSpec | None, calls: set[str]) -> dict:
+    """student-function parameter → the expression a family passes for it."""
+    args = {}
+    raw_args = load.mapping(entry.get("args"), entry.line_of("args"), key_path(key, "args")) \
+        if "args" in entry else None
+    for arg, source in (raw_args or {}).items():
+        akey = key_path(key_path(key, "args"), arg)
+        if function is not None and arg not in function.parameters:
+            load.error(raw_args.line_of(arg), akey,
+                       f"{function.name}{function.signature} has no parameter '{arg}'")
+            continue
+        expression = load.expression(source, raw_args.line_of(arg), akey, scope)
+        if expression is not None:
+            args[arg] = expression
+            calls |= expression.calls
+    return args

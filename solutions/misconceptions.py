@@ -1,7 +1,7 @@
 """Misconception twins: named, deliberately wrong versions of the reference functions.
 
 Each twin has the signature of the function it shadows and makes exactly one mistake that
-students really make (see research/content.md §7 for where each was seen). The grader runs a
+students really make (``attnkit misconceptions -v`` lists each with what it gets wrong). The grader runs a
 student's wrong answer against the twins of the same function on the student's own variant;
 a match turns "wrong" into "your weights equal softmax(QKᵀ) without the 1/√d_k scale".
 

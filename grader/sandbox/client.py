@@ -66,17 +66,15 @@ import itertools
 import os
 import queue
 import select
-import subprocess
-import sys
 import termios
 import threading
 import time
 from dataclasses import dataclass, field
-from pathlib import Path
 
 from grader.budget import UNLIMITED, Budget, OverBudget
 
 from . import frames, protocol, walls
+from .processes import Limits, SandboxError, ServerProcess
 
 MIB = 2**20
 SERVER_GRACE_SECONDS = 30.0       # beyond the job's own deadline, before a silent server is replaced
@@ -86,26 +84,6 @@ MAX_WALLS = 16                    # walls kept from a ready event (there are 8)
 READING = "reading the sandbox's results"          # the budget's stages
 SENDING = "sending the submission to the sandbox"
 _CONTROL_LIMIT = 4096             # the server's exit frame is a few dozen bytes
-_PROJECT_ROOT = str(Path(__file__).resolve().parents[2])    # where `grader` is importable from
-_slots = itertools.count()        # one uid per server started by this process (see walls.Walls)
-_slots_lock = threading.Lock()
-
-
-@dataclass(frozen=True)
-class Limits:
-    wall_seconds: float = 10.0     # per child (one try of a submission), enforced by the server
-    cpu_seconds: int = 10
-    memory_mb: int = 1024          # address space on top of the child's size at fork
-    file_size_mb: int = 1
-    open_files: int = 64
-    frame_mb: int = 32             # one frame from the child; a child sends at most 4× this in all
-    restarts: int = 8              # reruns after crashes, per submission (see the module docstring)
-    timeouts: int = 2              # timeouts per submission before the run stops (likewise)
-
-    def for_job(self) -> dict:
-        return {"wall_seconds": float(self.wall_seconds), "cpu_seconds": int(self.cpu_seconds),
-                "memory_mb": int(self.memory_mb), "file_size_mb": int(self.file_size_mb),
-                "open_files": int(self.open_files), "frame_mb": int(self.frame_mb)}
 
 
 @dataclass(frozen=True)
@@ -157,17 +135,6 @@ class RunResult:
     not_run: list = field(default_factory=list)      # [step label]
 
 
-class SandboxError(RuntimeError):
-    """The sandbox itself failed (a server that cannot start), not the student's code."""
-
-
-def server_environment() -> dict:
-    """Nothing from the grader's environment: only what the server needs to run."""
-    return {"PATH": "/usr/bin:/bin", "PYTHONPATH": _PROJECT_ROOT, "PYTHONHASHSEED": "0",
-            "OPENBLAS_NUM_THREADS": "1", "OMP_NUM_THREADS": "1", "MKL_NUM_THREADS": "1",
-            "PYTHONDONTWRITEBYTECODE": "1", "PYTHONNOUSERSITE": "1", "LC_ALL": "C.UTF-8"}
-
-
 def crash_message(reason: str) -> str:
     """A crashed case's error, phrased like a raised exception ("raised …")."""
     if reason == protocol.TIMEOUT:
@@ -187,46 +154,19 @@ def not_run_message(reason: str) -> str:
     return f"not run: an earlier hidden case crashed the sandbox ({reason})"
 
 
-def server_command(slot: int, limits: Limits, control_fd: int, stop_fd: int) -> list[str]:
-    """The command line of one sandbox server (``grader/sandbox/server.py``; its options:
-    ``grader/sandbox/protocol.py``)."""
-    return [sys.executable, "-m", "grader.sandbox.server", "--slot", str(slot),
-            "--control", str(control_fd), "--stop", str(stop_fd),
-            "--wall-seconds", repr(float(limits.wall_seconds)),
-            "--cpu-seconds", repr(float(limits.cpu_seconds))]
-
-
 class _Server:
-    """One ``grader.sandbox.server`` process and the four pipes to it: jobs (its stdin), data (its
-    stdout, written by its children), control (its exit reports) and stop (our kill requests)."""
+    """One sandbox server (``processes.ServerProcess``: the process and its four pipes) and the
+    conversation with it: a job sent, the child's frames read and checked, its cases written."""
 
-    def __init__(self, limits: Limits):
-        with _slots_lock:
-            self.slot = next(_slots) % 1000
-        control_read, control_write = os.pipe()
-        stop_read, stop_write = os.pipe()
-        try:
-            self.process = subprocess.Popen(
-                server_command(self.slot, limits, control_write, stop_read),
-                stdin=subprocess.PIPE, stdout=subprocess.PIPE, env=server_environment(),
-                cwd=_PROJECT_ROOT, close_fds=True, pass_fds=(control_write, stop_read),
-                start_new_session=True, bufsize=0)
-        except OSError as error:
-            os.close(control_read)
-            os.close(stop_write)
-            raise SandboxError(f"cannot start a sandbox server: {error}") from error
-        finally:
-            os.close(control_write)
-            os.close(stop_read)
-        self.control, self.stop = control_read, stop_write
-        self.jobs, self.data = self.process.stdin.fileno(), self.process.stdout.fileno()
-        for fd in (self.jobs, self.data, self.stop):
-            os.set_blocking(fd, False)
-        self._closed = False
+    def __init__(self, limits: Limits, started: ServerProcess | None = None):
+        self.os_process = started if started is not None else ServerProcess(limits)
+        p = self.os_process
+        self.slot, self.process = p.slot, p.process
+        self.control, self.stop, self.jobs, self.data = p.control, p.stop, p.jobs, p.data
 
     @property
     def alive(self) -> bool:
-        return self.process.poll() is None
+        return self.os_process.alive
 
     def run_job(self, job: bytes, attempt: _Attempt, frame_limit: int, seconds: float,
                 budget: Budget = UNLIMITED) -> str:
@@ -352,41 +292,13 @@ class _Server:
         return True
 
     def _ask_stop(self) -> None:
-        try:
-            os.write(self.stop, b"k")
-        except OSError:                         # full (cannot be: one byte per job) or the server is gone
-            pass
+        self.os_process.ask_stop()
 
     def kill(self) -> None:
-        if self.alive:
-            self.process.kill()
-        self.process.wait()
-        self._close_pipes()
+        self.os_process.kill()
 
     def close(self, timeout: float = 5.0) -> None:
-        """Close stdin (the server's signal to finish) and wait; kill if it lingers."""
-        try:
-            self.process.stdin.close()
-        except OSError:
-            pass
-        try:
-            self.process.wait(timeout)
-        except subprocess.TimeoutExpired:
-            self.process.kill()
-            self.process.wait()
-        self._close_pipes()
-
-    def _close_pipes(self) -> None:
-        if self._closed:
-            return
-        self._closed = True
-        for pipe in (self.process.stdin, self.process.stdout):
-            try:
-                pipe.close()
-            except OSError:
-                pass
-        for fd in (self.control, self.stop):
-            os.close(fd)
+        self.os_process.close(timeout)
 
 
 class _Stream:
@@ -654,7 +566,9 @@ class _Attempt:
 class Sandbox:
     """``servers`` sandbox servers; ``run(steps)`` from any number of threads."""
 
-    def __init__(self, servers: int = 1, limits: Limits = Limits()):
+    def __init__(self, servers: int = 1, limits: Limits = Limits(), started=()):
+        """``started``: servers already running (``processes.start_servers``, e.g. started
+        before NumPy was imported), used first; the rest are started here."""
         if servers < 1:
             raise ValueError("a sandbox needs at least one server")
         self.limits = limits
@@ -662,10 +576,15 @@ class Sandbox:
         self._servers: list[_Server] = []
         self._lock = threading.Lock()
         self._closed = False
+        started = list(started)
         try:
-            for _ in range(servers):
+            for process in started[:servers]:
+                self._add(_Server(limits, process))
+            for _ in range(servers - len(started[:servers])):
                 self._add(_Server(limits))
         except BaseException:
+            for process in started[servers:]:
+                process.kill()
             self.close()
             raise
 

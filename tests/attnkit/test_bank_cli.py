@@ -375,3 +375,20 @@ def test_preview_of_the_built_in_implement_problem(capsys):
     assert "def masked_attention(Q, K, V, mask=None):" in out
     assert "Hidden tests: " in out
     assert re.search(r"^  \w+ #0: Q: \(", out, re.M)
+
+
+# --- the command line refuses impossible counts --------------------------------------------------
+
+@pytest.mark.parametrize("argv, option", [
+    (["preview", "sdpa_four_tokens", "--seed", "-1"], "--seed"),
+    (["bank", "validate", "--seeds", "0"], "--seeds"),
+    (["bank", "validate", "--first-seed", "-3"], "--first-seed"),
+])
+def test_the_cli_refuses_negative_seeds_and_zero_counts(argv, option, capsys):
+    from attnkit.cli import main
+
+    with pytest.raises(SystemExit) as caught:
+        main(argv)
+    assert caught.value.code == 2
+    err = capsys.readouterr().err
+    assert "usage:" in err and f"argument {option}" in err and "must be at least" in err

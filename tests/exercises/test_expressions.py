@@ -1,13 +1,24 @@
 """The template expression language: what it refuses, what it computes, and its guards."""
 
+import json
 import math
+import pickle
+from pathlib import Path
 
 import numpy as np
 import pytest
 
 import solutions
 from exercises import expressions
+from exercises.bank import template_files
 from exercises.expressions import ExpressionError, IllPosed, Scope, parse
+from exercises.schema import TemplateError, load_template
+from exercises.variant import make_variant
+from tests.exercises.templates import fast, inline, numeric
+
+REPO = Path(__file__).resolve().parents[2]
+BANK = REPO / "problem_bank"
+BANK_FILES = sorted(template_files([BANK]))
 
 
 def ev(source, strict=True, tie_gap=0.01, rng_seed=0, functions=None, **values):
@@ -291,3 +302,62 @@ def test_plain_numbers_parse():
     with pytest.raises(ExpressionError, match="expected an expression"):
         parse(["not", "text"])
     assert math.isinf(ev("inf"))
+
+
+# --- size limits in templates --------------------------------------------------------------------
+
+def test_nested_comprehensions_share_one_budget():
+    with fast(2.0):
+        with pytest.raises(ExpressionError, match="comprehensions of more than"):
+            parse("[[j for j in range(400)] for i in range(400)]").evaluate(Scope(values={}))
+    assert len(parse("[[j for j in range(100)] for i in range(100)]").evaluate(Scope(values={}))) == 100
+
+
+@pytest.mark.parametrize("source", [
+    "ones((20000, 20000))",
+    "zeros([20000, 20000])",
+    "full((20000, 20000), 1.0)",
+    "eye(20000)",
+    "arange(3e9)",
+    "arange(0, 3e9, 1)",
+    "arange(3000000000)",
+    "[[j for j in range(1000)] for i in range(1000)]",
+])
+def test_huge_values_in_a_template_are_template_errors_quickly(source):
+    template = inline(numeric("n: {dist: choice, values: [2, 3]}\n", "n",
+                              f"big: {json.dumps(source)}\n"))
+    with fast(2.0):
+        with pytest.raises(TemplateError, match=r"^inline\.yaml:\d+: derived\.big: "):
+            make_variant(template, 0)
+
+
+def test_a_long_expression_is_refused():
+    long = "[" + "1, " * 666 + "1]"   # 2001 characters, flat
+    assert len(long) == 2001
+    with pytest.raises(ExpressionError, match="at most 2000"):
+        parse(long)
+    ok = "[" + "1, " * 665 + "111]"   # 2000 characters
+    assert len(ok) == 2000
+    assert len(parse(ok).evaluate(Scope(values={}))) == 666
+    with pytest.raises(TemplateError, match=r"^inline\.yaml:\d+: derived\.big: .*at most 2000"):
+        inline(numeric("n: 2\n", "n", f"big: {json.dumps(long)}\n"))
+
+
+@pytest.mark.parametrize("source", ["-" * 70 + "1", "[" * 70 + "]" * 70, "not " * 70 + "x",
+                                    "f(" * 70 + ")" * 70])
+def test_a_deeply_nested_expression_is_refused(source):
+    with fast(2.0):
+        with pytest.raises(ExpressionError):
+            parse(source)
+
+
+# --- pickling ------------------------------------------------------------------------------------
+
+@pytest.mark.parametrize("path", BANK_FILES, ids=lambda p: p.stem)
+def test_every_bank_template_pickles_and_gives_the_same_variants(path):
+    template = load_template(path, display=f"problem_bank/{path.name}")
+    clone = pickle.loads(pickle.dumps(template))
+    assert make_variant(clone, 0).digest == make_variant(template, 0).digest
+    # a clone that was never evaluated before pickling
+    fresh = pickle.loads(pickle.dumps(load_template(path, display=f"problem_bank/{path.name}")))
+    assert make_variant(fresh, 1).digest == make_variant(template, 1).digest

@@ -9,6 +9,9 @@ import pytest
 
 from exercises.seeds import generator, variant_seed
 from exercises.distributions import DISTRIBUTIONS, VOCABULARY
+from exercises.schema import TemplateError
+from exercises.variant import make_variant
+from tests.exercises.templates import fast, inline, numeric
 
 BASE = ("course-secret", "hw3", "alice", "sdpa_four_tokens")
 
@@ -198,3 +201,33 @@ def test_every_distribution_is_a_function_of_the_seed(name, options):
     assert np.array_equal(np.asarray(a), np.asarray(b))
     draws = [np.asarray(sample(name, seed=s, **options)).tolist() for s in range(6)]
     assert len({json.dumps(d) for d in draws}) > 1
+
+
+# --- size limits of the distributions ------------------------------------------------------------
+
+def test_integers_with_a_huge_range_are_fast():
+    template = inline(numeric("k: {dist: integers, low: 0, high: 2000000000}\n"
+                              "ks: {dist: integers, low: -2000000000, high: 2000000000, shape: [3]}\n",
+                              "k"))
+    with fast(2.0):
+        values = [make_variant(template, seed).values["k"] for seed in range(5)]
+    assert all(0 <= k <= 2_000_000_000 for k in values)
+    assert len(set(values)) > 1
+
+
+def test_integers_with_exclude_and_a_huge_range_is_a_template_error_quickly():
+    template = inline(numeric("k: {dist: integers, low: 0, high: 2000000000, exclude: [1]}\n", "k"))
+    with fast(2.0):
+        with pytest.raises(TemplateError, match=r"^inline\.yaml:\d+: parameters\.k: "):
+            make_variant(template, 0)
+    with fast(2.0):
+        with pytest.raises(ValueError):
+            DISTRIBUTIONS["integers"].sample(np.random.default_rng(0), low=0,
+                                             high=2_000_000_000, exclude=[1])
+
+
+def test_a_huge_permutation_is_a_template_error_quickly():
+    template = inline(numeric("order: {dist: permutation, n: 1000000000}\n", "1.0"))
+    with fast(2.0):
+        with pytest.raises(TemplateError, match=r"^inline\.yaml:\d+: parameters\.order: "):
+            make_variant(template, 0)

@@ -1,12 +1,13 @@
 """Variants: reproducible bit for bit, checked before anyone sees them ("check the checkers"),
-and the pieces they are built from: the exact JSON answer key, compare() and rendering."""
+their records in the answer key, and their rendering. (compare() and the JSON form of values
+are tested with their modules, in tests/formats/.)"""
 
 import json
 import math
 import os
+import pickle
 import subprocess
 import sys
-import textwrap
 from collections import Counter
 from pathlib import Path
 
@@ -14,21 +15,19 @@ import numpy as np
 import pytest
 
 import solutions
-from exercises.schema import TemplateError, load_template, parse_template
-from exercises.variant import VariantError, make_variant
+from exercises.schema import TemplateError, load_template
+from exercises.variant import VariantError, _too_close, make_variant
 from formats.compare import compare
 from formats import serialize
+from exercises.bank import template_files
 from exercises.expressions import Scope
 from exercises.render import RenderError, format_number, latex_to_text, render
-from exercises.yaml_lines import load_yaml
+from tests.exercises.templates import inline, line_of, numeric
 
 REPO = Path(__file__).resolve().parents[2]
 BANK = REPO / "problem_bank"
+BANK_FILES = sorted(template_files([BANK]))
 BANK_TEMPLATES = ("sdpa_four_tokens", "implement_masked_attention", "alignment_learnable")
-
-
-def inline(source: str):
-    return parse_template(load_yaml(textwrap.dedent(source)), "inline.yaml")
 
 
 def bank(name: str):
@@ -39,7 +38,7 @@ def record_json(variant) -> str:
     return serialize.canonical_json(variant.record())
 
 
-# --- reproducibility ---------------------------------------------------------------------------
+# --- reproducibility -----------------------------------------------------------------------------
 
 @pytest.mark.parametrize("name", BANK_TEMPLATES)
 def test_same_seed_gives_the_identical_record_and_digest(name):
@@ -85,53 +84,7 @@ def test_the_record_holds_givens_answers_and_seed():
         assert serialize.same_value(serialize.from_jsonable(record["answers"][part_id]), answer)
 
 
-# --- the JSON answer key round-trips exactly ----------------------------------------------------
-
-def _roundtrip(value):
-    text = serialize.canonical_json(serialize.to_jsonable(value))
-    return serialize.from_jsonable(json.loads(text))
-
-
-@pytest.mark.parametrize("value", [
-    np.array([[1.5, -np.inf], [np.nan, 0.1 + 0.2]]),
-    np.array([np.inf, -np.inf, np.nan]),
-    np.array([[True, False], [False, True]]),
-    np.array([[1, -2], [3, 2 ** 40]], dtype=np.int64),
-    np.array(-0.0),
-    np.array(np.pi),
-    np.zeros((2, 0, 3)),
-    np.random.default_rng(0).normal(size=(4, 5)) * 1e-7,
-])
-def test_arrays_round_trip_bit_for_bit(value):
-    back = _roundtrip(value)
-    assert back.shape == value.shape and back.dtype == value.dtype
-    if value.dtype == np.float64:  # bit for bit, NaN and the sign of zero included
-        assert np.array_equal(back.view(np.uint64), value.view(np.uint64))
-    else:
-        assert np.array_equal(back, value)
-    assert serialize.same_value(back, value)
-
-
-@pytest.mark.parametrize("value", [
-    1.0, 0.1, -2.5e-300, 3, True, False, "−inf as text", "inf", ["the", "dog"], [1, 2.5],
-    [np.array([1, 2]), "x", [np.array([True])]],
-])
-def test_plain_values_round_trip(value):
-    assert serialize.same_value(_roundtrip(value), value)
-
-
-def test_mappings_round_trip():
-    back = _roundtrip({"W_Q": np.eye(2), "n": 3})
-    assert set(back) == {"W_Q", "n"} and back["n"] == 3
-    assert serialize.same_value(back["W_Q"], np.eye(2))
-
-
-@pytest.mark.parametrize("value", [-math.inf, math.inf, math.nan, [0.5, -math.inf]])
-def test_non_finite_python_floats_round_trip(value):
-    """−inf is a legal answer (a masked score); it must come back as a float, not as text."""
-    back = _roundtrip(value)
-    assert serialize.same_value(back, value), f"{value!r} came back as {back!r}"
-
+# --- the JSON answer key of a variant ------------------------------------------------------------
 
 def test_a_minus_inf_scalar_answer_is_accepted():
     """The README allows −inf in answers; the JSON round-trip check must not reject it."""
@@ -149,21 +102,6 @@ def test_a_minus_inf_scalar_answer_is_accepted():
     v = make_variant(template, 0)
     assert v.answers["blocked"] == -math.inf
     assert serialize.from_jsonable(v.record()["answers"]["blocked"]) == -math.inf
-
-
-def test_same_value_is_strict_about_dtype_and_shape():
-    assert not serialize.same_value(np.array([1, 2]), np.array([1.0, 2.0]))
-    assert not serialize.same_value(np.zeros((2, 1)), np.zeros(2))
-    assert serialize.same_value(np.array([np.nan]), np.array([np.nan]))
-    assert not serialize.same_value(1, 1.0)
-    assert serialize.same_value(math.nan, math.nan)
-
-
-def test_unstorable_values_are_refused():
-    with pytest.raises(serialize.NotSerializable, match="dtype complex128"):
-        serialize.to_jsonable(np.array([1j]))
-    with pytest.raises(serialize.NotSerializable, match="a object cannot be stored"):
-        serialize.to_jsonable(object())
 
 
 def test_a_given_that_the_answer_key_cannot_store_is_a_template_error():
@@ -184,6 +122,40 @@ def test_a_given_that_the_answer_key_cannot_store_is_a_template_error():
     """)
     with pytest.raises(TemplateError, match="inline.yaml"):
         make_variant(template, 0)
+
+
+def test_a_given_mapping_with_number_keys_is_a_template_error():
+    source = numeric("x: {dist: normal}\n", "x", "table: \"{1: x}\"\n", "givens: [x, table]\n")
+    message = _template_error(source)
+    assert "givens" in message and "table" in message
+
+
+def test_a_given_mapping_with_a_float_key_round_trips_through_a_variant():
+    source = numeric("x: {dist: normal}\n", "x", "table: '{\"float\": 1.5, \"x\": x}'\n",
+                     "givens: [x, table]\n")
+    v = make_variant(inline(source), 0)
+    record = json.loads(json.dumps(v.record()))
+    givens = serialize.decode_names(record["givens"])
+    assert givens["table"] == {"float": 1.5, "x": v.values["x"]}
+
+
+@pytest.mark.parametrize("path", BANK_FILES, ids=lambda p: p.stem)
+def test_every_bank_record_round_trips_exactly(path):
+    template = load_template(path, display=f"problem_bank/{path.name}")
+    v = make_variant(template, 0)
+    record = json.loads(json.dumps(v.record(), allow_nan=False))
+    givens = serialize.decode_names(record["givens"])
+    answers = serialize.decode_names(record["answers"])
+    assert givens.keys() == v.givens.keys()
+    assert answers.keys() == v.answers.keys()
+    for name, value in v.givens.items():
+        assert serialize.same_value(givens[name], value), name
+    for name, value in v.answers.items():
+        assert serialize.same_value(answers[name], value), name
+    for case, stored in zip(v.tests, record["tests"]):
+        args = serialize.decode_names(stored["args"])
+        assert all(serialize.same_value(args[k], a) for k, a in case.args.items())
+        assert serialize.same_value(serialize.from_jsonable(stored["expected"]), case.expected)
 
 
 # --- misconception twins must be caught ----------------------------------------------------------
@@ -320,7 +292,7 @@ def test_a_reference_function_raising_is_a_template_error_with_file_and_line():
     assert "tests[0]" in str(caught.value)
 
 
-# --- implement problems ----------------------------------------------------------------------------
+# --- implement problems --------------------------------------------------------------------------
 
 IMPLEMENT = """
     id: implement_softmax
@@ -416,7 +388,7 @@ def test_a_twin_that_passes_every_hidden_case_forces_a_redraw():
         "rejections: misconception softmax_axis_1 passes every hidden test (5×)")
 
 
-# --- choice problems -------------------------------------------------------------------------------
+# --- choice problems -----------------------------------------------------------------------------
 
 CHOICE = """
     id: why_scale
@@ -471,59 +443,7 @@ def test_choice_options_from_an_expression():
             assert 0 <= v.answers[part.id] < len(texts)
 
 
-# --- compare ------------------------------------------------------------------------------------------
-
-@pytest.mark.parametrize("actual, expected, reason", [
-    (np.zeros((2, 3)), np.zeros((3, 2)), "wrong shape: expected (3, 2), got (2, 3)"),
-    ([1.0, 2.0, 3.0], np.zeros(2), "wrong shape: expected (2,), got (3,)"),
-    (np.array([1.0, np.nan]), np.array([1.0, 2.0]), "1 entries are NaN"),
-    (np.array([np.inf, 1.0]), np.array([1.0, 1.0]), "1 entries are ±inf"),
-    (np.array([-np.inf, 1.0]), np.array([0.0, 1.0]), "1 entries are ±inf"),
-    ("abc", np.array([1.0]), "expected a number or an array, got str"),
-    (None, 1.0, "expected a number or an array, got NoneType"),
-    ({"a": 1}, 1.0, "expected a number or an array, got dict"),
-    (3, "dog", "got 3, which is not the expected text"),  # never reveals the expected text
-    (["dog"], ["the", "dog"], "expected a list of 2 items"),
-    (["the", "cat"], ["the", "dog"], "item 1: got 'cat', which is not the expected text"),
-    (np.array([2, 0]), np.array([True, False]), "expected True/False (or 1/0) entries"),
-    (np.array([0, 0]), np.array([True, False]), "1 of 2 entries differ"),
-    (np.array([1.0, 2.1]), np.array([1.0, 2.0]),
-     "1 of 2 entries outside tolerance (largest error 0.1; allowed 0.01 + 0·|expected|)"),
-    (2.1, 2.0, "outside tolerance (largest error 0.1; allowed 0.01 + 0·|expected|)"),
-])
-def test_compare_failure_messages(actual, expected, reason):
-    result = compare(actual, expected, rtol=0, atol=0.01)
-    assert not result.ok
-    assert result.reason == reason
-
-
-def test_compare_passes():
-    assert compare(np.array([1.0, 2.0 + 0.005]), np.array([1.0, 2.0]), rtol=0, atol=0.01).ok
-    assert compare([1, 0], np.array([True, False])).ok
-    assert compare(np.array([-np.inf, 0.5]), np.array([-np.inf, 0.5])).ok  # masked scores
-    assert compare(" dog ", "dog").ok
-    assert compare(["the", 1.0], ["the", 1.0 + 1e-9]).ok
-    assert compare([[1, 2], [3, 4]], np.array([[1.0, 2.0], [3.0, 4.0]])).ok
-    # the boundary is inclusive: |a − e| ≤ atol + rtol·|e|
-    assert compare(1.5, 1.0, rtol=0.25, atol=0.25).ok
-    assert not compare(1.5 + 1e-9, 1.0, rtol=0.25, atol=0.25).ok
-
-
-def test_compare_reports_the_largest_error():
-    result = compare(np.array([1.0, 2.5, 3.1]), np.array([1.0, 2.0, 3.0]), rtol=0, atol=0.01)
-    assert result.max_error == pytest.approx(0.5)
-    assert compare(np.array([np.nan]), np.array([1.0])).max_error == math.inf
-
-
-def test_compare_is_exact_for_integers():
-    """compare's contract: 'exact equality for integers, booleans and text'. A parameter
-    count off by 5 in a million is wrong, whatever rtol says."""
-    assert not compare(1_000_005, 1_000_000).ok
-    assert not compare(np.array([3, 1_000_005]), np.array([3, 1_000_000])).ok
-    assert compare(np.array([3, 7]), np.array([3, 7])).ok
-
-
-# --- rendering ----------------------------------------------------------------------------------------
+# --- rendering -----------------------------------------------------------------------------------
 
 @pytest.mark.parametrize("latex, text", [
     (r"$\sqrt{d_k}$", "√d_k"),
@@ -587,3 +507,381 @@ def test_variant_prompt_and_solution_render_in_both_formats():
     first_weight = f"{v.answers['weights'][0, 0]:.4f}"
     assert first_weight in v.solution("markdown") and first_weight in v.solution("text")
     assert "$" not in v.solution("text") and "\\begin" not in v.solution("text")
+
+
+# --- determinism: seeded randomness only ---------------------------------------------------------
+
+RNG_TEMPLATE = """
+    id: variance
+    title: Variance of dot products
+    objective: scaling
+    kind: numeric
+    parameters:
+      d_k: {dist: choice, values: [4, 8]}
+    derived:
+      v: DRAW
+    prompt: "With d_k = {{ d_k }}, estimate the variance."
+    parts:
+      - id: est
+        answer: "v[0]"
+        points: 1
+        atol: 0.5
+"""
+
+
+def test_a_reference_that_draws_without_rng_is_a_template_error_with_file_and_line():
+    source = RNG_TEMPLATE.replace("DRAW", "dot_product_variance(d_k, num_samples=200)")
+    template = inline(source)
+    with pytest.raises(TemplateError) as caught:
+        make_variant(template, 0)
+    message = str(caught.value)
+    assert message.startswith(f"inline.yaml:{line_of(source, '  v: ')}: derived.v"), message
+    assert "pass the variant's generator" in message
+
+
+def test_a_reference_that_draws_with_rng_is_reproducible():
+    template = inline(RNG_TEMPLATE.replace("DRAW", "dot_product_variance(d_k, num_samples=200, rng=rng)"))
+    a, b = make_variant(template, 3), make_variant(template, 3)
+    assert a.digest == b.digest
+    assert a.answers == b.answers
+    # pickled and reloaded (a fresh compile of every expression): still the same draws
+    assert make_variant(pickle.loads(pickle.dumps(template)), 3).digest == a.digest
+    # the draws depend on the variant's seed
+    assert len({make_variant(template, s).answers["est"] for s in range(4)}) > 1
+
+
+TWO_DRAWS = """
+    id: two_draws
+    title: Two estimates
+    objective: scaling
+    kind: numeric
+    parameters:
+      d_k: {dist: choice, values: [4, 8]}
+    derived:
+      a: FIRST
+      b: SECOND
+    prompt: "Two estimates for d_k = {{ d_k }}."
+    parts:
+      - {id: first, answer: "a[0]", points: 1, atol: 0.5}
+      - {id: second, answer: "b[0]", points: 1, atol: 0.5}
+"""
+
+
+def test_two_uses_of_rng_in_different_expressions_get_different_streams():
+    template = inline(TWO_DRAWS.replace("FIRST", "dot_product_variance(d_k, num_samples=50, rng=rng)")
+                      .replace("SECOND", "dot_product_variance(d_k, 50, rng=rng)"))
+    v, w = make_variant(template, 1), make_variant(template, 1)
+    assert v.digest == w.digest
+    assert v.answers["first"] != v.answers["second"]
+
+
+def test_two_uses_of_rng_with_the_same_text_get_different_streams():
+    """Two derived values written the same way are two uses of rng, in two places: each must
+    get its own stream (the same seed still gives the same variant)."""
+    draw = "dot_product_variance(d_k, num_samples=50, rng=rng)"
+    template = inline(TWO_DRAWS.replace("FIRST", draw).replace("SECOND", draw))
+    v, w = make_variant(template, 1), make_variant(template, 1)
+    assert v.digest == w.digest
+    assert v.answers["first"] != v.answers["second"], (
+        "two independent estimates came out identical: both uses of rng share one stream")
+
+
+def test_two_uses_of_rng_in_one_expression_get_different_streams():
+    template = inline(RNG_TEMPLATE.replace("DRAW", json.dumps(
+        "[dot_product_variance(d_k, 50, rng=rng)[0], dot_product_variance(d_k, 50, rng=rng)[0]]")))
+    v, w = make_variant(template, 2), make_variant(template, 2)
+    assert v.digest == w.digest
+    assert v.values["v"][0] != v.values["v"][1]
+
+
+FREE_RESPONSE = """
+    id: why_scale
+    title: Why scale
+    objective: scaling
+    kind: free_response
+    parameters:
+      d_k: {dist: choice, values: [16, 64, 256]}
+    prompt: "Why divide the scores by the square root of {{ d_k }}?"
+    parts:
+      - id: why
+        points: 2
+        rubric: "Full marks: the dot products have variance {{ d_k }}, so dividing by {{ sqrt(d_k) | num }} restores variance 1."
+"""
+
+
+def test_a_rubric_is_rendered_with_the_variants_numbers_and_recorded():
+    template = inline(FREE_RESPONSE)
+    rubrics = set()
+    for seed in range(6):
+        v = make_variant(template, seed)
+        d_k = v.values["d_k"]
+        expected = (f"Full marks: the dot products have variance {d_k}, so dividing by "
+                    f"{int(math.isqrt(d_k))} restores variance 1.")
+        record = v.record()
+        assert record["rubrics"] == {"why": expected}
+        assert v.rubric(template.parts[0]) == expected
+        assert record["digest"] == make_variant(template, seed).record()["digest"]
+        rubrics.add(expected)
+    assert len(rubrics) > 1
+
+
+def test_a_rubric_with_an_unknown_name_is_a_template_error():
+    template = inline(FREE_RESPONSE.replace("{{ d_k }},", "{{ d_kk }},"))
+    with pytest.raises(TemplateError, match=r"^inline\.yaml:\d+: parts\[0\]\.rubric: "):
+        make_variant(template, 0)
+
+
+# --- the misconception margin: twins must lie outside twice the tolerance ------------------------
+
+def test_too_close_uses_twice_the_tolerance():
+    expected = np.array([[1.0, 2.0]])
+    inside_twice = expected + np.array([[0.15, 0.0]])   # outside 1× atol, inside 2×
+    outside_twice = expected + np.array([[0.25, 0.0]])
+    assert not compare(inside_twice, expected, 0.0, 0.1).ok
+    assert _too_close(inside_twice, expected, 0.0, 0.1)
+    assert not _too_close(outside_twice, expected, 0.0, 0.1)
+    # rtol doubles too
+    assert _too_close(np.array([1.15]), np.array([1.0]), 0.1, 0.0)
+    assert not _too_close(np.array([1.25]), np.array([1.0]), 0.1, 0.0)
+
+
+MARGIN = """
+    id: margin
+    title: A twin near the answer
+    objective: scaling
+    kind: numeric
+    parameters:
+      a: {dist: choice, values: VALUES}
+    derived:
+      Q: array([[a, 0, 0, 0]])
+      K: array([[1, 0, 0, 0]])
+      steps: scaled_dot_product_attention(Q, K, array([[1.0]]), return_steps=True)
+    prompt: "Scale the score {{ a }}."
+    sampling: {max_attempts: 20}
+    parts:
+      - id: scaled
+        answer: steps.scaled_scores
+        points: 1
+        rtol: 0
+        atol: 0.3
+        misconceptions: [sdpa_divide_by_d_k]
+"""
+# d_k = 4: the reference gives a/2, the twin a/4. For a = 2 they differ by 0.5: outside
+# atol = 0.3 but inside 2·atol = 0.6, so the variant must be redrawn. For a = 4: 1.0 apart.
+
+
+def test_a_twin_outside_the_tolerance_but_inside_twice_it_is_redrawn():
+    template = inline(MARGIN.replace("VALUES", "[2, 4]"))
+    rejected = Counter()
+    for seed in range(10):
+        v = make_variant(template, seed)
+        assert v.values["a"] == 4
+        rejected += v.rejections
+    assert rejected["misconception sdpa_divide_by_d_k is within twice the tolerance of the "
+                    "answer to part scaled"] > 0
+
+
+def test_a_twin_always_inside_twice_the_tolerance_gives_no_variant():
+    template = inline(MARGIN.replace("VALUES", "[2]"))
+    # the twin's answer is outside the plain tolerance ...
+    twin = solutions.MISCONCEPTIONS["sdpa_divide_by_d_k"].function
+    Q, K = np.array([[2.0, 0, 0, 0]]), np.array([[1.0, 0, 0, 0]])
+    wrong = twin(Q, K, np.array([[1.0]]), return_steps=True).scaled_scores
+    right = solutions.scaled_dot_product_attention(Q, K, np.array([[1.0]]), return_steps=True).scaled_scores
+    assert not compare(wrong, right, 0.0, 0.3).ok
+    # ... but a grader-accepted answer could still be nearer the twin: no valid variant
+    with pytest.raises(VariantError, match="within twice the tolerance"):
+        make_variant(template, 0)
+
+
+def test_every_sdpa_four_tokens_variant_keeps_its_twins_beyond_twice_the_tolerance():
+    template = bank("sdpa_four_tokens")
+    checked = 0
+    for seed in range(30):
+        v = make_variant(template, seed)
+        Q, K, V = v.values["Q"], v.values["K"], v.values["V"]
+        for part in template.parts:
+            for name in part.misconceptions:
+                twin = solutions.MISCONCEPTIONS[name].function
+                steps = twin(Q, K, V, return_steps=True)
+                wrong = part.answer.evaluate(Scope(values={**v.values, "steps": steps}, strict=False))
+                result = compare(wrong, v.answers[part.id], 2 * part.rtol, 2 * part.atol)
+                assert not result.ok, (seed, part.id, name)
+                checked += 1
+    assert checked == 30 * sum(len(p.misconceptions) for p in template.parts) > 0
+
+
+# --- template bugs are TemplateError with file:line ----------------------------------------------
+
+def _template_error(source: str, seed: int = 0) -> str:
+    template = inline(source)
+    with pytest.raises(TemplateError) as caught:
+        make_variant(template, seed)
+    message = str(caught.value)
+    assert message.startswith("inline.yaml:"), message
+    return message
+
+
+@pytest.mark.parametrize("constraint, derived", [("x > 0", ""), ("y > 0", "y: x * 2\n")])
+def test_a_constraint_that_gives_an_array_is_a_template_error(constraint, derived):
+    source = numeric("x: {dist: normal, shape: [3]}\n", "sum(x)", derived,
+                     f"constraints:\n  - {constraint}\n")
+    message = _template_error(source)
+    assert message.startswith(f"inline.yaml:{line_of(source, '  - ' + constraint)}: constraints[0]: ")
+    assert "all(" in message and "any(" in message
+
+
+CHOICE_WITH_ANSWER = """
+    id: pick
+    title: Pick
+    objective: scaling
+    kind: choice
+    parameters:
+      n: {dist: choice, values: [2, 3, 4]}
+    prompt: "How many heads?"
+    parts:
+      - id: heads
+        points: 1
+        answer: ANSWER
+        options: OPTIONS
+"""
+
+
+@pytest.mark.parametrize("answer", ["str(n)", "n"])
+def test_literal_options_with_an_answer_expression_pick_the_matching_option(answer):
+    template = inline(CHOICE_WITH_ANSWER.replace("ANSWER", answer).replace("OPTIONS", '["2", "3", "4"]'))
+    seen = set()
+    for seed in range(8):
+        v = make_variant(template, seed)
+        shown = v.options["heads"]
+        assert sorted(o["text"] for o in shown) == ["2", "3", "4"]
+        assert shown[v.answers["heads"]]["text"] == str(v.values["n"])
+        seen.add(v.values["n"])
+    assert len(seen) > 1
+
+
+def test_an_options_expression_with_one_option_is_a_template_error():
+    source = CHOICE_WITH_ANSWER.replace("ANSWER", "str(n)").replace("OPTIONS", '"[str(n)]"')
+    message = _template_error(source)
+    assert "parts[0].options" in message
+
+
+def test_an_answer_that_is_not_an_option_is_a_template_error():
+    source = CHOICE_WITH_ANSWER.replace("ANSWER", "str(n + 10)").replace("OPTIONS", '["2", "3", "4"]')
+    assert "parts[0].answer" in _template_error(source)
+
+
+def test_a_constant_list_of_lists_of_words_stays_a_list():
+    source = numeric('words: [["the", "dog"], ["a", "cat"]]\nn: {dist: choice, values: [2, 3]}\n',
+                     "n", prompt="{{ words[1] | words }}")
+    template = inline(source)
+    v = make_variant(template, 0)
+    assert v.values["words"] == [["the", "dog"], ["a", "cat"]]
+    assert isinstance(v.givens["words"], list)
+    assert "cat" in v.prompt()
+    record = json.loads(json.dumps(v.record()))
+    assert serialize.decode_names(record["givens"])["words"] == [["the", "dog"], ["a", "cat"]]
+
+
+def test_numeric_checks_on_a_text_answer_are_a_template_error():
+    source = numeric("words: {dist: sentence}\n", "join(words)", part="checks: [finite]\n")
+    message = _template_error(source)
+    assert "parts[0].checks" in message
+
+
+@pytest.mark.parametrize("shape", ["[inf]", "[.inf]", '"[inf, 2]"', "[-1]"])
+def test_an_infinite_or_negative_shape_is_a_template_error(shape):
+    source = numeric(f"x: {{dist: normal, shape: {shape}}}\n", "sum(x)")
+    message = _template_error(source)
+    assert message.startswith(f"inline.yaml:{line_of(source, 'x: {dist')}: parameters.x: "), message
+
+
+@pytest.mark.parametrize("answer, derived", [
+    ("None", ""),
+    ('d["a"]', 'd: "dict(a=None)"\n'),
+])
+def test_an_answer_that_is_none_is_a_template_error(answer, derived):
+    source = numeric("x: {dist: normal}\n", answer, derived)
+    message = _template_error(source)
+    assert message.startswith(f"inline.yaml:{line_of(source, '- id: ans')}: parts[0].answer"), message
+    assert "None" in message
+
+
+# --- fully masked rows in an additive float mask -------------------------------------------------
+
+ADDITIVE = """
+    id: additive
+    title: An additive mask
+    objective: multihead_masking
+    kind: numeric
+    parameters:
+      Q: {dist: int_matrix, shape: [3, 2], low: -2, high: 2}
+      keep: {dist: integers, low: 0, high: HIGH, shape: [3, 3]}
+    derived:
+      mask: where(as_bool(keep), 0.0, FILL)
+      steps: scaled_dot_product_attention(Q, Q, Q, mask=mask, return_steps=True)
+    givens: [Q, keep]
+    prompt: Compute the masked attention weights.
+    parts:
+      - {id: weights, answer: steps.weights, points: 1, atol: 0.001}
+"""
+
+
+@pytest.mark.parametrize("fill", ["-inf", "-1e9"])
+def test_a_fully_masked_row_of_an_additive_mask_forces_a_redraw(fill):
+    template = inline(ADDITIVE.replace("HIGH", "1").replace("FILL", fill))
+    rejected = Counter()
+    for seed in range(12):
+        v = make_variant(template, seed)
+        mask = v.values["mask"]
+        assert mask.dtype.kind == "f"
+        assert (mask > -1e4).any(axis=-1).all()
+        rejected += v.rejections
+    assert rejected["a fully masked row in the mask of scaled_dot_product_attention()"] > 0
+
+
+def test_an_always_fully_masked_additive_mask_gives_no_variant():
+    source = ADDITIVE.replace("HIGH", "0").replace("FILL", "-inf") + "    sampling: {max_attempts: 5}\n"
+    with pytest.raises(VariantError, match="fully masked row"):
+        make_variant(inline(source), 0)
+
+
+def test_fully_masked_additive_rows_are_kept_when_allowed():
+    source = ADDITIVE.replace("HIGH", "1").replace("FILL", "-inf")
+    template = inline(source + "    sampling: {allow_fully_masked_rows: true}\n")
+    variants = [make_variant(template, seed) for seed in range(12)]
+    assert any(not (v.values["mask"] > -np.inf).any(axis=-1).all() for v in variants)
+    assert all(not v.rejections for v in variants)
+    always = inline(ADDITIVE.replace("HIGH", "0").replace("FILL", "-inf")
+                    + "    sampling: {max_attempts: 5, allow_fully_masked_rows: true}\n")
+    assert make_variant(always, 0).answers["weights"].shape == (3, 3)
+
+
+# --- a twin that raises forces a redraw ----------------------------------------------------------
+
+def test_a_twin_that_raises_forces_a_redraw():
+    """softmax_axis_1 cannot run on a 1-D vector (there is no axis 1): such a variant could
+    never diagnose it, so it is redrawn until the input is batched."""
+    template = inline("""
+        id: raising_twin
+        title: Softmax of a batch
+        objective: scaling
+        kind: numeric
+        parameters:
+          batched: {dist: choice, values: [true, false]}
+          x: {dist: normal, shape: "[2, 3, 4] if batched else [4]", decimals: 1}
+        derived:
+          p: softmax(x)
+        prompt: "Compute the softmax of {{ x | flat }} along the last axis."
+        parts:
+          - {id: probs, answer: p, points: 1, atol: 0.001, misconceptions: [softmax_axis_1]}
+    """)
+    with pytest.raises(Exception):
+        solutions.MISCONCEPTIONS["softmax_axis_1"].function(np.zeros(4))
+    rejected = Counter()
+    for seed in range(10):
+        v = make_variant(template, seed)
+        assert v.values["batched"] is True
+        rejected += v.rejections
+    raising = [r for r in rejected if r.startswith("misconception softmax_axis_1 raises ")]
+    assert raising and sum(rejected[r] for r in raising) > 0

@@ -5,6 +5,8 @@ part's tolerance (each entry off by 0.999·(atol + rtol·|expected|), all up, al
 alternating directions); every such answer that ``compare`` accepts must pass both the
 Python check and the notebook's own check cell, run as the student would run it."""
 
+from pathlib import Path
+
 import numpy as np
 import pytest
 
@@ -15,10 +17,17 @@ from exercises.bank import load_bank
 from exercises.variant import make_variant
 from exercises.checks import CHECKS
 from exercises.notebook import SETUP, Header, ProblemVariant, build_notebook
+from exercises.schema import load_template
 
+REPO = Path(__file__).resolve().parents[2]
+BANK = REPO / "problem_bank"
 TEMPLATES, _ = load_bank()
 CHECKED = sorted(t.id for t in TEMPLATES.values() if any(p.checks for p in t.parts))
 HEADER = Header("hw", "HW", "0" * 64)
+
+
+def bank(name: str):
+    return load_template(BANK / f"{name}.yaml", display=f"problem_bank/{name}.yaml")
 
 
 def edges(expected: np.ndarray, rtol: float, atol: float):
@@ -54,3 +63,39 @@ def test_answers_at_the_edge_of_the_tolerance_pass_the_visible_checks(template_i
                 exec(cells[f"p-{part.id}--check"], namespace)           # noqa: S102
                 tried += 1
     assert tried > 0
+
+
+# --- visible checks honour the part's tolerance --------------------------------------------------
+
+def _weights_part():
+    template = bank("sdpa_four_tokens")
+    part = next(p for p in template.parts if p.id == "weights")
+    assert part.checks, "the weights part has visible checks"
+    return template, part
+
+
+def _assert_line(part, name, argument, answer):
+    return CHECKS[name].code("weights", argument, part.atol, part.rtol, n=np.shape(answer)[-1])
+
+
+@pytest.mark.parametrize("seed", range(6))
+def test_a_rounded_answer_the_grader_accepts_passes_every_visible_check(seed):
+    template, part = _weights_part()
+    v = make_variant(template, seed)
+    rounded = np.round(v.answers["weights"], 2)
+    assert compare(rounded, v.answers["weights"], part.rtol, part.atol).ok  # the grader accepts
+    for name, argument in part.checks:
+        assert argument is None
+        assert CHECKS[name].test(rounded, None, part.atol, part.rtol) is None, name
+        exec(_assert_line(part, name, None, rounded), {"np": np, "weights": rounded})
+
+
+def test_a_row_summing_to_0_9_fails_the_check_and_its_assert_line():
+    template, part = _weights_part()
+    v = make_variant(template, 0)
+    bad = np.round(v.answers["weights"], 2)
+    bad[1] = bad[1] * (0.9 / bad[1].sum())
+    assert abs(bad[1].sum() - 0.9) < 1e-12
+    assert CHECKS["rows_sum_to_one"].test(bad, None, part.atol, part.rtol)
+    with pytest.raises(AssertionError, match="must sum to 1"):
+        exec(_assert_line(part, "rows_sum_to_one", None, bad), {"np": np, "weights": bad})

@@ -1,7 +1,7 @@
 """The lecture's own numbers and small examples worked by hand.
 
 The slide values are truncated 768-dimensional numbers, so they are fixtures for the
-arithmetic the lecture shows, not for a full attention matrix (research/content.md §0).
+arithmetic the lecture shows, not for a full attention matrix (one of the lecture's known slips).
 """
 
 import math
@@ -46,7 +46,7 @@ def test_the_slide_rows_are_distributions_up_to_rounding():
     for weights in rows.values():
         assert sum(weights) == pytest.approx(1.0, abs=0.01)
     # The lecture text calls 0.38 "ran"'s self-weight; the column order The/Dog/ran/fast
-    # says it is 0.094 (a known slip, research/content.md §0).
+    # says it is 0.094 (a known slip of the lecture's).
     assert rows["ran"][2] == 0.094
 
 

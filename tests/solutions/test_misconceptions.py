@@ -12,7 +12,7 @@ import solutions
 from solutions import MISCONCEPTIONS, get_misconception, misconceptions_for
 
 # No two sizes coincide and there are several heads, so a swapped axis, a missing √d_k or a
-# head mix-up always changes the result (content.md §7, "Fixtures").
+# head mix-up always changes the result (the fixtures of the misconception catalogue).
 B, L, S, D_K, D_V, D_MODEL, HEADS, VOCAB = 2, 3, 5, 4, 6, 8, 2, 7
 
 

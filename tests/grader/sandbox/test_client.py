@@ -12,7 +12,8 @@ import pytest
 
 from grader.sandbox import frames, protocol, server
 from grader.sandbox.frames import Unsupported
-from grader.sandbox.client import CellError, Crash, Limits, Output, Sandbox, explain, server_environment
+from grader.sandbox.client import CellError, Crash, Limits, Output, Sandbox, explain
+from grader.sandbox.processes import server_environment
 
 LIMITS = Limits(wall_seconds=1.0, memory_mb=256, frame_mb=1)
 

@@ -1,0 +1,116 @@
+"""Rendering template text: Jinja2 in a sandbox, so text shows values and never changes
+them, writes files, draws random numbers or grows without bound; a prompt that tries is a
+TemplateError naming file:line."""
+
+
+import numpy as np
+import pytest
+
+from exercises.render import RenderError, render
+from exercises.schema import TemplateError
+from exercises.variant import make_variant
+from tests.exercises.templates import fast, inline, line_of
+
+
+# --- the Jinja sandbox ---------------------------------------------------------------------------
+
+def _context():
+    return {"Q": np.arange(4.0).reshape(2, 2), "answers": {"weights": 1.0},
+            "words": ["the", "dog", "ran"], "x": np.float64(2.5)}
+
+
+@pytest.mark.parametrize("source", [
+    '{{ Q.fill(7) }}',
+    '{{ answers.update({"weights": 99}) }}',
+    '{{ words.reverse() }}',
+    '{{ words.append(1) }}',
+    '{{ words.pop() }}',
+    '{{ x.fill(0) }}',
+])
+def test_text_cannot_change_values(source):
+    context = _context()
+    with pytest.raises(RenderError):
+        render(source, context)
+    with pytest.raises(RenderError):
+        render(source, context, "text")
+    assert np.array_equal(context["Q"], np.arange(4.0).reshape(2, 2))
+    assert context["answers"] == {"weights": 1.0}
+    assert context["words"] == ["the", "dog", "ran"]
+    assert context["x"] == 2.5
+
+
+@pytest.mark.parametrize("method", ["tofile", "dump"])
+def test_text_cannot_write_files(tmp_path, method):
+    context = _context()
+    target = tmp_path / f"leak_{method}"
+    with pytest.raises(RenderError):
+        render(f'{{{{ Q.{method}("{target}") }}}}', context)
+    with pytest.raises(RenderError):
+        render(f'{{{{ x.{method}("{target}") }}}}', context)
+    assert not target.exists()
+    assert list(tmp_path.iterdir()) == []
+    assert np.array_equal(context["Q"], np.arange(4.0).reshape(2, 2))
+
+
+def test_text_can_read_array_attributes():
+    context = _context()
+    assert render("{{ Q.shape }}", context) == "(2, 2)"
+    assert render("{{ Q.ndim }}", context) == "2"
+    assert render("{{ Q.T | matrix }}", context) == render("{{ Q | matrix }}",
+                                                          {"Q": context["Q"].T})
+    assert render("{{ Q.T[0][1] | num }}", context) == "2"
+    assert render("{{ Q.size }}", context) == "4"
+
+
+def test_random_filter_and_lipsum_are_unavailable():
+    with pytest.raises(RenderError):
+        render("{{ words | random }}", _context())
+    with pytest.raises(RenderError):
+        render("{{ lipsum() }}", _context())
+    with pytest.raises(RenderError):
+        render("{{ lipsum(1) }}", _context(), "text")
+
+
+@pytest.mark.parametrize("source", [
+    "{% for i in range(10**10) %}x{% endfor %}",
+    '{{ "a" * 10**9 }}',
+    '{{ 10**9 * "a" }}',
+    "{{ 2 ** 100000000 }}",
+])
+def test_huge_text_is_refused_quickly(source):
+    with fast(2.0):
+        with pytest.raises(RenderError):
+            render(source, _context())
+
+
+@pytest.mark.parametrize("source", ["{{ 1 / 0 }}", "{{ 1 // 0 }}", "{{ 3 % 0 }}"])
+def test_a_division_by_zero_in_text_is_a_render_error(source):
+    with pytest.raises(RenderError, match="ZeroDivisionError"):
+        render(source, _context())
+
+
+def test_a_prompt_that_calls_fill_is_a_template_error_naming_file_and_prompt():
+    source = """
+        id: fill_prompt
+        title: Fill
+        objective: self_attention
+        kind: numeric
+        parameters:
+          Q: {dist: int_matrix, shape: [2, 2]}
+        prompt: "Before {{ Q.fill(0) }} after"
+        parts:
+          - {id: total, answer: sum(Q), points: 1}
+    """
+    template = inline(source)
+    with pytest.raises(TemplateError) as caught:
+        make_variant(template, 0)
+    message = str(caught.value)
+    assert message.startswith(f"inline.yaml:{line_of(source, 'prompt:')}: prompt: "), message
+    # rendering the prompt of an unvalidated variant fails the same way and leaves Q alone
+    v = make_variant(template, 0, validate=False)
+    before = v.values["Q"].copy()
+    assert np.any(before != 0)
+    with pytest.raises(RenderError):
+        v.prompt()
+    assert np.array_equal(v.values["Q"], before)
+    assert np.array_equal(v.givens["Q"], before)

@@ -1,0 +1,139 @@
+"""compare(): the one comparison of an answer with the key, with a reason when they differ
+(never revealing the expected value), exact for integers, booleans and text."""
+
+import math
+import warnings
+
+import numpy as np
+import pytest
+
+from formats.compare import compare
+
+
+# --- compare -------------------------------------------------------------------------------------
+
+@pytest.mark.parametrize("actual, expected, reason", [
+    (np.zeros((2, 3)), np.zeros((3, 2)), "wrong shape: expected (3, 2), got (2, 3)"),
+    ([1.0, 2.0, 3.0], np.zeros(2), "wrong shape: expected (2,), got (3,)"),
+    (np.array([1.0, np.nan]), np.array([1.0, 2.0]), "1 entries are NaN"),
+    (np.array([np.inf, 1.0]), np.array([1.0, 1.0]), "1 entries are ±inf"),
+    (np.array([-np.inf, 1.0]), np.array([0.0, 1.0]), "1 entries are ±inf"),
+    ("abc", np.array([1.0]), "expected a number or an array, got str"),
+    (None, 1.0, "expected a number or an array, got NoneType"),
+    ({"a": 1}, 1.0, "expected a number or an array, got dict"),
+    (3, "dog", "got 3, which is not the expected text"),  # never reveals the expected text
+    (["dog"], ["the", "dog"], "expected a list of 2 items"),
+    (["the", "cat"], ["the", "dog"], "item 1: got 'cat', which is not the expected text"),
+    (np.array([2, 0]), np.array([True, False]), "expected True/False (or 1/0) entries"),
+    (np.array([0, 0]), np.array([True, False]), "1 of 2 entries differ"),
+    (np.array([1.0, 2.1]), np.array([1.0, 2.0]),
+     "1 of 2 entries outside tolerance (largest error 0.1; allowed 0.01 + 0·|expected|)"),
+    (2.1, 2.0, "outside tolerance (largest error 0.1; allowed 0.01 + 0·|expected|)"),
+])
+def test_compare_failure_messages(actual, expected, reason):
+    result = compare(actual, expected, rtol=0, atol=0.01)
+    assert not result.ok
+    assert result.reason == reason
+
+
+def test_compare_passes():
+    assert compare(np.array([1.0, 2.0 + 0.005]), np.array([1.0, 2.0]), rtol=0, atol=0.01).ok
+    assert compare([1, 0], np.array([True, False])).ok
+    assert compare(np.array([-np.inf, 0.5]), np.array([-np.inf, 0.5])).ok  # masked scores
+    assert compare(" dog ", "dog").ok
+    assert compare(["the", 1.0], ["the", 1.0 + 1e-9]).ok
+    assert compare([[1, 2], [3, 4]], np.array([[1.0, 2.0], [3.0, 4.0]])).ok
+    # the boundary is inclusive: |a − e| ≤ atol + rtol·|e|
+    assert compare(1.5, 1.0, rtol=0.25, atol=0.25).ok
+    assert not compare(1.5 + 1e-9, 1.0, rtol=0.25, atol=0.25).ok
+
+
+def test_compare_reports_the_largest_error():
+    result = compare(np.array([1.0, 2.5, 3.1]), np.array([1.0, 2.0, 3.0]), rtol=0, atol=0.01)
+    assert result.max_error == pytest.approx(0.5)
+    assert compare(np.array([np.nan]), np.array([1.0])).max_error == math.inf
+
+
+def test_compare_is_exact_for_integers():
+    """compare's contract: 'exact equality for integers, booleans and text'. A parameter
+    count off by 5 in a million is wrong, whatever rtol says."""
+    assert not compare(1_000_005, 1_000_000).ok
+    assert not compare(np.array([3, 1_000_005]), np.array([3, 1_000_000])).ok
+    assert compare(np.array([3, 7]), np.array([3, 7])).ok
+
+
+# --- odd values, integers, dicts and infinities --------------------------------------------------
+
+@pytest.mark.parametrize("actual, expected", [
+    (np.array(["a", "b"]), np.array([1.0, 2.0])),
+    (np.array([1, "x"], dtype=object), np.array([1.0, 2.0])),
+    (np.array([1 + 1j, 2]), np.array([1.0, 2.0])),
+    (np.array([1 + 0j, 2 + 0j]), np.array([1.0, 2.0])),
+    (1 + 0j, 1.0),
+    (1 + 2j, 1.0),
+    (True, 1),
+    (np.array([True, False]), np.array([1, 0])),
+    (10 ** 400, 2.5),
+    ([1, "a"], [1.0, 2.0]),
+    ("1.0", 1.0),
+    (None, 1.0),
+    ({"a": 1.0}, 1.0),
+])
+def test_odd_values_fail_with_a_message(actual, expected):
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        result = compare(actual, expected, 1e-3, 1e-3)
+    assert not result.ok
+    assert result.reason
+
+
+def test_integers_are_compared_exactly_whatever_the_tolerance():
+    assert not compare(1_000_005, 1_000_000, rtol=1e-3).ok
+    assert not compare(np.array([1_000_005]), np.array([1_000_000]), rtol=1e-3, atol=10).ok
+    assert "exactly" in compare(1_000_005, 1_000_000, rtol=1e-3).reason
+    assert compare(1_000_000, 1_000_000, rtol=1e-3).ok
+    # a float answer with the same tolerance is compared approximately
+    assert compare(1_000_005.0, 1_000_000.0, rtol=1e-3).ok
+
+
+def test_dicts_are_compared_key_by_key():
+    expected = {"loss": 1.0, "weights": np.array([0.25, 0.75])}
+    assert compare({"loss": 1.0000001, "weights": np.array([0.25, 0.75])}, expected).ok
+    wrong = compare({"loss": 1.0, "weights": np.array([0.5, 0.5])}, expected)
+    assert not wrong.ok and wrong.reason.startswith("weights: ")
+    missing = compare({"loss": 1.0}, expected)
+    assert not missing.ok and "keys" in missing.reason
+    assert not compare([1.0, np.array([0.25, 0.75])], expected).ok
+
+
+@pytest.mark.parametrize("actual, expected", [
+    (0.0, -math.inf),
+    (-1e9, -math.inf),
+    (np.array([[0.0, 1.0]]), np.array([[-np.inf, 1.0]])),
+])
+def test_a_finite_value_where_minus_inf_is_expected_fails(actual, expected):
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        result = compare(actual, expected)
+    assert not result.ok
+    assert "inf" in result.reason
+
+
+@pytest.mark.parametrize("value", [
+    -math.inf,
+    np.array([-np.inf, 0.5]),
+    np.array([[-np.inf, 0.5], [0.25, -np.inf]]),
+    [-math.inf, 1.0],
+])
+def test_minus_inf_matches_minus_inf_without_warnings(value):
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        result = compare(value, value)
+    assert result.ok, result.reason
+
+
+def test_plus_inf_where_minus_inf_is_expected_fails():
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        assert not compare(math.inf, -math.inf).ok
+        assert not compare(np.array([np.inf, 1.0]), np.array([-np.inf, 1.0])).ok

@@ -1,0 +1,98 @@
+"""The JSON form of values in the answer key: arrays bit for bit, non-finite floats as
+floats, user mappings that look like our tags as mappings; what cannot be stored is refused."""
+
+import json
+import math
+
+import numpy as np
+import pytest
+
+from formats import serialize
+
+
+# --- the JSON answer key round-trips exactly -----------------------------------------------------
+
+def _roundtrip(value):
+    text = serialize.canonical_json(serialize.to_jsonable(value))
+    return serialize.from_jsonable(json.loads(text))
+
+
+@pytest.mark.parametrize("value", [
+    np.array([[1.5, -np.inf], [np.nan, 0.1 + 0.2]]),
+    np.array([np.inf, -np.inf, np.nan]),
+    np.array([[True, False], [False, True]]),
+    np.array([[1, -2], [3, 2 ** 40]], dtype=np.int64),
+    np.array(-0.0),
+    np.array(np.pi),
+    np.zeros((2, 0, 3)),
+    np.random.default_rng(0).normal(size=(4, 5)) * 1e-7,
+])
+def test_arrays_round_trip_bit_for_bit(value):
+    back = _roundtrip(value)
+    assert back.shape == value.shape and back.dtype == value.dtype
+    if value.dtype == np.float64:  # bit for bit, NaN and the sign of zero included
+        assert np.array_equal(back.view(np.uint64), value.view(np.uint64))
+    else:
+        assert np.array_equal(back, value)
+    assert serialize.same_value(back, value)
+
+
+@pytest.mark.parametrize("value", [
+    1.0, 0.1, -2.5e-300, 3, True, False, "−inf as text", "inf", ["the", "dog"], [1, 2.5],
+    [np.array([1, 2]), "x", [np.array([True])]],
+])
+def test_plain_values_round_trip(value):
+    assert serialize.same_value(_roundtrip(value), value)
+
+
+def test_mappings_round_trip():
+    back = _roundtrip({"W_Q": np.eye(2), "n": 3})
+    assert set(back) == {"W_Q", "n"} and back["n"] == 3
+    assert serialize.same_value(back["W_Q"], np.eye(2))
+
+
+@pytest.mark.parametrize("value", [-math.inf, math.inf, math.nan, [0.5, -math.inf]])
+def test_non_finite_python_floats_round_trip(value):
+    """−inf is a legal answer (a masked score); it must come back as a float, not as text."""
+    back = _roundtrip(value)
+    assert serialize.same_value(back, value), f"{value!r} came back as {back!r}"
+
+
+def test_same_value_is_strict_about_dtype_and_shape():
+    assert not serialize.same_value(np.array([1, 2]), np.array([1.0, 2.0]))
+    assert not serialize.same_value(np.zeros((2, 1)), np.zeros(2))
+    assert serialize.same_value(np.array([np.nan]), np.array([np.nan]))
+    assert not serialize.same_value(1, 1.0)
+    assert serialize.same_value(math.nan, math.nan)
+
+
+def test_unstorable_values_are_refused():
+    with pytest.raises(serialize.NotSerializable, match="dtype complex128"):
+        serialize.to_jsonable(np.array([1j]))
+    with pytest.raises(serialize.NotSerializable, match="a object cannot be stored"):
+        serialize.to_jsonable(object())
+
+
+# --- mappings that look like tags, keys that are not text ----------------------------------------
+
+def _through_json(value):
+    return serialize.from_jsonable(json.loads(json.dumps(serialize.to_jsonable(value))))
+
+
+@pytest.mark.parametrize("value", [
+    {"float": 1.5},
+    {"float": "-inf"},
+    {"dict": {"x": 1}},
+    {"array": [1, 2], "dtype": "int64", "shape": [2]},
+    [{"float": 1.5}, {"dict": 2}],
+])
+def test_user_mappings_that_look_like_our_tags_round_trip_as_mappings(value):
+    back = _through_json(value)
+    assert serialize.same_value(back, value)
+    assert isinstance(back, type(value))
+
+
+@pytest.mark.parametrize("value", [{1: 2}, {("a",): 1}, {"ok": {2.5: 1}}, [{None: 1}]])
+def test_non_text_keys_are_not_serializable(value):
+    with pytest.raises(serialize.NotSerializable):
+        serialize.to_jsonable(value)
