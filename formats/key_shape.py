@@ -100,9 +100,16 @@ def problem_records(entry: dict) -> Iterator[tuple[str, dict]]:
     return iter(entry.get("problems", {}).items())
 
 
-def problem_record(entry: dict, problem: str) -> dict:
-    """One problem's record of an entry ({} when the entry does not have it)."""
-    return entry.get("problems", {}).get(problem, {})
+_REQUIRED = object()
+
+
+def problem_record(entry: dict, problem: str, default=_REQUIRED) -> dict:
+    """One problem's record of an entry; KeyError when the entry does not have it, unless a
+    ``default`` is given."""
+    records = entry.get("problems", {})
+    if default is _REQUIRED:
+        return records[problem]
+    return records.get(problem, default)
 
 
 def kind(record: dict) -> str | None:

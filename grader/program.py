@@ -26,6 +26,7 @@ import re
 from dataclasses import dataclass, field
 
 from formats.cells import MARKDOWN_PLACEHOLDER, SETUP
+from formats.key_shape import IMPLEMENT, givens_of, gradings, is_free_response, kind, problem_record
 from formats.serialize import decode_names
 
 from .budget import UNLIMITED, Budget
@@ -137,7 +138,7 @@ class _Builder:
         self.steps: list[dict] = []
         self.problems: list[str | None] = []
         self.notes: list[Issue] = [i for i in submission.issues if i.code in GRADING_ISSUES]
-        self.givens = {pid: decode_names(entry["problems"][pid].get("givens", {})) for pid in order}
+        self.givens = {pid: decode_names(givens_of(problem_record(entry, pid))) for pid in order}
         self.owner: dict[str, str] = {}       # given name → the problem whose value it holds now
         self.given_set: set[str] = set()      # problems whose givens were set at least once
         self._issued: dict[str, int] = {}     # problem → length of its givens cell as built
@@ -198,11 +199,11 @@ class _Builder:
                                 cells[0] if len(cells) == 1 else None))
 
     def collect(self, pid: str) -> None:
-        record = self.entry["problems"][pid]
-        if record.get("kind") == "implement":
+        record = problem_record(self.entry, pid)
+        if kind(record) == IMPLEMENT:
             cases = [decode_names(case.get("args", {})) for case in record.get("tests", [])]
             self.add(call_step(pid, record.get("function", ""), cases), pid)
-        elif record.get("kind") != "free_response":
+        elif not is_free_response(record):
             names = list(record.get("answer_names", {}).values())
             if names:
                 self.add(send_step(pid, names), pid)
@@ -259,7 +260,7 @@ def _in_notebook_order(builder: _Builder, submission: Submission, kit) -> None:
             builder.set_givens(pid)
         elif k is None or k.role not in _NEVER_RUN:
             if k is not None and k.role == "answer" and c.cell_type != "code" \
-                    and builder.entry["problems"][pid].get("kind") != "free_response":
+                    and not is_free_response(problem_record(builder.entry, pid)):
                 builder.notes.append(Issue("answer-not-code", f"{submission.shown}: the answer cell "
                                                               f"{c.grade_id} is a {c.cell_type} cell, "
                                                               "not code: it was not run", c.grade_id))
@@ -307,14 +308,14 @@ def _free_text(submission: Submission, entry: dict, kit, builder: _Builder) -> d
     texts: dict[str, dict[str, list[str]]] = {}
     for c in submission.cells:
         k = kit.get(c.grade_id) if c.grade_id else None
-        if k is not None and k.role == "answer" and entry["problems"][k.problem].get("kind") == "free_response":
+        if k is not None and k.role == "answer" and is_free_response(problem_record(entry, k.problem)):
             text = free_answer(c.source)
             if text:
                 texts.setdefault(k.problem, {}).setdefault(k.part, []).append(text)
     free = {}
     for pid in builder.order:
-        record = entry["problems"][pid]
-        if record.get("kind") == "free_response":
+        record = problem_record(entry, pid)
+        if is_free_response(record):
             free[pid] = {g["id"]: "\n\n".join(texts.get(pid, {}).get(g["id"], []))
-                         for g in record.get("grading", [])}
+                         for g in gradings(record)}
     return free

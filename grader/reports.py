@@ -91,7 +91,7 @@ def _student_parts(entry: dict, problems: list[dict], rows: list[ResultRow]) -> 
     parts = []
     for problem in problems:
         pid = problem["id"]
-        known = graded_parts(problem_record(entry, pid))
+        known = graded_parts(problem_record(entry, pid, {}))
         parts += [Part(pid, part, points, by_part.pop((pid, part), None)) for part, points in known]
         # A part the grader recorded that this key does not list (a key rebuilt since):
         # shown after the key's own, so no earned point goes unseen.
@@ -477,7 +477,7 @@ def feedback_page(s: StudentGrades, key: dict, reveal: bool = False, fallbacks=N
         body.append("<p><em>This page shows the expected answers.</em></p>")
     for n, problem in enumerate(problems, 1):
         pid = problem["id"]
-        record = problem_record(entry, pid)
+        record = problem_record(entry, pid, {})
         words = _word_lists(record)
         parts = [p for p in s.parts if p.problem == pid]
         section = [f'<section class="problem"><h2>Problem {n}. {escape(problem.get("title", pid))} '

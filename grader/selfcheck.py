@@ -13,7 +13,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from formats.cells import MARKDOWN_PLACEHOLDER
+from formats.cells import CHECK, HEATMAP, MARKDOWN_PLACEHOLDER, PROMPT, SETUP_CELL, SOLUTION, parse_grade_id
 from formats.textfile import terminal_safe
 
 from .intake import NOT_READ, Found, read_submission
@@ -24,7 +24,7 @@ OK, NOT_ANSWERED, FAILS, ERROR, BY_HAND, AT_GRADING = (
     "looks right", "not answered", "check fails", "error", "graded by hand", "hidden tests at grading")
 
 # Locked cells the student only reads: never run (the kit's setup runs first instead).
-_SKIPPED = ("--prompt", "--heatmap", "--solution")
+_SKIPPED = (PROMPT, HEATMAP, SOLUTION)
 
 
 def _shown(text) -> str:
@@ -84,23 +84,22 @@ def _steps(submission, problems: list[dict]) -> tuple[list[dict], dict]:
     """The sandbox steps and, for each check cell, the part it checks."""
     steps = [exec_step("setup", GRADING_SETUP)]
     checks = {}
-    families = {f"{p['id']}-{p['function']}-": p for p in problems if p.get("kind") == "implement"}
+    functions = {(p["id"], p["function"]) for p in problems if p.get("kind") == "implement"}
     # Names from the notebook's metadata go into code below: only plain identifiers.
     for cell in submission.cells:
-        if cell.cell_type != "code" or cell.grade_id == "setup":
+        if cell.cell_type != "code" or cell.grade_id == SETUP_CELL:
             continue
-        gid = cell.grade_id or ""
-        if gid.endswith(_SKIPPED):
+        gid = parse_grade_id(cell.grade_id) if cell.grade_id else None
+        if gid is not None and gid.role in _SKIPPED:
             continue
         source, _ = strip_magics(cell.source)
         steps.append(exec_step(cell.label, source))
-        if gid.endswith("--check"):
-            problem, _, part = gid[:-len("--check")].partition("-")
-            if problem and part:
-                checks[cell.label] = (problem, part)
-        for prefix, p in families.items():
-            if gid.startswith(prefix) and not gid.endswith("--example"):
-                checks[cell.label] = (p["id"], gid[len(prefix):])
+        if gid is None:
+            continue
+        if gid.role == CHECK and gid.family is None:
+            checks[cell.label] = (gid.problem, gid.part)
+        elif gid.family is not None and gid.role is None and (gid.problem, gid.part) in functions:
+            checks[cell.label] = (gid.problem, gid.family)       # an implement problem's tests
     for p in problems:
         names = list((p.get("answers") or {}).values())
         if p.get("function"):
@@ -166,10 +165,10 @@ def self_check(path: Path, timeout: float = 10.0, sandbox=None) -> CheckReport:
             continue
         if kind == "free_response":
             for gid, text in markdown.items():
-                if gid.startswith(f"{pid}-") and "--" not in gid:
+                cell = parse_grade_id(gid)
+                if cell is not None and cell.problem == pid and cell.is_answer:
                     answered = text.strip() and text.strip() != MARKDOWN_PLACEHOLDER
-                    report.parts.append(PartCheck(pid, gid[len(pid) + 1:],
-                                                  BY_HAND if answered else NOT_ANSWERED))
+                    report.parts.append(PartCheck(pid, cell.part, BY_HAND if answered else NOT_ANSWERED))
             continue
         missing = set(result.missing.get(pid, ()))
         sent = pid in result.values or pid in result.missing

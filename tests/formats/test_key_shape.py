@@ -39,4 +39,6 @@ def test_a_class_key_grades_everyone_with_its_one_entry(key):
     assert shape.entry_for(class_key, "anyone") is entry
     assert shape.grading_student(class_key, "anyone") == CLASS_STUDENT
     assert shape.entry_for(key, "anyone") is None and shape.entry_for(None, "x") is None
-    assert shape.problem_record(entry, "no such problem") == {}
+    assert shape.problem_record(entry, "no such problem", {}) == {}
+    with pytest.raises(KeyError):
+        shape.problem_record(entry, "no such problem")
