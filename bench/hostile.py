@@ -47,6 +47,8 @@ import tempfile
 import time
 from pathlib import Path
 
+from formats.cells import GIVENS, GradeId, grade_id, parse_grade_id
+
 ROOT = Path(__file__).resolve().parents[1]
 
 CASES = ("superscript_name", "empty_giant", "newline_cell", "heatmap_1e308", "sparse_2gib",
@@ -80,7 +82,7 @@ def _answers(entry: dict, want) -> list[tuple[str, str, str]]:
             continue
         for part, variable in record["answer_names"].items():
             if want(np.asarray(from_jsonable(record["answers"][part]))):
-                found.append((pid, f"{pid}-{part}", variable))
+                found.append((pid, grade_id(pid, part), variable))
     return found
 
 
@@ -139,7 +141,7 @@ def make_case(case: str, notebook: dict, entry: dict, path: Path, scale: float) 
         _set(notebook, gid, f"{var} = np.array([[1e308, -1e308, 0, 1]] * 4)")
     elif case == "givens_bomb":
         index, givens = next((i, c) for i, c in enumerate(notebook["cells"])
-                             if str(_grade_id(c)).endswith("--givens"))
+                             if (parse_grade_id(str(_grade_id(c))) or GradeId()).role == GIVENS)
         # just under the 1,000,000 characters up to which intake parses a givens cell
         per_copy = size(999_000) - len(_source(givens)) - 1
         lines, n, total = [], 0, 0

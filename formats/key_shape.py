@@ -21,6 +21,7 @@ CLASS_STUDENT = "(class)"
 
 FREE_RESPONSE = "free_response"
 IMPLEMENT = "implement"
+_REQUIRED = object()         # (an accessor without a default: a missing key is a KeyError)
 
 
 # --- the key's head: the assignment ----------------------------------------------------
@@ -29,9 +30,9 @@ def assignment_id(key: dict) -> str:
     return key["assignment"]["id"]
 
 
-def assignment_title(key: dict) -> str:
-    """The assignment's title ("" when its spec gave none)."""
-    return str(key["assignment"].get("title", ""))
+def assignment_title(key: dict, default: str = "") -> str:
+    """The assignment's title (``default`` when the key's head has none)."""
+    return str(key["assignment"].get("title", default))
 
 
 def total_points(key: dict) -> float:
@@ -95,12 +96,11 @@ def entry_for(key: dict | None, student: str) -> dict | None:
 
 # --- an entry's problems and their parts ------------------------------------------------
 
-def problem_records(entry: dict) -> Iterator[tuple[str, dict]]:
-    """(problem id, record) of an entry, in the key's (sorted) order."""
-    return iter(entry.get("problems", {}).items())
-
-
-_REQUIRED = object()
+def problem_records(entry: dict, default=_REQUIRED) -> Iterator[tuple[str, dict]]:
+    """(problem id, record) of an entry, in the key's (sorted) order; KeyError for an entry
+    without problems, unless a ``default`` is given."""
+    records = entry["problems"] if default is _REQUIRED else entry.get("problems", default)
+    return iter(records.items())
 
 
 def problem_record(entry: dict, problem: str, default=_REQUIRED) -> dict:
@@ -120,9 +120,10 @@ def is_free_response(record: dict) -> bool:
     return record.get("kind") == FREE_RESPONSE
 
 
-def gradings(record: dict) -> list[dict]:
-    """A record's grading items, one per graded part (implement: per test family)."""
-    return record.get("grading", [])
+def gradings(record: dict, default=_REQUIRED) -> list[dict]:
+    """A record's grading items, one per graded part (implement: per test family); KeyError
+    for a record without them, unless a ``default`` is given."""
+    return record["grading"] if default is _REQUIRED else record.get("grading", default)
 
 
 def part_id(grading: dict) -> str:
@@ -135,8 +136,9 @@ def points(grading: dict) -> float:
 
 
 def graded_parts(record: dict) -> list[tuple[str, float]]:
-    """(part id, points) of every graded item of a record, in the key's order."""
-    return [(part_id(g), points(g)) for g in gradings(record)]
+    """(part id, points) of every graded item of a record, in the key's order (none for a
+    record without grading items, e.g. a problem the entry does not have: ``{}``)."""
+    return [(part_id(g), points(g)) for g in gradings(record, [])]
 
 
 def answer_names(record: dict) -> dict[str, str]:

@@ -15,6 +15,7 @@ from dataclasses import dataclass, field, replace
 import numpy as np
 
 from formats.answer_key import entry_digest
+from formats.cells import grade_id
 from formats.key_shape import (answer_names, assignment_id, entry_for, graded_parts, gradings, head_parts,
                               is_free_response, part_id, problem_order, problem_records)
 from formats.key_shape import points as points_of
@@ -127,7 +128,7 @@ def grade_values(entry: dict, values: dict, outcomes: dict, free_text: dict, cau
         for part, variable in answer_names(record).items():
             if variable not in got:
                 cause = (f"the run stopped before this problem: {stopped}" if never_sent
-                         else causes.get(f"{pid}-{part}") or causes.get(send_label(pid), ""))
+                         else causes.get(grade_id(pid, part)) or causes.get(send_label(pid), ""))
                 got[variable] = Missing(cause)
         try:
             parts = problem_verdicts(record, got, outcomes.get(pid, {}), free_text.get(pid, {}))
@@ -187,8 +188,8 @@ def unrunnable(entry: dict, reason: str) -> Graded:
     ``missing``, with the reason."""
     verdicts = {}
     for pid, record in problem_records(entry):
-        for part, max_score in graded_parts(record):
-            verdicts[(pid, part)] = Verdict(0.0, max_score, MISSING, reason)
+        for g in gradings(record):
+            verdicts[(pid, part_id(g))] = Verdict(0.0, points_of(g), MISSING, reason)
     return Graded(verdicts, {k: None for k in verdicts}, [reason])
 
 
@@ -224,7 +225,7 @@ class GradingRun:
     """What the pytest plugin asks while it grades: which submissions, which parts, and each
     part's verdict; and what it reports back: a submission whose items have all run.
 
-    ``execute`` runs on the sandbox threads (one per worker); everything else, including
+    ``execute`` runs on the sandbox threads (one per server); everything else, including
     every gradebook write, on pytest's main thread."""
 
     def __init__(self, key: dict, submissions, gradebook, sandbox, *, servers: int = 1,

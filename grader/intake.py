@@ -251,7 +251,7 @@ def kit_cells(entry: dict) -> dict[str, KitCell]:
     def add(gid, pid, role, part=None):
         cells[gid] = KitCell(gid, pid, role, part)
 
-    for pid, record in problem_records(entry):
+    for pid, record in problem_records(entry, {}):
         add(grade_id(pid, role=PROMPT), pid, "prompt")
         add(grade_id(pid, role=SOLUTION), pid, "solution")
         if givens_of(record):
@@ -261,10 +261,10 @@ def kit_cells(entry: dict) -> dict[str, KitCell]:
             add(grade_id(pid, fname), pid, "answer", fname)
             add(grade_id(pid, fname, role=PROMPT), pid, "prompt", fname)
             add(grade_id(pid, fname, role=EXAMPLE), pid, "example", fname)
-            for family in gradings(record):
+            for family in gradings(record, []):
                 add(grade_id(pid, fname, family=str(family.get("family"))), pid, "tests", family.get("family"))
             continue
-        for grading in gradings(record):
+        for grading in gradings(record, []):
             part = grading.get("id")
             add(grade_id(pid, part), pid, "answer", part)
             add(grade_id(pid, part, role=PROMPT), pid, "prompt", part)

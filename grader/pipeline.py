@@ -23,9 +23,6 @@ from .grading import GradingRun, grader_version
 from .intake import Issue, find_submissions, match
 from .plugin import run_pytest
 
-INTERRUPTED = 130          # pytest caught a Ctrl-C: what was recorded stays, the rest waits
-
-
 @dataclass
 class GradeSummary:
     """What one ``grade_folder`` did."""

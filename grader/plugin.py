@@ -8,8 +8,8 @@ per problem and an item per part (per test family for ``implement``). So the usu
 tools work: ``-k "s2026001 and weights"`` selects, ``--junitxml`` writes a report whose
 properties carry the points, and a failing item's message is the student's feedback.
 
-Student code runs before the items that judge it: a thread per sandbox worker runs the
-submissions in the order their items will run, a bounded window ahead (``GradingRun``), and
+Student code runs before the items that judge it: a thread per sandbox server runs the
+submissions in the order their items will run, a bounded window ahead (``grader.lookahead``), and
 each item waits only for its own submission's values. A large batch is graded in several
 pytest sessions of ``SESSION_SIZE`` submissions (pytest keeps every item it collects until
 its session ends); the sandbox runs on across them. A submission's rows reach the gradebook

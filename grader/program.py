@@ -317,5 +317,5 @@ def _free_text(submission: Submission, entry: dict, kit, builder: _Builder) -> d
         record = problem_record(entry, pid)
         if is_free_response(record):
             free[pid] = {g["id"]: "\n\n".join(texts.get(pid, {}).get(g["id"], []))
-                         for g in gradings(record)}
+                         for g in gradings(record, [])}
     return free

@@ -456,7 +456,7 @@ def feedback_page(s: StudentGrades, key: dict, reveal: bool = False, fallbacks=N
     their own answers; the expected answers only with ``reveal``. A part that cannot be
     drawn is shown as text, and named in the list ``fallbacks`` when one is given."""
     entry = entry_for(key, s.id)
-    title = f"{assignment_title(key) or assignment_id(key)} — feedback"
+    title = f"{assignment_title(key, default=assignment_id(key))} — feedback"
     who = f"{s.name} ({s.id})" if s.name else s.id
     body = [f"<h1>{escape(title)}</h1>", f"<p>{escape(who)}</p>",
             f"<p><strong>{_points(s.total)} / {_points(s.max_score)} points</strong></p>"]

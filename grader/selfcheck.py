@@ -13,7 +13,8 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from formats.cells import CHECK, HEATMAP, MARKDOWN_PLACEHOLDER, PROMPT, SETUP_CELL, SOLUTION, parse_grade_id
+from formats.cells import (CHECK, HEATMAP, MARKDOWN_PLACEHOLDER, PROMPT, SETUP_CELL, SOLUTION, grade_id,
+                           parse_grade_id)
 from formats.textfile import terminal_safe
 
 from .intake import NOT_READ, Found, read_submission
@@ -96,7 +97,7 @@ def _steps(submission, problems: list[dict]) -> tuple[list[dict], dict]:
         steps.append(exec_step(cell.label, source))
         if gid is None:
             continue
-        if gid.role == CHECK and gid.family is None:
+        if gid.role == CHECK and gid.part is not None and gid.family is None:
             checks[cell.label] = (gid.problem, gid.part)
         elif gid.family is not None and gid.role is None and (gid.problem, gid.part) in functions:
             checks[cell.label] = (gid.problem, gid.family)       # an implement problem's tests
@@ -173,9 +174,9 @@ def self_check(path: Path, timeout: float = 10.0, sandbox=None) -> CheckReport:
         missing = set(result.missing.get(pid, ()))
         sent = pid in result.values or pid in result.missing
         answers = p.get("answers") or {}
-        for part in sorted(answers, key=lambda part: position.get(f"{pid}-{part}", len(position))):
+        for part in sorted(answers, key=lambda part: position.get(grade_id(pid, part), len(position))):
             variable = answers[part]
-            answer_error = errors.get(f"{pid}-{part}")
+            answer_error = errors.get(grade_id(pid, part))
             check_error = failed_checks.get((pid, part))
             if answer_error is not None and answer_error.type == "NotImplementedError":
                 answer_error = None          # the placeholder: simply not answered yet
@@ -202,7 +203,7 @@ def _implement_rows(p, result, errors, failed_checks, checks) -> list[PartCheck]
     pid, function = p["id"], p["function"]
     defined = (pid in result.values and function not in set(result.missing.get(pid, ()))
                and result.values[pid].get(_implemented_flag(pid)) is not False)
-    answer_error = errors.get(f"{pid}-{function}")
+    answer_error = errors.get(grade_id(pid, function))
     if answer_error is not None and answer_error.type == "NotImplementedError":
         answer_error = None
     families = [part for (problem, part) in checks.values() if problem == pid]

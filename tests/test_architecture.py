@@ -117,3 +117,23 @@ def test_nothing_in_the_wheel_imports_the_demo_data_or_the_benchmarks():
 def test_the_rules_know_every_package():
     packages = {p.parent.name for p in ROOT.glob("*/__init__.py")} - {"tests"}
     assert packages <= PROJECT, packages - PROJECT
+
+
+def test_the_server_side_imports_nothing_else_however_deep():
+    """What a sandbox server loads, followed import by import (package __init__ files too):
+    its own modules and nothing of the grader's, the formats' or the answer key's."""
+    server_side = {"grader", "grader.sandbox", "grader.sandbox.server", "grader.sandbox.walls",
+                   "grader.sandbox.frames", "grader.sandbox.protocol"}
+    seen, todo = set(), ["grader.sandbox.server"]
+    while todo:
+        module = todo.pop()
+        if module in seen:
+            continue
+        seen.add(module)
+        parts = module.split(".")
+        for n in range(1, len(parts)):                  # importing a.b.c runs a/__init__ and a/b/__init__
+            todo.append(".".join(parts[:n]))
+        path = ROOT / Path(*parts)
+        path = path / "__init__.py" if path.is_dir() else path.with_suffix(".py")
+        todo += [n for n in imports(path) if n.split(".")[0] in PROJECT]
+    assert seen <= server_side, sorted(seen - server_side)

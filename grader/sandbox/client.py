@@ -569,21 +569,26 @@ class Sandbox:
     def __init__(self, servers: int = 1, limits: Limits = Limits(), started=()):
         """``started``: servers already running (``processes.start_servers``, e.g. started
         before NumPy was imported), used first; the rest are started here."""
+        started = list(started)
         if servers < 1:
+            for process in started:
+                process.kill()
             raise ValueError("a sandbox needs at least one server")
         self.limits = limits
         self._idle: queue.Queue[_Server] = queue.Queue()
         self._servers: list[_Server] = []
         self._lock = threading.Lock()
         self._closed = False
-        started = list(started)
+        for process in started[servers:]:          # more than asked for: not needed
+            process.kill()
+        started = started[:servers]
         try:
-            for process in started[:servers]:
-                self._add(_Server(limits, process))
-            for _ in range(servers - len(started[:servers])):
+            while started:
+                self._add(_Server(limits, started.pop(0)))
+            for _ in range(servers - len(self._servers)):
                 self._add(_Server(limits))
         except BaseException:
-            for process in started[servers:]:
+            for process in started:                 # (those not yet wrapped)
                 process.kill()
             self.close()
             raise

@@ -166,6 +166,7 @@ def is_case(frame, problem, case: int) -> bool:
 
 def ready_event(walls: list[dict]) -> dict:
     """``walls``: each wall's report, ``{"name", "active", "detail"}`` (``walls.Walls.apply``)."""
+    # (the wire keeps its first word for the walls, "layers": a rename would buy nothing)
     return {"event": READY, "layers": walls}
 
 
