@@ -10,7 +10,9 @@ import sys
 from . import __version__
 from .bank_commands import add_commands
 from .build_commands import add_build_command
-from .grade_commands import add_grade_commands
+from .check_command import add_check_command
+from .grade_commands import add_grade_command
+from .report_commands import add_report_command
 
 
 def _demo(args: argparse.Namespace) -> int:
@@ -71,7 +73,9 @@ def build_parser() -> argparse.ArgumentParser:
     twins.set_defaults(handler=_misconceptions)
     add_commands(commands)
     add_build_command(commands)
-    add_grade_commands(commands)
+    add_grade_command(commands)
+    add_report_command(commands)
+    add_check_command(commands)
     return parser
 
 
