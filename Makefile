@@ -28,7 +28,8 @@ demo: $(STAMP)
 	$(DEMO_ENV) $(PY) -m synthetic build/demo --key build/demo/instructor/answer_key.json \
 		--secret-env ATTNKIT_SECRET --out build/demo/submissions
 	@printf '\n== 3. a student checks their notebook before handing it in ==\n'
-	$(VENV)/bin/attnkit check build/demo/submissions/submitted/s2026002/attention-hw1/attention-hw1.ipynb
+	$(VENV)/bin/attnkit check build/demo/submissions/submitted/s2026002/attention-hw1/attention-hw1.ipynb \
+		|| [ $$? -eq 1 ]   # 1: not ready (the partial notebook has unanswered parts)
 	@printf '\n== 4. grading, in the sandbox (unchanged submissions are skipped: --regrade) ==\n'
 	$(DEMO_ENV) $(VENV)/bin/attnkit grade $(DEMO_HW) build/demo/submissions/submitted \
 		--build build/demo --timeout 3

@@ -60,3 +60,15 @@ def key_options(parser) -> None:
     parser.add_argument("--key", metavar="PATH", help="the answer key (default: DIR/instructor/answer_key.json)")
     parser.add_argument("--gradebook", metavar="PATH",
                         help="the SQLite gradebook (default: gradebook.sqlite beside the key)")
+
+
+def roster_of(args):
+    """``--roster``'s students (None without one), or an exit code when it cannot be read."""
+    if not getattr(args, "roster", None):
+        return None
+    from exercises.roster import RosterError, load_roster
+
+    try:
+        return load_roster(args.roster)
+    except RosterError as err:
+        return fail(err.problems)

@@ -14,7 +14,7 @@ from pathlib import Path
 from formats.textfile import terminal_json, terminal_safe
 
 from .build_commands import _positive
-from .course_files import fail, key_and_gradebook, key_options, load, warn
+from .course_files import fail, key_and_gradebook, key_options, load, roster_of, warn
 from .progress import Progress
 
 
@@ -69,6 +69,9 @@ def _grade(args) -> int:
     assignment, key = loaded
     if not Path(args.submissions).is_dir():
         return fail([f"{args.submissions}: no such folder"])
+    roster = roster_of(args)
+    if isinstance(roster, int):
+        return roster
 
     from grader.gradebook import Gradebook, GradebookError
     from grader.pipeline import grade_folder
@@ -86,11 +89,13 @@ def _grade(args) -> int:
                 Sandbox(args.jobs, Limits(wall_seconds=args.timeout)) as sandbox:
             summary = grade_folder(key, Path(args.submissions), gradebook, sandbox,
                                    servers=args.jobs, regrade=args.regrade, pytest_args=pytest_args,
-                                   verbose=args.verbose, progress=bar)
-            table = None
+                                   verbose=args.verbose, progress=bar, deadline=assignment.deadline,
+                                   roster=roster)
+            table = look = None
             if not args.json:
-                from grader.reports import class_table
-                table = class_table(gradebook, key)
+                from grader.reports import class_table, look_list, summary_json
+                class_summary = summary_json(gradebook, key, assignment.deadline)
+                table, look = class_table(gradebook, key, summary=class_summary), look_list(class_summary)
     except GradebookError as err:
         return fail([str(err)])
     except KeyboardInterrupt:
@@ -113,11 +118,15 @@ def _grade(args) -> int:
     for issue in summary.issues:
         warn(f"note: {issue}")
     print(table)
+    if look:
+        print(look)
     graded, missing = shown["graded"], summary.missing
     print(f"graded {graded} submission{'s' if graded != 1 else ''} in "
           f"{summary.seconds:.2f} s ({shown['submissions_per_second']:g}/s, {args.jobs} server"
           f"{'s' if args.jobs != 1 else ''}); {len(summary.skipped)} unchanged since the last run"
           + ("" if args.regrade else " (--regrade grades them again)")
+          + (f"; {len(summary.absent)} not in this folder (their earlier grades stand)"
+             if summary.absent else "")
           + (f"; {len(missing)} missing" if missing else ""))
     if summary.not_recorded:
         print(f"-k chose only some parts of {len(summary.not_recorded)} submission(s): their results "
@@ -146,6 +155,9 @@ def add_grade_command(commands) -> None:
     grade.add_argument("--timeout", type=float, default=10.0, metavar="SECONDS",
                        help="wall-clock limit per run of a submission's code (default %(default)s)")
     grade.add_argument("--regrade", action="store_true", help="grade unchanged submissions again")
+    grade.add_argument("--roster", metavar="CSV",
+                       help="the roster, for Canvas and Moodle downloads: its lms_id and lms_login columns "
+                            "name the files' students")
     grade.add_argument("-k", metavar="EXPRESSION",
                        help="pytest's -k: only items matching, e.g. 's2026001 and weights'")
     grade.add_argument("--junitxml", metavar="PATH", help="also write pytest's JUnit XML report")

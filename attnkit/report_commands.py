@@ -12,8 +12,11 @@ from pathlib import Path
 from formats.key_shape import key_students
 from formats.textfile import terminal_json, terminal_safe
 
-from .course_files import fail, key_and_gradebook, key_options, load, warn
+from .course_files import fail, key_and_gradebook, key_options, load, roster_of, warn
 from .progress import Progress
+
+# The LMS files `--lms` asks for, and where each goes in the report folder.
+LMS_FILES = {"canvas": "canvas.csv", "moodle": "moodle.csv"}
 
 
 def _report(args) -> int:
@@ -27,6 +30,9 @@ def _report(args) -> int:
     assignment, key = loaded
     if not gradebook_path.exists():
         return fail([f"{gradebook_path}: no gradebook yet (run attnkit grade first)"])
+    args.roster_students = roster_of(args)
+    if isinstance(args.roster_students, int):
+        return args.roster_students
 
     from grader.gradebook import Gradebook, GradebookError
     from grader.reports import class_table, summary_json
@@ -34,21 +40,25 @@ def _report(args) -> int:
     out = Path(args.out) if args.out else args.key_path.parent.parent / "reports"
     try:
         with Gradebook(gradebook_path) as gradebook:
-            outcome = _write_reports(gradebook, key, out, args)
-            summary = summary_json(gradebook, key)
-            table = class_table(gradebook, key) if args.table and not args.json else None
+            outcome = _write_reports(gradebook, key, out, args, assignment.deadline)
+            summary = summary_json(gradebook, key, assignment.deadline)
+            table = (class_table(gradebook, key, summary=summary) if args.table and not args.json
+                     else None)
     except GradebookError as err:
         return fail([str(err)])
-    written, not_written, fallbacks = outcome
+    written, not_written, fallbacks, notes = outcome
     for what, why in not_written.items():
         warn(f"attnkit report: {what} not written: {why}")
+    for what, lines in notes.items():
+        for line in lines:
+            warn(f"attnkit report: {line}")
     for student, what in fallbacks.items():
         warn(f"attnkit report: feedback/{student}.html: could not draw {', '.join(what)}; "
              "a plainer page was written instead")
     code = 1 if not_written else 0
     if args.json:
         print(terminal_json({**summary, "written": written, "not_written": not_written,
-                             "fallbacks": fallbacks}))
+                             "fallbacks": fallbacks, "export_notes": notes}))
         return code
     if table is not None:
         print(table)
@@ -61,27 +71,56 @@ def _report(args) -> int:
     return code
 
 
-def _write_reports(gradebook, key: dict, out: Path, args) -> tuple[dict, dict, dict]:
+def _write_reports(gradebook, key: dict, out: Path, args, deadline=None) -> tuple[dict, dict, dict, dict]:
     """(written: output → where, not_written: output → why, fallbacks: student → what of
-    their page could not be drawn). Each output is written on its own: one that fails (a full
-    disk, an answer no renderer expected) is reported, and the others are still written."""
+    their page could not be drawn, notes: output → what the instructor must know before
+    importing it). Each output is written on its own: one that fails (a full disk, an answer
+    no renderer expected, a title Canvas would ignore) is reported, and the others are
+    still written."""
+    from grader import exports
     from grader.gradebook import GradebookError
-    from grader.reports import write_csv, write_feedback, write_gradescope
+    from grader.grades import class_grades
+    from grader.reports import write_feedback
 
     fallbacks: dict[str, list[str]] = {}
+    notes: dict[str, list[str]] = {}
+    roster = getattr(args, "roster_students", None)
+    grades_of: list = []
+
+    def grades():
+        if not grades_of:
+            grades_of.append(class_grades(gradebook, key, deadline))
+        return grades_of[0]
 
     def feedback():
         progress = Progress(len(key_students(key)), "feedback", enabled=None if not args.json else False)
         try:
             fallbacks.update(write_feedback(gradebook, key, out / "feedback", reveal=args.reveal,
-                                            progress=progress).fallbacks)
+                                            progress=progress, deadline=deadline).fallbacks)
         finally:
             progress.close()
 
-    outputs = (("csv", out / "grades.csv", lambda: write_csv(gradebook, key, out / "grades.csv")),
+    def lms_file(what: str, write, **options):
+        def run():
+            export = write(grades(), key, out / LMS_FILES[what], roster,
+                           missing_as_zero=args.missing_as_zero, partial=args.partial, **options)
+            if export.notes:
+                notes[what] = list(export.notes)
+        return what, out / LMS_FILES[what], run
+
+    outputs = [("csv", out / "grades.csv",
+                lambda: exports.write_grades_csv(grades(), key, out / "grades.csv", roster,
+                                                 missing_as_zero=args.missing_as_zero)),
                ("gradescope", out / "gradescope" / "<student>" / "results.json",
-                lambda: write_gradescope(gradebook, key, out / "gradescope")),
-               ("feedback", out / "feedback" / "<student>.html", feedback))
+                lambda: exports.write_gradescope(grades(), key, out / "gradescope",
+                                                 visibility=args.gradescope_visibility)),
+               ("feedback", out / "feedback" / "<student>.html", feedback)]
+    lms = dict.fromkeys(args.lms or ())               # in the order asked, each once
+    if "canvas" in lms:
+        outputs.append(lms_file("canvas", exports.write_canvas_csv, title=args.canvas_title,
+                                canvas_assignment_id=args.canvas_id))
+    if "moodle" in lms:
+        outputs.append(lms_file("moodle", exports.write_moodle_csv, identify_by=args.moodle_id))
     written, not_written = {}, {}
     for what, where, write in outputs:
         try:
@@ -91,19 +130,24 @@ def _write_reports(gradebook, key: dict, out: Path, args) -> tuple[dict, dict, d
         except OSError as err:
             not_written[what] = f"{err.filename or where}: {err.strerror or err}"
         except Exception as err:  # noqa: BLE001 — a bug in one output must not cost the others
-            not_written[what] = f"{type(err).__name__}: {err}"
+            not_written[what] = str(err) if isinstance(err, exports.ExportError) else f"{type(err).__name__}: {err}"
         else:
             written[what] = str(where)
-    return written, not_written, fallbacks
+    return written, not_written, fallbacks, notes
 
 
 def add_report_command(commands) -> None:
     report = commands.add_parser(
-        "report", help="grades CSV, Gradescope results.json, per-student feedback pages",
-        description="From the gradebook: grades.csv (one row per student, for an LMS), "
+        "report", help="grades CSV, Gradescope results.json, per-student feedback pages, LMS imports",
+        description="From the gradebook: grades.csv (one row per student: points so far, "
+                    "status graded/incomplete/error/missing, pending hand-graded points), "
                     "gradescope/<student>/results.json, and feedback/<student>.html (offline, "
                     "self-contained: each part's result, the diagnosed mistake, heatmaps of the "
-                    "student's attention matrices). Expected values appear only with --reveal.")
+                    "student's attention matrices); with --lms, canvas.csv (Canvas: Grades > "
+                    "Import) and moodle.csv (Moodle: Grader report > Import > CSV file). A "
+                    "missing student's grade is blank, and an LMS gets no grade for a student "
+                    "whose hand-graded parts are pending, unless asked. Expected values appear "
+                    "only with --reveal.")
     report.add_argument("assignment", metavar="ASSIGNMENT.yaml", help="the assignment spec (for its secret)")
     key_options(report)
     report.add_argument("--out", metavar="DIR", help="where to write (default: next to instructor/, in reports/)")
@@ -111,4 +155,30 @@ def add_report_command(commands) -> None:
                         help="show the expected values in the feedback pages (after the deadline)")
     report.add_argument("--table", action="store_true", help="also print the class table")
     report.add_argument("--json", action="store_true", help="machine-readable summary on stdout")
+    lms = report.add_argument_group("LMS imports")
+    lms.add_argument("--lms", action="append", choices=sorted(LMS_FILES), metavar="LMS",
+                     help="also write the import file of this LMS: canvas (canvas.csv), moodle "
+                          "(moodle.csv); give it once per LMS")
+    lms.add_argument("--roster", metavar="PATH",
+                     help="the roster CSV: names and emails as the LMS spells them, and its "
+                          "lms_id/lms_login columns (Canvas's ID and SIS Login ID, Moodle's username)")
+    lms.add_argument("--missing-as-zero", action="store_true",
+                     help="give a student without a submission 0 (default: blank, no grade)")
+    lms.add_argument("--partial", action="store_true",
+                     help="export the points so far for a student whose hand-graded parts are "
+                          "pending (default: no grade in canvas.csv and moodle.csv until every "
+                          "part is graded)")
+    lms.add_argument("--canvas-title", metavar="TITLE",
+                     help="the assignment's name in Canvas (default: its title; Canvas ignores "
+                          "a column whose name holds \"final\")")
+    lms.add_argument("--canvas-id", metavar="N",
+                     help="the Canvas assignment's number (…/assignments/N): grades go to that "
+                          "assignment (default: one named \"<title> (<assignment id>)\", created by "
+                          "the first import)")
+    lms.add_argument("--moodle-id", choices=("email", "idnumber", "username", "userid"), default="email",
+                     help="how Moodle finds each student: email address (default), ID number "
+                          "(the student id), username (the roster's lms_login) or user id (its lms_id)")
+    report.add_argument("--gradescope-visibility", default="visible",
+                        choices=("visible", "hidden", "after_due_date", "after_published"),
+                        help="when students see results.json's tests and summary (default: visible)")
     report.set_defaults(handler=_report, command="report")

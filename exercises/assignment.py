@@ -18,14 +18,18 @@ import re
 from dataclasses import dataclass, replace
 from pathlib import Path
 
+from formats.deadline import Deadline
+
 from .bank import BANK_DIR, template_files
+from .deadlines import read_deadline
 from .loading import LoadProblems, describe, key_path, parse_yaml_file, shown_path
 from .schema import TEMPLATE_MAPPING, Template, TemplateError, load_template
 from formats.textfile import ProblemsError, read_utf8
 from .yaml_lines import LineDict, LineList
 
 TOP_KEYS = {"id": "required", "title": "required", "instructions": "optional",
-            "secret": "required", "bank": "optional", "problems": "required"}
+            "secret": "required", "bank": "optional", "problems": "required",
+            "due": "optional", "timezone": "optional", "late": "optional", "extensions": "optional"}
 PROBLEM_KEYS = {"template": "required", "id": "optional", "title": "optional",
                 "points": "optional", "parts": "optional", "tests": "optional",
                 "rtol": "optional", "atol": "optional"}
@@ -65,6 +69,7 @@ class Assignment:
     secret_source: tuple[str, str, int]   # ("env", NAME, line) or ("file", "/abs/path", line)
     problems: tuple[Problem, ...]
     source_digest: str                # SHA-256 of the spec file's bytes
+    deadline: Deadline | None = None  # due date, late policy, extensions (exercises.deadlines)
 
     @property
     def points(self) -> float:
@@ -117,13 +122,14 @@ def load_assignment(path: str | Path, templates: bool = True) -> Assignment:
     title = load.text(data, "title", "title") or ""
     instructions = load.text(data, "instructions", "instructions") or ""
     secret_source = _secret_source(load, data, folder)
+    deadline = read_deadline(load, data, folder, AssignmentError)
     problems = (_problems(load, data, _Templates(load, folder, _bank(load, data, folder)))
                 if templates else ())
     if load.problems:
         raise AssignmentError(load.problems)
     return Assignment(path=shown, id=aid, title=title, instructions=instructions,
                       secret_source=secret_source, problems=problems,
-                      source_digest=hashlib.sha256(raw).hexdigest())
+                      source_digest=hashlib.sha256(raw).hexdigest(), deadline=deadline)
 
 
 # --- the secret and the bank -----------------------------------------------------------------

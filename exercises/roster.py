@@ -1,4 +1,19 @@
-"""The class roster: a CSV file of students (student_id, name, email), checked on load.
+"""The class roster: a CSV file of students, checked on load.
+
+Columns (a header row; any order; other columns are ignored):
+
+    student_id   required: the kit's id (a folder name, an nbgrader id)
+    name         required (may be empty)
+    email        optional (also read from "E-mail", "Email address", "Mail")
+    lms_id       optional: the LMS's numeric user id (Canvas's "ID" column, Moodle's user id),
+                 also read from "ID", "User ID", "Canvas user ID", "Moodle ID"
+    lms_login    optional: the LMS login (also read from "SIS Login ID", "Login ID", "Login",
+                 "Username", and, when none of those is there, "SIS User ID")
+
+A column's own name wins over its aliases, and the first alias present (in that order) is
+the one read; matching ignores case, spaces, '_' and '-'. No alias is ever read as
+student_id. Intake uses the LMS columns to pair Canvas and Moodle bulk downloads with
+students (grader.intake.match).
 
 Rosters come out of spreadsheets and learning-management systems, so the reader accepts
 what those write: Excel's UTF-8 byte-order mark, ';' as the separator (European Excel),
@@ -20,7 +35,16 @@ from pathlib import Path
 from .loading import shown_path
 from formats.textfile import ProblemsError, read_utf8
 
-COLUMNS = ("student_id", "name", "email")
+COLUMNS = ("student_id", "name", "email")      # the header a roster is shown with
+REQUIRED = ("student_id", "name")
+# Optional columns → the header names also read as them, in order of preference (after the
+# column's own name). Compared without case, spaces, '_' or '-' (see _normal).
+OPTIONAL = {
+    "email": ("e-mail", "email address", "e-mail address", "mail"),
+    "lms_id": ("id", "user id", "canvas user id", "moodle id", "lms user id"),
+    "lms_login": ("sis login id", "login id", "login", "username", "user name", "sis user id"),
+}
+_LMS_ID = re.compile(r"[0-9]{1,20}")
 MAX_PROBLEMS = 50
 # A student id becomes a directory name and an nbgrader student id.
 _STUDENT_ID = re.compile(r"[A-Za-z0-9][A-Za-z0-9._@+-]{0,63}")     # (fullmatch: "$" would let a final newline in)
@@ -38,6 +62,8 @@ class Student:
     name: str
     email: str
     line: int                         # the row's first physical line in the file
+    lms_id: str = ""                  # the LMS's numeric user id (Canvas user id, Moodle id)
+    lms_login: str = ""               # the LMS login (Canvas / SIS login, Moodle username)
 
 
 class RosterError(ProblemsError):
@@ -64,29 +90,35 @@ def load_roster(path: str | Path) -> tuple[Student, ...]:
     columns = _columns(header, header_line, shown)
     if not rows:
         raise RosterError([f"{shown}: no students (the file has only a header row)"])
-    return _students(rows, len(header), columns, delimiter, shown)
+    named = frozenset(c for c, i in columns.items() if _normal(header[i]) == _normal(c))
+    return _students(rows, len(header), columns, delimiter, shown, named)
 
 
-def _students(rows, width: int, columns: dict[str, int], delimiter: str,
-              shown: str) -> tuple[Student, ...]:
+def _students(rows, width: int, columns: dict[str, int], delimiter: str, shown: str,
+              named: frozenset[str] = frozenset()) -> tuple[Student, ...]:
     """The rows as students; RosterError lists the problems of every row."""
     problems: list[str] = []
     students: list[Student] = []
     seen: dict[str, tuple[str, int]] = {}     # lower-case id → (id as written, line)
+    lms_seen: dict[tuple[str, str], int] = {}  # (column, value) → its first line
+    checked = frozenset(c for c in ("lms_id", "lms_login") if c in columns and c in named)
     for line, fields in rows:
         if len(fields) != width:
             hint = (f" (a {_DELIMITER_NAMES[delimiter]} inside a value needs \"double quotes\")"
                     if len(fields) > width else "")
             problems.append(f"{shown}:{line}: {len(fields)} fields, but the header has {width}{hint}")
             continue
-        sid, name, email = (fields[columns[c]].strip() for c in COLUMNS)
-        found = [p for p in (_id_problem(sid, seen), _email_problem(email)) if p]
+        sid, name, email, lms_id, lms_login = (
+            fields[columns[c]].strip() if c in columns else ""
+            for c in ("student_id", "name", "email", "lms_id", "lms_login"))
+        found = [p for p in (_id_problem(sid, seen), _email_problem(email),
+                             *_lms_problems(lms_id, lms_login, line, checked, lms_seen)) if p]
         problems += [f"{shown}:{line}: {problem}" for problem in found]
         if _STUDENT_ID.fullmatch(sid):
             seen.setdefault(sid.lower(), (sid, line))
         if not found:
             # Names show up in notebook headings: a quoted line break becomes a space.
-            students.append(Student(sid, " ".join(name.split()), email, line))
+            students.append(Student(sid, " ".join(name.split()), email, line, lms_id, lms_login))
     if problems:
         raise RosterError(problems)
     return tuple(students)
@@ -118,11 +150,17 @@ def _records(text: str, delimiter: str, shown: str) -> list[tuple[int, list[str]
     return records
 
 
+def _normal(header: str) -> str:
+    """How an optional column's header is compared: no case, and spaces, '_' and '-' alike."""
+    return " ".join(header.strip().lower().replace("_", " ").replace("-", " ").split())
+
+
 def _columns(header: list[str], line: int, shown: str) -> dict[str, int]:
-    """The position of each required column; RosterError if one is missing or doubled."""
+    """The position of each column read (the required ones, and the optional ones present);
+    RosterError if a required one is missing or a column read is doubled."""
     names = [h.strip().lower() for h in header]
     problems = []
-    for column in COLUMNS:
+    for column in REQUIRED:
         if names.count(column) > 1:
             problems.append(f"{shown}:{line}: column '{column}' appears {names.count(column)} times")
         elif column not in names:
@@ -133,9 +171,20 @@ def _columns(header: list[str], line: int, shown: str) -> dict[str, int]:
                           if hint else "")
             problems.append(f"{shown}:{line}: missing column '{column}' (the header has: "
                             f"{', '.join(h.strip() for h in header)}){suggestion}")
+    columns = {column: names.index(column) for column in REQUIRED if names.count(column) == 1}
+    normal = [_normal(h) for h in header]
+    for column, aliases in OPTIONAL.items():
+        for candidate in (_normal(column), *map(_normal, aliases)):
+            where = [i for i, n in enumerate(normal) if n == candidate]
+            if len(where) > 1:
+                problems.append(f"{shown}:{line}: column '{header[where[0]].strip()}' appears "
+                                f"{len(where)} times")
+            if where:
+                columns[column] = where[0]
+                break
     if problems:
         raise RosterError(problems)
-    return {column: names.index(column) for column in COLUMNS}
+    return columns
 
 
 def _id_problem(sid: str, seen: dict[str, tuple[str, int]]) -> str:
@@ -157,3 +206,20 @@ def _email_problem(email: str) -> str:
     if email and not _EMAIL.match(email):
         return f"email '{email}' does not look like an email address (name@domain, no spaces)"
     return ""
+
+
+def _lms_problems(lms_id: str, lms_login: str, line: int, checked: frozenset[str],
+                  seen: dict[tuple[str, str], int]) -> list[str]:
+    """The checks of the LMS columns. Only a column headed lms_id / lms_login (``checked``)
+    is checked: one read from an export's own column ("ID", "Username") is taken as it is,
+    since a roster may have had such a column for other uses before the kit read it."""
+    problems = []
+    if lms_id and "lms_id" in checked and not _LMS_ID.fullmatch(lms_id):
+        problems.append(f"lms_id '{lms_id}' is not a number (the LMS's numeric user id: Canvas's "
+                        "ID column, Moodle's user id)")
+    for column, value in (("lms_id", lms_id), ("lms_login", lms_login)):
+        if value and column in checked:             # (logins compare without case)
+            first = seen.setdefault((column, value.lower()), line)
+            if first != line:
+                problems.append(f"duplicate {column} '{value}' (also on line {first})")
+    return problems

@@ -1,16 +1,27 @@
-"""The gradebook: every graded submission and every graded part, in one SQLite file.
+"""The gradebook: every submission a student handed in, each with every graded part, in one
+SQLite file. It only ever adds knowledge.
+
+A **handin** is one distinct notebook a student handed in (its content hash): the main
+folder's, a late one, a resubmission. Each is kept with its own grade; grading it again (a
+rebuilt key, a newer kit) replaces that handin's grade and nothing else. Which handin
+*counts* is decided when the gradebook is read (``submissions``, ``results``: by default the
+one received last), and a student with none is missing — a fact of the report, never a row
+that overwrites a grade. So runs over any sequence of folders (the main one, a late one, a
+single resubmission, an empty one) accumulate.
 
 Why SQLite in WAL mode: a batch of hundreds of notebooks is graded by several threads and may
-be interrupted at any moment (Ctrl-C, a laptop lid, a killed job). Each submission is recorded
-in one transaction that replaces that student's rows, so after a crash the file holds, for every
-student, either the old grading or the new one, never half of each; re-running the batch skips
+be interrupted at any moment (Ctrl-C, a laptop lid, a killed job). Each handin is recorded in
+one transaction that replaces that handin's rows, so after a crash the file holds, for every
+handin, either the old grading or the new one, never half of each; re-running the batch skips
 what is current (``is_current``) and grades the rest. WAL lets ``attnkit report`` read while a
 batch is writing, and ``synchronous=NORMAL`` is durable enough for that (a power cut can lose the
 last commits, never corrupt the file), and much faster than FULL.
 
 Primary keys make every write an upsert: recording the same submission twice leaves the same
-rows. ``graded_at`` is kept for the instructor's own queries but is part of no dataclass and no
-report, so reports are byte-for-byte the same for the same grading.
+rows. ``graded_at`` and ``first_seen`` are kept for the instructor's own queries (and
+``first_seen`` to order handins whose receipt time is unknown) but are part of no dataclass and
+no report, so reports are byte-for-byte the same for the same grading. A gradebook of schema 1
+(one row per student) is migrated in place when it is opened, every grade kept.
 
 This module uses the standard library only: the grader's trusted side imports it next to the
 sandbox client, and nothing here needs numpy.
@@ -30,7 +41,7 @@ from pathlib import Path
 from formats.textfile import printable
 
 FORMAT = "attnkit-gradebook"
-SCHEMA_VERSION = 1
+SCHEMA_VERSION = 2
 # "ATKG": SQLite's own slot for the file's type, so `file` and other tools can tell it apart
 # from any other database; the meta table is what this module checks.
 APPLICATION_ID = 0x41544B47
@@ -38,9 +49,9 @@ BUSY_TIMEOUT_MS = 30_000
 
 RESULT_STATUSES = ("passed", "failed", "partial", "missing", "error", "manual")
 # graded: every part has a verdict (an unreadable notebook too: 0 points, the reason per part);
-# error: the grader itself failed on some part (see the messages): graded again next run;
-# missing: nothing was submitted.
-SUBMISSION_STATUSES = ("graded", "error", "missing")
+# error: the grader itself failed on some part (see the messages): graded again next run.
+# (A student with no handin is "missing" in the reports; the gradebook stores no such row.)
+SUBMISSION_STATUSES = ("graded", "error")
 
 # A student's answer is stored so the feedback page can show it, not to re-grade it: a
 # 2000×2000 matrix of floats would make the file huge for nothing, so beyond this many bytes
@@ -54,22 +65,28 @@ CREATE TABLE meta (
     value TEXT NOT NULL
 ) WITHOUT ROWID;
 CREATE TABLE submissions (
-    assignment   TEXT NOT NULL,
-    student      TEXT NOT NULL,
-    path         TEXT NOT NULL,
-    content_hash TEXT NOT NULL,
-    status       TEXT NOT NULL CHECK (status IN {SUBMISSION_STATUSES!r}),
-    notes        TEXT NOT NULL,             -- JSON list of strings
-    score        REAL NOT NULL,
-    max_score    REAL NOT NULL,
-    duration_ms  INTEGER NOT NULL,
-    graded_at    TEXT NOT NULL,             -- UTC, ISO 8601, never in a report
-    kit_version  TEXT NOT NULL,
-    PRIMARY KEY (assignment, student)
+    assignment    TEXT NOT NULL,
+    student       TEXT NOT NULL,
+    handin        TEXT NOT NULL,            -- the notebook's content hash: one row per distinct notebook
+    path          TEXT NOT NULL,
+    content_hash  TEXT NOT NULL,            -- what was graded: the notebook and the key entry together
+    status        TEXT NOT NULL CHECK (status IN {SUBMISSION_STATUSES!r}),
+    notes         TEXT NOT NULL,            -- JSON list of strings
+    issues        TEXT NOT NULL,            -- JSON list of [code, message]: intake's and the program's
+    score         REAL NOT NULL,
+    max_score     REAL NOT NULL,
+    duration_ms   INTEGER NOT NULL,
+    kit_version   TEXT NOT NULL,
+    received_at   TEXT,                     -- UTC, ISO 8601, when it was handed in (None: unknown)
+    received_from TEXT NOT NULL,            -- where that time comes from
+    first_seen    TEXT NOT NULL,            -- UTC, when a run first recorded it (never in a report)
+    graded_at     TEXT NOT NULL,            -- UTC, ISO 8601, never in a report
+    PRIMARY KEY (assignment, student, handin)
 );
 CREATE TABLE results (
     assignment    TEXT NOT NULL,
     student       TEXT NOT NULL,
+    handin        TEXT NOT NULL,
     problem       TEXT NOT NULL,
     part          TEXT NOT NULL,
     position      INTEGER NOT NULL,         -- order as recorded: the key's problem and part order
@@ -81,16 +98,22 @@ CREATE TABLE results (
     answer        TEXT,                     -- JSON (formats.serialize.to_jsonable), capped
     duration_ms   INTEGER NOT NULL,
     content_hash  TEXT NOT NULL,
-    PRIMARY KEY (assignment, student, problem, part),
-    FOREIGN KEY (assignment, student) REFERENCES submissions (assignment, student)
+    PRIMARY KEY (assignment, student, handin, problem, part),
+    FOREIGN KEY (assignment, student, handin) REFERENCES submissions (assignment, student, handin)
         ON DELETE CASCADE
 );
 """
 
-_SUBMISSION_COLUMNS = ("assignment", "student", "path", "content_hash", "status", "notes", "score",
-                       "max_score", "duration_ms", "kit_version")
+_SUBMISSION_COLUMNS = ("assignment", "student", "handin", "path", "content_hash", "status", "notes",
+                       "issues", "score", "max_score", "duration_ms", "kit_version", "received_at",
+                       "received_from")
 _RESULT_COLUMNS = ("assignment", "student", "problem", "part", "position", "score", "max_score",
                    "status", "message", "misconception", "answer", "duration_ms", "content_hash")
+_RESULT_INSERT = ("assignment", "student", "handin", *_RESULT_COLUMNS[2:])
+# The handin that counts for a student: the one received last (one whose time is unknown is
+# older than any with a time), then the one recorded last. (A late policy may choose another:
+# grader.policy reads every handin.)
+_LATEST_FIRST = "COALESCE(received_at, '') DESC, first_seen DESC, handin DESC"
 
 
 class GradebookError(RuntimeError):
@@ -100,9 +123,12 @@ class GradebookError(RuntimeError):
 
 @dataclass(frozen=True)
 class SubmissionRow:
-    """One student's submission for one assignment, as graded. ``score``/``max_score`` are
-    the totals over its parts; ``notes`` say what the instructor should know (wrong student
-    id in the notebook, a crashed cell, …)."""
+    """One notebook a student handed in for one assignment, as graded. ``score``/``max_score``
+    are the totals over its parts; ``notes`` say what the instructor should know (wrong
+    student id in the notebook, a crashed cell, …). ``handin`` names the notebook (its
+    content hash; ``content_hash``, what was graded, when not given); ``received_at`` is when
+    it was handed in (UTC, ISO 8601, None when unknown) and ``received_from`` where that time
+    comes from (nbgrader's timestamp.txt, an LMS export, the file's modification time)."""
 
     assignment: str
     student: str
@@ -114,9 +140,16 @@ class SubmissionRow:
     max_score: float = 0.0
     duration_ms: int = 0
     kit_version: str = ""
+    handin: str = ""
+    received_at: str | None = None
+    received_from: str = ""
+    issues: tuple[tuple[str, str], ...] = ()   # (code, message): grader.intake's ISSUE_CODES, the program's
 
     def __post_init__(self):
         object.__setattr__(self, "notes", tuple(str(n) for n in self.notes))
+        object.__setattr__(self, "issues", tuple((str(c), str(m)) for c, m in self.issues))
+        if not self.handin:
+            object.__setattr__(self, "handin", self.content_hash)
         if self.status not in SUBMISSION_STATUSES:
             raise ValueError(f"submission status must be one of {', '.join(SUBMISSION_STATUSES)}, "
                              f"not {self.status!r}")
@@ -185,15 +218,17 @@ def _text(value) -> str:
 
 
 def _submission_values(s: SubmissionRow) -> tuple:
-    return (s.assignment, s.student, _text(s.path), s.content_hash, s.status,
+    return (s.assignment, s.student, s.handin, _text(s.path), s.content_hash, s.status,
             _text(json.dumps(list(s.notes), ensure_ascii=False)),
+            _text(json.dumps([list(i) for i in s.issues], ensure_ascii=False)),
             _number(s.score, "score"), _number(s.max_score, "max_score"), int(s.duration_ms),
-            s.kit_version)
+            s.kit_version, None if s.received_at is None else _text(s.received_at),
+            _text(s.received_from))
 
 
-def _result_values(position: int, r: ResultRow) -> tuple:
+def _result_values(position: int, handin: str, r: ResultRow) -> tuple:
     what = f"{r.student}: {r.problem}/{r.part}"
-    return (r.assignment, r.student, r.problem, r.part, position,
+    return (r.assignment, r.student, handin, r.problem, r.part, position,
             _number(r.score, f"{what}: score"), _number(r.max_score, f"{what}: max_score"),
             r.status, _text(r.message), r.misconception, _answer_text(r), int(r.duration_ms),
             r.content_hash)
@@ -202,6 +237,7 @@ def _result_values(position: int, r: ResultRow) -> tuple:
 def _submission_row(values) -> SubmissionRow:
     row = dict(zip(_SUBMISSION_COLUMNS, values))
     row["notes"] = tuple(json.loads(row["notes"]))
+    row["issues"] = tuple(tuple(i) for i in json.loads(row["issues"]))
     return SubmissionRow(**row)
 
 
@@ -259,6 +295,8 @@ class Gradebook:
                 c.executemany("INSERT INTO meta (key, value) VALUES (?, ?)",
                               [("format", FORMAT), ("schema_version", str(SCHEMA_VERSION))])
                 c.execute(f"PRAGMA application_id = {APPLICATION_ID}")
+            elif self._schema_version() == 1:
+                self._migrate_from_1()
             c.execute("COMMIT")
         except BaseException:
             if c.in_transaction:
@@ -268,6 +306,39 @@ class Gradebook:
         problems = [r[0] for r in c.execute("PRAGMA quick_check")]
         if problems != ["ok"]:
             raise GradebookError(f"{self.path}: the gradebook is damaged: " + "; ".join(problems[:5]))
+
+    def _schema_version(self) -> int | None:
+        try:
+            row = self._conn.execute("SELECT value FROM meta WHERE key = 'schema_version'").fetchone()
+            return int(row[0]) if row else None
+        except (sqlite3.DatabaseError, ValueError):
+            return None                   # not a gradebook: _check_format says so
+
+    def _migrate_from_1(self) -> None:
+        """Schema 1 kept one row per student (and wrote "missing" rows over grades): each
+        graded row becomes that student's one handin, every part kept; "missing" rows, which
+        hold no grade, are dropped (missing is now a fact of the report)."""
+        c = self._conn
+        if not {"submissions", "results"} <= self._tables():
+            return                         # _check_format says what is wrong
+        c.execute("ALTER TABLE results RENAME TO results_v1")
+        c.execute("ALTER TABLE submissions RENAME TO submissions_v1")
+        for statement in filter(str.strip, _SCHEMA.split(";")):
+            if "CREATE TABLE meta" not in statement:
+                c.execute(statement)
+        c.execute("INSERT INTO submissions (assignment, student, handin, path, content_hash, status, "
+                  "notes, issues, score, max_score, duration_ms, kit_version, received_at, received_from, "
+                  "first_seen, graded_at) SELECT assignment, student, content_hash, path, content_hash, "
+                  "status, notes, '[]', score, max_score, duration_ms, kit_version, NULL, '', graded_at, "
+                  "graded_at FROM submissions_v1 WHERE status != 'missing'")
+        c.execute(f"INSERT INTO results ({', '.join(_RESULT_INSERT)}) SELECT r.assignment, r.student, "
+                  "s.content_hash, r.problem, r.part, r.position, r.score, r.max_score, r.status, "
+                  "r.message, r.misconception, r.answer, r.duration_ms, r.content_hash "
+                  "FROM results_v1 r JOIN submissions_v1 s USING (assignment, student) "
+                  "WHERE s.status != 'missing'")
+        c.execute("DROP TABLE results_v1")
+        c.execute("DROP TABLE submissions_v1")
+        c.execute("UPDATE meta SET value = ? WHERE key = 'schema_version'", (str(SCHEMA_VERSION),))
 
     def _tables(self) -> set[str]:
         return {r[0] for r in self._conn.execute("SELECT name FROM sqlite_master WHERE type = 'table'")}
@@ -317,21 +388,22 @@ class Gradebook:
 
     def is_current(self, assignment: str, student: str, content_hash: str,
                    kit_version: str | None = None) -> bool:
-        """True when this exact notebook (and, if given, this kit version) has already been
-        graded: a resumed batch skips it. Submissions that could not be graded (``error``)
-        are never current, so a re-run retries them."""
+        """True when this exact notebook graded against this exact key entry (``content_hash``,
+        and if given this kit version) has already been graded: a resumed batch skips it.
+        Handins that could not be graded (``error``) are never current, so a re-run retries them."""
         with self._lock, self._errors():
-            row = self._connection().execute(
-                "SELECT content_hash, status, kit_version FROM submissions "
-                "WHERE assignment = ? AND student = ?", (assignment, student)).fetchone()
-        return (row is not None and row[0] == content_hash and row[1] == "graded"
-                and (kit_version is None or row[2] == kit_version))
+            rows = self._connection().execute(
+                "SELECT status, kit_version FROM submissions "
+                "WHERE assignment = ? AND student = ? AND content_hash = ?",
+                (assignment, student, content_hash)).fetchall()
+        return any(status == "graded" and (kit_version is None or version == kit_version)
+                   for status, version in rows)
 
     def record(self, submission: SubmissionRow, results: list[ResultRow]) -> None:
-        """Store one graded submission with all its parts, in one transaction that replaces
-        the student's previous rows (a part no longer graded leaves no stale row; a crash
-        mid-way leaves the previous grading whole). Recording exactly what is stored already
-        changes nothing, not even ``graded_at``."""
+        """Store one graded handin with all its parts, in one transaction that replaces that
+        handin's previous rows (a part no longer graded leaves no stale row; a crash mid-way
+        leaves the previous grading whole) and touches no other handin and no other student.
+        Recording exactly what is stored already changes nothing, not even ``graded_at``."""
         results = list(results)
         for r in results:
             if (r.assignment, r.student) != (submission.assignment, submission.student):
@@ -343,73 +415,92 @@ class Gradebook:
                 raise ValueError(f"{r.student}: part {r.problem}/{r.part} recorded twice")
             seen.add((r.problem, r.part))
         new_submission = _submission_values(submission)
-        new_results = [_result_values(i, r) for i, r in enumerate(results)]
-        who = (submission.assignment, submission.student)
+        new_results = [_result_values(i, submission.handin, r) for i, r in enumerate(results)]
+        who = (submission.assignment, submission.student, submission.handin)
         with self._lock, self._errors():
             c = self._connection()
             c.execute("BEGIN IMMEDIATE")
             try:
                 if self._stored(who) != (new_submission, new_results):
-                    graded_at = datetime.now(timezone.utc).isoformat(timespec="seconds")
-                    columns = ", ".join(_SUBMISSION_COLUMNS) + ", graded_at"
-                    updates = ", ".join(f"{k} = excluded.{k}" for k in _SUBMISSION_COLUMNS[2:])
+                    # (to the microsecond: the order of two handins with no receipt time)
+                    now = datetime.now(timezone.utc).isoformat(timespec="microseconds")
+                    columns = ", ".join(_SUBMISSION_COLUMNS) + ", first_seen, graded_at"
+                    updates = ", ".join(f"{k} = excluded.{k}" for k in _SUBMISSION_COLUMNS[3:])
                     c.execute(f"INSERT INTO submissions ({columns}) VALUES "
-                              f"({', '.join('?' * (len(_SUBMISSION_COLUMNS) + 1))}) "
-                              f"ON CONFLICT (assignment, student) DO UPDATE SET {updates}, "
-                              "graded_at = excluded.graded_at", (*new_submission, graded_at))
-                    c.execute("DELETE FROM results WHERE assignment = ? AND student = ?", who)
-                    c.executemany(f"INSERT INTO results ({', '.join(_RESULT_COLUMNS)}) VALUES "
-                                  f"({', '.join('?' * len(_RESULT_COLUMNS))})", new_results)
+                              f"({', '.join('?' * (len(_SUBMISSION_COLUMNS) + 2))}) "
+                              f"ON CONFLICT (assignment, student, handin) DO UPDATE SET {updates}, "
+                              "graded_at = excluded.graded_at", (*new_submission, now, now))
+                    c.execute("DELETE FROM results WHERE assignment = ? AND student = ? AND handin = ?", who)
+                    c.executemany(f"INSERT INTO results ({', '.join(_RESULT_INSERT)}) VALUES "
+                                  f"({', '.join('?' * len(_RESULT_INSERT))})", new_results)
                 c.execute("COMMIT")
             except BaseException:
                 if c.in_transaction:
                     c.execute("ROLLBACK")
                 raise
 
-    def _stored(self, who: tuple[str, str]):
+    def _stored(self, who: tuple[str, str, str]):
         c = self._conn
         sub = c.execute(f"SELECT {', '.join(_SUBMISSION_COLUMNS)} FROM submissions "
-                        "WHERE assignment = ? AND student = ?", who).fetchone()
-        res = c.execute(f"SELECT {', '.join(_RESULT_COLUMNS)} FROM results "
-                        "WHERE assignment = ? AND student = ? ORDER BY position", who).fetchall()
+                        "WHERE assignment = ? AND student = ? AND handin = ?", who).fetchone()
+        res = c.execute(f"SELECT {', '.join(_RESULT_INSERT)} FROM results "
+                        "WHERE assignment = ? AND student = ? AND handin = ? ORDER BY position", who).fetchall()
         return sub, res
-
-    def mark_missing(self, assignment: str, student: str, max_score: float,
-                     kit_version: str = "") -> None:
-        """No submission from ``student``: a row with status ``missing`` and score 0 (and
-        any earlier results of theirs removed)."""
-        self.record(SubmissionRow(assignment, student, path="", content_hash="", status="missing",
-                                  notes=(), score=0.0, max_score=max_score, duration_ms=0,
-                                  kit_version=kit_version), [])
 
     # ------------------------------------------------------------------ reading
 
+    def _counted(self) -> str:
+        """SQL for (student, handin) of each student's counting handin, for one assignment (?)."""
+        return ("SELECT student, handin FROM (SELECT student, handin, ROW_NUMBER() OVER "
+                f"(PARTITION BY student ORDER BY {_LATEST_FIRST}) AS n FROM submissions "
+                "WHERE assignment = ?) WHERE n = 1")
+
     def submissions(self, assignment: str) -> list[SubmissionRow]:
-        """Every submission row of ``assignment``, by student id."""
+        """The handin that counts for each student of ``assignment`` (the one received last),
+        by student id. A student with none is missing."""
+        columns = ", ".join(f"s.{c}" for c in _SUBMISSION_COLUMNS)
         with self._lock, self._errors():
             rows = self._connection().execute(
-                f"SELECT {', '.join(_SUBMISSION_COLUMNS)} FROM submissions WHERE assignment = ? "
-                "ORDER BY student", (assignment,)).fetchall()
+                f"SELECT {columns} FROM submissions s JOIN ({self._counted()}) c "
+                "USING (student, handin) WHERE s.assignment = ? ORDER BY s.student",
+                (assignment, assignment)).fetchall()
         return [_submission_row(r) for r in rows]
 
     def submission(self, assignment: str, student: str) -> SubmissionRow | None:
-        with self._lock, self._errors():
-            row = self._connection().execute(
-                f"SELECT {', '.join(_SUBMISSION_COLUMNS)} FROM submissions "
-                "WHERE assignment = ? AND student = ?", (assignment, student)).fetchone()
-        return None if row is None else _submission_row(row)
+        """The handin that counts for ``student``, or None (missing)."""
+        handins = self.handins(assignment, student)
+        return handins[0] if handins else None
 
-    def results(self, assignment: str, student: str | None = None, answers: bool = True) -> list[ResultRow]:
-        """Result rows by student, then in the order they were recorded (the key's problem
-        and part order). Without ``answers`` every row's answer is None: a class's answers
-        (up to 64 kB a part) are read only where they are shown, one student at a time."""
-        columns = [c if answers or c != "answer" else "NULL AS answer" for c in _RESULT_COLUMNS]
-        query = f"SELECT {', '.join(columns)} FROM results WHERE assignment = ?"
+    def handins(self, assignment: str, student: str | None = None) -> list[SubmissionRow]:
+        """Every handin of ``assignment`` (of ``student``), by student, the counting one first."""
+        query = f"SELECT {', '.join(_SUBMISSION_COLUMNS)} FROM submissions WHERE assignment = ?"
         args: tuple = (assignment,)
         if student is not None:
             query += " AND student = ?"
             args += (student,)
         with self._lock, self._errors():
             rows = self._connection().execute(
-                query + " ORDER BY student, position, problem, part", args).fetchall()
+                query + f" ORDER BY student, {_LATEST_FIRST}", args).fetchall()
+        return [_submission_row(r) for r in rows]
+
+    def results(self, assignment: str, student: str | None = None, answers: bool = True,
+                handin: str | None = None) -> list[ResultRow]:
+        """Result rows of each student's counting handin (or of ``handin``), by student, then
+        in the order they were recorded (the key's problem and part order). Without
+        ``answers`` every row's answer is None: a class's answers (up to 64 kB a part) are
+        read only where they are shown, one student at a time."""
+        columns = [f"r.{c}" if answers or c != "answer" else "NULL AS answer" for c in _RESULT_COLUMNS]
+        if handin is None:
+            query = (f"SELECT {', '.join(columns)} FROM results r JOIN ({self._counted()}) c "
+                     "USING (student, handin) WHERE r.assignment = ?")
+            args: tuple = (assignment, assignment)
+        else:
+            query = f"SELECT {', '.join(columns)} FROM results r WHERE r.assignment = ? AND r.handin = ?"
+            args = (assignment, handin)
+        if student is not None:
+            query += " AND r.student = ?"
+            args += (student,)
+        with self._lock, self._errors():
+            rows = self._connection().execute(
+                query + " ORDER BY r.student, r.position, r.problem, r.part", args).fetchall()
         return [_result_row(r) for r in rows]

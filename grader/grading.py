@@ -9,7 +9,9 @@ from __future__ import annotations
 
 import hashlib
 import json
+import os
 import time
+from datetime import datetime, timezone
 from dataclasses import dataclass, field, replace
 
 import numpy as np
@@ -40,6 +42,7 @@ class Graded:
     verdicts: dict                  # (problem, part) → Verdict
     answers: dict                   # (problem, part) → the student's value, JSON-ready, or None
     notes: list[str] = field(default_factory=list)
+    issues: list = field(default_factory=list)  # the Issues behind some notes (code, message)
     seconds: float = 0.0
     content_hash: str | None = None  # of the bytes that were graded (None: not read)
 
@@ -97,12 +100,21 @@ def capped_notes(notes: list[str]) -> list[str]:
     return kept
 
 
+def capped_issues(issues: list) -> list:
+    """A submission's issues as stored: each once, each message capped like a note, at most
+    ``MAX_NOTES`` of them (the rest are in the count of notes)."""
+    unique = list(dict.fromkeys(issues))[:MAX_NOTES]
+    return [replace(i, message=i.message if len(i.message) <= MAX_NOTE else i.message[:MAX_NOTE - 1] + "…")
+            for i in unique]
+
+
 def _causes(result) -> dict:
     """answer cell label → why it may not have assigned its variable (an error or a crash)."""
     causes = {}
     for error in result.errors:
         where = f" on line {error.line}" if error.line else ""
-        said = f": {code(error.message)}" if error.message else ""       # (NotImplementedError() says nothing)
+        message = (error.message or "").strip()
+        said = f": {code(message)}" if message else ""       # (NotImplementedError() says nothing, or "\n")
         causes.setdefault(error.label, f"the cell raised {code(error.type)}{where}{said}")
     for crash in result.crashes:
         if crash.case is None and crash.label.startswith(send_label("")):   # a whole problem's values
@@ -214,6 +226,22 @@ def grader_version() -> str:
     return f"{KIT_VERSION}+{digest.hexdigest()[:12]}"
 
 
+def received(submission) -> tuple[str | None, str]:
+    """When ``submission`` was handed in (UTC, ISO 8601) and where that time comes from: the
+    time intake found for it (nbgrader's timestamp.txt, an LMS export), else the file's
+    modification time, else unknown."""
+    at = getattr(submission, "received_at", None)
+    if at is not None:
+        return at.astimezone(timezone.utc).isoformat(timespec="seconds"), \
+            str(getattr(submission, "received_from", "") or "intake")
+    try:
+        mtime = os.lstat(submission.path).st_mtime
+    except (OSError, TypeError, ValueError):
+        return None, ""
+    return datetime.fromtimestamp(mtime, timezone.utc).isoformat(timespec="seconds"), \
+        "file modification time"
+
+
 def fingerprint(content_hash: str, entry_digest: str) -> str:
     """What the gradebook keeps as a submission's hash: the notebook's bytes *and* the key
     entry it was graded against (``entry_digest``), so a submission counts as already graded
@@ -252,6 +280,7 @@ class GradingRun:
                                thread_name="attnkit-sandbox")
         self._parts: dict[str, list] = {}     # student → parts_of, until recorded
         self._entries: dict[str, dict] = {}   # student → key entry, until recorded
+        self._hashes: dict[str, str] = {}     # student → their notebook's content hash
 
     # --- what to grade ---------------------------------------------------------------
 
@@ -267,8 +296,11 @@ class GradingRun:
         return chosen
 
     def _content_hash(self, student: str) -> str:
-        submission = self.submissions[student]
-        return submission.content_hash if isinstance(submission, Submission) else file_hash(submission)
+        if student not in self._hashes:
+            submission = self.submissions[student]
+            self._hashes[student] = (submission.content_hash if isinstance(submission, Submission)
+                                     else file_hash(submission))
+        return self._hashes[student]
 
     def entry(self, student: str) -> dict:
         """The key entry that grades ``student``: theirs, or an nbgrader course's class entry.
@@ -334,7 +366,7 @@ class GradingRun:
         except Exception as err:  # noqa: BLE001 — one submission must never stop the batch
             why = str(err) if isinstance(err, OverBudget) else \
                 f"internal grader error: {type(err).__name__}: {str(err)[:300]}"
-            graded = Graded({}, {}, [why], time.perf_counter() - started)    # (its entry may be what failed)
+            graded = Graded({}, {}, [why], seconds=time.perf_counter() - started)    # (its entry may be what failed)
         for problem, parts in self.parts_of(student):
             for part, points in parts:
                 graded.verdicts.setdefault((problem, part), Verdict(0.0, points, ERROR, why))
@@ -346,14 +378,17 @@ class GradingRun:
             submission = read_submission(submission, self.key, entry)
         budget.check("reading the notebook")
         notes = [issue.message for issue in submission.issues]
+        issues = list(submission.issues)
         if not submission.cells:
             graded = unrunnable(entry, notes[-1] if notes else "the notebook has no cells")
             graded.notes = capped_notes(notes)
+            graded.issues = capped_issues(issues)
             graded.seconds = time.perf_counter() - started
             graded.content_hash = submission.content_hash
             return graded
         program = job_for(submission, entry, order=self.order, budget=budget)
         notes += [issue.message for issue in program.notes if issue not in submission.issues]
+        issues += [issue for issue in program.notes if issue not in submission.issues]
         result = self.sandbox.run(program.steps, budget=budget)
         outcomes = {pid: {case: CaseOutcome(o.ok, o.value, o.error or "") for case, o in cases.items()}
                     for pid, cases in result.outputs.items()}
@@ -365,6 +400,7 @@ class GradingRun:
         graded = grade_values(entry, result.values, outcomes, program.free_text, _causes(result),
                               result.stopped, budget)
         graded.notes = capped_notes(notes)
+        graded.issues = capped_issues(issues)
         graded.seconds = time.perf_counter() - started
         graded.content_hash = submission.content_hash
         return graded
@@ -385,6 +421,8 @@ class GradingRun:
         submission = self.submissions[student]
         if graded.content_hash is None:        # the grader failed before reading it: grade it again next time
             graded.content_hash = ""
+        # The handin is the notebook itself, read or not (students_to_grade hashed it already)
+        handin = graded.content_hash or self._content_hash(student)
         graded_hash = self._hash(student, graded.content_hash)
         per_part_ms = round(graded.seconds * 1000 / max(len(graded.verdicts), 1), 3)
         rows = [ResultRow(self.assignment, student, problem, part, v.score, v.max_score, v.status,
@@ -397,9 +435,13 @@ class GradingRun:
         # A broken notebook is graded (0, with its reason); "error" is the grader's own failure
         # on some part, and such a submission is graded again on the next run.
         status = "error" if any(r.status == ERROR for r in rows) else "graded"
+        received_at, received_from = received(submission)
         row = SubmissionRow(self.assignment, student, str(submission.path), graded_hash,
                             status, tuple(graded.notes), score, total,
-                            round(graded.seconds * 1000, 3), self.kit_version)
+                            round(graded.seconds * 1000, 3), self.kit_version,
+                            handin=handin, received_at=received_at,
+                            received_from=received_from,
+                            issues=tuple((i.code, i.message) for i in graded.issues))
         try:
             self.gradebook.record(row, rows)
         except (ValueError, TypeError) as err:

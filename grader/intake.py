@@ -8,12 +8,27 @@ the student can both see what happened to a submission. Nothing here runs studen
 only parsing of it is ``ast.parse`` of a givens cell, to tell an edited one from a pristine
 one (parsing never executes anything).
 
-Layouts (``find_submissions``):
+Layouts (``find_submissions``), all collected when a folder mixes them:
 
     ROOT/submitted/<student>/<assignment>/*.ipynb    nbgrader's exchange ("collect")
     ROOT/<student>/<assignment>/*.ipynb              the same, pointed at ``submitted/``
-    ROOT/<student>.ipynb                             a flat folder (an LMS download)
+    ROOT/<student>.ipynb                             a flat folder
+    ROOT/<student> (1).ipynb                         a browser's second download of it
     ROOT/<student>/<assignment>.ipynb                the build's release/ layout, handed back
+    ROOT/<student>/<any name>.ipynb                  a student's folder
+    ROOT/<login>[_LATE]_<user id>_<submission id>_<name>.ipynb     a Canvas bulk download
+    ROOT/<Full Name>_<id>_assignsubmission_file_/<name>.ipynb      a Moodle bulk download
+    ROOT/<Full Name>_<id>_assignsubmission_file_<name>.ipynb       (Moodle, without folders)
+
+Pairing (``match``): a name or folder that is a student id of the key decides; a Canvas or
+Moodle name is mapped by its user id or login (the roster's ``lms_id`` / ``lms_login``
+columns, else ids that are student ids of the key); a notebook whose place names no student
+is paired by the variant record inside it. When a place and the record disagree the place
+wins (the record is the notebook's text, which a copy carries along) and ``wrong-student``
+says so. Every file that is not graded is listed as an issue.
+
+When a notebook was handed in (``Found.received_at``): nbgrader's ``timestamp.txt`` beside
+it, else the file's modification time (``received_from`` says which).
 
 Issue codes (``ISSUE_CODES``) are part of the interface: the gradebook stores them, the
 feedback explains them, and tests pin their messages.
@@ -29,8 +44,9 @@ import os
 import re
 import stat
 import threading
-from collections.abc import Mapping
+from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, replace
+from datetime import datetime, timedelta, timezone
 from pathlib import Path
 from typing import NamedTuple
 
@@ -81,9 +97,22 @@ ISSUE_CODES = {
     "wrong-student": "the record names another student",
     "wrong-assignment": "the record names another assignment",
     "wrong-variant": "the record's variant digests differ from the key's",
+    # when it was handed in
+    "bad-timestamp": "nbgrader's timestamp.txt beside it is not a time: the file's modification time is used",
+    "late-by-name": "Canvas marked the submission late (_LATE in its file name)",
     # pairing files with students (``match``)
-    "duplicate": "a student handed in more than one notebook",
-    "unknown-student": "a folder or file name that is not a student of the key: not graded",
+    "duplicate": "copies of one notebook (name, name (1), …) in one place: the newest by modification "
+                 "time is graded, the others are listed",
+    "several-notebooks": "one student's folder holds notebooks of unrelated names: one is graded (named "
+                         "like the assignment, else whose record names the student, else the newest)",
+    "ambiguous": "notebooks in different places (or one only by its variant record) claim one student: "
+                 "one is graded, the others are listed",
+    "renamed": "the only notebook in a student's folder, not named <assignment>.ipynb: graded",
+    "paired-by-record": "its file or folder name names no student; its variant record does: graded for them",
+    "unknown-student": "a folder or file name that is not a student of the key, and no variant record "
+                       "names one: not graded",
+    "unmatched": "a Canvas or Moodle download whose user id and login are no student's (roster or key), "
+                 "and no variant record names one: not graded",
 }
 
 
@@ -108,17 +137,34 @@ class Issue:
         return self.message
 
 
+RECEIVED_FROM_TIMESTAMP = "nbgrader timestamp.txt"
+RECEIVED_FROM_MTIME = "file modification time"
+
+
 @dataclass(frozen=True)
 class Found:
-    """A notebook file on disk and the student its place names (folder name or file stem).
+    """A notebook file on disk and the student its place names (folder name or file stem;
+    "" for a Canvas or Moodle name, which ``match`` maps through its ``lms_*`` ids).
 
-    ``shown`` is the path relative to the folder that was searched: short enough for a
-    message, precise enough to find the file."""
+    ``shown`` is the path relative to the folder that was searched, terminal-safe: short
+    enough for a message, precise enough to find the file. ``received_at`` is when it was
+    handed in (timezone-aware; None when unknown) and ``received_from`` where that time
+    comes from (``RECEIVED_FROM_TIMESTAMP`` or ``RECEIVED_FROM_MTIME``); ``notes`` are
+    issues about the file found before it is read (a bad timestamp, a late mark, how it was
+    paired), carried into its ``Submission``."""
     student: str
     path: Path
     shown: str
     layout: str                      # "nbgrader" (<student>/<assignment>/x.ipynb), "release"
-                                     # (<student>/<assignment>.ipynb) or "flat" (<student>.ipynb)
+                                     # (<student>/<assignment>.ipynb), "folder" (<student>/x.ipynb),
+                                     # "flat" (<student>.ipynb, <student> (1).ipynb), "canvas", "moodle"
+    lms_id: str = ""                 # the user id a Canvas or Moodle name holds
+    lms_login: str = ""              # the login a Canvas name starts with
+    lms_name: str = ""               # the full name a Moodle name starts with
+    lms_late: bool = False           # Canvas's _LATE mark
+    received_at: datetime | None = None
+    received_from: str = ""
+    notes: tuple[Issue, ...] = ()
 
 
 @dataclass(frozen=True)
@@ -155,6 +201,9 @@ class Submission:
     record: dict | None
     issues: tuple[Issue, ...]
     nbformat: int | None = None
+    received_at: datetime | None = None      # as on its Found
+    received_from: str = ""
+    lms_late: bool = False
 
 
 class Matched(NamedTuple):
@@ -162,8 +211,8 @@ class Matched(NamedTuple):
     ``(submissions, missing, issues)``.
 
     ``submissions``: one per student of the key, sorted by student id; ``missing``: key
-    students without a notebook; ``issues``: files that are not graded (a duplicate that was
-    not chosen, a name that is not a student)."""
+    students without a notebook; ``issues``: files that are not graded (a copy, another
+    notebook or one elsewhere that was not chosen, a name or download nothing pairs)."""
     submissions: list[Submission]
     missing: list[str]
     issues: list[Issue]
@@ -204,38 +253,192 @@ def _natural(text: str) -> list:
     return key
 
 
+# A browser's second download of a file: "u006 (1).ipynb" (Chrome, Edge, Firefox), "u006(1)".
+_COPY = re.compile(r"(?P<base>.*?\S) ?\((?P<n>[0-9]{1,6})\)")
+# Canvas: <login>[_LATE]_<user id>_<submission id>_<original name>; Moodle: <Full Name>_<id>_
+# assignsubmission_file_ (a folder, or the start of the file name when downloaded without
+# folders). Neither can be a roster id, which has no '_'.
+_CANVAS = re.compile(r"(?P<login>.+?)(?P<late>_LATE)?_(?P<id>[0-9]{1,20})_(?P<sub>[0-9]{1,20})_"
+                     r"(?P<original>.+\.ipynb)")
+_MOODLE_FOLDER = re.compile(r"(?P<name>.*)_(?P<id>[0-9]{1,20})_assignsubmission_[a-z]+_?")
+_MOODLE_FILE = re.compile(r"(?P<name>.*)_(?P<id>[0-9]{1,20})_assignsubmission_file_(?P<original>.+\.ipynb)")
+_MAX_TIMESTAMP = 256                # bytes of a timestamp.txt read (nbgrader writes ~30)
+
+
+def _is_notebook(path: Path) -> bool:
+    return (_visible(path) and path.suffix == ".ipynb" and not path.is_dir()
+            and (path.is_file() or path.is_symlink()))
+
+
+def _without_copy(stem: str) -> str:
+    """'u006 (1)' → 'u006': the name a browser's copy was saved from."""
+    copy = _COPY.fullmatch(stem)
+    return copy.group("base") if copy else stem
+
+
 def find_submissions(root: Path, assignment_id: str) -> list[Found]:
     """Every notebook of ``assignment_id`` under ``root``, sorted by student then file name.
 
     ``root`` may be an nbgrader course (``root/submitted/<student>/<assignment>/``), its
-    ``submitted`` folder itself, a flat folder of ``<student>.ipynb`` files, or the build's
-    ``release/<student>/<assignment>.ipynb``; every kind is collected when a folder mixes
-    them. Hidden files and folders (``.ipynb_checkpoints``) are skipped; symbolic links are
-    listed, so that reading them refuses them with an issue instead of their vanishing
-    silently."""
+    ``submitted`` folder itself, a flat folder of ``<student>.ipynb`` files (and browser
+    copies ``<student> (1).ipynb``), student folders (``<student>/<any>.ipynb``, the build's
+    ``release/<student>/<assignment>.ipynb``), or a Canvas or Moodle bulk download (see the
+    module's layouts); every kind is collected when a folder mixes them. Names are only
+    parsed here: ``match`` says whose each notebook is. Hidden files and folders
+    (``.ipynb_checkpoints``) are skipped; symbolic links are listed, so that reading them
+    refuses them with an issue instead of their vanishing silently. No notebook is read;
+    a ``timestamp.txt`` beside one is (at most 256 bytes)."""
     root = Path(root)
     base = root / "submitted" if (root / "submitted").is_dir() else root
     found: list[Found] = []
     if not base.is_dir():
         return found
+    stamps: dict[Path, tuple[datetime | None, str]] = {}
+
+    def add(student: str, nb: Path, layout: str, **lms) -> None:
+        shown = terminal_safe(printable(str(nb.relative_to(root))), newlines=False)
+        at, source, notes = _received(nb, base, shown, stamps)
+        if lms.get("lms_late"):
+            notes += (Issue("late-by-name", f"{shown}: Canvas marked this submission late (_LATE in "
+                                            "its file name)"),)
+        found.append(Found(student, nb, shown, layout, received_at=at, received_from=source,
+                           notes=notes, **lms))
+
     for entry in sorted(base.iterdir()):
         if not _visible(entry):
             continue
-        if entry.suffix == ".ipynb" and (entry.is_file() or entry.is_symlink()) and not entry.is_dir():
-            found.append(Found(entry.stem, entry, str(entry.relative_to(root)), "flat"))
+        if _is_notebook(entry):
+            moodle, canvas = _MOODLE_FILE.fullmatch(entry.name), _CANVAS.fullmatch(entry.name)
+            if moodle:
+                add("", entry, "moodle", lms_id=moodle["id"], lms_name=moodle["name"])
+            elif canvas:
+                add("", entry, "canvas", lms_id=canvas["id"], lms_login=canvas["login"],
+                    lms_late=bool(canvas["late"]))
+            else:
+                add(_without_copy(entry.stem), entry, "flat")
         elif entry.is_dir() and not entry.is_symlink():
-            release = entry / f"{assignment_id}.ipynb"     # the kit's own release/<student>/ layout
-            if release.is_symlink() or release.is_file():
-                found.append(Found(entry.name, release, str(release.relative_to(root)), "release"))
+            notebooks = [nb for nb in sorted(entry.iterdir()) if _is_notebook(nb)]
+            moodle = _MOODLE_FOLDER.fullmatch(entry.name)
+            for nb in notebooks:
+                if moodle:
+                    add("", nb, "moodle", lms_id=moodle["id"], lms_name=moodle["name"])
+                else:
+                    add(entry.name, nb, "release" if nb.name == f"{assignment_id}.ipynb" else "folder")
             folder = entry / assignment_id
-            if not folder.is_dir() or folder.is_symlink():
+            if moodle or not folder.is_dir() or folder.is_symlink():
                 continue
             for nb in sorted(folder.iterdir()):
-                if (_visible(nb) and nb.suffix == ".ipynb" and not nb.is_dir()
-                        and (nb.is_file() or nb.is_symlink())):
-                    found.append(Found(entry.name, nb, str(nb.relative_to(root)), "nbgrader"))
+                if _is_notebook(nb):
+                    add(entry.name, nb, "nbgrader")
     found.sort(key=lambda f: (f.student, _natural(f.path.name), f.shown))
     return found
+
+
+# --- when it was handed in ------------------------------------------------------------------
+
+def _received(nb: Path, base: Path, shown: str,
+              stamps: dict[Path, tuple[datetime | None, str]]) -> tuple[datetime | None, str, tuple[Issue, ...]]:
+    """(when, where that time comes from, notes): nbgrader's timestamp.txt in the notebook's
+    folder (not the searched folder itself), else the file's modification time."""
+    notes: tuple[Issue, ...] = ()
+    if nb.parent != base:
+        if nb.parent not in stamps:
+            stamps[nb.parent] = read_timestamp(nb.parent / "timestamp.txt")
+        at, problem = stamps[nb.parent]
+        if at is not None:
+            return at, RECEIVED_FROM_TIMESTAMP, notes
+        if problem:
+            notes = (Issue("bad-timestamp", f"{shown}: the timestamp.txt beside it is not a time "
+                                            f"({problem}): the file's modification time is used"),)
+    try:
+        mtime = os.lstat(nb).st_mtime_ns
+    except OSError:
+        return None, "", notes
+    return datetime.fromtimestamp(mtime / 1e9, timezone.utc), RECEIVED_FROM_MTIME, notes
+
+
+def read_timestamp(path: Path) -> tuple[datetime | None, str]:
+    """(the time, '') from an nbgrader ``timestamp.txt``; (None, '') when there is none;
+    (None, why) when it is not a time. Never raises; reads at most 256 bytes, never
+    follows a symbolic link."""
+    if not os.path.lexists(path):
+        return None, ""
+    if os.path.islink(path):
+        return None, "a symbolic link: not followed"
+    try:
+        fd = os.open(path, os.O_RDONLY | getattr(os, "O_NOFOLLOW", 0) | getattr(os, "O_NONBLOCK", 0))
+        try:
+            if not stat.S_ISREG(os.fstat(fd).st_mode):
+                return None, "not a regular file"
+            data = os.read(fd, _MAX_TIMESTAMP + 1)
+        finally:
+            os.close(fd)
+    except OSError as err:
+        return None, f"could not be read: {err.strerror or type(err).__name__}"
+    if len(data) > _MAX_TIMESTAMP:
+        return None, f"longer than {_MAX_TIMESTAMP} bytes"
+    try:
+        text = data.decode("utf-8-sig").strip()
+    except UnicodeDecodeError:
+        return None, "not UTF-8 text"
+    at = parse_timestamp(text)
+    if at is None:
+        return None, f"{terminal_safe(_short(text, 48), newlines=False)!r}" if text else "empty"
+    return at, ""
+
+
+_TIMESTAMP = re.compile(r"(?P<date>[0-9]{4}-[0-9]{1,2}-[0-9]{1,2})[ T]+(?P<h>[0-9]{1,2}):(?P<m>[0-9]{2})"
+                        r"(?::(?P<s>[0-9]{2})(?:[.,](?P<frac>[0-9]{1,9}))?)?\s*(?P<zone>.*)")
+_OFFSET = re.compile(r"(?:UTC|GMT|UT)?\s*(?P<sign>[+-])(?P<hh>[0-9]{1,2}):?(?P<mm>[0-9]{2})?")
+_ZONE_KEY = re.compile(r"[A-Za-z][A-Za-z0-9_+/-]{0,39}")
+# What %Z prints for the zones nbgrader courses set that the tz database has no key for;
+# the database itself (zoneinfo) knows EST, MST, HST, CET, EET, WET, MET and every Area/City.
+_ABBREVIATIONS = {"EDT": -4, "CDT": -5, "CST": -6, "MDT": -6, "PDT": -7, "PST": -8, "AKST": -9,
+                  "AKDT": -8, "HDT": -9, "CEST": 2, "EEST": 3, "WEST": 1, "BST": 1, "AEST": 10,
+                  "AEDT": 11, "ACST": 9.5, "ACDT": 10.5, "AWST": 8, "NZST": 12, "NZDT": 13, "JST": 9,
+                  "KST": 9, "SGT": 8, "HKT": 8}
+
+
+def parse_timestamp(text: str) -> datetime | None:
+    """nbgrader's timestamp ("2026-11-30 23:59:01.123456 UTC", what ``strftime("%Y-%m-%d
+    %H:%M:%S.%f %Z")`` writes), leniently: 'T' or a space between date and time, seconds and
+    fractions optional, a zone as UTC/GMT/Z, an offset (+01:00, +0100, UTC+1), a tz
+    database name (Europe/Berlin, EST) or a common abbreviation (CEST, PDT). No zone at all
+    is UTC, as nbgrader reads it. None when it is not a time."""
+    m = _TIMESTAMP.fullmatch(text.strip())
+    if not m:
+        return None
+    zone = _zone(m["zone"].strip())
+    if zone is None:
+        return None
+    try:
+        year, month, day = (int(x) for x in m["date"].split("-"))
+        micro = int((m["frac"] or "0").ljust(6, "0")[:6])
+        return datetime(year, month, day, int(m["h"]), int(m["m"]), int(m["s"] or 0), micro, tzinfo=zone)
+    except (ValueError, OverflowError):
+        return None
+
+
+def _zone(text: str):
+    """The tzinfo a timestamp's zone names, or None."""
+    if text in ("", "Z", "UTC", "GMT", "UT", "utc", "z"):
+        return timezone.utc
+    offset = _OFFSET.fullmatch(text)
+    if offset:
+        hours, minutes = int(offset["hh"]), int(offset["mm"] or 0)
+        if hours > 23 or minutes > 59:
+            return None
+        delta = timedelta(hours=hours, minutes=minutes)
+        return timezone(-delta if offset["sign"] == "-" else delta)
+    if text.upper() in _ABBREVIATIONS:
+        return timezone(timedelta(hours=_ABBREVIATIONS[text.upper()]))
+    if _ZONE_KEY.fullmatch(text) and ".." not in text:
+        try:
+            from zoneinfo import ZoneInfo
+            return ZoneInfo(text)
+        except Exception:  # noqa: BLE001 — not a key the tz database has (or no database)
+            return None
+    return None
 
 
 # --- the key's cells ---------------------------------------------------------------------
@@ -439,7 +642,28 @@ def read_submission(found: Found, key: dict | None = None, entry: dict | None = 
     cells missing or doubled, givens cells edited, a variant record naming another student,
     assignment or variant. Without it (or for a student the key does not know) only the
     file itself is checked and only nbgrader grade ids identify kit cells. ``entry``: the
-    student's key entry when the caller has it already (parsing one is not free)."""
+    student's key entry when the caller has it already (parsing one is not free). The
+    found file's notes come first among the issues; its times and late mark are kept."""
+    read = _read(found, key, entry)
+    if not (found.notes or found.received_at or found.received_from or found.lms_late):
+        return read
+    return replace(read, issues=tuple(found.notes) + read.issues, received_at=found.received_at,
+                   received_from=found.received_from, lms_late=found.lms_late)
+
+
+def _record_of(found: Found) -> dict | None:
+    """The notebook's variant record (its ``attnkit`` metadata), read the bounded way
+    ``read_submission`` reads; None when there is none or the file is not a notebook."""
+    try:
+        document = _parse(found, _read_bytes(found)[0])
+    except _Unread:
+        return None
+    metadata = document.get("metadata") if isinstance(document, dict) else None
+    record = metadata.get("attnkit") if isinstance(metadata, dict) else None
+    return record if isinstance(record, dict) else None
+
+
+def _read(found: Found, key: dict | None, entry: dict | None) -> Submission:
     issues: list[Issue] = []
     try:
         data, content_hash = _read_bytes(found)
@@ -694,54 +918,211 @@ def file_hash(found: Found) -> str:
         return err.content_hash
 
 
-def match(found: list[Found], key: dict, read: bool = True) -> Matched:
+class _Claim(NamedTuple):
+    """A file paired with a student (``found.student``), and by what: "place" (its file or
+    folder name, or the LMS ids in it) or "record" (only its variant record)."""
+    found: Found
+    by: str
+
+
+def match(found: list[Found], key: dict, read: bool = True, roster: Iterable | None = None) -> Matched:
     """Pair files with the key's students.
 
-    A student with several notebooks gets one graded: ``<assignment>.ipynb`` if there is one,
-    else the one whose record names them, else the last by (natural) name order — the
-    others are listed as ``duplicate`` issues. A folder or file stem that is not a student
-    of the key is an ``unknown-student`` issue and is not graded (with an nbgrader course's
-    class key every name is a student). ``missing``: key students without any notebook."""
+    Each file is paired by its place when the place names a student: a folder or file stem
+    that is a student id of the key (with an nbgrader course's class key every name is a
+    student), or for a Canvas or Moodle name its user id or login, mapped by ``roster``
+    (students with ``id``, ``lms_id`` and ``lms_login``, such as ``exercises.roster.Student``,
+    or mappings with those keys; the key's entries may carry ``lms_id``/``lms_login`` too),
+    else taken as a student id of the key when it is one. Only a file whose place names no
+    student is read to be paired, by its variant record (``paired-by-record``); a file
+    nothing pairs is an ``unknown-student`` (or, for an LMS name, ``unmatched``) issue and
+    is not graded. A notebook of another name in a student's folder is noted ``renamed``.
+
+    A student with several notebooks gets one graded: one paired by place before one paired
+    only by its record, then ``<assignment>.ipynb`` if there is one, else the one whose
+    record names them, else the newest by modification time (by name when times tie). The
+    others are listed as issues: ``duplicate`` (a browser's copies of one name),
+    ``several-notebooks`` (unrelated names in one folder) or ``ambiguous`` (in different
+    places), and the graded one says why it was chosen. ``missing``: key students without
+    any notebook."""
     assignment_id = (key.get("assignment") or {}).get("id", "")
     class_key = is_class_key(key)
     students = key.get("students", {}) if isinstance(key.get("students"), Mapping) else {}
-    by_student: dict[str, list[Found]] = {}
+    lms = _lms_ids(students, roster, class_key)
+    claims: dict[str, list[_Claim]] = {}
     issues: list[Issue] = []
     for f in found:
-        if not _printable(f.student):
-            issues.append(Issue("unknown-student", f"{printable(f.shown)}: a folder or file "
-                                                   "name that is not UTF-8 text names no student: "
-                                                   "not graded"))
-        elif terminal_safe(f.student) != f.student:     # (only a class key takes any name)
-            issues.append(Issue("unknown-student", f"{terminal_safe(f.shown)}: a folder or file "
-                                                   "name with control or invisible characters "
-                                                   "names no student: not graded"))
-        elif f.student in students or (class_key and f.student != CLASS_STUDENT):
-            by_student.setdefault(f.student, []).append(f)
+        claim = _pair(f, students, class_key, lms)
+        if isinstance(claim, Issue):
+            issues.append(claim)
         else:
-            issues.append(Issue("unknown-student", f"{f.shown}: {f.student!r} is not a student of the "
-                                                   "answer key (the folder or file name must be a "
-                                                   "student id of the roster): not graded"))
+            claims.setdefault(claim.found.student, []).append(claim)
     submissions = []
-    for student in sorted(by_student):
-        files = by_student[student]
-        if len(files) == 1 and not read:
-            submissions.append(files[0])
+    for student in sorted(claims):
+        group = claims[student]
+        if len(group) == 1:
+            f = _renamed(group[0], assignment_id)
+            submissions.append(read_submission(f, key) if read else f)
             continue
-        copies = [read_submission(f, key) for f in files]
-        if len(copies) == 1:
-            submissions.append(copies[0])
-            continue
-        chosen, why = _choose(copies, student, assignment_id, class_key)
-        others = [s for s in copies if s is not chosen]
-        for s in others:
-            issues.append(Issue("duplicate", f"{s.shown}: not graded: {student} handed in "
-                                             f"{len(copies)} notebooks and {chosen.shown} was graded"))
-        note = Issue("duplicate", f"{chosen.shown}: graded, {why}; {student} handed in {len(copies)} "
-                                  f"notebooks (also {_and([s.shown for s in others])})")
+        copies = [(c, read_submission(c.found, key)) for c in group]
+        (claim, chosen), why = _choose(copies, student, assignment_id, class_key)
+        relations = []
+        for other, s in copies:
+            if s is chosen:
+                continue
+            relation = _relation(other, claim)
+            relations.append(relation)
+            if other.by == "record" and claim.by == "place":
+                said = (f"its variant record names {student}, and {chosen.shown} (whose file or folder "
+                        f"name is {student}'s) was graded")
+            elif relation == "ambiguous":
+                said = f"{student} handed in {len(copies)} notebooks in different places and {chosen.shown} was graded"
+            else:
+                said = f"{student} handed in {len(copies)} notebooks and {chosen.shown} was graded"
+            issues.append(Issue(relation, f"{s.shown}: not graded: {said}"))
+        code = min(relations, key=_RELATIONS.index)
+        others = [s.shown for _, s in copies if s is not chosen]
+        note = Issue(code, f"{chosen.shown}: graded, {why}; {student} handed in {len(copies)} "
+                           f"notebooks (also {listed(others)})")
         submissions.append(replace(chosen, issues=chosen.issues + (note,)))
-    missing = [] if class_key else sorted(s for s in students if s not in by_student)
+    missing = [] if class_key else sorted(s for s in students if s not in claims)
     return Matched(submissions, missing, issues)
+
+
+_RELATIONS = ("ambiguous", "several-notebooks", "duplicate")      # the graver first
+
+
+def _pair(f: Found, students: Mapping, class_key: bool, lms) -> _Claim | Issue:
+    """Whose ``f`` is: a claim, or the issue that says why it is nobody's."""
+    if f.layout in _LMS_LAYOUTS:
+        student = _lms_student(f, students, class_key, *lms)
+        if student is None and class_key and _good_name(f.lms_login or f.lms_id):
+            student = f.lms_login or f.lms_id
+        if student is not None:
+            return _Claim(replace(f, student=student), "place")
+    elif not _printable(f.student):
+        return Issue("unknown-student", f"{printable(f.shown)}: a folder or file name that is not "
+                                        "UTF-8 text names no student: not graded")
+    elif terminal_safe(f.student) != f.student:      # (only a class key takes any name)
+        return Issue("unknown-student", f"{terminal_safe(f.shown)}: a folder or file name with "
+                                        "control or invisible characters names no student: not graded")
+    elif f.student in students or (class_key and f.student != CLASS_STUDENT):
+        return _Claim(f, "place")
+    place = _place_named(f)
+    if not class_key:
+        record = _record_of(f)
+        named = record.get("student") if record is not None else None
+        if isinstance(named, str) and named in students and named != CLASS_STUDENT:
+            note = Issue("paired-by-record", f"{f.shown}: {place} names no student of the answer key; "
+                                             f"the notebook's variant record names {named}: graded "
+                                             f"for {named}")
+            return _Claim(replace(f, student=named, notes=(note, *f.notes)), "record")
+    if f.layout in _LMS_LAYOUTS:
+        return Issue("unmatched", f"{f.shown}: {place} is no student of the roster or the answer key, "
+                                  "and no variant record in the notebook names one: not graded (the "
+                                  "roster's lms_id or lms_login column pairs LMS downloads)")
+    return Issue("unknown-student", f"{f.shown}: {f.student!r} is not a student of the answer key, and "
+                                    "no variant record in the notebook names one (the folder or file "
+                                    "name must be a student id of the roster): not graded")
+
+
+_LMS_LAYOUTS = ("canvas", "moodle")
+
+
+def _place_named(f: Found) -> str:
+    """What the file's place says, in words, for a message (its text made terminal-safe)."""
+    def safe(text: str) -> str:
+        return terminal_safe(_short(printable(text)), newlines=False)
+    if f.layout == "canvas":
+        return f"a Canvas download of user id {f.lms_id} (login {safe(f.lms_login)!r})"
+    if f.layout == "moodle":
+        return f"a Moodle download of user id {f.lms_id} ({safe(f.lms_name)!r})"
+    return f"its {'file' if f.layout == 'flat' else 'folder'} name {safe(f.student)!r}"
+
+
+def _good_name(name: str) -> bool:
+    """A name a class key may take as a student: text a terminal shows as it is."""
+    return bool(name) and _printable(name) and terminal_safe(name, newlines=False) == name \
+        and name != CLASS_STUDENT
+
+
+def _lms_ids(students: Mapping, roster: Iterable | None,
+             class_key: bool) -> tuple[dict[str, set[str]], dict[str, set[str]]]:
+    """(LMS user id → students, lower-case login → students), from the key's entries and the
+    roster; only students of the key (any good name for a class key) are mapped."""
+    by_id: dict[str, set[str]] = {}
+    by_login: dict[str, set[str]] = {}
+
+    def add(student, lms_id, lms_login) -> None:
+        if not isinstance(student, str) or not (student in students if not class_key else _good_name(student)) \
+                or student == CLASS_STUDENT:
+            return
+        for table, value in ((by_id, lms_id), (by_login, lms_login)):
+            if isinstance(value, str) and value.strip():
+                table.setdefault(value.strip().lower(), set()).add(student)
+
+    for sid, entry in students.items():
+        if isinstance(entry, Mapping):
+            add(sid, entry.get("lms_id"), entry.get("lms_login"))
+    for s in roster or ():
+        if isinstance(s, Mapping):
+            add(s.get("student_id", s.get("id")), s.get("lms_id"), s.get("lms_login"))
+        else:
+            add(getattr(s, "id", None), getattr(s, "lms_id", ""), getattr(s, "lms_login", ""))
+    return by_id, by_login
+
+
+def _lms_student(f: Found, students: Mapping, class_key: bool, by_id: dict[str, set[str]],
+                 by_login: dict[str, set[str]]) -> str | None:
+    """The student an LMS name's user id or login is: mapped by the roster (an id two
+    students share maps to neither), else a student id of the key it equals (any case)."""
+    for table, value in ((by_id, f.lms_id), (by_login, f.lms_login.strip().lower())):
+        owners = table.get(value) if value else None
+        if owners and len(owners) == 1:
+            return next(iter(owners))
+    if not class_key:
+        ids = {s.lower(): s for s in students if isinstance(s, str) and s != CLASS_STUDENT}
+        for value in (f.lms_id, f.lms_login):
+            if value and value.lower() in ids:
+                return ids[value.lower()]
+    return None
+
+
+def _renamed(claim: _Claim, assignment_id: str) -> Found:
+    """The only notebook of a student, in their folder under another name: noted."""
+    f = claim.found
+    if claim.by != "place" or f.layout not in ("folder", "nbgrader") or f.path.name == f"{assignment_id}.ipynb":
+        return f
+    note = Issue("renamed", f"{f.shown}: not named {assignment_id}.ipynb, but the only notebook of "
+                            f"{f.student}: graded for {f.student}")
+    return replace(f, notes=(*f.notes, note))
+
+
+def _original_name(f: Found) -> str:
+    """The notebook's own name: for an LMS download, the name the student uploaded."""
+    if f.layout in _LMS_LAYOUTS:
+        named = _MOODLE_FILE.fullmatch(f.path.name) or _CANVAS.fullmatch(f.path.name)
+        if named:
+            return named["original"]
+    return f.path.name
+
+
+def _relation(other: _Claim, chosen: _Claim) -> str:
+    """How a notebook not graded stands to the one graded: a copy of it, another notebook
+    in the same folder, or one elsewhere."""
+    def place(c: _Claim):
+        return c.by, c.found.path.parent, c.found.layout if c.found.layout in _LMS_LAYOUTS else ""
+    if place(other) != place(chosen):
+        return "ambiguous"
+    same = _without_copy(Path(_original_name(other.found)).stem) == _without_copy(Path(_original_name(chosen.found)).stem)
+    return "duplicate" if same else "several-notebooks"
+
+
+def _mtime_ns(path: Path) -> int:
+    try:
+        return os.lstat(path).st_mtime_ns
+    except OSError:
+        return 0
 
 
 def _printable(text: str) -> bool:
@@ -752,15 +1133,26 @@ def _printable(text: str) -> bool:
     return True
 
 
-def _choose(read: list[Submission], student: str, assignment_id: str,
-            class_key: bool) -> tuple[Submission, str]:
-    named = [s for s in read if s.path.name == f"{assignment_id}.ipynb"]
+def _choose(copies: list[tuple[_Claim, Submission]], student: str, assignment_id: str,
+            class_key: bool) -> tuple[tuple[_Claim, Submission], str]:
+    by_place = [c for c in copies if c[0].by == "place"]
+    if len(by_place) == 1:
+        return by_place[0], (f"as its file or folder name is {student}'s (the others name {student} only "
+                             "in their variant record)")
+    pool = by_place or copies
+    named = [c for c in pool if _original_name(c[0].found) == f"{assignment_id}.ipynb"]
     if len(named) == 1:
         return named[0], f"as it is named {assignment_id}.ipynb"
     owner = "" if class_key else student
-    pool = named or read
-    theirs = [s for s in pool if s.record is not None and s.record.get("student") == owner]
+    pool = named or pool
+    theirs = [c for c in pool if c[1].record is not None and c[1].record.get("student") == owner]
     if len(theirs) == 1 and not class_key:
         return theirs[0], f"as its record names {student}"
-    chosen = max(theirs or pool, key=lambda s: (_natural(s.path.name), s.shown))
-    return chosen, "as its name sorts last (the newest)"
+    pool = theirs or pool
+    times = [_mtime_ns(c[0].found.path) for c in pool]
+    newest = [c for c, t in zip(pool, times) if t == max(times)]
+    chosen = max(newest, key=lambda c: (_natural(c[1].path.name), c[1].shown))
+    if len(newest) > 1:
+        return chosen, "as its name sorts last (the newest)"
+    when = datetime.fromtimestamp(max(times) / 1e9, timezone.utc)
+    return chosen, f"as it was modified last ({when:%Y-%m-%d %H:%M:%S} UTC)"

@@ -16,12 +16,14 @@ from collections.abc import Callable, Collection, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from formats.key_shape import assignment_id, total_points
+from formats.deadline import Deadline
+from formats.key_shape import assignment_id
 
 from .budget import CPU_SECONDS
 from .grading import GradingRun, grader_version
 from .intake import Issue, find_submissions, match
 from .plugin import run_pytest
+from .grades import class_grades
 
 @dataclass
 class GradeSummary:
@@ -32,18 +34,21 @@ class GradeSummary:
     skipped: list[str]                # unchanged since they were graded (not --regrade)
     not_recorded: list[str]           # partly chosen with -k: in pytest's report only
     failed: list[str]                 # could not be recorded at all (each says why)
-    missing: list[str]                # the key's students without a submission
+    missing: list[str]                # the key's students with no handin in the gradebook at all
     issues: list[Issue]               # about the folder as a whole (not one submission)
     code: int                         # pytest's exit code
     interrupted: bool
     seconds: float
     run: GradingRun = field(repr=False, default=None)
+    absent: list[str] = field(default_factory=list)   # not in this folder, graded by an earlier run
+    look: list[dict] = field(default_factory=list)     # grader.review.needs_a_look, over the class
 
     def as_json(self, gradebook: Path | str) -> dict:
         """The summary ``attnkit grade --json`` prints."""
         return {"assignment": self.assignment, "submissions": self.submissions,
                 "graded": len(self.recorded), "unchanged": len(self.skipped),
                 "not_recorded": len(self.not_recorded), "missing": sorted(self.missing),
+                "not_in_folder": sorted(self.absent), "needs_a_look": self.look,
                 "issues": [{"code": i.code, "message": i.message} for i in self.issues],
                 "gradebook": str(gradebook), "seconds": round(self.seconds, 3),
                 "submissions_per_second": round(len(self.recorded) / max(self.seconds, 1e-9), 1)}
@@ -52,21 +57,24 @@ class GradeSummary:
 def grade_folder(key: dict, folder: Path, gradebook, sandbox, *, servers: int = 1,
                  regrade: bool = False, pytest_args: Sequence[str] = (), verbose: bool = False,
                  read_ahead: bool = False, students: Collection[str] | None = None,
-                 record_missing: bool = True, cpu_seconds: float = CPU_SECONDS,
+                 cpu_seconds: float = CPU_SECONDS,
                  progress: Callable[[int], object] | None = None,
-                 kit_version: str | None = None) -> GradeSummary:
+                 kit_version: str | None = None, deadline: Deadline | None = None,
+                 roster=None) -> GradeSummary:
     """Grade every submission in ``folder`` against ``key`` into ``gradebook``, running
     student code only in ``sandbox`` (``servers`` of its servers at once).
 
     ``read_ahead`` reads every notebook before grading starts (else each is read on its
     sandbox thread when its turn comes, as ``attnkit grade`` does); ``students`` grades only
-    those; ``record_missing`` records the key's students with no submission as missing;
+    those. Nothing is written for the students not in the folder: their earlier grades stand;
     ``progress(total)`` makes the progress bar (anything with ``advance`` and ``close``),
-    ``kit_version`` is what the gradebook stores (default: this grader's)."""
+    ``kit_version`` is what the gradebook stores (default: this grader's); ``deadline`` is
+    the assignment's (its late policy decides which handin counts, and lateness needs a look);
+    ``roster`` (``exercises.roster`` students) maps LMS ids in Canvas and Moodle file names."""
     started = time.perf_counter()
     assignment = assignment_id(key)
     found = find_submissions(Path(folder), assignment)
-    submissions, missing, issues = match(found, key, read=read_ahead)
+    submissions, missing, issues = match(found, key, read=read_ahead, roster=roster)
     if students is not None:
         submissions = [s for s in submissions if s.student in students]
     bar = progress(len(submissions)) if progress is not None else None
@@ -75,12 +83,15 @@ def grade_folder(key: dict, folder: Path, gradebook, sandbox, *, servers: int = 
                      kit_version=grader_version() if kit_version is None else kit_version)
     try:
         code = run_pytest(run, assignment, list(pytest_args), verbose=verbose)
-        if record_missing:
-            for student in missing:
-                gradebook.mark_missing(assignment, student, total_points(key))
     finally:
         if bar is not None:
             bar.close()
+    # Not in this folder is not missing: a student graded by an earlier run keeps that grade
+    # (the gradebook only adds); missing are those with nothing in the gradebook at all.
+    absent = [s for s in missing if gradebook.submission(assignment, s) is not None]
+    never = [s for s in missing if s not in set(absent)]
+    look = [{"student": s.id, "file": s.path, "code": code, "message": message}
+            for s in class_grades(gradebook, key, deadline) for code, message in s.look]
     return GradeSummary(assignment, len(submissions), list(run.recorded), list(run.skipped),
-                        list(run.not_recorded), list(run.failed), list(missing), list(issues),
-                        code, run.interrupted, time.perf_counter() - started, run)
+                        list(run.not_recorded), list(run.failed), never, list(issues),
+                        code, run.interrupted, time.perf_counter() - started, run, absent, look)

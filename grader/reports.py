@@ -1,7 +1,7 @@
 """What instructors and students read, made from the gradebook and the answer key.
 
-- ``write_csv``: the class list with totals and a score per problem, for a spreadsheet or an LMS;
-- ``write_gradescope``: ``<student>/results.json`` in Gradescope's autograder format;
+- ``write_csv``, ``write_gradescope``: the class list and Gradescope's results.json, from
+  ``grader.exports`` (which also writes what Canvas and Moodle import);
 - ``write_feedback``: one self-contained HTML page per student (no script, no CDN, no link);
   a part that cannot be drawn is shown as text, a page that cannot be made is a minimal one,
   so every student always gets a page (``FeedbackPages.fallbacks`` says whose fell back);
@@ -9,9 +9,8 @@
   every text in it from a roster or the gradebook shown terminal-safe;
 - ``summary_json``: everything ``class_table`` shows, as data (``attnkit report --json``).
 
-The key decides who is in the class and what the problems and parts are (in its order), the
-gradebook what each student earned: a student without a submission is listed as ``missing``
-with 0, never left out. Every output is a function of those two alone — sorted, no times, no
+Who is in the class and what each student earned on the handin that counts is
+``grader.grades``': a student without a submission is listed as ``missing``, never left out. Every output is a function of those two alone — sorted, no times, no
 paths of this machine — so reporting twice gives the same bytes.
 
 Expected values appear only on feedback pages written with ``reveal=True``: a page sent to a
@@ -20,14 +19,10 @@ student before the deadline must not hand their answers to their classmates.
 
 from __future__ import annotations
 
-import csv
-import io
-import json
 import re
 import statistics
 import unicodedata
 from collections import Counter
-from dataclasses import dataclass, replace
 from pathlib import Path
 
 import numpy as np
@@ -37,104 +32,23 @@ from formats.cells import LETTERS
 from exercises.html import code_block, escape, heatmap_svg, markdown_to_html, page
 from exercises.preview import _decimals_for, value_text
 from formats.serialize import decode_names, from_jsonable
-from formats.key_shape import (assignment_id, assignment_title, entry_for, graded_parts, head_problems,
-                              is_class_key, key_students, problem_record, total_points)
+from formats.key_shape import (assignment_id, assignment_title, entry_for, head_problems, problem_record,
+                              total_points)
 from formats.textfile import terminal_safe, write_atomic
 
-from .gradebook import Gradebook, ResultRow, SubmissionRow, omitted_reason
+from formats.deadline import Deadline
 
-MISSING, GRADED, ERROR, MANUAL = "missing", "graded", "error", "manual"
+from . import exports
+from .gradebook import Gradebook, ResultRow, omitted_reason
+from .grades import (ERROR, GRADED, MANUAL, MISSING, NOT_ACCEPTED, Part, StudentGrades, class_grades,
+                     with_answers)
+
 # A spreadsheet runs a cell that starts with one of these as a formula; names and e-mails
 # come from rosters, which anyone may have typed into.
 _FORMULA_START = ("=", "+", "-", "@", "\t", "\r")
 # Beyond this many numbers an answer is described, not drawn: a page of 4096 cells helps no one.
 MAX_CELLS = 400
 
-
-# ------------------------------------------------------------------ the class, from both sources
-
-
-@dataclass(frozen=True)
-class Part:
-    """One gradable part of one student's problem, as the key defines it (implement: a test
-    family), with what the gradebook holds for it (None: not graded)."""
-
-    problem: str
-    part: str
-    points: float
-    result: ResultRow | None
-
-    @property
-    def score(self) -> float:
-        return self.result.score if self.result else 0.0
-
-    @property
-    def status(self) -> str:
-        return self.result.status if self.result else MISSING
-
-
-@dataclass(frozen=True)
-class StudentGrades:
-    id: str
-    name: str
-    email: str
-    status: str                   # the submission's status, "missing" without one
-    notes: tuple[str, ...]
-    parts: tuple[Part, ...]       # in the key's problem and part order
-    total: float
-    max_score: float
-    problem_scores: dict          # problem id → points earned
-
-
-def _student_parts(entry: dict, problems: list[dict], rows: list[ResultRow]) -> tuple[Part, ...]:
-    by_part = {(r.problem, r.part): r for r in rows}
-    parts = []
-    for problem in problems:
-        pid = problem["id"]
-        known = graded_parts(problem_record(entry, pid, {}))
-        parts += [Part(pid, part, points, by_part.pop((pid, part), None)) for part, points in known]
-        # A part the grader recorded that this key does not list (a key rebuilt since):
-        # shown after the key's own, so no earned point goes unseen.
-        parts += [Part(pid, r.part, r.max_score, r) for r in rows if (r.problem, r.part) in by_part
-                  and r.problem == pid]
-    return tuple(parts)
-
-
-def _students(key: dict, submissions) -> list[str]:
-    """The key's students; for an nbgrader course's class-wide key (one entry for everyone),
-    the students the gradebook has."""
-    return sorted(submissions) if is_class_key(key) else key_students(key)
-
-
-def class_grades(gradebook: Gradebook, key: dict) -> list[StudentGrades]:
-    """Every student of the key, by id, with their submission and parts — without the
-    students' answers (up to 64 kB a part: a class's would be gigabytes; ``with_answers``
-    reads one student's when their page is drawn)."""
-    assignment = assignment_id(key)
-    submissions: dict[str, SubmissionRow] = {s.student: s for s in gradebook.submissions(assignment)}
-    rows: dict[str, list[ResultRow]] = {}
-    for r in gradebook.results(assignment, answers=False):
-        rows.setdefault(r.student, []).append(r)
-    return [_grades_of(key, sid, submissions.get(sid), rows.get(sid, []))
-            for sid in _students(key, submissions)]
-
-
-def _grades_of(key: dict, sid: str, submission: SubmissionRow | None, rows: list[ResultRow]) -> StudentGrades:
-    problems = head_problems(key)
-    entry = entry_for(key, sid)
-    parts = _student_parts(entry, problems, rows)
-    scores = {p["id"]: sum(x.score for x in parts if x.problem == p["id"]) for p in problems}
-    return StudentGrades(
-        id=sid, name=str(entry.get("name", "")), email=str(entry.get("email", "")),
-        status=submission.status if submission else MISSING,
-        notes=submission.notes if submission else (), parts=parts,
-        total=sum(scores.values()), max_score=total_points(key), problem_scores=scores)
-
-
-def with_answers(gradebook: Gradebook, key: dict, s: StudentGrades) -> StudentGrades:
-    """``s`` with the student's answers, read from the gradebook for them alone."""
-    rows = gradebook.results(assignment_id(key), s.id)
-    return replace(s, parts=_student_parts(entry_for(key, s.id), head_problems(key), rows))
 
 
 def _points(x: float, decimals: int = 2) -> str:
@@ -146,82 +60,25 @@ def _points(x: float, decimals: int = 2) -> str:
 # ------------------------------------------------------------------------------------- CSV
 
 
-def _safe_cell(text: str) -> str:
-    """A text cell that a spreadsheet shows as text: a leading apostrophe stops a formula."""
-    text = str(text)
-    return "'" + text if text.startswith(_FORMULA_START) else text
+def csv_text(gradebook: Gradebook, key: dict, deadline: Deadline | None = None) -> str:
+    """The class's grades.csv (grader.exports.grades_export)."""
+    return exports.grades_export(class_grades(gradebook, key, deadline), key).text
 
 
-def csv_text(gradebook: Gradebook, key: dict) -> str:
-    problems = head_problems(key)
-    out = io.StringIO()
-    writer = csv.writer(out, lineterminator="\r\n")  # RFC 4180: CRLF, quotes only where needed
-    writer.writerow(["student_id", "name", "email", "total", "max", *(p["id"] for p in problems),
-                     "status"])
-    for s in class_grades(gradebook, key):
-        writer.writerow([_safe_cell(s.id), _safe_cell(s.name), _safe_cell(s.email),
-                         _points(s.total, 4), _points(s.max_score, 4),
-                         *(_points(s.problem_scores[p["id"]], 4) for p in problems),
-                         _safe_cell(s.status)])
-    return out.getvalue()
-
-
-def write_csv(gradebook: Gradebook, key: dict, path: str | Path) -> Path:
-    """One row per student of the key: student_id, name, email, total, max, one column per
-    problem (in the key's order), status. UTF-8 without a byte-order mark."""
-    path = Path(path)
-    write_atomic(path, csv_text(gradebook, key).encode("utf-8"))
-    return path
-
-
-# ------------------------------------------------------------------------------ Gradescope
-
-
-def _problem_titles(key: dict) -> dict[str, tuple[int, str]]:
-    return {p["id"]: (n, str(p.get("title", p["id"]))) for n, p in enumerate(head_problems(key), 1)}
+def write_csv(gradebook: Gradebook, key: dict, path: str | Path, deadline: Deadline | None = None) -> Path:
+    """One row per student of the key (grader.exports.grades_export)."""
+    exports.write_grades_csv(class_grades(gradebook, key, deadline), key, path)
+    return Path(path)
 
 
 def gradescope_results(s: StudentGrades, key: dict) -> dict:
-    """Gradescope's results.json for one student: one test per part."""
-    titles = _problem_titles(key)
-    tests, counter = [], Counter()
-    for part in s.parts:
-        n, title = titles[part.problem]
-        counter[part.problem] += 1
-        result = part.result
-        if result is None:
-            output = "No submission." if s.status == MISSING else "Not graded."
-        elif result.status == MANUAL:
-            output = "Graded by hand: these points are added after the instructor reads your answer."
-        else:
-            output = result.message
-        test = {"name": f"{title}: {part.part}", "number": f"{n}.{counter[part.problem]}",
-                "score": round(part.score, 6), "max_score": part.points, "output": output,
-                "visibility": "visible"}
-        # Gradescope's status is optional; a part still to be graded by hand is neither passed
-        # nor failed, so it is left to show its score alone.
-        if part.status != MANUAL:
-            test["status"] = "passed" if part.status == "passed" else "failed"
-        tests.append(test)
-    summary = f"{key['assignment'].get('title', key['assignment']['id'])}: {_points(s.total)} of " \
-              f"{_points(s.max_score)} points."
-    if s.status == MISSING:
-        summary += " No submission was received."
-    elif s.status == ERROR:
-        summary += " Your notebook could not be graded."
-    lines = [summary, *s.notes]
-    return {"score": round(s.total, 6), "output": "\n".join(lines), "tests": tests}
+    return exports.gradescope_results(s, key)
 
 
-def write_gradescope(gradebook: Gradebook, key: dict, out_dir: str | Path) -> list[Path]:
-    """``out_dir/<student>/results.json`` for every student of the key."""
-    written = []
-    for s in class_grades(gradebook, key):
-        path = Path(out_dir) / s.id / "results.json"
-        text = json.dumps(gradescope_results(s, key), ensure_ascii=False, indent=2) + "\n"
-        write_atomic(path, text.encode("utf-8"))
-        written.append(path)
-    return written
+def write_gradescope(gradebook: Gradebook, key: dict, out_dir: str | Path,
+                     deadline: Deadline | None = None) -> list[Path]:
+    """``out_dir/<student>/results.json`` for every student of the key (grader.exports)."""
+    return exports.write_gradescope(class_grades(gradebook, key, deadline), key, out_dir)
 
 
 # -------------------------------------------------------------------------------- feedback
@@ -464,15 +321,20 @@ def feedback_page(s: StudentGrades, key: dict, reveal: bool = False, fallbacks=N
         body.append("<p>No submission was received for this assignment.</p>")
     elif s.status == ERROR:
         body.append("<p>Your notebook could not be graded; the notes below say why.</p>")
-    if s.notes:
-        body.append("<ul class=\"notes\">" + "".join(f"<li>{escape(n)}</li>" for n in s.notes) + "</ul>")
+    if s.shown_notes:
+        body.append("<ul class=\"notes\">" + "".join(f"<li>{escape(n)}</li>" for n in s.shown_notes) + "</ul>")
     if any(p.status == MANUAL for p in s.parts):
         body.append("<p>Some parts are graded by hand: their points are not included yet.</p>")
     problems = head_problems(key)
     rows = "".join(f"<tr><td>{n}. {escape(p.get('title', p['id']))}</td>"
                    f"<td>{_points(s.problem_scores[p['id']])} / {_points(p['points'])}</td></tr>"
                    for n, p in enumerate(problems, 1))
+    if s.penalty:
+        rows += (f"<tr><td>Late penalty ({escape(s.late)})</td>"
+                 f"<td>−{_points(s.penalty)}</td></tr>")
     body.append(f"<table><thead><tr><th>Problem</th><th>Points</th></tr></thead><tbody>{rows}</tbody></table>")
+    if s.status == NOT_ACCEPTED:
+        body.append(f"<p>This submission was received {escape(s.late)}.</p>")
     if reveal:
         body.append("<p><em>This page shows the expected answers.</em></p>")
     for n, problem in enumerate(problems, 1):
@@ -531,11 +393,11 @@ def _page_for(s: StudentGrades, key: dict, reveal: bool) -> tuple[str, list[str]
 
 
 def write_feedback(gradebook: Gradebook, key: dict, out_dir: str | Path, reveal: bool = False,
-                   progress=None) -> FeedbackPages:
+                   progress=None, deadline: Deadline | None = None) -> FeedbackPages:
     """``out_dir/<student>.html`` for every student of the key, each page made on its own
     (see ``_page_for``); ``progress`` (optional) gets ``advance(1)`` per page."""
     written = FeedbackPages()
-    for s in class_grades(gradebook, key):
+    for s in class_grades(gradebook, key, deadline):
         path = Path(out_dir) / f"{s.id}.html"
         html_text, fallbacks = _page_for(with_answers(gradebook, key, s), key, reveal)
         write_atomic(path, html_text.encode("utf-8", errors="replace"))
@@ -556,11 +418,11 @@ def _statistics(values: list[float]) -> dict:
     return {"mean": round(sum(values) / len(values), 6), "median": round(statistics.median(values), 6)}
 
 
-def summary_json(gradebook: Gradebook, key: dict) -> dict:
+def summary_json(gradebook: Gradebook, key: dict, deadline: Deadline | None = None) -> dict:
     """The class as data: per student and part; per problem the mean and median over the
     graded submissions (a missing or unreadable one would only drag them towards 0); the
     commonest misconceptions; how many submissions are missing or errored."""
-    grades = class_grades(gradebook, key)
+    grades = class_grades(gradebook, key, deadline)
     graded = [s for s in grades if s.status == GRADED]
     problems = [{"id": p["id"], "title": p.get("title", p["id"]), "points": float(p["points"]),
                  **_statistics([s.problem_scores[p["id"]] for s in graded])}
@@ -583,6 +445,9 @@ def summary_json(gradebook: Gradebook, key: dict) -> dict:
                       for code, count in sorted(mistakes.items(), key=lambda kv: (-kv[1], kv[0]))]
     students = [{"id": s.id, "name": s.name, "email": s.email, "status": s.status,
                  "total": round(s.total, 6), "max": s.max_score, "notes": list(s.notes),
+                 "needs_a_look": [{"code": c, "message": m} for c, m in s.look],
+                 "file": s.path, "handins": s.handins, "received_at": s.received_at,
+                 "received_from": s.received_from, "late": s.late, "late_penalty": round(s.penalty, 6),
                  "problems": {pid: round(x, 6) for pid, x in s.problem_scores.items()},
                  "parts": [{"problem": p.problem, "part": p.part, "score": round(p.score, 6),
                             "max_score": p.points, "status": p.status,
@@ -597,9 +462,12 @@ def summary_json(gradebook: Gradebook, key: dict) -> dict:
         "problems": problems,
         "totals": _statistics([s.total for s in graded]),
         "misconceptions": misconceptions,
+        "needs_a_look": [{"student": s.id, "file": s.path, "code": c, "message": m}
+                         for s in grades for c, m in s.look],
         "counts": {"students": len(grades), "graded": statuses[GRADED], "missing": statuses[MISSING],
                    "error": statuses[ERROR],
-                   "manual_parts": sum(p.status == MANUAL for s in grades for p in s.parts)},
+                   "manual_parts": sum(p.status == MANUAL for s in grades for p in s.parts),
+                   "needs_a_look": sum(bool(s.look) for s in grades)},
     }
 
 
@@ -640,11 +508,13 @@ def _table(header: list[str], rows: list[list[str]], right: set[int]) -> list[st
 _COLOURS = {MISSING: "\x1b[33m", ERROR: "\x1b[31m", GRADED: "\x1b[32m"}
 
 
-def class_table(gradebook: Gradebook, key: dict, colour: bool = False) -> str:
+def class_table(gradebook: Gradebook, key: dict, colour: bool = False, summary: dict | None = None,
+                deadline: Deadline | None = None) -> str:
     """The class as aligned plain text: a line per student (total and per problem), then the
     mean and median per problem, the commonest misconceptions and how many submissions are
-    missing or errored. ``colour`` adds ANSI colours to the status column."""
-    summary = summary_json(gradebook, key)
+    missing or errored. ``colour`` adds ANSI colours to the status column. ``summary``:
+    ``summary_json``'s, when the caller has it already."""
+    summary = summary if summary is not None else summary_json(gradebook, key, deadline)
     assignment = summary["assignment"]
     pids = [p["id"] for p in summary["problems"]]
     out = [f"{_shown(assignment['title'])} ({_shown(assignment['id'])}): "
@@ -653,11 +523,12 @@ def class_table(gradebook: Gradebook, key: dict, colour: bool = False) -> str:
     for s in summary["students"]:
         rows.append([_shown(s["id"]), _clip(_shown(s["name"]), 28),
                      f"{_points(s['total'])}/{_points(s['max'])}",
-                     *(_points(s["problems"][pid]) for pid in pids), _shown(s["status"])])
+                     *(_points(s["problems"][pid]) for pid in pids), _status_cell(s)])
     lines = _table(["student", "name", "total", *map(_shown, pids), "status"], rows,
                    right=set(range(2, 3 + len(pids))))
     if colour:  # after padding, so the escape codes do not count as width
-        lines = lines[:2] + [_colour_status(line, s["status"]) for line, s in zip(lines[2:], summary["students"])]
+        lines = lines[:2] + [_colour_status(line, _status_cell(s), s["status"])
+                             for line, s in zip(lines[2:], summary["students"])]
     out += lines
     counts = summary["counts"]
     graded = counts["graded"]
@@ -671,8 +542,8 @@ def class_table(gradebook: Gradebook, key: dict, colour: bool = False) -> str:
         out.append("Most common misconceptions (students, and the parts it cost them):")
         for m in summary["misconceptions"][:10]:
             what = f" — {_shown(m['summary'])}" if m["summary"] else ""
-            out.append(f"  {m['count']:>4} ({m['parts']:>3} parts)  {_shown(m['code'])}{what} "
-                       f"({_shown(', '.join(m['problems']))})")
+            out.append(f"  {_counted(m['count'], 'student'):>12}, {_counted(m['parts'], 'part'):>9}  "
+                       f"{_shown(m['code'])}{what} ({_shown(', '.join(m['problems']))})")
     else:
         out.append("No misconception was diagnosed.")
     out.append(f"Submissions: {counts['graded']} graded, {counts['missing']} missing, "
@@ -680,12 +551,41 @@ def class_table(gradebook: Gradebook, key: dict, colour: bool = False) -> str:
     if counts["manual_parts"]:
         out.append(f"{counts['manual_parts']} part{'s' if counts['manual_parts'] != 1 else ''} "
                    "to grade by hand (not in the totals yet).")
+    late = [s for s in summary["students"] if s["late_penalty"] or s["status"] == NOT_ACCEPTED]
+    if late:
+        out.append(f"Late: {_counted(len(late), 'submission')} (penalties are in the totals; "
+                   "report --json has each one's lateness).")
+    if counts["needs_a_look"]:
+        out.append(f"{_counted(counts['needs_a_look'], 'submission')} marked \"look\" need a human "
+                   "look before the grade stands (attnkit grade lists them).")
     return "\n".join(out) + "\n"
 
 
-def _colour_status(line: str, status: str) -> str:
-    status = _shown(status)
+def _counted(n: int, word: str) -> str:
+    return f"{n} {word}{'s' if n != 1 else ''}"
+
+
+def _status_cell(student: dict) -> str:
+    """The status column: the status, and "look" when something needs a human look."""
+    return _shown(student["status"]) + (", look" if student["needs_a_look"] else "")
+
+
+def look_list(summary: dict) -> str:
+    """For the TA, first: every submission that needs a human look, one line per issue."""
+    look = summary["needs_a_look"]
+    if not look:
+        return ""
+    students = len({x["student"] for x in look})
+    lines = [f"Needs a human look ({_counted(students, 'submission')}):"]
+    width = max(_width(_shown(x["student"])) for x in look)
+    for x in look:
+        student = _shown(x["student"])
+        lines.append(f"  {student}{' ' * (width - _width(student))}  {_shown(x['code'])}: {_shown(x['message'])}")
+    return "\n".join(lines) + "\n"
+
+
+def _colour_status(line: str, cell: str, status: str) -> str:
     code = _COLOURS.get(status)
-    if not code or not line.endswith(status):
+    if not code or not line.endswith(cell):
         return line
-    return line[: -len(status)] + code + status + "\x1b[0m"
+    return line[: -len(cell)] + code + cell + "\x1b[0m"

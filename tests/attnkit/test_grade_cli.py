@@ -31,7 +31,7 @@ from exercises.roster import load_roster
 from formats.serialize import decode_names
 from grader.sandbox import walls
 from grader.gradebook import Gradebook
-from synthetic import MISCONCEPTION_PREFIX, load_manifest, profile_names, synthesize
+from synthetic import MISCONCEPTION_PREFIX, load_manifest, profile_names, submission_path, synthesize
 
 ROOT = Path(__file__).resolve().parents[2]
 EXAMPLE = ROOT / "problem_bank" / "assignments" / "example.yaml"
@@ -258,20 +258,62 @@ def test_editing_one_submission_regrades_only_it(course, graded, tmp_path):
         next(s for s in old_subs if s.student == student).content_hash
 
 
-def test_a_student_without_a_notebook_is_marked_missing(course, graded, tmp_path):
+def test_a_student_not_in_the_folder_keeps_the_grade_an_earlier_run_recorded(course, graded, tmp_path):
     gb = copy_gradebook(graded, tmp_path)
     subs = tmp_path / "subs"
     shutil.copytree(graded.submissions, subs)
     gone = STUDENTS[-1]
+    with Gradebook(gb) as gradebook:
+        before = gradebook.submission(ASSIGNMENT, gone), gradebook.results(ASSIGNMENT, gone)
     shutil.rmtree(subs / "submitted" / gone)
     code, out, _ = attnkit(*course.grade_args(subs, gb, "--json"))
     assert code == 0
     summary = json.loads(out)
-    assert summary["missing"] == [gone] and (summary["graded"], summary["unchanged"]) == (0, 7)
+    assert summary["missing"] == [] and summary["not_in_folder"] == [gone]
+    assert (summary["graded"], summary["unchanged"]) == (0, 7)
     with Gradebook(gb) as gradebook:
-        row = gradebook.submission(ASSIGNMENT, gone)
-        assert (row.status, row.score) == ("missing", 0.0)
-        assert gradebook.results(ASSIGNMENT, gone) == []
+        assert (gradebook.submission(ASSIGNMENT, gone), gradebook.results(ASSIGNMENT, gone)) == before
+        assert before[0].status == "graded" and before[1]
+
+
+def test_grading_an_empty_folder_changes_no_grade(course, graded, tmp_path):
+    """Issue 15's first reproduction: an empty folder once turned every graded student into
+    "0/56 missing"."""
+    gb = copy_gradebook(graded, tmp_path)
+    before = rows(gb)
+    (tmp_path / "empty").mkdir()
+    code, out, err = attnkit(*course.grade_args(tmp_path / "empty", gb))
+    assert code == 0, err
+    assert "graded 0 submissions" in out and "8 not in this folder (their earlier grades stand)" in out
+    assert "missing" not in out.splitlines()[-3]
+    assert rows(gb) == before
+
+
+def test_a_late_folder_then_the_main_folder_again_keeps_the_late_grade(course, graded, tmp_path):
+    """Issue 15's second reproduction: grading a folder with only the late notebook turned
+    everyone else missing, and regrading the main folder then dropped the late grade."""
+    gb = copy_gradebook(graded, tmp_path)
+    before = {s.student: s for s in rows(gb)[0]}
+    late_student = student_of(graded.manifest, "partial")
+    on_time = submission_path(graded.submissions, "nbgrader", ASSIGNMENT, late_student)
+    late = submission_path(tmp_path / "late", "nbgrader", ASSIGNMENT, late_student)
+    late.parent.mkdir(parents=True)
+    notebook = json.loads(on_time.read_text(encoding="utf-8"))
+    notebook["metadata"]["resubmitted"] = True          # another notebook: another content hash
+    late.write_text(json.dumps(notebook), encoding="utf-8")
+    os.utime(late, (on_time.stat().st_mtime + 86_400,) * 2)         # handed in a day later
+    code, out, err = attnkit(*course.grade_args(tmp_path / "late", gb))
+    assert code == 0, err
+    after_late = {s.student: s for s in rows(gb)[0]}
+    assert set(after_late) == set(before)                             # nobody turned missing
+    assert after_late[late_student].path == str(late)
+    assert {s: r for s, r in after_late.items() if s != late_student} == \
+        {s: r for s, r in before.items() if s != late_student}
+    code, out, err = attnkit(*course.grade_args(graded.submissions, gb, "--regrade"))
+    assert code == 0, err
+    with Gradebook(gb) as gradebook:
+        assert gradebook.submission(ASSIGNMENT, late_student).path == str(late)   # the late one counts
+        assert [h.path for h in gradebook.handins(ASSIGNMENT, late_student)] == [str(late), str(on_time)]
 
 
 # --- 5. resuming after the process is killed -----------------------------------------------
@@ -446,6 +488,25 @@ def test_feedback_pages_link_nowhere_and_show_expected_values_only_when_revealed
         assert "<h4>Rubric</h4>" not in hidden
         assert shown.count("<h4>Expected</h4>") == parts and "Hidden case" in shown
         assert "<h4>Rubric</h4>" in shown
+
+
+def test_the_ta_sees_what_needs_a_look_and_no_student_page_names_another_student(reports, graded):
+    look = graded.summary["needs_a_look"]
+    flagged = {(x["student"], x["code"]) for x in look}
+    assert (student_of(graded.manifest, "wrong_student"), "wrong-student") in flagged
+    assert (student_of(graded.manifest, "broken_json"), "invalid-json") in flagged
+    assert all(set(x) == {"student", "file", "code", "message"} and x["file"] for x in look)
+    assert reports[2]["needs_a_look"] == look
+    plain, revealed, _ = reports
+    for student in STUDENTS:
+        others = [s for s in STUDENTS if s != student]
+        pages = [(folder / "feedback" / f"{student}.html").read_text(encoding="utf-8")
+                 for folder in (plain, revealed)]
+        pages.append((plain / "gradescope" / student / "results.json").read_text(encoding="utf-8"))
+        for page in pages:
+            assert not any(other in page for other in others), (student, [o for o in others if o in page])
+    copier = student_of(graded.manifest, "wrong_student")
+    assert "Your instructor has a note" in (plain / "feedback" / f"{copier}.html").read_text(encoding="utf-8")
 
 
 def test_the_course_secret_is_in_no_report_and_not_in_the_gradebook(reports, graded):
@@ -627,7 +688,7 @@ def test_each_output_is_written_whatever_another_does(hostile, tmp_path, monkeyp
 
     def full_disk(*_args, **_kwargs):
         raise OSError(28, "No space left on device", str(tmp_path / "grades.csv"))
-    monkeypatch.setattr("grader.reports.write_csv", full_disk)
+    monkeypatch.setattr("grader.exports.write_grades_csv", full_disk)
     code, out, err = _report(course, gradebook, tmp_path, "--json")
     assert code == 1
     summary = json.loads(out)

@@ -46,14 +46,15 @@ RUN_DEADLINE = 300                    # seconds: any single run taking this long
 # The columns that hold timings, excluded from every comparison of two gradebooks (see
 # grader/gradebook.py's schema): ``duration_ms`` of a submission is the wall-clock time its
 # grading took and ``duration_ms`` of a result that time shared over its parts (from
-# time.perf_counter in grader/grading.py), and ``graded_at`` is the UTC time of the write. They
-# measure the run, not the submission: two correct runs can never agree on them. Every other
+# time.perf_counter in grader/grading.py), and ``graded_at`` and ``first_seen`` are the UTC
+# times of writes. They measure the run, not the submission: two correct runs can never agree
+# on them. Every other
 # column (scores, statuses, messages, misconceptions, answers, notes, hashes, kit version,
 # position, path, and the meta table) is a function of the notebook's bytes, the key and the
 # grader's code, and is compared. A column added later is compared too unless listed here.
-TIMING_COLUMNS = {"submissions": ("duration_ms", "graded_at"), "results": ("duration_ms",)}
-PRIMARY_KEYS = {"submissions": ("assignment", "student"),
-                "results": ("assignment", "student", "problem", "part")}
+TIMING_COLUMNS = {"submissions": ("duration_ms", "graded_at", "first_seen"), "results": ("duration_ms",)}
+PRIMARY_KEYS = {"submissions": ("assignment", "student", "handin"),
+                "results": ("assignment", "student", "handin", "problem", "part")}
 
 # Hostile profiles that are cheap to grade and whose rows are deterministic, once each. Left
 # out: infinite_loop and memory_bomb (slow), fork_bomb (slow), read_key (its answer is text read

@@ -120,9 +120,7 @@ def test_missing_column_did_you_mean():
 def test_missing_columns_with_lms_names():
     assert problems("ID,Name,E-mail\ns1,Ada,a@example.edu\n") == [
         "roster.csv:1: missing column 'student_id' (the header has: ID, Name, E-mail); "
-        "did you mean 'student_id' instead of 'ID'?",
-        "roster.csv:1: missing column 'email' (the header has: ID, Name, E-mail); "
-        "did you mean 'email' instead of 'E-mail'?"]
+        "did you mean 'student_id' instead of 'ID'?"]
 
 
 def test_missing_column_without_hint():
@@ -216,3 +214,61 @@ def test_many_problems_are_capped():
     assert found[0] == ("roster.csv:2: email 'not-an-email' does not look like an email "
                         "address (name@domain, no spaces)")
     assert found[-1] == "… and 20 more"
+
+
+# --- optional columns: email, and the LMS's ids -----------------------------------------------
+
+def test_a_roster_without_an_email_column_loads_with_empty_emails():
+    assert load_roster(write("student_id,name\ns1,Ada\ns2,Bo\n")) == (Student("s1", "Ada", "", 2),
+                                                                     Student("s2", "Bo", "", 3))
+
+
+def test_email_is_read_from_what_lms_exports_call_it():
+    for header in ("E-mail", "Email address", "mail", "EMAIL"):
+        assert load_roster(write(f"student_id,name,{header}\ns1,Ada,a@example.edu\n"))[0].email == "a@example.edu"
+    assert problems("student_id,name,E-mail\ns1,Ada,not-an-email\n") == [
+        "roster.csv:2: email 'not-an-email' does not look like an email address (name@domain, no spaces)"]
+
+
+def test_lms_columns_by_their_own_names():
+    roster = load_roster(write("student_id,name,email,lms_id,lms_login\n"
+                               "s1,Ada,a@example.edu,1234,ada.l\ns2,Bo,,,\n"))
+    assert roster == (Student("s1", "Ada", "a@example.edu", 2, "1234", "ada.l"), Student("s2", "Bo", "", 3))
+    assert (roster[0].lms_id, roster[0].lms_login, roster[1].lms_id, roster[1].lms_login) == \
+        ("1234", "ada.l", "", "")
+
+
+def test_lms_columns_from_a_canvas_gradebook_export():
+    text = ("Student,ID,SIS User ID,SIS Login ID,Section,student_id,name\n"
+            "\"Lovelace, Ada\",1234,900001,ada.l,A,s1,Ada\n")
+    assert load_roster(write(text)) == (Student("s1", "Ada", "", 2, "1234", "ada.l"),)
+
+
+def test_lms_columns_from_a_moodle_export():
+    text = "student_id,name,Email address,Moodle ID,Username\ns1,Ada,a@example.edu,77,alovelace\n"
+    assert load_roster(write(text)) == (Student("s1", "Ada", "a@example.edu", 2, "77", "alovelace"),)
+
+
+def test_sis_user_id_is_the_login_only_when_no_login_column_is_there():
+    assert load_roster(write("student_id,name,SIS User ID\ns1,Ada,900001\n"))[0].lms_login == "900001"
+    assert load_roster(write("student_id,name,Username,SIS User ID\ns1,Ada,ada,900001\n"))[0].lms_login == "ada"
+
+
+def test_a_columns_own_name_wins_over_its_aliases_and_no_alias_is_a_student_id():
+    roster = load_roster(write("student_id,name,ID,lms_id,Login\ns1,Ada,x-7,1234,ada\n"))
+    assert (roster[0].id, roster[0].lms_id, roster[0].lms_login) == ("s1", "1234", "ada")
+    # an export's own column is taken as it is (a roster may have had an "ID" column already)
+    assert load_roster(write("student_id,name,ID\ns1,Ada,not a number\n"))[0].lms_id == "not a number"
+    assert problems("ID,Username,name\n1234,ada,Ada\n")[0].startswith("roster.csv:1: missing column 'student_id'")
+
+
+def test_lms_columns_by_their_own_names_are_checked():
+    assert problems("student_id,name,lms_id,lms_login\ns1,Ada,12a,ada\ns2,Bo,55,ADA\ns3,Cy,55,cy\n") == [
+        "roster.csv:2: lms_id '12a' is not a number (the LMS's numeric user id: Canvas's ID column, "
+        "Moodle's user id)",
+        "roster.csv:3: duplicate lms_login 'ADA' (also on line 2)",
+        "roster.csv:4: duplicate lms_id '55' (also on line 3)"]
+
+
+def test_an_lms_column_twice_is_a_problem():
+    assert problems("student_id,name,ID,id\ns1,Ada,1,2\n") == ["roster.csv:1: column 'ID' appears 2 times"]

@@ -11,6 +11,8 @@ import threading
 from pathlib import Path
 
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 from grader.gradebook import (ANSWER_LIMIT, SCHEMA_VERSION, Gradebook, GradebookError, ResultRow,
                               SubmissionRow, omitted_reason)
@@ -23,7 +25,7 @@ def submission(student="s1", content_hash="h1", status="graded", score=1.5, **kw
     return SubmissionRow(A, student, f"submitted/{student}/hw1.ipynb", content_hash, status,
                          notes=kw.pop("notes", ("cell 3 raised NameError",)), score=score,
                          max_score=3.0, duration_ms=kw.pop("duration_ms", 120),
-                         kit_version=kw.pop("kit_version", "0.1.0"))
+                         kit_version=kw.pop("kit_version", "0.1.0"), **kw)
 
 
 def result(problem, part, score=1.0, status="passed", student="s1", content_hash="h1", **kw):
@@ -31,6 +33,46 @@ def result(problem, part, score=1.0, status="passed", student="s1", content_hash
                      kw.pop("message", ""), kw.pop("misconception", None), kw.pop("answer", None),
                      kw.pop("duration_ms", 7), content_hash)
 
+
+# The schema 1 of an earlier kit (one row per student; "missing" rows written over grades).
+SCHEMA_1 = """
+CREATE TABLE meta (
+    key   TEXT PRIMARY KEY,
+    value TEXT NOT NULL
+) WITHOUT ROWID;
+CREATE TABLE submissions (
+    assignment   TEXT NOT NULL,
+    student      TEXT NOT NULL,
+    path         TEXT NOT NULL,
+    content_hash TEXT NOT NULL,
+    status       TEXT NOT NULL CHECK (status IN ('graded', 'error', 'missing')),
+    notes        TEXT NOT NULL,             -- JSON list of strings
+    score        REAL NOT NULL,
+    max_score    REAL NOT NULL,
+    duration_ms  INTEGER NOT NULL,
+    graded_at    TEXT NOT NULL,             -- UTC, ISO 8601, never in a report
+    kit_version  TEXT NOT NULL,
+    PRIMARY KEY (assignment, student)
+);
+CREATE TABLE results (
+    assignment    TEXT NOT NULL,
+    student       TEXT NOT NULL,
+    problem       TEXT NOT NULL,
+    part          TEXT NOT NULL,
+    position      INTEGER NOT NULL,         -- order as recorded: the key's problem and part order
+    score         REAL NOT NULL,
+    max_score     REAL NOT NULL,
+    status        TEXT NOT NULL CHECK (status IN ('passed', 'failed', 'partial', 'missing', 'error', 'manual')),
+    message       TEXT NOT NULL,
+    misconception TEXT,
+    answer        TEXT,                     -- JSON (exercises.serialize.to_jsonable), capped
+    duration_ms   INTEGER NOT NULL,
+    content_hash  TEXT NOT NULL,
+    PRIMARY KEY (assignment, student, problem, part),
+    FOREIGN KEY (assignment, student) REFERENCES submissions (assignment, student)
+        ON DELETE CASCADE
+);
+"""
 
 ROWS = [result("p2", "weights", 0.0, "failed", message="outside tolerance",
                misconception="sdpa_no_scale",
@@ -95,14 +137,86 @@ def test_is_current_only_for_the_same_graded_notebook(tmp_path):
         assert not gb.is_current(A, "s2", "e")                          # errors are retried
 
 
-def test_mark_missing_records_zero_and_drops_earlier_results(tmp_path):
+def test_handins_accumulate_and_the_one_received_last_counts(tmp_path):
     with Gradebook(tmp_path / "g.sqlite") as gb:
-        gb.record(submission(), ROWS)
-        gb.mark_missing(A, "s1", 3.0)
+        gb.record(submission(received_at="2026-11-30T10:00:00+00:00"), ROWS)
+        gb.record(submission("s2", "x"), [result("p1", "a", student="s2", content_hash="x")])
+        late = [result("p1", "a", 0.5, "partial", content_hash="h2")]
+        gb.record(submission(content_hash="h2", score=0.5, received_at="2026-12-02T10:00:00+00:00"), late)
+        assert gb.submission(A, "s1").content_hash == "h2" and gb.results(A, "s1") == late
+        assert [h.content_hash for h in gb.handins(A, "s1")] == ["h2", "h1"]     # both kept
+        assert gb.results(A, "s1", handin="h1") == ROWS
+        # the main folder graded again, after the late one: the late one still counts
+        gb.record(submission(received_at="2026-11-30T10:00:00+00:00"), ROWS)
+        assert gb.submission(A, "s1").content_hash == "h2"
+        assert [s.student for s in gb.submissions(A)] == ["s1", "s2"]
+        assert gb.results(A, "s2") == [result("p1", "a", student="s2", content_hash="x")]
+
+
+def test_a_handin_graded_again_replaces_only_its_own_rows(tmp_path):
+    with Gradebook(tmp_path / "g.sqlite") as gb:
+        gb.record(submission(handin="n1"), ROWS)
+        gb.record(submission(content_hash="h9", handin="n2"), ROWS[:1])
+        # n1 graded against a rebuilt key: a new fingerprint, the same notebook
+        regraded = [result("p1", "a", 0.0, "failed", content_hash="h1b")]
+        gb.record(submission(content_hash="h1b", handin="n1"), regraded)
+        assert {h.handin: h.content_hash for h in gb.handins(A, "s1")} == {"n1": "h1b", "n2": "h9"}
+        assert gb.results(A, "s1", handin="n1") == regraded
+        assert gb.results(A, "s1", handin="n2") == ROWS[:1]
+        assert gb.is_current(A, "s1", "h1b") and not gb.is_current(A, "s1", "h1")
+
+
+def test_a_schema_1_gradebook_is_migrated_with_every_grade(tmp_path):
+    path = tmp_path / "old.sqlite"
+    with sqlite3.connect(path) as c:
+        c.executescript(SCHEMA_1)
+        c.execute("INSERT INTO meta VALUES ('format', 'attnkit-gradebook'), ('schema_version', '1')")
+        c.execute("INSERT INTO submissions VALUES ('hw1', 's1', 'a.ipynb', 'h1', 'graded', '[\"n\"]', 2, 3, 5, "
+                  "'2026-01-01T00:00:00+00:00', '0.1.0')")
+        c.execute("INSERT INTO submissions VALUES ('hw1', 's2', '', '', 'missing', '[]', 0, 3, 0, "
+                  "'2026-01-01T00:00:00+00:00', '0.1.0')")
+        c.execute("INSERT INTO results VALUES ('hw1', 's1', 'p', 'a', 0, 2, 3, 'partial', 'm', NULL, '1.5', 4, 'h1')")
+    with Gradebook(path) as gb:
         (row,) = gb.submissions(A)
-        assert (row.status, row.score, row.max_score, row.content_hash) == ("missing", 0.0, 3.0, "")
-        assert gb.results(A) == []
-        assert not gb.is_current(A, "s1", "")
+        assert (row.student, row.content_hash, row.handin, row.score, row.notes) == ("s1", "h1", "h1", 2.0, ("n",))
+        (r,) = gb.results(A)
+        assert (r.problem, r.part, r.score, r.status, r.answer) == ("p", "a", 2.0, "partial", 1.5)
+        assert gb.submission(A, "s2") is None        # missing: a fact of the report now
+    with sqlite3.connect(path) as c:
+        assert dict(c.execute("SELECT key, value FROM meta"))["schema_version"] == str(SCHEMA_VERSION)
+
+
+STUDENTS, NOTEBOOKS = ("s1", "s2", "s3"), ("n1", "n2", "n3")
+
+
+@settings(max_examples=60, deadline=None)
+@given(st.lists(st.tuples(st.sampled_from(STUDENTS), st.sampled_from(NOTEBOOKS), st.integers(0, 3),
+                          st.integers(0, 5)), max_size=25))
+def test_no_recorded_grade_is_lost_or_changed_except_by_its_own_regrade(tmp_path_factory, runs):
+    """Any sequence of records (a handin of a student, graded to some score, received on
+    some day): every handin keeps the last grade recorded for it, and the one received last
+    counts."""
+    path = tmp_path_factory.mktemp("prop") / "g.sqlite"
+    want: dict = {}
+    with Gradebook(path) as gb:
+        for student, notebook, score, day in runs:
+            handin = f"{student}-{notebook}"
+            when = f"2026-12-0{day + 1}T00:00:00+00:00"
+            rows = [result("p", "a", float(score), "partial", student=student, content_hash=f"h{score}")]
+            gb.record(submission(student, f"h{score}", score=float(score), handin=handin,
+                                 received_at=when), rows)
+            want[(student, handin)] = (float(score), when)
+            for (s, h), (expected, _) in want.items():
+                (got,) = gb.results(A, s, handin=h)
+                assert got.score == expected
+        for student in STUDENTS:
+            mine = {h: w for (s, h), w in want.items() if s == student}
+            counted = gb.submission(A, student)
+            if not mine:
+                assert counted is None
+                continue
+            latest = max(w[1] for w in mine.values())
+            assert counted.received_at == latest and mine[counted.handin][1] == latest
 
 
 def test_wal_mode_and_schema_version(tmp_path):

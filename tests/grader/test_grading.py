@@ -381,6 +381,8 @@ def test_a_cell_error_without_a_message_is_named_without_an_empty_code_span():
     from grader.sandbox.client import CellError, RunResult
 
     result = RunResult(errors=[CellError("p-a", "NotImplementedError", "", 2),
-                               CellError("p-b", "ValueError", "bad *shape*", None)])
+                               CellError("p-b", "ValueError", "bad *shape*", None),
+                               CellError("p-c", "NotImplementedError", "\n", 2)])     # issue 15: "…line 2: \n)."
     assert _causes(result) == {"p-a": "the cell raised `NotImplementedError` on line 2",
-                               "p-b": "the cell raised `ValueError`: `bad *shape*`"}
+                               "p-b": "the cell raised `ValueError`: `bad *shape*`",
+                               "p-c": "the cell raised `NotImplementedError` on line 2"}

@@ -1251,7 +1251,7 @@ def test_a_deeply_nested_givens_cell_costs_nobody_anything(built, tmp_path, read
         path.write_bytes(notebook_bytes(notebook))
     with Gradebook(tmp_path / "gradebook.sqlite") as gradebook, \
             Sandbox(1, Limits(wall_seconds=TIMEOUT)) as sandbox:
-        run = grade_folder(key, folder, gradebook, sandbox, read_ahead=read, record_missing=False,
+        run = grade_folder(key, folder, gradebook, sandbox, read_ahead=read,
                            kit_version="")
         assert sorted(run.recorded) == [control, victim] and not run.issues
         rows = {s.student: s for s in gradebook.submissions(assignment_id)}

@@ -8,6 +8,9 @@ saved by another tool, or not notebooks at all."""
 import copy
 import hashlib
 import json
+import os
+import re
+from datetime import datetime, timezone
 from pathlib import Path
 
 import pytest
@@ -20,6 +23,7 @@ from exercises.build import CLASS_STUDENT, build_nbgrader
 from exercises.notebook import notebook_bytes
 from formats.serialize import decode_names
 from formats.key_shape import entry_for
+from grader import intake
 from grader.intake import (ISSUE_CODES, MAX_CELLS, Found, Issue, assigns_exactly, file_hash,
                            find_submissions, givens_edits, kit_cells, match, read_submission)
 from grader.program import job_for
@@ -29,6 +33,7 @@ EXAMPLE = ROOT / "problem_bank" / "assignments" / "example.yaml"
 SECRET = "grader intake test secret, 32 by"
 HW = "attention-hw1"
 A, B, C = "s2026001", "s2026002", "s2026003"
+T0 = int(datetime(2026, 11, 30, 23, 59, tzinfo=timezone.utc).timestamp()) * 10**9     # a modification time
 
 
 @pytest.fixture(scope="module")
@@ -85,10 +90,13 @@ def test_the_nbgrader_layout_is_found_from_the_course_or_from_its_submitted_fold
     write(tmp_path / "submitted" / A / "another-hw" / "another-hw.ipynb", {})
     (tmp_path / "submitted" / A / HW / "timestamp.txt").write_text("2026-01-01 00:00:00")
     found = find_submissions(tmp_path, HW)
-    assert found == [
-        Found(A, tmp_path / "submitted" / A / HW / f"{HW}.ipynb", f"submitted/{A}/{HW}/{HW}.ipynb", "nbgrader"),
-        Found(B, tmp_path / "submitted" / B / HW / f"{HW}.ipynb", f"submitted/{B}/{HW}/{HW}.ipynb", "nbgrader"),
+    assert [(f.student, f.path, f.shown, f.layout) for f in found] == [
+        (A, tmp_path / "submitted" / A / HW / f"{HW}.ipynb", f"submitted/{A}/{HW}/{HW}.ipynb", "nbgrader"),
+        (B, tmp_path / "submitted" / B / HW / f"{HW}.ipynb", f"submitted/{B}/{HW}/{HW}.ipynb", "nbgrader"),
     ]
+    assert (found[0].received_at, found[0].received_from) == (datetime(2026, 1, 1, tzinfo=timezone.utc),
+                                                              "nbgrader timestamp.txt")
+    assert found[1].received_from == "file modification time" and found[1].received_at.tzinfo is not None
     from_submitted = find_submissions(tmp_path / "submitted", HW)
     assert [(f.student, f.path, f.shown) for f in from_submitted] == \
         [(A, found[0].path, f"{A}/{HW}/{HW}.ipynb"), (B, found[1].path, f"{B}/{HW}/{HW}.ipynb")]
@@ -98,12 +106,13 @@ def test_a_flat_folder_and_the_release_layout_are_found_in_student_order(tmp_pat
     write(tmp_path / f"{C}.ipynb", {})
     write(tmp_path / f"{A}.ipynb", {})
     write(tmp_path / B / f"{HW}.ipynb", {})           # release/<student>/<assignment>.ipynb
-    write(tmp_path / B / "scratch.ipynb", {})          # not this assignment's file
+    write(tmp_path / B / "scratch.ipynb", {})          # another notebook in the folder: listed
     write(tmp_path / ".~lock.ipynb", {})
     (tmp_path / "notes.txt").write_text("not a notebook")
     found = find_submissions(tmp_path, HW)
     assert [(f.student, f.shown, f.layout) for f in found] == [
-        (A, f"{A}.ipynb", "flat"), (B, f"{B}/{HW}.ipynb", "release"), (C, f"{C}.ipynb", "flat")]
+        (A, f"{A}.ipynb", "flat"), (B, f"{B}/{HW}.ipynb", "release"), (B, f"{B}/scratch.ipynb", "folder"),
+        (C, f"{C}.ipynb", "flat")]
 
 
 def test_several_notebooks_of_one_student_sort_naturally(tmp_path):
@@ -435,8 +444,14 @@ def test_every_issue_code_is_documented():
     used = {"unreadable", "symlink", "too-large", "empty-file", "not-text", "invalid-json", "not-a-notebook",
             "not-nbformat-4", "no-cells", "bad-cell", "metadata-stripped", "no-kit-cells", "kit-cell-missing",
             "duplicate-grade-id", "givens-edited", "no-record", "wrong-student", "wrong-assignment",
-            "wrong-variant", "duplicate", "unknown-student", "too-complex", "too-many-cells"}
+            "wrong-variant", "duplicate", "unknown-student", "too-complex", "too-many-cells",
+            # when it was handed in, and pairing files with students
+            "bad-timestamp", "late-by-name", "several-notebooks", "ambiguous", "renamed",
+            "paired-by-record", "unmatched"}
     assert set(ISSUE_CODES) == used
+    source = Path(intake.__file__).read_text()
+    assert set(re.findall(r'Issue\(\s*"([a-z0-9-]+)"', source)) | {"duplicate", "several-notebooks",
+                                                                  "ambiguous"} == used
 
 
 def test_kit_cells_know_every_grade_id_of_the_instructor_notebook(course, key):
@@ -455,13 +470,26 @@ def test_kit_cells_know_every_grade_id_of_the_instructor_notebook(course, key):
 
 def test_match_pairs_students_and_lists_the_missing_and_the_unknown(course, key, tmp_path):
     write(tmp_path / "submitted" / A / HW / f"{HW}.ipynb", released(course, A))
-    write(tmp_path / "submitted" / "s9999999" / HW / f"{HW}.ipynb", released(course, B))
+    record_less = released(course, B)
+    del record_less["metadata"]["attnkit"]
+    write(tmp_path / "submitted" / "s9999999" / HW / f"{HW}.ipynb", record_less)
     submissions, missing, issues = match(find_submissions(tmp_path, HW), key)
     assert [s.student for s in submissions] == [A] and submissions[0].issues == ()
     assert missing == [B, C]
     assert issues == [Issue("unknown-student", f"submitted/s9999999/{HW}/{HW}.ipynb: 's9999999' is not a "
-                                               "student of the answer key (the folder or file name must be a "
+                                               "student of the answer key, and no variant record in the "
+                                               "notebook names one (the folder or file name must be a "
                                                "student id of the roster): not graded")]
+
+
+def test_a_folder_that_names_no_student_is_paired_by_the_record_inside(course, key, tmp_path):
+    write(tmp_path / "submitted" / "s9999999" / HW / f"{HW}.ipynb", released(course, B))
+    submissions, missing, issues = match(find_submissions(tmp_path, HW), key)
+    assert [s.student for s in submissions] == [B] and missing == [A, C] and issues == []
+    assert submissions[0].issues == (Issue(
+        "paired-by-record", f"submitted/s9999999/{HW}/{HW}.ipynb: its folder name 's9999999' names no "
+                            f"student of the answer key; the notebook's variant record names {B}: graded "
+                            f"for {B}"),)
 
 
 def test_the_notebook_named_like_the_assignment_is_graded_among_several(course, key, tmp_path):
@@ -471,10 +499,12 @@ def test_the_notebook_named_like_the_assignment_is_graded_among_several(course, 
     result = match(find_submissions(tmp_path, HW), key)
     [s] = result.submissions
     assert s.path == folder / f"{HW}.ipynb"
-    assert s.issues == (Issue("duplicate", f"submitted/{A}/{HW}/{HW}.ipynb: graded, as it is named {HW}.ipynb; "
-                                           f"{A} handed in 2 notebooks (also submitted/{A}/{HW}/zz-copy.ipynb)"),)
-    assert result.issues == [Issue("duplicate", f"submitted/{A}/{HW}/zz-copy.ipynb: not graded: {A} handed in 2 "
-                                                f"notebooks and submitted/{A}/{HW}/{HW}.ipynb was graded")]
+    assert s.issues == (Issue("several-notebooks", f"submitted/{A}/{HW}/{HW}.ipynb: graded, as it is named "
+                                                   f"{HW}.ipynb; {A} handed in 2 notebooks (also "
+                                                   f"submitted/{A}/{HW}/zz-copy.ipynb)"),)
+    assert result.issues == [Issue("several-notebooks", f"submitted/{A}/{HW}/zz-copy.ipynb: not graded: {A} "
+                                                        f"handed in 2 notebooks and submitted/{A}/{HW}/{HW}.ipynb "
+                                                        "was graded")]
 
 
 def test_else_the_one_whose_record_names_the_student(course, key, tmp_path):
@@ -487,17 +517,30 @@ def test_else_the_one_whose_record_names_the_student(course, key, tmp_path):
                                     f"handed in 2 notebooks (also submitted/{A}/{HW}/theirs.ipynb)")
 
 
-def test_else_the_newest_by_name(course, key, tmp_path):
+def test_else_the_newest_by_name_when_their_times_tie(course, key, tmp_path):
     folder = tmp_path / "submitted" / A / HW
     for name in ("hw (2).ipynb", "hw (10).ipynb", "hw (9).ipynb"):
-        write(folder / name, released(course, A))
+        os.utime(write(folder / name, released(course, A)), ns=(T0, T0))
     result = match(find_submissions(tmp_path, HW), key)
     [s] = result.submissions
     assert s.path.name == "hw (10).ipynb"
-    assert s.issues[-1].message.startswith(f"submitted/{A}/{HW}/hw (10).ipynb: graded, as its name sorts last "
-                                           "(the newest); ")
+    assert s.issues[-1] == Issue("duplicate", f"submitted/{A}/{HW}/hw (10).ipynb: graded, as its name sorts last "
+                                              f"(the newest); {A} handed in 3 notebooks (also submitted/{A}/{HW}/"
+                                              f"hw (2).ipynb and submitted/{A}/{HW}/hw (9).ipynb)")
     assert [i.message.split(":")[0] for i in result.issues] == [f"submitted/{A}/{HW}/hw (2).ipynb",
                                                                  f"submitted/{A}/{HW}/hw (9).ipynb"]
+    assert {i.code for i in result.issues} == {"duplicate"}
+
+
+def test_else_the_newest_by_modification_time(course, key, tmp_path):
+    folder = tmp_path / "submitted" / A / HW
+    for name, age in (("hw (2).ipynb", 0), ("hw (10).ipynb", 2), ("hw (9).ipynb", 1)):
+        os.utime(write(folder / name, released(course, A)), ns=(T0 - age * 10**9, T0 - age * 10**9))
+    result = match(find_submissions(tmp_path, HW), key)
+    [s] = result.submissions
+    assert s.path.name == "hw (2).ipynb"
+    assert s.issues[-1].message.startswith(f"submitted/{A}/{HW}/hw (2).ipynb: graded, as it was modified last "
+                                           "(2026-11-30 23:59:00 UTC); ")
 
 
 def test_a_flat_file_with_another_students_notebook_is_graded_as_the_file_says(course, key, tmp_path):

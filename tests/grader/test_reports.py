@@ -121,10 +121,14 @@ def test_csv_lists_every_student_of_the_key_with_scores_per_problem(gradebook, t
     data = path.read_bytes()
     assert not data.startswith(b"\xef\xbb\xbf") and data.count(b"\r\n") == 4
     rows = list(csv.reader(io.StringIO(data.decode("utf-8"), newline="")))
-    assert rows[0] == ["student_id", "name", "email", "total", "max", "attn", "quiz", "essay", "impl", "status"]
-    assert rows[1] == ["s1", "Ada Lovelace", "ada@example.edu", "1.5", "8", "0", "0", "0", "1.5", "graded"]
-    assert rows[2][3:] == ["6", "8", "3", "1", "0", "2", "graded"]
-    assert rows[3] == ["s3", "Søren Ørsted", "soren@example.edu", "0", "8", "0", "0", "0", "0", "missing"]
+    assert rows[0] == ["student_id", "name", "email", "total", "max", "attn", "quiz", "essay", "impl", "status",
+                       "pending_points", "late_penalty", "late"]
+    # the essay is still to be graded by hand: incomplete, with its points pending (issue 15)
+    assert rows[1] == ["s1", "Ada Lovelace", "ada@example.edu", "1.5", "8", "0", "0", "0", "1.5", "incomplete",
+                       "2", "", ""]
+    assert rows[2][3:] == ["6", "8", "3", "1", "0", "2", "graded", "0", "", ""]
+    # no submission: blank, not 0 (issue 15)
+    assert rows[3] == ["s3", "Søren Ørsted", "soren@example.edu", "", "8", "", "", "", "", "missing", "", "", ""]
 
 
 def test_csv_cells_cannot_start_a_formula(gradebook):
@@ -265,7 +269,8 @@ def test_class_table_is_aligned_plain_text_with_a_summary(gradebook):
 def test_summary_json_is_data_for_the_cli(gradebook):
     summary = summary_json(gradebook, KEY)
     json.dumps(summary, allow_nan=False)
-    assert summary["counts"] == {"students": 3, "graded": 2, "missing": 1, "error": 0, "manual_parts": 1}
+    assert summary["counts"] == {"students": 3, "graded": 2, "missing": 1, "error": 0, "manual_parts": 1,
+                                 "needs_a_look": 0}
     assert [s["id"] for s in summary["students"]] == ["s1", "s2", "s3"]
     assert summary["students"][1]["problems"] == {"attn": 3.0, "quiz": 1.0, "essay": 0.0, "impl": 2.0}
     assert summary["misconceptions"] == [{"code": "sdpa_no_scale", "count": 1, "parts": 1, "problems": ["attn"],

@@ -1,0 +1,172 @@
+"""A class's grades, read from the gradebook and the answer key: who is in the class (the
+key), what each student earned on the handin that counts (the gradebook, under the late policy
+when there is one), and what the instructor must know about it.
+
+The key decides who is in the class and what the problems and parts are (in its order); a
+student without a counted handin is ``missing`` (or ``not accepted`` under a cutoff), never left
+out. What reads this: the reports (``grader.reports``), the LMS exports (``grader.exports``)
+and the TA's list (``grader.pipeline``).
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, replace
+from datetime import datetime
+
+from formats.deadline import Deadline
+from formats.key_shape import (assignment_id, entry_for, graded_parts, head_problems, is_class_key,
+                              key_students, problem_record, total_points)
+
+from .gradebook import Gradebook, ResultRow, SubmissionRow
+from .review import flagged, student_notes
+
+MISSING, GRADED, ERROR, MANUAL = "missing", "graded", "error", "manual"
+NOT_ACCEPTED = "not accepted"
+
+
+@dataclass(frozen=True)
+class Part:
+    """One gradable part of one student's problem, as the key defines it (implement: a test
+    family), with what the gradebook holds for it (None: not graded)."""
+
+    problem: str
+    part: str
+    points: float
+    result: ResultRow | None
+
+    @property
+    def score(self) -> float:
+        return self.result.score if self.result else 0.0
+
+    @property
+    def status(self) -> str:
+        return self.result.status if self.result else MISSING
+
+
+@dataclass(frozen=True)
+class StudentGrades:
+    id: str
+    name: str
+    email: str
+    status: str                   # the submission's status, "missing" without one
+    notes: tuple[str, ...]
+    parts: tuple[Part, ...]       # in the key's problem and part order
+    total: float
+    max_score: float
+    problem_scores: dict          # problem id → points earned
+    issues: tuple = ()            # (code, message) of the counted handin: grader.review
+    handins: int = 0              # distinct notebooks handed in (the counted one is below)
+    path: str = ""                # the counted handin's file
+    received_at: str | None = None   # when it was handed in (UTC), and where that time comes from
+    received_from: str = ""
+    handin: str = ""              # the counted handin (the gradebook's key for its rows)
+    penalty: float = 0.0          # late penalty, in points (already taken off ``total``)
+    late: str = ""                # what the late policy made of the counted handin ("" without one)
+
+    @property
+    def look(self) -> list[tuple[str, str]]:
+        """The issues that need a human look before this grade stands."""
+        return flagged(self.issues)
+
+    @property
+    def shown_notes(self) -> list[str]:
+        """The notes the student may read (grader.review.student_notes)."""
+        return student_notes(self.notes, self.issues)
+
+
+def _student_parts(entry: dict, problems: list[dict], rows: list[ResultRow]) -> tuple[Part, ...]:
+    by_part = {(r.problem, r.part): r for r in rows}
+    parts = []
+    for problem in problems:
+        pid = problem["id"]
+        known = graded_parts(problem_record(entry, pid, {}))
+        parts += [Part(pid, part, points, by_part.pop((pid, part), None)) for part, points in known]
+        # A part the grader recorded that this key does not list (a key rebuilt since):
+        # shown after the key's own, so no earned point goes unseen.
+        parts += [Part(pid, r.part, r.max_score, r) for r in rows if (r.problem, r.part) in by_part
+                  and r.problem == pid]
+    return tuple(parts)
+
+
+def _students(key: dict, submissions) -> list[str]:
+    """The key's students; for an nbgrader course's class-wide key (one entry for everyone),
+    the students the gradebook has."""
+    return sorted(submissions) if is_class_key(key) else key_students(key)
+
+
+def class_grades(gradebook: Gradebook, key: dict, deadline: Deadline | None = None) -> list[StudentGrades]:
+    """Every student of the key, by id, with their counted handin and its parts — without
+    the students' answers (up to 64 kB a part: a class's would be gigabytes; ``with_answers``
+    reads one student's when their page is drawn). Without a ``deadline`` the handin received
+    last counts; with one, the last one the late policy accepts, less its penalty."""
+    assignment = assignment_id(key)
+    submissions: dict[str, SubmissionRow] = {s.student: s for s in gradebook.submissions(assignment)}
+    rows: dict[str, list[ResultRow]] = {}
+    for r in gradebook.results(assignment, answers=False):
+        rows.setdefault(r.student, []).append(r)
+    handins: dict[str, list[SubmissionRow]] = {}
+    for h in gradebook.handins(assignment):            # (each student's, latest first)
+        handins.setdefault(h.student, []).append(h)
+    grades = []
+    for sid in _students(key, submissions):
+        submission, lateness = submissions.get(sid), None
+        if deadline is not None and sid in handins:
+            submission, lateness = _counting_handin(deadline, sid, handins[sid])
+            if submission is not None and submission.handin != submissions[sid].handin:
+                rows[sid] = gradebook.results(assignment, sid, answers=False, handin=submission.handin)
+        grades.append(_late(_grades_of(key, sid, submission, rows.get(sid, []) if submission else [],
+                                       len(handins.get(sid, ()))), lateness))
+    return grades
+
+
+def _counting_handin(deadline: Deadline, student: str, handins: list[SubmissionRow]):
+    """(the handin that counts, what the policy made of it): the last one received that the
+    policy accepts; (None, the last one's lateness) when it accepts none."""
+    assessed = [(h, deadline.assess(student, _received(h))) for h in handins]
+    for handin, lateness in assessed:
+        if lateness.accepted:
+            return handin, lateness
+    return None, assessed[0][1]
+
+
+def _received(handin: SubmissionRow):
+    try:
+        return datetime.fromisoformat(handin.received_at) if handin.received_at else None
+    except ValueError:
+        return None
+
+
+def _late(s: StudentGrades, lateness) -> StudentGrades:
+    """``s`` with its late penalty taken off, as a figure of its own."""
+    if lateness is None:
+        return s
+    if not lateness.accepted:
+        return replace(s, status=NOT_ACCEPTED, late=lateness.words,
+                       issues=(*s.issues, ("late", f"received {lateness.words}")))
+    penalty = round(s.total * lateness.penalty_percent / 100, 6)
+    issues = (*s.issues, ("late", f"received {lateness.words}")) if lateness.late else s.issues
+    return replace(s, total=s.total - penalty, penalty=penalty, late=lateness.words, issues=issues)
+
+
+def _grades_of(key: dict, sid: str, submission: SubmissionRow | None, rows: list[ResultRow],
+               handins: int = 0) -> StudentGrades:
+    problems = head_problems(key)
+    entry = entry_for(key, sid)
+    parts = _student_parts(entry, problems, rows)
+    scores = {p["id"]: sum(x.score for x in parts if x.problem == p["id"]) for p in problems}
+    return StudentGrades(
+        id=sid, name=str(entry.get("name", "")), email=str(entry.get("email", "")),
+        status=submission.status if submission else MISSING,
+        notes=submission.notes if submission else (), parts=parts,
+        total=sum(scores.values()), max_score=total_points(key), problem_scores=scores,
+        issues=submission.issues if submission else (), handins=handins,
+        path=submission.path if submission else "", handin=submission.handin if submission else "",
+        received_at=submission.received_at if submission else None,
+        received_from=submission.received_from if submission else "")
+
+
+def with_answers(gradebook: Gradebook, key: dict, s: StudentGrades) -> StudentGrades:
+    """``s`` with the student's answers, read from the gradebook for them alone."""
+    rows = gradebook.results(assignment_id(key), s.id, handin=s.handin or None) if s.handin or \
+        s.status != MISSING else []
+    return replace(s, parts=_student_parts(entry_for(key, s.id), head_problems(key), rows))

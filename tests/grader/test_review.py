@@ -1,0 +1,37 @@
+"""What needs a human look, and what a student may read of it."""
+
+from grader.gradebook import SubmissionRow
+from grader.intake import ISSUE_CODES
+from grader.program import NOTE_CODES
+from grader.review import (INSTRUCTOR_HAS_A_NOTE, INSTRUCTOR_ONLY, NEEDS_A_LOOK, needs_a_look,
+                           student_notes)
+
+
+def row(student, *issues):
+    return SubmissionRow("hw", student, f"{student}.ipynb", "h", "graded",
+                         notes=tuple(m for _, m in issues) + ("cell 3 raised NameError",),
+                         issues=issues)
+
+
+def test_every_code_is_one_the_grader_writes():
+    known = set(ISSUE_CODES) | set(NOTE_CODES) | {"late"}
+    assert NEEDS_A_LOOK <= known and INSTRUCTOR_ONLY <= known
+
+
+def test_the_ta_list_names_each_flagged_issue_with_its_file():
+    rows = [row("b", ("wrong-student", "b.ipynb: this notebook was issued to student a")),
+            row("a", ("invalid-json", "a.ipynb: not valid JSON"), ("magics-stripped", "a.ipynb: % lines")),
+            row("c")]
+    assert needs_a_look(rows) == [
+        {"student": "a", "file": "a.ipynb", "code": "invalid-json", "message": "a.ipynb: not valid JSON"},
+        {"student": "b", "file": "b.ipynb", "code": "wrong-student",
+         "message": "b.ipynb: this notebook was issued to student a"}]
+
+
+def test_a_student_never_reads_a_note_about_another_student():
+    r = row("b", ("wrong-student", "b.ipynb: this notebook was issued to student a"))
+    shown = student_notes(r.notes, r.issues)
+    assert shown == ["cell 3 raised NameError", INSTRUCTOR_HAS_A_NOTE]
+    assert not any("student a" in n for n in shown)
+    plain = row("c", ("invalid-json", "c.ipynb: not valid JSON"))
+    assert student_notes(plain.notes, plain.issues) == list(plain.notes)     # their own file's trouble
