@@ -22,6 +22,11 @@ def _load(bank_dirs):
     return templates, problems
 
 
+def _counted(n: int, noun: str) -> str:
+    """'1 template', '2 templates'."""
+    return f"{n} {noun}{'' if n == 1 else 's'}"
+
+
 def _find(templates: dict, problem_id: str):
     """A template by id, or from a YAML path; prints why not and returns None."""
     from exercises.schema import TemplateError, load_template
@@ -41,6 +46,7 @@ def _find(templates: dict, problem_id: str):
 
 
 def _bank_list(args) -> int:
+    from exercises.render import format_points
     templates, problems = _load(args.bank)
     rows = [{"id": t.id, "objective": t.objective, "kind": t.kind, "points": t.points,
              "title": t.title, "path": t.path} for t in templates.values()]
@@ -48,14 +54,15 @@ def _bank_list(args) -> int:
     if args.json:
         print(json.dumps(rows, indent=2, ensure_ascii=False))
     else:
-        widths = {k: max([len(k)] + [len(f"{r[k]:g}" if k == "points" else str(r[k])) for r in rows])
+        widths = {k: max([len(k)] + [len(format_points(r[k]) if k == "points" else str(r[k])) for r in rows])
                   for k in ("id", "objective", "kind", "points")}
         print(f"{'id':<{widths['id']}}  {'objective':<{widths['objective']}}  "
               f"{'kind':<{widths['kind']}}  {'points':>{widths['points']}}  title")
         for r in rows:
             print(f"{r['id']:<{widths['id']}}  {r['objective']:<{widths['objective']}}  "
-                  f"{r['kind']:<{widths['kind']}}  {r['points']:>{widths['points']}g}  {r['title']}")
-        print(f"\n{len(rows)} templates covering {len({r['objective'] for r in rows})} of 6 objectives")
+                  f"{r['kind']:<{widths['kind']}}  {format_points(r['points']):>{widths['points']}}  {r['title']}")
+        print(f"\n{_counted(len(rows), 'template')} covering "
+              f"{len({r['objective'] for r in rows})} of 6 objectives")
     return 1 if problems else 0
 
 
@@ -81,6 +88,8 @@ def _template_summary(t) -> dict:
 
 
 def _bank_show(args) -> int:
+    from exercises.notebook import points_text
+    from exercises.render import format_points
     templates, _ = _load(args.bank)
     t = _find(templates, args.id)
     if t is None:
@@ -89,7 +98,7 @@ def _bank_show(args) -> int:
     if args.json:
         print(json.dumps(s, indent=2, ensure_ascii=False))
         return 0
-    print(f"{t.title}\n  id {t.id} · {t.kind} · {t.points:g} point{'' if t.points == 1 else 's'} · {t.path}")
+    print(f"{t.title}\n  id {t.id} · {t.kind} · {points_text(t.points)} · {t.path}")
     print(f"  objective: {t.objective} — {s['objective_text']}")
     print("  parameters: " + (", ".join(f"{k} ({v})" for k, v in s["parameters"].items()) or "none"))
     if s["derived"]:
@@ -99,11 +108,11 @@ def _bank_show(args) -> int:
     if t.kind == "implement":
         print(f"  implement: def {s['function']}  (reference: {t.reference})")
         for f in s["tests"]:
-            print(f"    tests {f['family']}: {f['cases']} case(s), {f['points']:g} pt")
+            print(f"    tests {f['family']}: {_counted(f['cases'], 'case')}, {format_points(f['points'])} pt")
         print("  diagnoses: " + (", ".join(s["misconceptions"]) or "none"))
     for p in s.get("parts", []):
         extra = f" atol {p['atol']:g} rtol {p['rtol']:g}" if "atol" in p else ""
-        print(f"  part {p['id']}: {p['points']:g} pt{extra}"
+        print(f"  part {p['id']}: {format_points(p['points'])} pt{extra}"
               + (f"; diagnoses {', '.join(p['misconceptions'])}" if p["misconceptions"] else "")
               + (f"; checks {', '.join(p['checks'])}" if p["checks"] else ""))
     print(f"\n  attnkit preview {t.id} --seed 0 --solution   # see a variant")
@@ -147,8 +156,10 @@ def _bank_validate(args) -> int:
                 print(f"attnkit: FAILED {failure}", file=sys.stderr)
         total = sum(r.valid for r in reports)
         verdict = "all valid" if not failed and not problems else (
-            f"{len(failed)} template(s) failed, {len(problems)} load error(s)")
-        print(f"\n{len(reports)} templates × {args.seeds} seeds: {total} variants; {verdict}")
+            ", ".join(([f"{_counted(len(failed), 'template')} failed"] if failed else [])
+                      + ([_counted(len(problems), 'load error')] if problems else [])))
+        print(f"\n{_counted(len(reports), 'template')} × {_counted(args.seeds, 'seed')}: "
+              f"{_counted(total, 'variant')}; {verdict}")
     return 1 if failed or problems else 0
 
 

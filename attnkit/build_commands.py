@@ -52,17 +52,23 @@ def _build(args) -> int:
         try:
             result = build(assignment, list(roster), Path(args.out), jobs=args.jobs,
                            formats=("notebook", "html") if args.format == "html" else ("notebook",),
-                           progress=progress)
+                           progress=progress, remove_stale=args.remove_stale)
         except OSError as err:
             progress.close()
             return _fail([f"{err.filename or args.out}: {err.strerror or err}"])
         progress.close()
         failures += result.failures
+        if not result.built:
+            failures.append(f"no student was built (of {_counted(result.students, 'student')} "
+                            f"in the roster), so no answer key was written (the reasons are above)")
         report.update(out=str(args.out), students=result.students,
-                      built=result.students - len(result.failures), files=result.files,
+                      built=result.built, files=result.files,
                       seconds=round(result.seconds, 3),
                       students_per_second=round(result.students / max(result.seconds, 1e-9), 1),
-                      answer_key=str(result.key_path), failures=result.failures)
+                      answer_key=str(result.key_path) if result.key_path else None,
+                      failures=result.failures,
+                      stale=[p for p in result.stale if p not in result.removed],
+                      removed=result.removed)
     if args.nbgrader:
         try:
             course = build_nbgrader(assignment, Path(args.nbgrader))
@@ -81,21 +87,53 @@ def _build(args) -> int:
 
 
 def _print(report: dict, args) -> None:
-    print(f"{report['assignment']}: {report['problems']} problems, {report['points']:g} points")
+    from exercises.notebook import points_text
+    print(f"{report['assignment']}: {report['problems']} problems, {points_text(report['points'])}")
     if "students" in report:
         out = report["out"]
         print(f"built {report['built']}/{report['students']} students in {report['seconds']:.2f} s "
               f"({report['students_per_second']:g}/s, {args.jobs} job{'s' if args.jobs > 1 else ''})")
+        if report["answer_key"] is None:
+            print("  nothing written: no student was built, and there is no answer key")
+            return
         print(f"  student notebooks:    {os.path.join(out, 'release', '<student>', report['assignment'] + '.ipynb')}")
         print(f"  instructor notebooks: {os.path.join(out, 'instructor', 'notebooks', '<student>', report['assignment'] + '.ipynb')}")
         if args.format == "html":
             print(f"  printable sets:       {os.path.join(out, 'print', '<student>.html')}")
             print(f"  answer-key pages:     {os.path.join(out, 'instructor', 'print', '<student>.html')}")
         print(f"  answer key (private): {report['answer_key']}")
+        _print_stale(report)
     if "nbgrader" in report:
         print(f"nbgrader source notebook: {report['nbgrader']['source']} "
               f"(then: cd {report['nbgrader']['course']} && nbgrader generate_assignment {report['assignment']})")
         print(f"  class answer key (private): {report['nbgrader']['answer_key']}")
+
+
+def _students_in(paths: list[str]) -> list[str]:
+    from exercises.build import _student_of
+    return sorted({_student_of(p) for p in paths})
+
+
+def _counted(n: int, noun: str) -> str:
+    return f"{n} {noun}{'' if n == 1 else 's'}"
+
+
+def _print_stale(report: dict) -> None:
+    """The files an earlier build left for students the new key does not hold."""
+    removed, stale = report["removed"], report["stale"]
+    if removed:
+        students = _students_in(removed)
+        print(f"removed {_counted(len(removed), 'stale file')} of "
+              f"{_counted(len(students), 'student')} not in this build: {', '.join(students)}")
+    if stale:
+        students = _students_in(stale)
+        print(f"stale: {_counted(len(stale), 'file')} of an earlier build, for "
+              f"{_counted(len(students), 'student')} not in this build's answer key "
+              f"({', '.join(students)}):")
+        for path in stale:
+            print(f"  {os.path.join(report['out'], path)}")
+        if not removed:
+            print("  (attnkit build --remove-stale removes these files, and nothing else)")
 
 
 def add_build_command(commands) -> None:
@@ -120,5 +158,10 @@ def add_build_command(commands) -> None:
     build.add_argument("--nbgrader", metavar="COURSE_DIR",
                        help="also write one class-wide variant as COURSE_DIR/source/<id>/<id>.ipynb "
                             "with hidden tests, for nbgrader's generate_assignment/autograde")
+    build.add_argument("--remove-stale", action="store_true",
+                       help="remove the files an earlier build into --out wrote for students this "
+                            "build's answer key does not hold (a smaller roster, a student whose "
+                            "variant failed): their notebooks and printable pages, and their "
+                            "folders once empty; nothing else")
     build.add_argument("--json", action="store_true", help="machine-readable summary on stdout")
     build.set_defaults(handler=_build)

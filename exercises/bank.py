@@ -9,7 +9,8 @@ from collections import Counter
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from .schema import Template, TemplateError, load_template
+from .loading import parse_yaml_file, shown_path
+from .schema import TEMPLATE_MAPPING, Template, TemplateError, load_template
 from .preview import preview
 from .variant import VariantError, make_variant
 
@@ -26,16 +27,40 @@ class BankError(ValueError):
 
 def template_files(paths=None) -> list[Path]:
     """The template files under ``paths`` (files or directories; default: the built-in bank).
-    In a directory, only its top-level *.yaml files are templates (assignments live below)."""
+    In a directory, only its top-level *.yaml files are templates (assignments live below).
+    A file named twice (or as itself and inside a folder also named) is listed once."""
     found: list[Path] = []
+    seen: set[Path] = set()
     for path in map(Path, paths or [BANK_DIR]):
         if path.is_dir():
-            found += sorted(p for p in path.iterdir() if p.suffix in (".yaml", ".yml") and p.is_file())
+            files = sorted(p for p in path.iterdir() if p.suffix in (".yaml", ".yml") and p.is_file())
         elif path.exists():
-            found.append(path)
+            files = [path]
         else:
             raise BankError([f"{path}: no such file or directory"])
+        for file in files:
+            if file.resolve() not in seen:
+                seen.add(file.resolve())
+                found.append(file)
     return found
+
+
+def _folder_ids(folder: Path, skip: set[Path]) -> dict[str, tuple[Path, int]]:
+    """id → (file, line of its id) of the templates in ``folder`` (its top-level *.yaml),
+    read as YAML only; files in ``skip`` and files that do not parse are left out."""
+    ids: dict[str, tuple[Path, int]] = {}
+    for file in template_files([folder]):
+        if file.resolve() in skip:
+            continue
+        try:
+            data = parse_yaml_file(file.read_text(encoding="utf-8"), str(file), TemplateError,
+                                   TEMPLATE_MAPPING)
+        except Exception:  # noqa: BLE001 — a broken neighbour is its own file's problem
+            continue
+        tid = data.get("id")
+        if isinstance(tid, str):
+            ids.setdefault(tid, (file, data.line_of("id")))
+    return ids
 
 
 def load_bank(paths=None, keep_going: bool = False) -> tuple[dict[str, Template], list[str]]:
@@ -43,7 +68,8 @@ def load_bank(paths=None, keep_going: bool = False) -> tuple[dict[str, Template]
     problem raises BankError listing all of them."""
     templates: dict[str, Template] = {}
     problems: list[str] = []
-    for path in template_files(paths):
+    files = template_files(paths)
+    for path in files:
         try:
             template = load_template(path)
         except TemplateError as err:
@@ -58,9 +84,36 @@ def load_bank(paths=None, keep_going: bool = False) -> tuple[dict[str, Template]
                             f"'{template.id}' (also in {first.path}:{first.line_of('id')})")
             continue
         templates[template.id] = template
+    problems += _clashes_with_neighbours(paths, files, templates)
     if problems and not keep_going:
         raise BankError(problems)
     return templates, problems
+
+
+def _clashes_with_neighbours(paths, files: list[Path], templates: dict[str, Template]) -> list[str]:
+    """A template file given by itself must not share its id with another template of its
+    folder (the bank it belongs to): an assignment naming that id could not tell them apart.
+    (Two of the files loaded with the same id are load_bank's own duplicates.)"""
+    given = [Path(p) for p in paths or [] if Path(p).is_file()]
+    if not given:
+        return []
+    loaded = {Path(t.path).resolve(): t for t in templates.values()}
+    read = {f.resolve() for f in files}
+    problems = []
+    neighbours: dict[Path, dict[str, tuple[Path, int]]] = {}
+    for file in given:
+        template = loaded.get(file.resolve())
+        if template is None:
+            continue
+        folder = file.resolve().parent
+        if folder not in neighbours:
+            neighbours[folder] = _folder_ids(folder, read)
+        other = neighbours[folder].get(template.id)
+        if other is not None:
+            problems.append(f"{template.path}:{template.line_of('id')}: id: duplicate id "
+                            f"'{template.id}' (also in {shown_path(other[0])}:{other[1]}, in "
+                            f"the same folder)")
+    return problems
 
 
 @dataclass

@@ -12,7 +12,11 @@ Output layout (``OUT``)::
 
 ``instructor/`` is private: the folder is mode 0700 and its files 0600. A build first
 removes the old key, so a build that dies half-way never leaves a key that disagrees with
-the notebooks beside it (rerunning it writes the same bytes).
+the notebooks beside it (rerunning it writes the same bytes); a build that makes no student
+at all writes no key. Files of an earlier build for students the new key does not hold (a
+smaller roster, or a student whose variant failed this time) are *stale*: the build lists
+them, and with ``remove_stale`` removes them — those files only (and a student's folder
+once it is empty), never anything else in ``OUT``.
 
 Everything is a pure function of (assignment spec, templates, roster, course secret, kit
 version): no dates, no random ids, sorted keys, so a rebuild writes the same bytes.
@@ -49,11 +53,21 @@ class BuildResult:
     failures: list[str] = field(default_factory=list)
     files: int = 0
     seconds: float = 0.0
-    key_path: Path | None = None
+    key_path: Path | None = None          # None: no key was written (no student was built)
+    stale: list[str] = field(default_factory=list)     # OUT-relative files of other students
+    removed: list[str] = field(default_factory=list)   # those of them removed (remove_stale)
 
     @property
     def ok(self) -> bool:
         return not self.failures
+
+    @property
+    def built(self) -> int:
+        return self.students - len(self.failures)
+
+    @property
+    def stale_students(self) -> list[str]:
+        return sorted({_student_of(path) for path in self.stale})
 
 
 def problem_variants(assignment, secret: bytes, student_id: str) -> list[ProblemVariant]:
@@ -141,8 +155,9 @@ def _init_worker(context: dict) -> None:
 
 
 def build(assignment, roster, out: Path, jobs: int = 1, formats=("notebook",),
-          progress=None, chunk: int = 8) -> BuildResult:
-    """Build every student of ``roster``; ``progress`` (optional) gets ``advance(n)``."""
+          progress=None, chunk: int = 8, remove_stale: bool = False) -> BuildResult:
+    """Build every student of ``roster``; ``progress`` (optional) gets ``advance(n)``.
+    ``remove_stale``: also remove the stale files of an earlier build (see above)."""
     started = time.perf_counter()
     out = Path(out)
     context = {"assignment": assignment, "secret": assignment.secret(), "out": out,
@@ -177,13 +192,74 @@ def build(assignment, roster, out: Path, jobs: int = 1, formats=("notebook",),
             result.failures.append(failure)
         else:
             entries[student_id] = entry
-    result.key_path = out / "instructor" / "answer_key.json"
-    write_atomic(result.key_path, answer_key.key_bytes(
-        assignment_summary(assignment), entries, KIT_VERSION, context["secret"]), private=True)
-    result.files += 1
     result.failures.sort()
+    if entries:          # no student built: no key (a key of nobody grades nobody)
+        result.key_path = out / "instructor" / "answer_key.json"
+        write_atomic(result.key_path, answer_key.key_bytes(
+            assignment_summary(assignment), entries, KIT_VERSION, context["secret"]), private=True)
+        result.files += 1
+        result.stale = stale_files(out, assignment.id, set(entries))
+        if remove_stale:
+            result.removed = _remove(out, result.stale)
     result.seconds = time.perf_counter() - started
     return result
+
+
+# --- stale files of an earlier build -------------------------------------------------------
+
+def _student_of(path: str) -> str:
+    """The student a stale file (OUT-relative, as ``stale_files`` lists it) belongs to."""
+    parts = Path(path).parts
+    if parts[0] == "print" or parts[:2] == ("instructor", "print"):
+        return Path(parts[-1]).stem                  # print/<student>.html
+    return parts[-2]                                 # release/<student>/<assignment>.ipynb
+
+
+def stale_files(out: Path, assignment_id: str, students: set[str]) -> list[str]:
+    """The files of this assignment a build writes per student (``release/<s>/<id>.ipynb``,
+    ``instructor/notebooks/<s>/<id>.ipynb``, ``print/<s>.html``,
+    ``instructor/print/<s>.html``) that exist in ``out`` for a student not in ``students``,
+    OUT-relative and sorted. Symbolic links are never listed (nor followed)."""
+    out = Path(out)
+    name = f"{assignment_id}.ipynb"
+    found = []
+    for folder in ("release", "instructor/notebooks"):
+        base = out / folder
+        if not base.is_dir() or base.is_symlink():
+            continue
+        for student in sorted(base.iterdir()):
+            file = student / name
+            if student.name not in students and not student.is_symlink() and student.is_dir() \
+                    and file.is_file() and not file.is_symlink():
+                found.append(f"{folder}/{student.name}/{name}")
+    for folder in ("print", "instructor/print"):
+        base = out / folder
+        if not base.is_dir() or base.is_symlink():
+            continue
+        for file in sorted(base.iterdir()):
+            if file.suffix == ".html" and file.stem not in students and file.is_file() \
+                    and not file.is_symlink():
+                found.append(f"{folder}/{file.name}")
+    return sorted(found)
+
+
+def _remove(out: Path, stale: list[str]) -> list[str]:
+    """Remove the ``stale`` files (and each student folder they leave empty); the ones
+    removed. A file that cannot be removed stays listed as stale only."""
+    removed = []
+    for path in stale:
+        file = Path(out) / path
+        try:
+            file.unlink()
+        except OSError:        # gone already, or not ours to remove: it stays listed as stale
+            continue
+        removed.append(path)
+        if file.suffix == ".ipynb":          # release/<student>/: the student's own folder
+            try:
+                file.parent.rmdir()          # only if empty: a student's own files stay
+            except OSError:
+                pass
+    return removed
 
 
 # --- nbgrader course mode ----------------------------------------------------------------

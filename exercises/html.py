@@ -319,6 +319,10 @@ def heatmap_svg(matrix, row_labels=None, col_labels=None, title: str = "") -> st
 
 # --------------------------------------------------------------------------- page
 
+# First in the math font stack: DejaVu Math TeX Gyre, which Debian and Ubuntu install with
+# fonts-dejavu-extra. Without an OpenType MATH font Chromium (headless too, printing to PDF)
+# draws the brackets of a tall matrix at text size. STIX Two Math (macOS), Cambria Math
+# (Windows) and Latin Modern Math follow, then the browser's own.
 
 _CSS = """
 @page { size: A4; margin: 18mm 16mm 20mm; }
@@ -335,7 +339,8 @@ thead th { background: #f0f0f0; }
 pre { background: #f6f6f6; border: 1px solid #ddd; padding: 0.6em 0.8em;
       white-space: pre-wrap; font-size: 0.9em; }
 code { font-family: "DejaVu Sans Mono", "Consolas", "Menlo", monospace; }
-math { font-family: "STIX Two Math", "Cambria Math", "Latin Modern Math", math; font-size: 1.05em; }
+math { font-family: "DejaVu Math TeX Gyre", "STIX Two Math", "Cambria Math", "Latin Modern Math",
+       math; font-size: 1.05em; }
 math[display="block"], .math-block { margin: 0.5em 0; overflow-x: auto; overflow-y: hidden; }
 @media print { math[display="block"], .math-block { overflow: visible; } }
 .math-text { font-style: italic; white-space: pre-wrap; }

@@ -30,6 +30,7 @@ from formats.cells import (CHECK, CODE_PLACEHOLDER, EXAMPLE, GIVENS, HEADER_CELL
                            MARKDOWN_PLACEHOLDER, PROMPT, SETUP, SETUP_CELL, SOLUTION, grade_id)
 from formats.cells import cell_id as _cell_id
 from .checks import CHECKS
+from .render import format_points
 from formats.literals import assignment, literal
 from .schema import NOTEBOOK_NAMES
 from .variant import Variant, example_case
@@ -92,8 +93,8 @@ def _hidden(lines: list[str], version: str) -> list[str]:
 
 
 def points_text(x: float) -> str:
-    """'1 point', '2.5 points'."""
-    text = f"{x:g}"
+    """'1 point', '2.5 points', '5/3 points' (``format_points``)."""
+    text = format_points(x)
     return f"{text} point" if text == "1" else f"{text} points"
 
 
@@ -157,7 +158,13 @@ def _shape_checks(name: str, value) -> list[str]:
         return [f'assert len({name}) == {len(value)}, '
                 f'f"{name} should have {len(value)} items, not {{len({name})}}"']
     shape = np.shape(value)
-    lines = [f'assert np.shape({name}) == {shape!r}, '
+    wanted = _describe(value)
+    # Numbers first: text (or None, or a list of words) would reach the checks below and
+    # fail there with NumPy's "ufunc 'isfinite' not supported", not with words.
+    lines = [f'assert not isinstance({name}, str), "{name} should be {wanted}, not text (a string)"',
+             f'assert np.asarray({name}).dtype.kind in "biuf", '
+             f'f"{name} should be {wanted}, not {{type({name}).__name__}}"',
+             f'assert np.shape({name}) == {shape!r}, '
              f'f"{name} should have shape {shape}, not {{np.shape({name})}}"']
     kind = np.asarray(value).dtype.kind
     if kind == "f":
@@ -405,9 +412,9 @@ def _header_cell(header: Header, problems: list[ProblemVariant]) -> dict:
               "…), never its value; the values are checked at grading. Do not edit the locked cells: "
               "grading always uses your givens as issued.", "",
               "| # | problem | points |", "|---|---|---|"]
-    lines += [f"| {n} | {markdown_text(p.title)} | {p.variant.template.points:g} |"
+    lines += [f"| {n} | {markdown_text(p.title)} | {format_points(p.variant.template.points)} |"
               for n, p in enumerate(problems, 1)]
-    lines.append(f"| | **total** | **{total:g}** |")
+    lines.append(f"| | **total** | **{format_points(total)}** |")
     return _cell("markdown", HEADER_CELL, "\n".join(lines), locked=True)
 
 

@@ -7,7 +7,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from .render import FORMATS, format_number, latex_to_text, render
+from .render import FORMATS, format_number, format_points, latex_to_text, render
 from .variant import Variant
 
 _LETTERS = "abcdefghijklmnopqrstuvwxyz"
@@ -75,7 +75,7 @@ def preview(variant: Variant, solution: bool = False, fmt: str = "text") -> str:
     if fmt not in FORMATS:
         raise ValueError(f"format must be one of {FORMATS}")
     t = variant.template
-    points = f"{t.points:g} point{'s' if t.points != 1 else ''}"
+    points = f"{format_points(t.points)} point{'s' if format_points(t.points) != '1' else ''}"
     out = [_heading(f"{t.title}", fmt, 1),
            f"{t.id} · objective: {t.objective} · {t.kind} · {points} · seed {variant.seed}", "",
            variant.prompt(fmt).rstrip(), ""]
@@ -91,10 +91,10 @@ def preview(variant: Variant, solution: bool = False, fmt: str = "text") -> str:
         out += [_heading("Implement", fmt), f"def {f.name}{f.signature}:" +
                 (f"  # returns {f.returns}" if f.returns else ""), "",
                 "Hidden tests: " + ", ".join(f"{fam.family} ({fam.cases} case"
-                                            f"{'s' if fam.cases != 1 else ''}, {fam.points:g} pt)"
+                                            f"{'s' if fam.cases != 1 else ''}, {format_points(fam.points)} pt)"
                                             for fam in t.tests), ""]
     for i, part in enumerate(t.parts):
-        label = f"({_LETTERS[i % 26]}) {part.id}  [{part.points:g} pt]"
+        label = f"({_LETTERS[i % 26]}) {part.id}  [{format_points(part.points)} pt]"
         text = variant.part_prompt(part, fmt).strip()
         out += [f"{label}  {text}" if text else label, *gap]
         for j, option in enumerate(variant.options.get(part.id, [])):

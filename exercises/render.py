@@ -4,8 +4,9 @@
 - ``text``: plain Unicode for the terminal (``attnkit preview``): LaTeX is turned into
   √, ᵀ, ·, Greek letters …, matrices into aligned grids.
 
-Templates run in Jinja's sandbox with StrictUndefined, so a misspelt name is an error when
-the variant is made (and ``attnkit bank validate`` reports it with file:line), never a blank.
+Templates run in Jinja's sandbox with StrictUndefined, so a misspelt name is never a blank:
+``text_names`` lists the names a text reads, so loading a template reports an unknown one
+once, with file:line, and rendering raises on anything that still slips through.
 """
 
 from __future__ import annotations
@@ -13,10 +14,11 @@ from __future__ import annotations
 import html
 import math
 import re
+from fractions import Fraction
 from functools import lru_cache
 
 import numpy as np
-from jinja2 import StrictUndefined, TemplateError as JinjaError
+from jinja2 import StrictUndefined, TemplateError as JinjaError, meta, nodes
 from jinja2.exceptions import SecurityError
 from jinja2.sandbox import ImmutableSandboxedEnvironment, SandboxedEnvironment
 
@@ -49,6 +51,24 @@ def format_number(x, decimals: int | None = None) -> str:
         if float(text) == 0:
             text = text.lstrip("-")
     return text.replace("-", "−")
+
+
+def format_points(x) -> str:
+    """Points as people write them: whole numbers bare (``2``), up to two decimals as they are
+    (``2.5``, ``0.25``), thirds and other small fractions as fractions (``5/3``, ``1/6``),
+    anything else to two decimals (``1.23``) — never ``1.66667``."""
+    x = float(x) + 0.0
+    if not math.isfinite(x):
+        return format_number(x)
+    close = 1e-9 * max(1.0, abs(x))          # 0.1 + 0.2 is 0.3, 3 × (1/3) is 1
+    if abs(x - round(x)) <= close:
+        return f"{int(round(x))}".replace("-", "−")
+    if abs(x - round(x, 2)) <= close:
+        return f"{x:.2f}".rstrip("0").replace("-", "−")
+    fraction = Fraction(x).limit_denominator(12)
+    if abs(float(fraction) - x) <= close:
+        return f"{fraction.numerator}/{fraction.denominator}".replace("-", "−")
+    return f"{x:.2f}".replace("-", "−")
 
 
 def _latex_number(x, decimals):
@@ -247,7 +267,34 @@ def _compiled(fmt: str, source: str):
 
 
 class RenderError(ValueError):
-    pass
+    """A text that cannot be rendered; ``lineno`` is the line of the text, when known."""
+
+    def __init__(self, message: str, lineno: int | None = None):
+        super().__init__(message)
+        self.lineno = lineno
+
+
+def text_names(source: str) -> dict[str, int]:
+    """The names ``source`` reads from the values it is rendered with, each with the line of
+    the text (1-based) where it is first read: not Jinja's globals (``range``, ``zip`` …),
+    not the names the text sets itself (``{% for w in words %}``, ``{% set %}``).
+    RenderError (with ``lineno``) when the text does not compile."""
+    if not source:
+        return {}
+    env = _ENVIRONMENTS["markdown"]
+    try:
+        tree = env.parse(source)
+        _compiled("markdown", source)      # unknown filters and tests fail here, not per variant
+    except JinjaError as err:
+        lineno = getattr(err, "lineno", None)
+        raise RenderError(f"{type(err).__name__}: {str(err.message or err)[:300]}",
+                          lineno) from None
+    read = meta.find_undeclared_variables(tree) - set(env.globals)
+    first: dict[str, int] = {}
+    for node in tree.find_all(nodes.Name):
+        if node.name in read and node.ctx == "load":
+            first[node.name] = min(first.get(node.name, node.lineno), node.lineno)
+    return dict(sorted(first.items(), key=lambda item: (item[1], item[0])))
 
 
 def render(source: str, context: dict, fmt: str = "markdown") -> str:

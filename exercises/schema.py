@@ -17,6 +17,7 @@ from dataclasses import dataclass, field, replace
 from pathlib import Path
 
 from . import expressions, references
+from .render import RenderError, text_names
 from .checks import CHECKS
 from .distributions import DISTRIBUTIONS
 from .expressions import Expression, ExpressionError
@@ -248,6 +249,7 @@ def parse_template(data, path: str) -> Template:
     scope: set[str] = set()
     params, derived, calls = _values(load, data, scope)
     givens = _givens(load, data, params, scope)
+    values_scope = set(scope)          # what option texts see: the parameters and derived values
     parts: list[Part] = []
     part_entries: list[LineDict] = []
     function = reference = output = None
@@ -262,6 +264,7 @@ def parse_template(data, path: str) -> Template:
     sampling, allow_masked = _sampling(load, data)
     tags = _tags(load, data)
     max_attempts, tie_gap = _attempts(load, sampling)
+    _texts(load, data, part_entries, scope, values_scope)
     if load.problems:
         raise TemplateError(load.problems)
     lines = {str(k): data.line_of(k) for k in data}
@@ -273,6 +276,59 @@ def parse_template(data, path: str) -> Template:
         max_attempts=max_attempts, tie_gap=tie_gap,
         allow_fully_masked_rows=allow_masked, tags=tuple(tags),
         notes=str(data.get("notes", "") or ""), lines=lines)
+
+
+# What every text of a variant may read besides its values (``Variant.context``).
+_TEXT_NAMES = {"answers", "options", "givens"}
+
+
+def _texts(load: TemplateProblems, data: LineDict, part_entries: list[LineDict], scope: set[str],
+           values_scope: set[str]) -> None:
+    """Every Jinja text of the template compiles and reads only names it will be given (the
+    parameters, derived values and part ids; option texts only the first two): a misspelt
+    name is reported once, here, at its line, not once per variant."""
+    # A name whose definition is broken has its own problem already: never a second one here.
+    defined = {str(name) for block in ("parameters", "derived")
+               if isinstance(data.get(block), LineDict) for name in data[block]}
+    everything = scope | _TEXT_NAMES | defined
+    values = values_scope | defined
+    where = "(a text can use the parameters, the derived values and the part ids)"
+    for name in ("prompt", "solution"):
+        _text(load, data, name, name, everything, where)
+    for i, entry in enumerate(part_entries):
+        for name in ("prompt", "rubric"):
+            _text(load, entry, name, f"parts[{i}].{name}", everything, where)
+        options = entry.get("options")
+        if not isinstance(options, LineList):
+            continue
+        for j, option in enumerate(options):
+            okey = f"parts[{i}].options[{j}]"
+            if isinstance(option, str):
+                _text(load, options, j, okey, values, "(an option can use the parameters and "
+                                                      "the derived values)")
+            elif isinstance(option, LineDict):
+                for name in ("text", "feedback"):
+                    _text(load, option, name, key_path(okey, name), values,
+                          "(an option can use the parameters and the derived values)")
+
+
+def _text(load: TemplateProblems, container, name, key: str, known: set[str], where: str) -> None:
+    """One text (``container[name]``, a mapping's value or a list's item) checked."""
+    source = container[name] if isinstance(container, LineList) else container.get(name)
+    if not isinstance(source, str) or ("{" not in source):
+        return
+    try:
+        names = text_names(source)
+    except RenderError as err:
+        load.error(container.text_line(name, err.lineno or 1), key, f"{err}")
+        return
+    for unknown, lineno in names.items():
+        if unknown in known:
+            continue
+        hint = difflib.get_close_matches(unknown, sorted(known - _TEXT_NAMES), n=1)
+        suggestion = f"; did you mean '{hint[0]}'?" if hint else ""
+        load.error(container.text_line(name, lineno), key,
+                   f"unknown name '{unknown}' in the text {where}{suggestion}")
 
 
 def _header(load: TemplateProblems, data: LineDict) -> dict:
@@ -823,7 +879,10 @@ def reference_code(solution: str, function: str) -> tuple[str, str]:
     try:
         tree = ast.parse(code)
     except SyntaxError as err:
-        raise ValueError(f"the ```python block does not parse: {err.msg} (line {err.lineno})") from None
+        # Python's own message may end "(detected at line 2)": say the line once
+        message = re.sub(r"\s*\(detected at line \d+\)$", "", err.msg)
+        raise ValueError(f"the ```python block does not parse: {message} (line {err.lineno} of "
+                         f"the block)") from None
     lines = code.splitlines()
     defs = [n for n in tree.body if isinstance(n, ast.FunctionDef)]
     others = [n for n in tree.body if not isinstance(n, (ast.FunctionDef, ast.Import, ast.ImportFrom))]

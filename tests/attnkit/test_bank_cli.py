@@ -213,7 +213,7 @@ def test_bank_validate_one_file(capsys, good_bank):
     code, out, _ = run(capsys, "bank", "validate", "--seeds", "3", "--first-seed", "10",
                        "bank/root.yaml")
     assert code == 0
-    assert out.splitlines()[-1] == "1 templates × 3 seeds: 3 variants; all valid"
+    assert out.splitlines()[-1] == "1 template × 3 seeds: 3 variants; all valid"
 
 
 def test_bank_validate_json(capsys, good_bank):
@@ -240,15 +240,15 @@ def test_bank_validate_a_bad_directory_fails_with_file_and_line(capsys, monkeypa
             "(expected one of: numeric, implement, choice, free_response)\n") in err
     assert ("attnkit: bad_templates/duplicate_id_b.yaml:1: id: duplicate id 'duplicate_id' "
             "(also in bad_templates/duplicate_id_a.yaml:1)\n") in err
-    assert ("attnkit: FAILED bad_templates/undefined_name_in_prompt.yaml:7: prompt: "
-            "UndefinedError: 'dk' is undefined\n") in err
+    assert ("attnkit: bad_templates/undefined_name_in_prompt.yaml:9: prompt: unknown name 'dk' "
+            "in the text") in err
     assert ("attnkit: FAILED bad_templates/unsatisfiable_constraint.yaml: unsatisfiable_constraint: "
             "no valid variant in 20 draws for seed 1; most common rejections: constraint "
             "'x > 10' (x is at most 3) (20×)\n") in err
     every_problem = re.findall(r"^attnkit: (?!FAILED)(\S+?\.yaml)(:\d+)?: ", err, re.M)
     assert len(every_problem) >= 20
     assert re.search(r"^unsatisfiable_constraint\s+0/2\s+100\.0%", out, re.M)
-    assert "load error(s)" in out.splitlines()[-1]
+    assert re.search(r"; 1 template failed, \d+ load errors$", out.splitlines()[-1])
 
 
 def test_bank_validate_json_on_a_failing_template(capsys, monkeypatch):
@@ -392,3 +392,34 @@ def test_the_cli_refuses_negative_seeds_and_zero_counts(argv, option, capsys):
     assert caught.value.code == 2
     err = capsys.readouterr().err
     assert "usage:" in err and f"argument {option}" in err and "must be at least" in err
+
+
+# --- a duplicate id is a failed validation, naming both files -----------------------------------
+
+def test_bank_validate_one_file_whose_id_another_template_of_its_folder_has_fails(capsys, good_bank):
+    write(Path(good_bank), "copy_of_root.yaml", ROOT)     # copied, its id left unchanged
+    code, out, err = run(capsys, "bank", "validate", "--seeds", "2", "bank/copy_of_root.yaml")
+    assert code == 1
+    assert err == ("attnkit: bank/copy_of_root.yaml:1: id: duplicate id 'square_root' (also in "
+                   "bank/root.yaml:1, in the same folder)\n")
+    assert out.splitlines()[-1] == "1 template × 2 seeds: 2 variants; 1 load error"
+    code, _, err = run(capsys, "bank", "validate", "--seeds", "2", "bank")      # the whole folder
+    assert code == 1
+    assert err == ("attnkit: bank/root.yaml:1: id: duplicate id 'square_root' (also in "
+                   "bank/copy_of_root.yaml:1)\n")
+
+
+def test_bank_validate_a_file_named_twice_is_no_duplicate(capsys, good_bank):
+    code, out, err = run(capsys, "bank", "validate", "--seeds", "2", "bank/root.yaml",
+                         "bank/root.yaml", "bank")
+    assert code == 0 and err == ""
+    assert out.splitlines()[-1] == "2 templates × 2 seeds: 4 variants; all valid"
+
+
+def test_counts_in_messages_read_as_words_one_template_one_seed_one_case(capsys, good_bank):
+    code, out, _ = run(capsys, "bank", "validate", "--seeds", "1", "bank/root.yaml")
+    assert code == 0 and out.splitlines()[-1] == "1 template × 1 seed: 1 variant; all valid"
+    code, out, _ = run(capsys, "bank", "list", "--bank", "bank")
+    assert out.splitlines()[-1] == "2 templates covering 2 of 6 objectives"
+    for line in out.splitlines():
+        assert not re.search(r"\b1 \w+s\b|\(s\)|\bat at\b", line), line

@@ -83,3 +83,59 @@ def test_the_installed_command_exits_1_on_a_failed_build(tmp_path, roster):
                            "--out", str(tmp_path / "out")], capture_output=True, text=True)
     assert done.returncode == 1
     assert "hw.yaml:5" in done.stderr and "no_such_template" in done.stderr
+
+
+def test_a_build_that_makes_no_student_prints_no_paths_and_exits_1(tmp_path, roster, monkeypatch,
+                                                                    capsys):
+    monkeypatch.setenv("ATTNKIT_SECRET", SECRET)
+    (tmp_path / "never.yaml").write_text(
+        "id: never\ntitle: No variant\nobjective: scaling\nkind: numeric\nprompt: x\n"
+        "sampling: {max_attempts: 2}\nparameters:\n  d_k: {dist: integers, low: 1, high: 3}\n"
+        "constraints:\n  - expr: d_k > 10\nparts:\n  - {id: v, answer: d_k, points: 1}\n")
+    spec = tmp_path / "hw.yaml"
+    spec.write_text("id: hw\ntitle: HW\nsecret: {env: ATTNKIT_SECRET}\n"
+                    "problems:\n  - template: never.yaml\n")
+    out_dir = tmp_path / "out"
+    assert main(["build", str(spec), "--roster", str(roster), "--out", str(out_dir), "--jobs", "1"]) == 1
+    out, err = capsys.readouterr()
+    assert "built 0/2 students" in out
+    assert "nothing written: no student was built, and there is no answer key" in out
+    assert str(out_dir) not in out and "answer key (private)" not in out
+    assert err.count("no valid variant in 2 draws") == 2
+    assert err.endswith("attnkit: no student was built (of 2 students in the roster), so no "
+                        "answer key was written (the reasons are above)\n")
+    assert not (out_dir / "instructor" / "answer_key.json").exists()
+    assert main(["build", str(spec), "--roster", str(roster), "--out", str(out_dir), "--json"]) == 1
+    report = json.loads(capsys.readouterr().out)
+    assert report["built"] == 0 and report["answer_key"] is None
+
+
+def test_a_rebuild_for_a_smaller_roster_reports_stale_files_and_removes_them_on_request(
+        tmp_path, roster, monkeypatch, capsys):
+    monkeypatch.setenv("ATTNKIT_SECRET", SECRET)
+    out_dir = tmp_path / "out"
+    build = ["build", str(EXAMPLE), "--out", str(out_dir), "--jobs", "1"]
+    assert main([*build, "--roster", str(roster)]) == 0
+    smaller = tmp_path / "smaller.csv"
+    smaller.write_text("student_id,name,email\ns1,Ada Lovelace,ada@example.edu\n", encoding="utf-8")
+    capsys.readouterr()
+    assert main([*build, "--roster", str(smaller)]) == 0
+    out = capsys.readouterr().out
+    release = out_dir / "release" / "s2" / "attention-hw1.ipynb"
+    instructor = out_dir / "instructor" / "notebooks" / "s2" / "attention-hw1.ipynb"
+    assert ("stale: 2 files of an earlier build, for 1 student not in this build's answer key "
+            f"(s2):\n  {instructor}\n  {release}\n"
+            "  (attnkit build --remove-stale removes these files, and nothing else)\n") in out
+    assert release.is_file() and instructor.is_file()
+    assert main([*build, "--roster", str(smaller), "--json"]) == 0
+    report = json.loads(capsys.readouterr().out)
+    assert report["stale"] == ["instructor/notebooks/s2/attention-hw1.ipynb",
+                               "release/s2/attention-hw1.ipynb"] and report["removed"] == []
+    assert main([*build, "--roster", str(smaller), "--remove-stale"]) == 0
+    out = capsys.readouterr().out
+    assert "removed 2 stale files of 1 student not in this build: s2\n" in out and "stale:" not in out
+    assert not (out_dir / "release" / "s2").exists()
+    assert not (out_dir / "instructor" / "notebooks" / "s2").exists()
+    assert (out_dir / "release" / "s1" / "attention-hw1.ipynb").is_file()
+    assert main([*build, "--roster", str(smaller)]) == 0
+    assert "stale" not in capsys.readouterr().out

@@ -178,3 +178,64 @@ def test_the_instructor_folder_is_private(built):
     assert private and all(stat.S_IMODE(p.stat().st_mode) == 0o600 for p in private)
     public = [p for p in (out / "release").rglob("*") if p.is_file()]
     assert all(stat.S_IMODE(p.stat().st_mode) == 0o644 for p in public)
+
+
+# --- a build that makes nobody; stale files of an earlier, larger build -------------------------
+
+def _impossible_assignment(tmp_path):
+    template = tmp_path / "never.yaml"
+    template.write_text(
+        "id: never\ntitle: No variant\nobjective: scaling\nkind: numeric\nprompt: x\n"
+        "sampling: {max_attempts: 2}\nparameters:\n  d_k: {dist: integers, low: 1, high: 3}\n"
+        "constraints:\n  - expr: d_k > 10\nparts:\n  - {id: v, answer: d_k, points: 1}\n")
+    spec = tmp_path / "never_hw.yaml"
+    spec.write_text("id: attention-hw1\ntitle: HW\nsecret: {env: ATTNKIT_SECRET}\n"
+                    f"problems:\n  - template: {template}\n")
+    return load_assignment(spec)
+
+
+def test_a_build_that_makes_no_student_leaves_no_key(example, roster, tmp_path):
+    out = tmp_path / "out"
+    build(example, roster[:1], out)
+    assert (out / "instructor" / "answer_key.json").is_file()
+    result = build(_impossible_assignment(tmp_path), roster[:2], out)
+    assert result.built == 0 and len(result.failures) == 2
+    assert result.key_path is None and result.files == 0
+    assert not (out / "instructor" / "answer_key.json").exists()    # the old key is gone too
+    assert result.stale == [] and result.removed == []               # nothing is touched
+
+
+def test_a_rebuild_for_a_smaller_roster_lists_the_stale_files_and_removes_only_them(example, roster,
+                                                                                   tmp_path):
+    out = tmp_path / "out"
+    build(example, roster, out, formats=("notebook", "html"))
+    gone = [s.id for s in roster[2:]]
+    # beside the kit's files: a student's own file, another assignment's notebook, a link
+    (out / "release" / gone[0] / "my_notes.txt").write_text("mine")
+    (out / "release" / gone[1] / "attention-hw2.ipynb").write_text("{}")
+    (tmp_path / "elsewhere").mkdir()
+    (tmp_path / "elsewhere" / "attention-hw1.ipynb").write_text("{}")
+    (out / "release" / "linked").symlink_to(tmp_path / "elsewhere")
+    (out / "print" / "README.txt").write_text("printing notes")
+    kept = files(out)
+
+    result = build(example, roster[:2], out, formats=("notebook", "html"))
+    expected = sorted(f"{folder}/{sid}/attention-hw1.ipynb" for sid in gone
+                      for folder in ("release", "instructor/notebooks"))
+    expected += sorted(f"{folder}/{sid}.html" for sid in gone for folder in ("print", "instructor/print"))
+    assert result.stale == sorted(expected) and result.removed == []
+    assert result.stale_students == sorted(gone)
+    assert all((out / path).is_file() for path in result.stale)       # listed, not removed
+
+    result = build(example, roster[:2], out, formats=("notebook", "html"), remove_stale=True)
+    assert result.removed == result.stale == sorted(expected)
+    left = files(out)
+    assert not any((out / path).exists() for path in expected)
+    assert not (out / "instructor" / "notebooks" / gone[0]).exists()  # emptied, so removed
+    assert (out / "release" / gone[0] / "my_notes.txt").read_text() == "mine"
+    assert (out / "release" / gone[1] / "attention-hw2.ipynb").read_text() == "{}"
+    assert (tmp_path / "elsewhere" / "attention-hw1.ipynb").is_file()
+    assert (out / "print" / "README.txt").is_file()
+    assert set(kept) - set(left) == set(expected)                     # nothing else went
+    key = load_key(out / "instructor" / "answer_key.json", SECRET.encode())
+    assert sorted(key["students"]) == sorted(s.id for s in roster[:2])

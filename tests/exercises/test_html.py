@@ -279,3 +279,13 @@ def test_helpers_escape():
     assert box.count('class="answer-line"') == 3 and 'class="answer-box"' in box
     with pytest.raises(ValueError):
         answer_box(0)
+
+
+def test_math_is_drawn_first_with_the_math_font_debian_installs():
+    """Headless Chromium on Debian stretches a tall matrix's brackets only with a MATH font it
+    has: DejaVu Math TeX Gyre (fonts-dejavu-extra) comes first, the others after it."""
+    css = re.search(r"<style>(.*)</style>", page("t", "<p>x</p>"), re.S)[1]
+    stack = re.search(r"(?m)^math \{ font-family: ([^;]+);", css)[1]
+    fonts = [f.strip().strip('"') for f in stack.split(",")]
+    assert fonts[0] == "DejaVu Math TeX Gyre"
+    assert fonts[-1] == "math" and {"STIX Two Math", "Cambria Math"} <= set(fonts)

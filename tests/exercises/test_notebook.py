@@ -259,3 +259,69 @@ def test_a_check_argument_that_is_an_answer_is_not_written_out(bank_problems, ke
     assert "blocked positions" not in checks["causal_mask_by_hand-weights--check"]
     assert "sum to 1" in checks["causal_mask_by_hand-weights--check"]
     assert squeezed(literal(problem.variant.answers["causal"])) not in squeezed(text(student))
+
+
+def test_a_text_answer_to_a_numeric_part_fails_its_visible_check_with_words(notebooks, bank_problems,
+                                                                            kernel):
+    """Text where a number belongs once failed inside NumPy ("ufunc 'isfinite' not supported
+    for the input types"): every numeric part now says what it wanted instead."""
+    numeric = {p.id: p.variant for p in bank_problems if p.variant.template.kind == "numeric"}
+    notebook = {**notebooks["instructor"], "cells": [dict(c) for c in notebooks["instructor"]["cells"]]}
+    names = {p["id"]: p.get("answers", {}) for p in notebook["metadata"]["attnkit"]["problems"]}
+    wanted = {}
+    for cell in notebook["cells"]:
+        problem, _, part = cell["id"].partition("-")
+        if problem in numeric and part in names[problem] and not isinstance(
+                numeric[problem].answers[part], (str, list, tuple)):
+            name = names[problem][part]
+            cell["source"] = f'{name} = "0.5"'
+            wanted[f"{problem}-{part}--check"] = name
+    assert len(wanted) >= 20
+    found = {gid: (ename, message) for gid, ename, message in kernel.errors(kernel.execute(notebook))}
+    assert set(found) == set(wanted)
+    for gid, name in wanted.items():
+        ename, message = found[gid]
+        assert ename == "AssertionError", (gid, message)
+        assert re.fullmatch(rf"{name} should be (a number|a whole number|True or False|an array of "
+                            rf"[a-z ]+ of shape \([0-9, ]*\)), not text \(a string\)", message), message
+
+
+THIRDS = """\
+id: thirds
+title: Three parts
+objective: scaling
+kind: numeric
+parameters:
+  d_k: {dist: choice, values: [4, 16]}
+prompt: "Take $d_k = {{ d_k }}$."
+parts:
+  - {id: root, answer: sqrt(d_k), points: 1}
+  - {id: twice, answer: 2 * d_k, points: 1}
+  - {id: half, answer: d_k / 2, points: 1}
+"""
+
+
+def test_points_that_do_not_divide_evenly_are_shown_as_fractions(tmp_path, monkeypatch):
+    """`points: 5` over three equal parts gives each 5/3: headers, part labels and printed
+    pages say 5/3, never 1.66667."""
+    from exercises.assignment import load_assignment
+    from exercises.build import header, problem_variants
+    from exercises.preview import preview
+    from exercises.printable import answer_key_page, problem_set_page
+    (tmp_path / "thirds.yaml").write_text(THIRDS)
+    (tmp_path / "hw.yaml").write_text("id: hw\ntitle: HW\nsecret: {env: THIRDS_SECRET}\n"
+                                      "problems:\n  - {template: thirds.yaml, points: 5}\n"
+                                      "  - {template: thirds.yaml, id: again, points: 2}\n")
+    monkeypatch.setenv("THIRDS_SECRET", "a secret of at least sixteen bytes")
+    assignment = load_assignment(tmp_path / "hw.yaml")
+    problems = problem_variants(assignment, assignment.secret(), "s1")
+    student, instructor = student_and_instructor(header(assignment), problems)
+    shown = text(student)
+    assert "(5/3 points)" in shown and "(2/3 points)" in shown
+    assert "| 1 | Three parts | 5 |" in shown and "| | **total** | **7** |" in shown
+    pages = problem_set_page(header(assignment), problems) + answer_key_page(header(assignment), problems)
+    assert "(5/3 points)" in pages and "7 points in total" in pages
+    terminal = preview(problems[0].variant)
+    assert "[5/3 pt]" in terminal
+    for output in (shown, text(instructor), pages, terminal):
+        assert "1.66667" not in output and "0.666667" not in output

@@ -30,3 +30,10 @@ def test_a_multi_line_signature_stays_whole_and_comments_stay_in_the_body():
 def test_what_cannot_be_split_is_refused_with_a_reason(solution, message):
     with pytest.raises(ValueError, match=message.replace("(", r"\(").replace(")", r"\)")):
         reference_code(solution, "f")
+
+
+def test_a_block_that_does_not_parse_names_its_line_once():
+    with pytest.raises(ValueError) as caught:
+        reference_code(block('def f(x):\n    return "abc\n'), "f")
+    assert str(caught.value) == ("the ```python block does not parse: unterminated string literal "
+                                 "(line 2 of the block)")

@@ -6,7 +6,7 @@ TemplateError naming file:line."""
 import numpy as np
 import pytest
 
-from exercises.render import RenderError, render
+from exercises.render import RenderError, format_points, render
 from exercises.schema import TemplateError
 from exercises.variant import make_variant
 from tests.exercises.templates import fast, inline, line_of
@@ -114,3 +114,14 @@ def test_a_prompt_that_calls_fill_is_a_template_error_naming_file_and_prompt():
         v.prompt()
     assert np.array_equal(v.values["Q"], before)
     assert np.array_equal(v.givens["Q"], before)
+
+
+# --- points as people write them -----------------------------------------------------------------
+
+@pytest.mark.parametrize("points, text", [
+    (2, "2"), (2.0, "2"), (2.5, "2.5"), (0.25, "0.25"), (0.1 + 0.2, "0.3"), (5 / 3, "5/3"),
+    (10 / 3, "10/3"), (1 / 6, "1/6"), (3 * (1 / 3), "1"), (1 / 13, "0.08"), (1.234567, "1.23"),
+    (0, "0"),
+])
+def test_points_are_shown_whole_as_short_decimals_or_as_fractions(points, text):
+    assert format_points(points) == text

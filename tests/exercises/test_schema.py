@@ -2,6 +2,8 @@
 file:line. (The fixtures of tests/fixtures/bad_templates/ are in test_bad_templates.py.)"""
 
 
+import textwrap
+
 import numpy as np
 import pytest
 
@@ -76,3 +78,89 @@ def test_tolerances_and_checks_on_a_choice_template_are_load_errors(top, part, k
 
 def test_the_choice_template_without_tolerances_loads():
     make_variant(inline(CHOICE_TOLERANCE.replace("TOP", "").replace("PART", "")), 0)
+
+
+# --- the names a text reads: checked once, on load, at the text's own line -------------------
+
+TEXTS = """
+    id: texts
+    title: Texts
+    objective: scaling
+    kind: numeric
+    parameters:
+      d_k: {dist: choice, values: [4, 16]}
+    derived:
+      root: sqrt(d_k)
+    prompt: |
+      With $d_k = {{ d_k }}$:
+      {% for i in range(2) %}{{ i }}{% endfor %} {{ zip([1], [2]) | list }}
+      PROMPT
+    parts:
+      - {id: ans, answer: root, points: 1, prompt: "PART"}
+    solution: >
+      SOLUTION
+"""
+
+
+def _texts(prompt="{{ root }}", part="{{ ans }} of {{ answers.ans }}", solution="{{ givens }}"):
+    return TEXTS.replace("PROMPT", prompt).replace("PART", part).replace("SOLUTION", solution)
+
+
+def test_texts_reading_parameters_derived_values_part_ids_and_loop_names_load():
+    variant = make_variant(inline(_texts()), 0)
+    assert "01 [(1, 2)]" in variant.prompt()
+
+
+@pytest.mark.parametrize("prompt, part, solution, where, key, name, hint", [
+    ("{{ dk }}", "{{ ans }}", "x", "{{ dk }}", "prompt", "dk", "d_k"),
+    ("{{ root }}", "{{ anss }}", "x", "prompt: \"{{ anss }}\"", "parts[0].prompt", "anss", "ans"),
+    ("{{ root }}", "{{ ans }}", "{{ roots }}", "solution: >", "solution", "roots", "root"),
+])
+def test_an_unknown_name_in_a_text_is_one_load_error_at_its_line(prompt, part, solution, where,
+                                                                 key, name, hint):
+    source = _texts(prompt, part, solution)
+    with pytest.raises(TemplateError) as caught:
+        inline(source)
+    # a folded text (>) is joined into one line: its first line is the one named
+    line = line_of(source, where) + (1 if where.endswith(">") else 0)
+    assert caught.value.problems == [
+        f"inline.yaml:{line}: {key}: unknown name '{name}' in the text (a text can use the "
+        f"parameters, the derived values and the part ids); did you mean '{hint}'?"]
+
+
+def test_an_option_text_cannot_read_a_part_id_and_says_so():
+    source = CHOICE_TOLERANCE.replace("TOP", "").replace("PART", "").replace(
+        '{text: "b"}', '{text: "b"}\n          - "{{ pick }} again"')
+    with pytest.raises(TemplateError) as caught:
+        inline(source)
+    assert caught.value.problems == [
+        f"inline.yaml:{line_of(source, 'again')}: parts[0].options[2]: unknown name 'pick' in the "
+        f"text (an option can use the parameters and the derived values)"]
+
+
+def test_a_text_that_does_not_compile_is_a_load_error_at_its_line():
+    source = _texts(prompt="{{ root | nosuchfilter }}")
+    with pytest.raises(TemplateError) as caught:
+        inline(source)
+    assert caught.value.problems == [
+        f"inline.yaml:{line_of(source, 'nosuchfilter')}: prompt: TemplateAssertionError: No filter "
+        f"named 'nosuchfilter'."]
+
+
+def test_a_broken_parameter_used_in_a_text_is_reported_once():
+    source = _texts(prompt="{{ np }}").replace("  d_k: {dist", "  np: 3\n      d_k: {dist")
+    with pytest.raises(TemplateError) as caught:
+        inline(source)
+    assert [p.split(": ")[1] for p in caught.value.problems] == ["parameters.np"]
+
+
+def test_a_build_names_the_unknown_name_once_not_once_per_student(tmp_path, monkeypatch):
+    from exercises.assignment import AssignmentError, load_assignment
+    (tmp_path / "texts.yaml").write_text(textwrap.dedent(_texts(prompt="{{ dk }}")), encoding="utf-8")
+    (tmp_path / "hw.yaml").write_text("id: hw\ntitle: HW\nsecret: {env: ATTNKIT_SECRET}\n"
+                                      "problems:\n  - template: texts.yaml\n", encoding="utf-8")
+    monkeypatch.chdir(tmp_path)
+    with pytest.raises(AssignmentError) as caught:
+        load_assignment(tmp_path / "hw.yaml")
+    assert len(caught.value.problems) == 1
+    assert caught.value.problems[0].startswith("texts.yaml:13: prompt: unknown name 'dk'")

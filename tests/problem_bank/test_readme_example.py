@@ -9,6 +9,8 @@ from exercises.bank import validate_template
 from exercises.schema import TemplateError, load_template, parse_template
 from exercises.yaml_lines import load_yaml
 
+import pytest
+
 README = Path(__file__).resolve().parents[2] / "problem_bank" / "README.md"
 
 
@@ -39,3 +41,54 @@ def test_the_example_error_message_matches_what_the_engine_says(tmp_path):
         assert err.problems == [shown]
     else:
         raise AssertionError("the unknown distribution was accepted")
+
+
+# --- the assignment example, its overrides, and `bank:` -----------------------------------------
+
+BANK = README.parent
+
+
+def _assignment_block() -> str:
+    return next(b for b in _yaml_blocks() if b.startswith("id: attention-hw2"))
+
+
+def test_the_assignment_example_loads_with_the_overrides_it_describes(tmp_path):
+    from exercises.assignment import load_assignment
+    (tmp_path / "extra").mkdir()
+    (tmp_path / "extra" / "my_own.yaml").write_text(
+        (BANK / "multihead_shapes.yaml").read_text(encoding="utf-8"), encoding="utf-8")
+    (tmp_path / "hw2.yaml").write_text(_assignment_block(), encoding="utf-8")
+    assignment = load_assignment(tmp_path / "hw2.yaml")
+    problems = {p.id: p for p in assignment.problems}
+    assert list(problems) == ["why_sqrt_dk", "attention_weights", "implement_masked_attention",
+                              "multihead_shapes"]
+    original = load_template(BANK / "why_sqrt_dk.yaml")
+    scaled = problems["why_sqrt_dk"].template
+    assert scaled.points == 5
+    assert [p.points / scaled.points for p in scaled.parts] == \
+        pytest.approx([p.points / original.points for p in original.parts])
+    weights = {p.id: p for p in problems["attention_weights"].template.parts}["weights"]
+    assert (weights.points, weights.atol) == (3, 0.01)
+    assert problems["attention_weights"].title == "Attention weights"
+    implement = problems["implement_masked_attention"].template
+    assert {f.family: f.points for f in implement.tests}["masked"] == 3 and implement.rtol == 1e-4
+
+
+def test_a_bank_key_replaces_the_built_in_bank_as_the_readme_says(tmp_path, monkeypatch):
+    from exercises.assignment import AssignmentError, load_assignment
+    monkeypatch.chdir(tmp_path)
+    (tmp_path / "my_bank").mkdir()
+    (tmp_path / "my_bank" / "mine.yaml").write_text(
+        (BANK / "why_sqrt_dk.yaml").read_text(encoding="utf-8"), encoding="utf-8")
+    spec = tmp_path / "hw.yaml"
+    spec.write_text("id: hw\ntitle: HW\nsecret: {env: X}\nbank: my_bank\nproblems:\n"
+                    "  - template: why_sqrt_dk\n  - template: sdpa_four_tokens\n", encoding="utf-8")
+    with pytest.raises(AssignmentError) as caught:
+        load_assignment(spec)
+    (problem,) = caught.value.problems
+    quoted = re.search(r"\(`(unknown template 'sdpa_four_tokens' \(not an id in\s+the bank "
+                       r"my_bank), …\)`\)", README.read_text(encoding="utf-8"))[1]
+    assert " ".join(quoted.split()) in problem
+    spec.write_text(spec.read_text().replace("template: sdpa_four_tokens",
+                                             f"template: {BANK / 'sdpa_four_tokens.yaml'}"))
+    assert [p.id for p in load_assignment(spec).problems] == ["why_sqrt_dk", "sdpa_four_tokens"]
