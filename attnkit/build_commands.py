@@ -52,11 +52,21 @@ def _build(args) -> int:
         try:
             result = build(assignment, list(roster), Path(args.out), jobs=args.jobs,
                            formats=("notebook", "html") if args.format == "html" else ("notebook",),
-                           progress=progress, remove_stale=args.remove_stale)
+                           progress=progress, remove_stale=args.remove_stale,
+                           new_variants=args.new_variants)
         except OSError as err:
             progress.close()
             return _fail([f"{err.filename or args.out}: {err.strerror or err}"])
         progress.close()
+        if result.refused:
+            changed = [f"  {sid}: {', '.join(pids)}" for sid, pids in sorted(result.changed.items())]
+            if args.json:
+                print(json.dumps({**report, "refused": True, "changed": result.changed,
+                                  "failures": result.failures}, indent=2, ensure_ascii=False))
+            return _fail(([f"refused: this rebuild would give {_counted(len(result.changed), 'student')} "
+                           "new numbers in notebooks already issued (the earlier key is kept, their "
+                           "files are unchanged); rebuild with --new-variants to issue them anyway:",
+                           *changed] if result.changed else result.failures))
         failures += result.failures
         if not result.built:
             failures.append(f"no student was built (of {_counted(result.students, 'student')} "
@@ -68,7 +78,7 @@ def _build(args) -> int:
                       answer_key=str(result.key_path) if result.key_path else None,
                       failures=result.failures,
                       stale=[p for p in result.stale if p not in result.removed],
-                      removed=result.removed)
+                      removed=result.removed, new_variants=result.changed)
     if args.nbgrader:
         try:
             course = build_nbgrader(assignment, Path(args.nbgrader))
@@ -163,5 +173,8 @@ def add_build_command(commands) -> None:
                             "build's answer key does not hold (a smaller roster, a student whose "
                             "variant failed): their notebooks and printable pages, and their "
                             "folders once empty; nothing else")
+    build.add_argument("--new-variants", action="store_true",
+                       help="a rebuild that would give students already issued a notebook new numbers "
+                            "is refused (and says who and which problems): this issues them anyway")
     build.add_argument("--json", action="store_true", help="machine-readable summary on stdout")
     build.set_defaults(handler=_build)

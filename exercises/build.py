@@ -26,6 +26,7 @@ cannot be made is reported and the others are still written.
 
 from __future__ import annotations
 
+import os
 import sys
 import time
 from concurrent.futures import ProcessPoolExecutor, as_completed
@@ -35,7 +36,7 @@ from pathlib import Path
 
 from formats import answer_key
 from formats.version import KIT_VERSION
-from formats.key_shape import CLASS_STUDENT
+from formats.key_shape import CLASS_STUDENT, issued_before, issued_digest
 from .notebook import (Header, ProblemVariant, answer_names, build_notebook, notebook_bytes,
                        student_and_instructor)
 from .seeds import variant_seed
@@ -56,6 +57,10 @@ class BuildResult:
     key_path: Path | None = None          # None: no key was written (no student was built)
     stale: list[str] = field(default_factory=list)     # OUT-relative files of other students
     removed: list[str] = field(default_factory=list)   # those of them removed (remove_stale)
+    # A rebuild that would give issued students new numbers: student → problems. Refused (no
+    # file of theirs written, the old key kept) unless ``new_variants``.
+    changed: dict = field(default_factory=dict)
+    refused: bool = False
 
     @property
     def ok(self) -> bool:
@@ -83,7 +88,9 @@ def header(assignment, student=None) -> Header:
                   student.id if student else "", student.name if student else "", KIT_VERSION)
 
 
-def key_entry(problems: list[ProblemVariant], notebook: str, student=None) -> dict:
+def key_entry(problems: list[ProblemVariant], notebook: str, student=None, issued: dict | None = None) -> dict:
+    """The student's key entry. ``issued``: problem → the issued digests of the variants an
+    earlier build gave them (oldest first), kept so their notebooks are still recognised."""
     names = answer_names(problems)
     entry = {"notebook": notebook, "problems": {}}
     if student is not None:
@@ -91,8 +98,25 @@ def key_entry(problems: list[ProblemVariant], notebook: str, student=None) -> di
     for p in problems:
         record = p.variant.record()
         record["answer_names"] = names[p.id]       # part id → the notebook's variable
+        earlier = [d for d in (issued or {}).get(p.id, []) if d != issued_digest(record)]
+        if earlier:
+            record["issued_before"] = earlier
         entry["problems"][p.id] = record
     return entry
+
+
+def issued_variants(key: dict) -> dict[str, dict[str, list[str]]]:
+    """student → problem → the issued digests of every variant ``key`` knows they were given
+    (the current one last)."""
+    return {sid: {pid: [*issued_before(record), issued_digest(record)]
+                  for pid, record in key["students"][sid]["problems"].items()}
+            for sid in key["students"]}
+
+
+def _changed(problems: list[ProblemVariant], issued: dict[str, list[str]]) -> list[str]:
+    """The problems whose new variant is not the one last issued."""
+    return [p.id for p in problems
+            if p.id in issued and issued[p.id] and issued_digest(p.variant.record()) != issued[p.id][-1]]
 
 
 def assignment_summary(assignment) -> dict:
@@ -118,14 +142,19 @@ def _parts(template) -> list[list]:
 _CONTEXT: dict = {}
 
 
-def _build_student(student) -> tuple[str, str | None, str, int]:
-    """(student id, key entry as canonical JSON or None, failure message, files written) —
-    run in a worker, so the key's heaviest encoding is done in parallel too."""
+def _build_student(student) -> tuple[str, str | None, str, int, list[str]]:
+    """(student id, key entry as canonical JSON or None, failure message, files written,
+    problems whose issued variant would change) — run in a worker, so the key's heaviest
+    encoding is done in parallel too."""
     assignment, secret, out = _CONTEXT["assignment"], _CONTEXT["secret"], _CONTEXT["out"]
     try:
         problems = problem_variants(assignment, secret, student.id)
     except (VariantError, TemplateError) as err:
-        return student.id, None, f"{student.id}: {err}", 0
+        return student.id, None, f"{student.id}: {err}", 0, []
+    issued = _CONTEXT.get("issued", {}).get(student.id, {})
+    changed = _changed(problems, issued)
+    if changed and not _CONTEXT.get("new_variants"):
+        return student.id, None, f"{student.id}: new numbers for {', '.join(changed)}", 0, changed
     head = header(assignment, student)
     name = f"{assignment.id}.ipynb"
     files = 0
@@ -142,11 +171,11 @@ def _build_student(student) -> tuple[str, str | None, str, int]:
         write_atomic(out / "instructor" / "print" / f"{student.id}.html",
                    answer_key_page(head, problems).encode(), private=True)
         files += 2
-    entry = key_entry(problems, f"release/{student.id}/{name}", student)
-    return student.id, answer_key.canonical(entry), "", files
+    entry = key_entry(problems, f"release/{student.id}/{name}", student, issued)
+    return student.id, answer_key.canonical(entry), "", files, changed
 
 
-def _build_chunk(students) -> list[tuple[str, str | None, str, int]]:
+def _build_chunk(students) -> list[tuple[str, str | None, str, int, list[str]]]:
     return [_build_student(s) for s in students]
 
 
@@ -155,18 +184,38 @@ def _init_worker(context: dict) -> None:
 
 
 def build(assignment, roster, out: Path, jobs: int = 1, formats=("notebook",),
-          progress=None, chunk: int = 8, remove_stale: bool = False) -> BuildResult:
+          progress=None, chunk: int = 8, remove_stale: bool = False,
+          new_variants: bool = False) -> BuildResult:
     """Build every student of ``roster``; ``progress`` (optional) gets ``advance(n)``.
-    ``remove_stale``: also remove the stale files of an earlier build (see above)."""
+    ``remove_stale``: also remove the stale files of an earlier build (see above).
+
+    A rebuild never silently changes issued work: where an earlier key in ``out`` gave a
+    student a variant and this build would give them another (a new parameter range, a new
+    secret), that student is not built and the build is refused (``BuildResult.changed`` says
+    who and which problems; the earlier key is kept), unless ``new_variants``. A change that
+    only affects grading (tolerances, points, checks, twins) keeps every variant and rebuilds.
+    The new key keeps the issued digests of the variants it replaced, so their notebooks are
+    recognised as earlier variants, not as someone else's."""
     started = time.perf_counter()
     out = Path(out)
-    context = {"assignment": assignment, "secret": assignment.secret(), "out": out,
-               "formats": tuple(formats)}
-    chunks = [roster[i:i + chunk] for i in range(0, len(roster), chunk)]
+    secret = assignment.secret()
     private = out / "instructor"
     private.mkdir(parents=True, exist_ok=True)
     private.chmod(0o700)
-    (private / "answer_key.json").unlink(missing_ok=True)
+    key_file, previous = private / "answer_key.json", private / "answer_key.json.previous"
+    issued = _issued_by(key_file, secret, new_variants)
+    if issued is None:
+        result = BuildResult(students=len(roster), refused=True)
+        result.failures.append(f"{key_file}: an answer key is there that this course secret does not "
+                               "verify (another secret, or damaged): a rebuild would give every student "
+                               "new numbers; give the secret it was built with, or rebuild with "
+                               "--new-variants")
+        return result
+    context = {"assignment": assignment, "secret": secret, "out": out, "formats": tuple(formats),
+               "issued": issued, "new_variants": new_variants}
+    chunks = [roster[i:i + chunk] for i in range(0, len(roster), chunk)]
+    if key_file.exists():           # (kept aside, not removed: a refused rebuild puts it back)
+        os.replace(key_file, previous)
     results = []
     if jobs <= 1 or len(chunks) <= 1:
         _init_worker(context)
@@ -186,13 +235,22 @@ def build(assignment, roster, out: Path, jobs: int = 1, formats=("notebook",),
                     progress.advance(len(done))
     result = BuildResult(students=len(roster))
     entries = {}
-    for student_id, entry, failure, files in results:
+    for student_id, entry, failure, files, changed in results:
         result.files += files
+        if changed:
+            result.changed[student_id] = changed
         if entry is None:
             result.failures.append(failure)
         else:
             entries[student_id] = entry
     result.failures.sort()
+    if result.changed and not new_variants:
+        result.refused = True
+        if previous.exists():
+            os.replace(previous, key_file)        # the earlier key stands: nothing issued changed
+        result.seconds = time.perf_counter() - started
+        return result
+    previous.unlink(missing_ok=True)
     if entries:          # no student built: no key (a key of nobody grades nobody)
         result.key_path = out / "instructor" / "answer_key.json"
         write_atomic(result.key_path, answer_key.key_bytes(
@@ -203,6 +261,17 @@ def build(assignment, roster, out: Path, jobs: int = 1, formats=("notebook",),
             result.removed = _remove(out, result.stale)
     result.seconds = time.perf_counter() - started
     return result
+
+
+def _issued_by(key_file: Path, secret: bytes, new_variants: bool) -> dict | None:
+    """What an earlier key in the build folder issued ({} without one); None when a key is
+    there that this secret does not verify (and ``new_variants`` was not given)."""
+    if not key_file.exists():
+        return {}
+    try:
+        return issued_variants(answer_key.load_key(key_file, secret))
+    except answer_key.AnswerKeyError:
+        return {} if new_variants else None
 
 
 # --- stale files of an earlier build -------------------------------------------------------

@@ -31,6 +31,7 @@ from formats.cells import (CHECK, CODE_PLACEHOLDER, EXAMPLE, GIVENS, HEADER_CELL
 from formats.cells import cell_id as _cell_id
 from .checks import CHECKS
 from .render import format_points
+from formats.key_shape import issued_digest
 from formats.literals import assignment, literal
 from .schema import NOTEBOOK_NAMES
 from .variant import Variant, example_case
@@ -425,7 +426,8 @@ def _record(header: Header, problems, names, version: str) -> dict:
             "student": header.student_id,
             "problems": [{"id": p.id, "template": p.variant.template.id, "kind": p.variant.template.kind,
                           "template_digest": p.variant.template.source_digest,
-                          "variant_digest": p.variant.digest, "points": p.variant.template.points,
+                          "variant_digest": p.variant.digest, "issued_digest": issued_digest(p.variant.record()),
+                          "points": p.variant.template.points,
                           **({"function": p.variant.template.function.name}
                              if p.variant.template.kind == "implement" else {"answers": names[p.id]})}
                          for p in problems]}

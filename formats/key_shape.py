@@ -15,6 +15,8 @@ from __future__ import annotations
 
 from collections.abc import Iterator, Mapping
 
+from .serialize import digest
+
 # The one entry of an nbgrader course's class-wide key: not a valid roster id, so it never
 # collides with a student's seed.
 CLASS_STUDENT = "(class)"
@@ -145,6 +147,22 @@ def answer_names(record: dict) -> dict[str, str]:
     """part id → the notebook variable that holds the student's answer (none: free response
     and implement problems)."""
     return record.get("answer_names", {})
+
+
+def issued_digest(record: dict) -> str:
+    """What a student was issued for a problem, as a digest: the template, the seed, the
+    givens and the options of a record — not its tolerances, points, checks or twins, so a
+    rebuild that changes only how a part is graded keeps every notebook's variant."""
+    options = record.get("options") or {}
+    shown = {part: [o.get("text") if isinstance(o, dict) else o for o in choices]   # (not the feedback)
+             for part, choices in options.items()} if isinstance(options, dict) else options
+    return digest({"template": record.get("template"), "seed": record.get("seed"),
+                   "givens": record.get("givens", {}), "options": shown})
+
+
+def issued_before(record: dict) -> list[str]:
+    """The issued digests of the variants this problem had before a rebuild gave new ones."""
+    return list(record.get("issued_before", ()))
 
 
 def givens_of(record: dict) -> dict:

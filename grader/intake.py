@@ -55,7 +55,7 @@ from formats.cells import (CHECK, EXAMPLE, GIVENS, HEADER_CELL, HEATMAP, PROMPT,
                            grade_id)
 from formats.cells import cell_id as cell_id_of
 from formats.key_shape import (CLASS_STUDENT, IMPLEMENT, entry_for, givens_of, gradings, is_class_key, is_free_response,
-                              kind, problem_record, problem_records)
+                              issued_before, issued_digest, kind, problem_record, problem_records)
 from formats.serialize import decode_names
 from formats.textfile import printable, terminal_safe
 
@@ -94,6 +94,7 @@ ISSUE_CODES = {
     "givens-edited": "a locked givens cell was changed (harmless: givens come from the key)",
     # the notebook's variant record
     "no-record": "no attnkit variant record in the notebook metadata",
+    "earlier-variant": "a variant the key issued before a rebuild gave the problem new numbers",
     "wrong-student": "the record names another student",
     "wrong-assignment": "the record names another assignment",
     "wrong-variant": "the record's variant digests differ from the key's",
@@ -706,7 +707,7 @@ def _read(found: Found, key: dict | None, entry: dict | None) -> Submission:
     if entry is not None:
         issues += _record_issues(found, record, key, entry)
         if cells:
-            issues += _kit_issues(found, cells, kit, entry)
+            issues += _kit_issues(found, cells, kit, entry, _other_variants(record, entry))
     return Submission(found.student, found.path, found.shown, content_hash, cells, record,
                       tuple(issues), version)
 
@@ -732,12 +733,12 @@ def _record_issues(found: Found, record: dict | None, key: dict, entry: dict) ->
     if assignment_id is not None and named_assignment != assignment_id:
         issues.append(Issue("wrong-assignment", f"{found.shown}: this notebook is for assignment "
                                                 f"{_short(repr(named_assignment))}, not {assignment_id!r}"))
-    digests = {}
-    for p in record.get("problems") if isinstance(record.get("problems"), list) else []:
-        if isinstance(p, dict) and isinstance(p.get("id"), str):
-            digests[p["id"]] = p.get("variant_digest")
+    differ, earlier, digests = _variants(record, entry)
     problems = entry.get("problems", {})
-    differ = [pid for pid in problems if digests.get(pid) != problems[pid].get("digest")]
+    if earlier:
+        issues.append(Issue("earlier-variant", f"{found.shown}: the notebook has an earlier variant of "
+                                               f"{', '.join(earlier)} (the key was rebuilt with new numbers "
+                                               "after it was issued): it is graded with the key's givens"))
     extra = sum(pid not in problems for pid in digests)     # their ids are the notebook's text: counted only
     if extra:
         differ.append(f"{extra} problem{'s' if extra > 1 else ''} the key does not have")
@@ -749,8 +750,39 @@ def _record_issues(found: Found, record: dict | None, key: dict, entry: dict) ->
     return issues
 
 
+def _variants(record: dict, entry: dict) -> tuple[list[str], list[str], dict]:
+    """(problems whose variant in the notebook is not the key's, those of them that are a
+    variant the key issued before a rebuild, the notebook's variant digests by problem).
+
+    What the student was issued (givens, options) decides: a rebuild that changed only how a
+    part is graded (tolerance, points, checks, twins) changes a record's full digest, not its
+    issued one. A notebook from before issued digests existed is compared by its full digest."""
+    digests, issued = {}, {}
+    for p in record.get("problems") if isinstance(record.get("problems"), list) else []:
+        if isinstance(p, dict) and isinstance(p.get("id"), str):
+            digests[p["id"]] = p.get("variant_digest")
+            issued[p["id"]] = p.get("issued_digest")
+    differ, earlier = [], []
+    for pid, problem in entry.get("problems", {}).items():
+        mine = issued.get(pid)
+        if mine is None and digests.get(pid) == problem.get("digest"):
+            continue
+        if mine is not None and mine == issued_digest(problem):
+            continue
+        (earlier if mine is not None and mine in issued_before(problem) else differ).append(pid)
+    return differ, earlier, digests
+
+
+def _other_variants(record, entry: dict) -> set[str]:
+    """Problems whose notebook variant is not the key's (their givens differ for that reason)."""
+    if not isinstance(record, dict):
+        return set()
+    differ, earlier, _ = _variants(record, entry)
+    return set(differ) | set(earlier)
+
+
 def _kit_issues(found: Found, cells: tuple[Cell, ...], kit: dict[str, KitCell],
-                entry: dict) -> list[Issue]:
+                entry: dict, other_variants: set[str] = frozenset()) -> list[Issue]:
     known = [c for c in cells if c.grade_id in kit]
     if not known:
         return [Issue("no-kit-cells", f"{found.shown}: none of the notebook's cells is a cell of the "
@@ -781,7 +813,7 @@ def _kit_issues(found: Found, cells: tuple[Cell, ...], kit: dict[str, KitCell],
     issued: dict[str, tuple[dict, str]] = {}      # problem → its givens and their text, made once
     for c in known:
         k = kit[c.grade_id]
-        if k.role == "givens":
+        if k.role == "givens" and k.problem not in other_variants:   # (those are reported as such)
             if k.problem not in issued:
                 givens = decode_names(givens_of(problem_record(entry, k.problem)))
                 issued[k.problem] = givens, expected_givens_source(givens)

@@ -23,7 +23,7 @@ NEEDS_A_LOOK = frozenset({
     # the kit's cells
     "no-kit-cells", "kit-cell-missing", "duplicate-grade-id", "givens-edited", "answer-not-code",
     # whose notebook is it
-    "no-record", "wrong-student", "wrong-assignment", "wrong-variant",
+    "no-record", "wrong-student", "wrong-assignment", "wrong-variant", "earlier-variant",
     # files and names
     "duplicate", "several-notebooks", "ambiguous", "renamed", "paired-by-record",
     # when it came

@@ -395,7 +395,7 @@ def test_a_givens_cell_that_only_looks_different_is_not_edited(course, key):
      f"{A}.ipynb: this notebook was issued to no student, not {A}: it is graded with {A}'s givens and answers"),
     (lambda r: r["assignment"].update(id="attention-hw2"), "wrong-assignment",
      f"{A}.ipynb: this notebook is for assignment 'attention-hw2', not '{HW}'"),
-    (lambda r: r["problems"][3].update(variant_digest="0" * 64), "wrong-variant",
+    (lambda r: r["problems"][3].update(variant_digest="0" * 64, issued_digest="0" * 64), "wrong-variant",
      f"{A}.ipynb: the notebook's variant of masks is not the one in the answer key (another student's "
      "notebook, or one built with another secret or version): it is graded with the key's givens"),
     (lambda r: r["problems"].append({"id": "x" * 1000}), "wrong-variant",
@@ -413,10 +413,10 @@ def test_a_record_that_disagrees_with_the_key(course, key, tmp_path, change, cod
     assert s.issues == (Issue(code, message),)
 
 
-def test_another_students_notebook_is_flagged_three_ways(course, key, tmp_path):
+def test_another_students_notebook_is_flagged_as_such_not_as_edited_givens(course, key, tmp_path):
     s = read_submission(flat(tmp_path, A, released(course, B)), key)
-    assert codes(s) == ["wrong-student", "wrong-variant", "givens-edited", "givens-edited", "givens-edited",
-                        "givens-edited"]
+    # (its givens differ because it is another variant: said once, not as four "edited" cells)
+    assert codes(s) == ["wrong-student", "wrong-variant"]
     assert s.issues[1].message.startswith(f"{A}.ipynb: the notebook's variant of bahdanau, bert_mlm, "
                                           "dog_ran_fast, implement, masks, motivation, scaling is not")
 
@@ -444,7 +444,7 @@ def test_every_issue_code_is_documented():
     used = {"unreadable", "symlink", "too-large", "empty-file", "not-text", "invalid-json", "not-a-notebook",
             "not-nbformat-4", "no-cells", "bad-cell", "metadata-stripped", "no-kit-cells", "kit-cell-missing",
             "duplicate-grade-id", "givens-edited", "no-record", "wrong-student", "wrong-assignment",
-            "wrong-variant", "duplicate", "unknown-student", "too-complex", "too-many-cells",
+            "wrong-variant", "earlier-variant", "duplicate", "unknown-student", "too-complex", "too-many-cells",
             # when it was handed in, and pairing files with students
             "bad-timestamp", "late-by-name", "several-notebooks", "ambiguous", "renamed",
             "paired-by-record", "unmatched"}
