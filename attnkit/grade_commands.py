@@ -72,6 +72,13 @@ def _grade(args) -> int:
     roster = roster_of(args)
     if isinstance(roster, int):
         return roster
+    receipts = None
+    if args.received:
+        from grader.receipts import ReceiptsError, read_receipts
+        try:
+            receipts = read_receipts(args.received)
+        except ReceiptsError as err:
+            return fail(err.problems)
 
     from grader.gradebook import Gradebook, GradebookError
     from grader.pipeline import grade_folder
@@ -90,7 +97,7 @@ def _grade(args) -> int:
             summary = grade_folder(key, Path(args.submissions), gradebook, sandbox,
                                    servers=args.jobs, regrade=args.regrade, pytest_args=pytest_args,
                                    verbose=args.verbose, progress=bar, deadline=assignment.deadline,
-                                   roster=roster)
+                                   roster=roster, receipts=receipts)
             table = look = None
             if not args.json:
                 from grader.reports import class_table, look_list, summary_json
@@ -155,6 +162,9 @@ def add_grade_command(commands) -> None:
     grade.add_argument("--timeout", type=float, default=10.0, metavar="SECONDS",
                        help="wall-clock limit per run of a submission's code (default %(default)s)")
     grade.add_argument("--regrade", action="store_true", help="grade unchanged submissions again")
+    grade.add_argument("--received", metavar="CSV",
+                       help="when each student handed in, from the LMS (student_id and received_at or "
+                            "submitted_at, ISO 8601 with an offset): wins over timestamp.txt and file times")
     grade.add_argument("--roster", metavar="CSV",
                        help="the roster, for Canvas and Moodle downloads: its lms_id and lms_login columns "
                             "name the files' students")

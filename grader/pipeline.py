@@ -13,7 +13,7 @@ from __future__ import annotations
 
 import time
 from collections.abc import Callable, Collection, Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 
 from formats.deadline import Deadline
@@ -60,7 +60,7 @@ def grade_folder(key: dict, folder: Path, gradebook, sandbox, *, servers: int = 
                  cpu_seconds: float = CPU_SECONDS,
                  progress: Callable[[int], object] | None = None,
                  kit_version: str | None = None, deadline: Deadline | None = None,
-                 roster=None) -> GradeSummary:
+                 roster=None, receipts: tuple[dict, str] | None = None) -> GradeSummary:
     """Grade every submission in ``folder`` against ``key`` into ``gradebook``, running
     student code only in ``sandbox`` (``servers`` of its servers at once).
 
@@ -70,13 +70,18 @@ def grade_folder(key: dict, folder: Path, gradebook, sandbox, *, servers: int = 
     ``progress(total)`` makes the progress bar (anything with ``advance`` and ``close``),
     ``kit_version`` is what the gradebook stores (default: this grader's); ``deadline`` is
     the assignment's (its late policy decides which handin counts, and lateness needs a look);
-    ``roster`` (``exercises.roster`` students) maps LMS ids in Canvas and Moodle file names."""
+    ``roster`` (``exercises.roster`` students) maps LMS ids in Canvas and Moodle file names;
+    ``receipts`` (``grader.receipts.read_receipts``) are when the LMS says each handed in."""
     started = time.perf_counter()
     assignment = assignment_id(key)
     found = find_submissions(Path(folder), assignment)
     submissions, missing, issues = match(found, key, read=read_ahead, roster=roster)
     if students is not None:
         submissions = [s for s in submissions if s.student in students]
+    if receipts is not None:
+        times, source = receipts
+        submissions = [replace(s, received_at=times[s.student], received_from=source)
+                       if s.student in times else s for s in submissions]
     bar = progress(len(submissions)) if progress is not None else None
     run = GradingRun(key, submissions, gradebook, sandbox, servers=servers, regrade=regrade,
                      progress=bar, cpu_seconds=cpu_seconds,

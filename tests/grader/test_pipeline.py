@@ -1,0 +1,75 @@
+"""grade_folder over any sequence of folders: runs accumulate (issue 15). Hypothesis draws
+sequences of runs, each over a random subset of the class handing in one of two notebooks
+each (a correct one, a partial one) at a random time; after every run no grade recorded by an
+earlier run is lost or changed but by a regrade of the same notebook, and the notebook
+received last counts."""
+
+import shutil
+from datetime import datetime, timedelta, timezone
+
+import pytest
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
+
+from formats.key_shape import assignment_id, key_students
+from grader.gradebook import Gradebook
+from grader.pipeline import grade_folder
+from grader.sandbox.client import Limits, Sandbox
+from synthetic import submission_path, synthesize
+
+SECRET = "pipeline property secret: long enough"
+START = datetime(2026, 12, 1, tzinfo=timezone.utc)
+
+
+@pytest.fixture(scope="module")
+def course(example_build, tmp_path_factory):
+    build_dir, key = example_build(3, SECRET)
+    made = tmp_path_factory.mktemp("made")
+    for kind in ("correct", "partial"):
+        synthesize(build_dir, key, made / kind, profiles=[kind])
+    return key, made
+
+
+@pytest.fixture(scope="module")
+def sandbox():
+    with Sandbox(2, Limits(wall_seconds=5)) as box:
+        yield box
+
+
+RUNS = st.lists(st.dictionaries(st.sampled_from([0, 1, 2]),
+                                st.tuples(st.sampled_from(["correct", "partial"]), st.integers(0, 6)),
+                                max_size=3), min_size=1, max_size=4)
+
+
+@settings(max_examples=8, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
+@given(runs=RUNS)
+def test_runs_over_any_folders_accumulate(course, sandbox, tmp_path_factory, runs):
+    key, made = course
+    students, hw = key_students(key), assignment_id(key)
+    root = tmp_path_factory.mktemp("runs")
+    seen: dict = {}                   # (student, handin) → its grade, as first recorded
+    latest: dict = {}                 # student → (received, handin) of the newest handed in
+    with Gradebook(root / "g.sqlite") as gradebook:
+        for n, run in enumerate(runs):
+            folder = root / f"run{n}"
+            folder.mkdir()
+            for index, (kind, day) in run.items():
+                student = students[index]
+                target = submission_path(folder, "nbgrader", hw, student)
+                target.parent.mkdir(parents=True)
+                shutil.copyfile(submission_path(made / kind, "nbgrader", hw, student), target)
+                when = START + timedelta(days=day)
+                (target.parent / "timestamp.txt").write_text(when.strftime("%Y-%m-%d %H:%M:%S.%f UTC"))
+            summary = grade_folder(key, folder, gradebook, sandbox, servers=2, kit_version="")
+            assert len(summary.recorded) + len(summary.skipped) == len(run)
+            now = {(h.student, h.handin): (h.score, h.received_at) for h in gradebook.handins(hw)}
+            assert all(h.received_from == "nbgrader timestamp.txt" for h in gradebook.handins(hw))
+            for handin, grade in seen.items():
+                assert now[handin][0] == grade[0], handin           # never lost, never changed
+            seen.update({h: g for h, g in now.items() if h not in seen})
+            for (student, handin), (_, received) in now.items():
+                if student not in latest or received > latest[student][0]:
+                    latest[student] = (received, handin)
+            for student, (received, _) in latest.items():
+                assert gradebook.submission(hw, student).received_at == received
+            assert {s.student for s in gradebook.submissions(hw)} == set(latest)
