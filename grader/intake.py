@@ -586,7 +586,9 @@ def _parse(found: Found, data: bytes):
     try:
         return json.loads(text)
     except json.JSONDecodeError as err:
-        raise _Unread(Issue("invalid-json", f"{found.shown}: not valid JSON ({err.msg} at line "
+        # (json says "Unterminated string starting at": not "… at at line 2001")
+        said = err.msg.removesuffix(" at")
+        raise _Unread(Issue("invalid-json", f"{found.shown}: not valid JSON ({said} at line "
                                             f"{err.lineno}, column {err.colno}): the file was "
                                             "damaged or edited outside Jupyter")) from None
     except (RecursionError, ValueError) as err:

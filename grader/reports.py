@@ -566,8 +566,12 @@ def _counted(n: int, word: str) -> str:
 
 
 def _status_cell(student: dict) -> str:
-    """The status column: the status, and "look" when something needs a human look."""
-    return _shown(student["status"]) + (", look" if student["needs_a_look"] else "")
+    """The status column: the status ("incomplete" while a part waits to be graded by hand),
+    and "look" when something needs a human look."""
+    status = student["status"]
+    if status == GRADED and any(p["status"] == MANUAL for p in student["parts"]):
+        status = "incomplete"
+    return _shown(status) + (", look" if student["needs_a_look"] else "")
 
 
 def look_list(summary: dict) -> str:

@@ -161,6 +161,9 @@ def test_a_clean_notebook_reads_without_issues_and_every_kit_cell_is_identified(
     (b'{"cells": [], "nbformat": 4', "invalid-json",
      "x.ipynb: not valid JSON (Expecting ',' delimiter at line 1, column 28): the file was damaged or "
      "edited outside Jupyter"),
+    (b'{"cells": ["cut off', "invalid-json",                      # (once "…starting at at line 1")
+     "x.ipynb: not valid JSON (Unterminated string starting at line 1, column 12): the file was damaged or "
+     "edited outside Jupyter"),
     (b"[1, 2, 3]", "not-a-notebook", "x.ipynb: not a notebook: the JSON is a list, not an object"),
     (b'"just text"', "not-a-notebook", "x.ipynb: not a notebook: the JSON is a string, not an object"),
     (b"\x89PNG\r\n\x1a\n\x00\x00\x00\rIHDR", "not-text", "x.ipynb: not a notebook: byte 0 (0x89) is not UTF-8 text"),

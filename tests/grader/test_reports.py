@@ -258,7 +258,7 @@ def test_class_table_is_aligned_plain_text_with_a_summary(gradebook):
     header = next(i for i, line in enumerate(lines) if line.startswith("student"))
     table = lines[header:header + 5]
     status_column = table[0].index("status")
-    assert [line[status_column:] for line in table[2:]] == ["graded", "graded", "missing"]
+    assert [line[status_column:] for line in table[2:]] == ["incomplete", "graded", "missing"]   # (s1: an essay to grade by hand)
     assert "Søren Ørsted" in table[4] and "1.5/8" in table[2]
     assert "sdpa_no_scale" in text and "1 missing" in text and "0 with errors" in text
     assert "1 part to grade by hand" in text
@@ -433,7 +433,7 @@ def test_class_table_shows_roster_text_and_never_passes_it_to_the_terminal(grade
     header = next(i for i, line in enumerate(lines) if line.startswith("student"))
     table = lines[header:header + 5]
     status_column = table[0].index("status")
-    assert [line[status_column:] for line in table[2:]] == ["graded", "graded", "missing"]
+    assert [line[status_column:] for line in table[2:]] == ["incomplete", "graded", "missing"]
     assert acted_on(class_table(gradebook, key, colour=True).replace("\x1b[", "")) == []
 
 
