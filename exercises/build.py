@@ -26,7 +26,6 @@ cannot be made is reported and the others are still written.
 
 from __future__ import annotations
 
-import os
 import sys
 import time
 from concurrent.futures import ProcessPoolExecutor, as_completed
@@ -202,20 +201,23 @@ def build(assignment, roster, out: Path, jobs: int = 1, formats=("notebook",),
     private = out / "instructor"
     private.mkdir(parents=True, exist_ok=True)
     private.chmod(0o700)
-    key_file, previous = private / "answer_key.json", private / "answer_key.json.previous"
-    issued = _issued_by(key_file, secret, new_variants)
-    if issued is None:
+    key_file = private / "answer_key.json"
+    earlier = _earlier_key(key_file, secret, new_variants)
+    if earlier is False:
         result = BuildResult(students=len(roster), refused=True)
         result.failures.append(f"{key_file}: an answer key is there that this course secret does not "
                                "verify (another secret, or damaged): a rebuild would give every student "
                                "new numbers; give the secret it was built with, or rebuild with "
                                "--new-variants")
         return result
+    # The earlier key stays where it is until the new one replaces it (atomically): a build
+    # that is refused, fails for everyone or is killed half-way leaves it, and with it the
+    # record of what was issued (notebooks rewritten meanwhile have the same variants, or,
+    # with new_variants, are flagged as not the key's until the build completes).
+    issued = issued_variants(earlier) if earlier else {}
     context = {"assignment": assignment, "secret": secret, "out": out, "formats": tuple(formats),
                "issued": issued, "new_variants": new_variants}
     chunks = [roster[i:i + chunk] for i in range(0, len(roster), chunk)]
-    if key_file.exists():           # (kept aside, not removed: a refused rebuild puts it back)
-        os.replace(key_file, previous)
     results = []
     if jobs <= 1 or len(chunks) <= 1:
         _init_worker(context)
@@ -245,13 +247,10 @@ def build(assignment, roster, out: Path, jobs: int = 1, formats=("notebook",),
             entries[student_id] = entry
     result.failures.sort()
     if result.changed and not new_variants:
-        result.refused = True
-        if previous.exists():
-            os.replace(previous, key_file)        # the earlier key stands: nothing issued changed
+        result.refused = True                     # the earlier key stands: nothing issued changed
         result.seconds = time.perf_counter() - started
         return result
-    previous.unlink(missing_ok=True)
-    if entries:          # no student built: no key (a key of nobody grades nobody)
+    if entries:          # no student built: no new key (a key of nobody grades nobody)
         result.key_path = out / "instructor" / "answer_key.json"
         write_atomic(result.key_path, answer_key.key_bytes(
             assignment_summary(assignment), entries, KIT_VERSION, context["secret"]), private=True)
@@ -263,15 +262,15 @@ def build(assignment, roster, out: Path, jobs: int = 1, formats=("notebook",),
     return result
 
 
-def _issued_by(key_file: Path, secret: bytes, new_variants: bool) -> dict | None:
-    """What an earlier key in the build folder issued ({} without one); None when a key is
-    there that this secret does not verify (and ``new_variants`` was not given)."""
+def _earlier_key(key_file: Path, secret: bytes, new_variants: bool):
+    """The earlier key in the build folder (None without one); False when a key is there that
+    this secret does not verify (and ``new_variants`` was not given)."""
     if not key_file.exists():
-        return {}
+        return None
     try:
-        return issued_variants(answer_key.load_key(key_file, secret))
+        return answer_key.load_key(key_file, secret)
     except answer_key.AnswerKeyError:
-        return {} if new_variants else None
+        return None if new_variants else False
 
 
 # --- stale files of an earlier build -------------------------------------------------------

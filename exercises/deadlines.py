@@ -16,7 +16,8 @@ from __future__ import annotations
 
 import csv
 import io
-from datetime import datetime
+import re
+from datetime import date, datetime
 from pathlib import Path
 from zoneinfo import ZoneInfo, ZoneInfoNotFoundError
 
@@ -29,6 +30,7 @@ from .yaml_lines import LineDict
 LATE_KEYS = {"policy": "optional", "percent": "optional", "per": "optional", "floor": "optional",
              "cutoff": "optional"}
 _FORMAT_HINT = "write it as 2026-12-05 23:59 or 2026-12-05T23:59:00+01:00"
+_DATE_ONLY = re.compile(r"\d{4}-\d{2}-\d{2}")
 
 
 def read_deadline(load: LoadProblems, data: LineDict, folder: Path, error) -> Deadline | None:
@@ -60,7 +62,12 @@ def _zone(load: LoadProblems, data: LineDict):
 
 
 def _time(load: LoadProblems, value, line: int, key: str, zone) -> datetime | None:
-    text = value.isoformat() if isinstance(value, datetime) else str(value).strip()
+    text = value.isoformat() if isinstance(value, (datetime, date)) else str(value).strip()
+    if _DATE_ONLY.fullmatch(text):
+        # (midnight would make the whole due day late: say which minute is meant)
+        load.error(line, key, f"{text!r} has no time of day: write it as {text} 23:59 (and an offset "
+                              "or a timezone:)")
+        return None
     try:
         when = datetime.fromisoformat(text.replace("Z", "+00:00"))
     except ValueError:

@@ -46,6 +46,7 @@ SCHEMA_VERSION = 2
 # from any other database; the meta table is what this module checks.
 APPLICATION_ID = 0x41544B47
 BUSY_TIMEOUT_MS = 30_000
+MIGRATED = "schema 1"     # the received_from of a handin migrated from a schema-1 gradebook
 
 RESULT_STATUSES = ("passed", "failed", "partial", "missing", "error", "manual")
 # graded: every part has a verdict (an unreadable notebook too: 0 points, the reason per part);
@@ -329,8 +330,8 @@ class Gradebook:
         c.execute("INSERT INTO submissions (assignment, student, handin, path, content_hash, status, "
                   "notes, issues, score, max_score, duration_ms, kit_version, received_at, received_from, "
                   "first_seen, graded_at) SELECT assignment, student, content_hash, path, content_hash, "
-                  "status, notes, '[]', score, max_score, duration_ms, kit_version, NULL, '', graded_at, "
-                  "graded_at FROM submissions_v1 WHERE status != 'missing'")
+                  "status, notes, '[]', score, max_score, duration_ms, kit_version, NULL, ?, graded_at, "
+                  "graded_at FROM submissions_v1 WHERE status != 'missing'", (MIGRATED,))
         c.execute(f"INSERT INTO results ({', '.join(_RESULT_INSERT)}) SELECT r.assignment, r.student, "
                   "s.content_hash, r.problem, r.part, r.position, r.score, r.max_score, r.status, "
                   "r.message, r.misconception, r.answer, r.duration_ms, r.content_hash "
@@ -431,6 +432,10 @@ class Gradebook:
                               f"ON CONFLICT (assignment, student, handin) DO UPDATE SET {updates}, "
                               "graded_at = excluded.graded_at", (*new_submission, now, now))
                     c.execute("DELETE FROM results WHERE assignment = ? AND student = ? AND handin = ?", who)
+                    # A schema-1 row is named by what was graded, not by the notebook: the same
+                    # notebook graded again replaces it rather than becoming a second handin.
+                    c.execute("DELETE FROM submissions WHERE assignment = ? AND student = ? AND handin != ? "
+                              "AND received_from = ? AND path = ?", (*who, MIGRATED, new_submission[3]))
                     c.executemany(f"INSERT INTO results ({', '.join(_RESULT_INSERT)}) VALUES "
                                   f"({', '.join('?' * len(_RESULT_INSERT))})", new_results)
                 c.execute("COMMIT")

@@ -65,8 +65,12 @@ class StudentGrades:
 
     @property
     def look(self) -> list[tuple[str, str]]:
-        """The issues that need a human look before this grade stands."""
-        return flagged(self.issues)
+        """The issues that need a human look before this grade stands (and a handin the
+        grader itself failed on: it counts as received last, and is graded again only by a
+        run whose folder holds it)."""
+        errored = [("grader-error", f"{self.path}: the grader failed on part of it (see its parts); "
+                                    "grade the folder that holds it again")] if self.status == ERROR else []
+        return flagged(self.issues) + errored
 
     @property
     def shown_notes(self) -> list[str]:

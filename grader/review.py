@@ -28,6 +28,8 @@ NEEDS_A_LOOK = frozenset({
     "duplicate", "several-notebooks", "ambiguous", "renamed", "paired-by-record",
     # when it came
     "bad-timestamp", "late-by-name", "late",
+    # the grader's own failure on the counted handin
+    "grader-error",
 })
 
 # Issues whose messages are for the instructor only: they name or suspect another student, or

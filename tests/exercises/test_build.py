@@ -201,7 +201,9 @@ def test_a_build_that_makes_no_student_leaves_no_key(example, roster, tmp_path):
     result = build(_impossible_assignment(tmp_path), roster[:2], out)
     assert result.built == 0 and len(result.failures) == 2
     assert result.key_path is None and result.files == 0
-    assert not (out / "instructor" / "answer_key.json").exists()    # the old key is gone too
+    # the earlier key stays: it still agrees with the notebooks (none was rewritten), and it is
+    # the record of what was issued (issue 15: rebuilds never silently change issued work)
+    assert (out / "instructor" / "answer_key.json").is_file()
     assert result.stale == [] and result.removed == []               # nothing is touched
 
 

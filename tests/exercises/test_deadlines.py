@@ -49,6 +49,7 @@ def test_without_due_there_is_no_deadline(tmp_path):
 
 @pytest.mark.parametrize("text, expected", [
     ("due: next friday\n", "5: due: 'next friday' is not a date and time"),
+    ("due: 2026-12-05\ntimezone: UTC\n", "5: due: '2026-12-05' has no time of day"),
     ("due: 2026-12-05 23:59\n", "5: due: '2026-12-05 23:59' has no time zone"),
     ("due: 2026-12-05T23:59+01:00\ntimezone: Mars/Olympus\n", "6: timezone: 'Mars/Olympus' is not a time zone name"),
     ("due: 2026-12-05T23:59Z\nlate: {policy: lenient}\n", "6: late.policy: expected one of accept, penalty, cutoff"),

@@ -182,6 +182,12 @@ def test_a_schema_1_gradebook_is_migrated_with_every_grade(tmp_path):
         (r,) = gb.results(A)
         assert (r.problem, r.part, r.score, r.status, r.answer) == ("p", "a", 2.0, "partial", 1.5)
         assert gb.submission(A, "s2") is None        # missing: a fact of the report now
+        assert row.received_from == "schema 1"
+        # the same notebook graded again (schema 1 named it by what was graded): replaced, not
+        # kept beside as a second handin
+        regraded = SubmissionRow(A, "s1", "a.ipynb", "h1-new", "graded", (), 3.0, 3.0, handin="notebook-hash")
+        gb.record(regraded, [])
+        assert [h.handin for h in gb.handins(A, "s1")] == ["notebook-hash"]
     with sqlite3.connect(path) as c:
         assert dict(c.execute("SELECT key, value FROM meta"))["schema_version"] == str(SCHEMA_VERSION)
 

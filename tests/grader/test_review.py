@@ -14,7 +14,7 @@ def row(student, *issues):
 
 
 def test_every_code_is_one_the_grader_writes():
-    known = set(ISSUE_CODES) | set(NOTE_CODES) | {"late"}
+    known = set(ISSUE_CODES) | set(NOTE_CODES) | {"late", "grader-error"}
     assert NEEDS_A_LOOK <= known and INSTRUCTOR_ONLY <= known
 
 
