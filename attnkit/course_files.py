@@ -55,6 +55,22 @@ def load(args):
     return assignment, key
 
 
+def open_course(args):
+    """(assignment, key, gradebook path, roster or None) of the command line, or an exit code:
+    the course's files found (``key_and_gradebook``), read (``load``) and ``--roster`` read."""
+    paths = key_and_gradebook(args)
+    if paths is None:
+        return 2
+    args.key_path, gradebook_path = paths
+    loaded = load(args)
+    if isinstance(loaded, int):
+        return loaded
+    roster = roster_of(args)
+    if isinstance(roster, int):
+        return roster
+    return (*loaded, gradebook_path, roster)
+
+
 def key_options(parser) -> None:
     parser.add_argument("--build", metavar="DIR", help="the folder `attnkit build --out` wrote")
     parser.add_argument("--key", metavar="PATH", help="the answer key (default: DIR/instructor/answer_key.json)")

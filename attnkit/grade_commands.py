@@ -14,7 +14,7 @@ from pathlib import Path
 from formats.textfile import terminal_json, terminal_safe
 
 from .build_commands import _positive
-from .course_files import fail, key_and_gradebook, key_options, load, roster_of, warn
+from .course_files import fail, key_options, open_course, warn
 from .progress import Progress
 
 
@@ -59,19 +59,12 @@ def _grade(args) -> int:
         print("attnkit grade: give ASSIGNMENT.yaml and SUBMISSIONS (or --explain-sandbox)",
               file=sys.stderr)
         return 2
-    paths = key_and_gradebook(args)
-    if paths is None:
-        return 2
-    args.key_path, gradebook_path = paths
-    loaded = load(args)
-    if isinstance(loaded, int):
-        return loaded
-    assignment, key = loaded
+    course = open_course(args)
+    if isinstance(course, int):
+        return course
+    assignment, key, gradebook_path, roster = course
     if not Path(args.submissions).is_dir():
         return fail([f"{args.submissions}: no such folder"])
-    roster = roster_of(args)
-    if isinstance(roster, int):
-        return roster
     receipts = None
     if args.received:
         from grader.receipts import ReceiptsError, read_receipts
@@ -97,7 +90,8 @@ def _grade(args) -> int:
             summary = grade_folder(key, Path(args.submissions), gradebook, sandbox,
                                    servers=args.jobs, regrade=args.regrade, pytest_args=pytest_args,
                                    verbose=args.verbose, progress=bar, deadline=assignment.deadline,
-                                   roster=roster, receipts=receipts)
+                                   roster=roster, receipts=receipts,
+                                   review=args.json)     # (the table below reads the class anyway)
             table = look = None
             if not args.json:
                 from grader.reports import class_table, look_list, summary_json

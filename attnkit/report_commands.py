@@ -12,7 +12,7 @@ from pathlib import Path
 from formats.key_shape import key_students
 from formats.textfile import terminal_json, terminal_safe
 
-from .course_files import fail, key_and_gradebook, key_options, load, roster_of, warn
+from .course_files import fail, key_options, open_course, warn
 from .progress import Progress
 
 # The LMS files `--lms` asks for, and where each goes in the report folder.
@@ -20,19 +20,12 @@ LMS_FILES = {"canvas": "canvas.csv", "moodle": "moodle.csv"}
 
 
 def _report(args) -> int:
-    paths = key_and_gradebook(args)
-    if paths is None:
-        return 2
-    args.key_path, gradebook_path = paths
-    loaded = load(args)
-    if isinstance(loaded, int):
-        return loaded
-    assignment, key = loaded
+    course = open_course(args)
+    if isinstance(course, int):
+        return course
+    assignment, key, gradebook_path, args.roster_students = course
     if not gradebook_path.exists():
         return fail([f"{gradebook_path}: no gradebook yet (run attnkit grade first)"])
-    args.roster_students = roster_of(args)
-    if isinstance(args.roster_students, int):
-        return args.roster_students
 
     from grader.gradebook import Gradebook, GradebookError
     from grader.reports import class_table, summary_json

@@ -37,7 +37,7 @@ from pathlib import Path
 from formats.key_shape import assignment_id, assignment_title, head_problems, total_points
 from formats.textfile import printable, write_atomic
 
-from .grades import NOT_ACCEPTED, StudentGrades
+from .grades import NOT_ACCEPTED, StudentGrades, score_text
 
 GRADED, INCOMPLETE, ERROR, MISSING = "graded", "incomplete", "error", "missing"
 _MANUAL = "manual"                     # a part's result still to be graded by hand
@@ -114,8 +114,7 @@ def safe_cell(text) -> str:
 
 def number(x: float) -> str:
     """A score as an LMS reads it: a dot for the decimals, at most 4 of them, no "-0"."""
-    text = f"{round(float(x), 4) + 0.0:.4f}".rstrip("0").rstrip(".")
-    return "0" if text in ("-0", "") else text
+    return score_text(x, 4)
 
 
 def _pending(s: StudentGrades) -> float:

@@ -65,12 +65,8 @@ class StudentGrades:
 
     @property
     def look(self) -> list[tuple[str, str]]:
-        """The issues that need a human look before this grade stands (and a handin the
-        grader itself failed on: it counts as received last, and is graded again only by a
-        run whose folder holds it)."""
-        errored = [("grader-error", f"{self.path}: the grader failed on part of it (see its parts); "
-                                    "grade the folder that holds it again")] if self.status == ERROR else []
-        return flagged(self.issues) + errored
+        """The issues that need a human look before this grade stands."""
+        return look_of(self.issues, self.status, self.path)
 
     @property
     def shown_notes(self) -> list[str]:
@@ -104,23 +100,71 @@ def class_grades(gradebook: Gradebook, key: dict, deadline: Deadline | None = No
     reads one student's when their page is drawn). Without a ``deadline`` the handin received
     last counts; with one, the last one the late policy accepts, less its penalty."""
     assignment = assignment_id(key)
-    submissions: dict[str, SubmissionRow] = {s.student: s for s in gradebook.submissions(assignment)}
     rows: dict[str, list[ResultRow]] = {}
-    for r in gradebook.results(assignment, answers=False):
+    for r in gradebook.results(assignment, answers=False):     # (each student's latest handin's)
         rows.setdefault(r.student, []).append(r)
+    grades = []
+    for sid, (submission, lateness, handins, latest) in counted(gradebook, key, deadline).items():
+        if submission is not None and submission.handin != latest:
+            rows[sid] = gradebook.results(assignment, sid, answers=False, handin=submission.handin)
+        grades.append(_late(_grades_of(key, sid, submission, rows.get(sid, []) if submission else [],
+                                       handins), lateness))
+    return grades
+
+
+def counted(gradebook: Gradebook, key: dict, deadline: Deadline | None = None) -> dict:
+    """student → (the handin that counts or None, what the late policy made of it or None,
+    how many they handed in, the handin id of the latest), for every student of the key, read
+    from the handins alone (no parts, no key entries)."""
+    assignment = assignment_id(key)
     handins: dict[str, list[SubmissionRow]] = {}
     for h in gradebook.handins(assignment):            # (each student's, latest first)
         handins.setdefault(h.student, []).append(h)
-    grades = []
-    for sid in _students(key, submissions):
-        submission, lateness = submissions.get(sid), None
-        if deadline is not None and sid in handins:
-            submission, lateness = _counting_handin(deadline, sid, handins[sid])
-            if submission is not None and submission.handin != submissions[sid].handin:
-                rows[sid] = gradebook.results(assignment, sid, answers=False, handin=submission.handin)
-        grades.append(_late(_grades_of(key, sid, submission, rows.get(sid, []) if submission else [],
-                                       len(handins.get(sid, ()))), lateness))
-    return grades
+    out = {}
+    for sid in _students(key, handins):
+        mine = handins.get(sid, [])
+        submission, lateness = (mine[0] if mine else None), None
+        if deadline is not None and mine:
+            submission, lateness = _counting_handin(deadline, sid, mine)
+        out[sid] = submission, lateness, len(mine), mine[0].handin if mine else None
+    return out
+
+
+def to_review(gradebook: Gradebook, key: dict, deadline: Deadline | None = None) -> list[tuple]:
+    """(student, file, issues that need a look) of every student with a handin — what
+    ``class_grades(…)[i].look`` says, without reading a part or a key entry (the TA's list
+    after a run of ten thousand costs the handins' rows, not the class's results)."""
+    out = []
+    for sid, (submission, lateness, handins, _) in counted(gradebook, key, deadline).items():
+        if not handins:
+            continue
+        status = submission.status if submission is not None else NOT_ACCEPTED
+        path = submission.path if submission is not None else ""
+        issues = (*(submission.issues if submission is not None else ()), *_late_issues(lateness))
+        out.append((sid, path, look_of(issues, status, path)))
+    return out
+
+
+def look_of(issues, status: str, path: str) -> list[tuple[str, str]]:
+    """The issues that need a human look before a grade stands, and a handin the grader
+    itself failed on (it counts as received last, and is graded again only by a run whose
+    folder holds it)."""
+    errored = [("grader-error", f"{path}: the grader failed on part of it (see its parts); "
+                                "grade the folder that holds it again")] if status == ERROR else []
+    return flagged(issues) + errored
+
+
+def _late_issues(lateness) -> tuple:
+    """The note a late (or refused) handin gets, for the TA's list."""
+    if lateness is None or (lateness.accepted and not lateness.late):
+        return ()
+    return (("late", f"received {lateness.words}"),)
+
+
+def score_text(x: float, decimals: int = 2) -> str:
+    """A score as people (and LMS importers) write it: 12.5, 13, 0.67 — never "-0"."""
+    text = f"{round(float(x), decimals) + 0.0:.{decimals}f}".rstrip("0").rstrip(".")
+    return "0" if text == "-0" else text
 
 
 def _counting_handin(deadline: Deadline, student: str, handins: list[SubmissionRow]):
@@ -144,11 +188,10 @@ def _late(s: StudentGrades, lateness) -> StudentGrades:
     """``s`` with its late penalty taken off, as a figure of its own."""
     if lateness is None:
         return s
+    issues = (*s.issues, *_late_issues(lateness))
     if not lateness.accepted:
-        return replace(s, status=NOT_ACCEPTED, late=lateness.words,
-                       issues=(*s.issues, ("late", f"received {lateness.words}")))
+        return replace(s, status=NOT_ACCEPTED, late=lateness.words, issues=issues)
     penalty = round(s.total * lateness.penalty_percent / 100, 6)
-    issues = (*s.issues, ("late", f"received {lateness.words}")) if lateness.late else s.issues
     return replace(s, total=s.total - penalty, penalty=penalty, late=lateness.words, issues=issues)
 
 
@@ -171,6 +214,6 @@ def _grades_of(key: dict, sid: str, submission: SubmissionRow | None, rows: list
 
 def with_answers(gradebook: Gradebook, key: dict, s: StudentGrades) -> StudentGrades:
     """``s`` with the student's answers, read from the gradebook for them alone."""
-    rows = gradebook.results(assignment_id(key), s.id, handin=s.handin or None) if s.handin or \
-        s.status != MISSING else []
+    # (no counted handin — missing, or none the late policy accepts — no rows)
+    rows = gradebook.results(assignment_id(key), s.id, handin=s.handin) if s.handin else []
     return replace(s, parts=_student_parts(entry_for(key, s.id), head_problems(key), rows))

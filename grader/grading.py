@@ -9,9 +9,8 @@ from __future__ import annotations
 
 import hashlib
 import json
-import os
 import time
-from datetime import datetime, timezone
+from datetime import timezone
 from dataclasses import dataclass, field, replace
 
 import numpy as np
@@ -227,19 +226,13 @@ def grader_version() -> str:
 
 
 def received(submission) -> tuple[str | None, str]:
-    """When ``submission`` was handed in (UTC, ISO 8601) and where that time comes from: the
-    time intake found for it (nbgrader's timestamp.txt, an LMS export), else the file's
-    modification time, else unknown."""
-    at = getattr(submission, "received_at", None)
-    if at is not None:
-        return at.astimezone(timezone.utc).isoformat(timespec="seconds"), \
-            str(getattr(submission, "received_from", "") or "intake")
-    try:
-        mtime = os.lstat(submission.path).st_mtime
-    except (OSError, TypeError, ValueError):
+    """When ``submission`` was handed in (UTC, ISO 8601) and where that time comes from, as
+    intake found it (nbgrader's timestamp.txt, else the file's modification time) or an LMS
+    export gave it (grader.receipts); (None, "") when unknown."""
+    if submission.received_at is None:
         return None, ""
-    return datetime.fromtimestamp(mtime, timezone.utc).isoformat(timespec="seconds"), \
-        "file modification time"
+    return submission.received_at.astimezone(timezone.utc).isoformat(timespec="seconds"), \
+        submission.received_from
 
 
 def fingerprint(content_hash: str, entry_digest: str) -> str:

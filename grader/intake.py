@@ -180,6 +180,8 @@ class Cell:
     source: str
     grade_id: str | None = None
     matched_by: str | None = None    # "nbgrader" | "cell id" | None
+    locked: bool | None = None       # locked as the kit locks it (editable false, nbgrader locked);
+                                     # None: the cell has no metadata to say
 
     @property
     def label(self) -> str:
@@ -629,7 +631,9 @@ def _cells(found: Found, raw_cells: list, kit: dict[str, KitCell] | None,
             grade_id = by_cell_id.get(raw_id) if isinstance(raw_id, str) else None
             matched_by = "cell id" if grade_id else None
         cell_type = raw.get("cell_type") if isinstance(raw.get("cell_type"), str) else "unknown"
-        cells.append(Cell(index, cell_type, source, grade_id, matched_by))
+        locked = (metadata.get("editable") is False and nbgrader.get("locked") is True) \
+            if isinstance(raw.get("metadata"), dict) else None
+        cells.append(Cell(index, cell_type, source, grade_id, matched_by, locked))
     if bad:
         where = listed([i + 1 for i in bad], ",")
         issues.append(Issue("bad-cell", f"{found.shown}: cell{'s' if len(bad) > 1 else ''} {where} "

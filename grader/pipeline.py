@@ -23,7 +23,8 @@ from .budget import CPU_SECONDS
 from .grading import GradingRun, grader_version
 from .intake import Issue, find_submissions, match
 from .plugin import run_pytest
-from .grades import class_grades
+from .grades import to_review
+from .review import needs_a_look
 
 @dataclass
 class GradeSummary:
@@ -60,7 +61,8 @@ def grade_folder(key: dict, folder: Path, gradebook, sandbox, *, servers: int = 
                  cpu_seconds: float = CPU_SECONDS,
                  progress: Callable[[int], object] | None = None,
                  kit_version: str | None = None, deadline: Deadline | None = None,
-                 roster=None, receipts: tuple[dict, str] | None = None) -> GradeSummary:
+                 roster=None, receipts: tuple[dict, str] | None = None,
+                 review: bool = True) -> GradeSummary:
     """Grade every submission in ``folder`` against ``key`` into ``gradebook``, running
     student code only in ``sandbox`` (``servers`` of its servers at once).
 
@@ -71,7 +73,9 @@ def grade_folder(key: dict, folder: Path, gradebook, sandbox, *, servers: int = 
     ``kit_version`` is what the gradebook stores (default: this grader's); ``deadline`` is
     the assignment's (its late policy decides which handin counts, and lateness needs a look);
     ``roster`` (``exercises.roster`` students) maps LMS ids in Canvas and Moodle file names;
-    ``receipts`` (``grader.receipts.read_receipts``) are when the LMS says each handed in."""
+    ``receipts`` (``grader.receipts.read_receipts``) are when the LMS says each handed in;
+    ``review``: list what needs a human look over the class (a read of the class's grades;
+    a caller that reads them anyway, for a table, passes False and takes it from there)."""
     started = time.perf_counter()
     assignment = assignment_id(key)
     found = find_submissions(Path(folder), assignment)
@@ -95,8 +99,7 @@ def grade_folder(key: dict, folder: Path, gradebook, sandbox, *, servers: int = 
     # (the gradebook only adds); missing are those with nothing in the gradebook at all.
     absent = [s for s in missing if gradebook.submission(assignment, s) is not None]
     never = [s for s in missing if s not in set(absent)]
-    look = [{"student": s.id, "file": s.path, "code": code, "message": message}
-            for s in class_grades(gradebook, key, deadline) for code, message in s.look]
+    look = needs_a_look(to_review(gradebook, key, deadline)) if review else []
     return GradeSummary(assignment, len(submissions), list(run.recorded), list(run.skipped),
                         list(run.not_recorded), list(run.failed), never, list(issues),
                         code, run.interrupted, time.perf_counter() - started, run, absent, look)

@@ -41,20 +41,15 @@ from formats.deadline import Deadline
 from . import exports
 from .gradebook import Gradebook, ResultRow, omitted_reason
 from .grades import (ERROR, GRADED, MANUAL, MISSING, NOT_ACCEPTED, Part, StudentGrades, class_grades,
-                     with_answers)
+                     score_text, with_answers)
+from .review import needs_a_look
 
-# A spreadsheet runs a cell that starts with one of these as a formula; names and e-mails
-# come from rosters, which anyone may have typed into.
-_FORMULA_START = ("=", "+", "-", "@", "\t", "\r")
 # Beyond this many numbers an answer is described, not drawn: a page of 4096 cells helps no one.
 MAX_CELLS = 400
 
 
 
-def _points(x: float, decimals: int = 2) -> str:
-    """A score as people write it: 12.5, 13, 0.67."""
-    text = f"{round(float(x), decimals) + 0.0:.{decimals}f}".rstrip("0").rstrip(".")
-    return "0" if text == "-0" else text
+_points = score_text
 
 
 # ------------------------------------------------------------------------------------- CSV
@@ -462,8 +457,7 @@ def summary_json(gradebook: Gradebook, key: dict, deadline: Deadline | None = No
         "problems": problems,
         "totals": _statistics([s.total for s in graded]),
         "misconceptions": misconceptions,
-        "needs_a_look": [{"student": s.id, "file": s.path, "code": c, "message": m}
-                         for s in grades for c, m in s.look],
+        "needs_a_look": needs_a_look((s.id, s.path, s.look) for s in grades),
         "counts": {"students": len(grades), "graded": statuses[GRADED], "missing": statuses[MISSING],
                    "error": statuses[ERROR],
                    "manual_parts": sum(p.status == MANUAL for s in grades for p in s.parts),

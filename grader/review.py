@@ -49,11 +49,11 @@ def flagged(issues: Iterable[tuple[str, str]]) -> list[tuple[str, str]]:
 
 
 def needs_a_look(submissions) -> list[dict]:
-    """For the TA: every submission (``SubmissionRow``) with an issue that needs a look, as
-    {student, file, code, message} objects, by student then in the order found."""
-    return [{"student": s.student, "file": s.path, "code": code, "message": message}
-            for s in sorted(submissions, key=lambda s: s.student)
-            for code, message in flagged(s.issues)]
+    """For the TA: every issue that needs a look of ``submissions`` — (student, file, issues)
+    — as {student, file, code, message} objects, by student then in the order found."""
+    return [{"student": student, "file": file, "code": code, "message": message}
+            for student, file, issues in sorted(submissions, key=lambda s: s[0])
+            for code, message in flagged(issues)]
 
 
 def student_notes(notes: Iterable[str], issues: Iterable[tuple[str, str]]) -> list[str]:

@@ -21,7 +21,6 @@ cannot be checked at all (``CheckError``) and for usage errors.
 from __future__ import annotations
 
 import ast
-import json
 import re
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -30,7 +29,7 @@ from formats.cells import (CHECK, EXAMPLE, GIVENS, HEATMAP, PROMPT, SETUP_CELL, 
                            parse_grade_id)
 from formats.textfile import terminal_safe
 
-from .intake import MAX_BYTES, NOT_READ, PARSING, Found, listed, read_submission
+from .intake import NOT_READ, PARSING, Found, listed, read_submission
 from .program import GRADING_SETUP, free_answer, strip_magics
 from .sandbox.protocol import exec_step, send_step
 
@@ -323,7 +322,7 @@ def self_check(path: Path, timeout: float = 10.0, sandbox=None, student: str | N
                 report.parts.append(PartCheck(pid, part, NOT_CHECKED, "its check cell is missing"))
             else:
                 report.parts.append(PartCheck(pid, part, FORM_OK))
-    report.notes += _difference_notes(submission, problems, cells, errors, magics, missing_checks, path)
+    report.notes += _difference_notes(submission, problems, cells, errors, magics, missing_checks)
     report.notes += [Note("cell-crashed", f"{c.label}: stopped the run ({c.reason}) and was skipped", c.label)
                      for c in result.crashes]
     if result.stopped:          # (e.g. a second timeout: the cells after it never ran)
@@ -451,26 +450,7 @@ def _is_literal(node) -> bool:
     return True
 
 
-def _locks(path: Path) -> dict[int, bool]:
-    """Cell index → whether the cell is still locked the way the kit locks it (``editable``
-    false and nbgrader ``locked`` true), for the cells whose metadata says either. {} if the
-    file cannot be read again (it was read once already: this is only for notes)."""
-    try:
-        if path.stat().st_size > MAX_BYTES:
-            return {}
-        cells = json.loads(path.read_bytes().decode("utf-8-sig")).get("cells")
-    except (OSError, ValueError, AttributeError, RecursionError):
-        return {}
-    locks = {}
-    for index, raw in enumerate(cells if isinstance(cells, list) else []):
-        metadata = raw.get("metadata") if isinstance(raw, dict) else None
-        if isinstance(metadata, dict):
-            nbgrader = metadata.get("nbgrader") if isinstance(metadata.get("nbgrader"), dict) else {}
-            locks[index] = metadata.get("editable") is False and nbgrader.get("locked") is True
-    return locks
-
-
-def _difference_notes(submission, problems, cells: _Cells, errors, magics, missing_checks, path) -> list[Note]:
+def _difference_notes(submission, problems, cells: _Cells, errors, magics, missing_checks) -> list[Note]:
     notes: list[Note] = []
     kit = [c for c in submission.cells if c.grade_id and parse_grade_id(c.grade_id) is not None]
     if not kit:
@@ -540,7 +520,7 @@ def _difference_notes(submission, problems, cells: _Cells, errors, magics, missi
             f"missing, so {'those parts are' if many else 'that part is'} \"not checked\" here: to "
             f"check the form, {_RESTORE_ALL if many else _RESTORE}. Grading does "
             "not run check cells (hidden tests grade your values).")))
-    notes += _locked_cell_notes(submission, problems, path)
+    notes += _locked_cell_notes(submission, problems)
     notes += _duplicate_notes(submission)
     notes += _magic_notes(magics)
     free = {p["id"] for p in problems if p.get("kind") == "free_response"}
@@ -567,11 +547,10 @@ def _missing_names(pid: str, cells: _Cells, errors, answer_names) -> list[str]:
     return names
 
 
-def _locked_cell_notes(submission, problems, path) -> list[Note]:
+def _locked_cell_notes(submission, problems) -> list[Note]:
     """Givens cells changed beyond what the kit writes, and the locked cells that run here
     (givens, checks, tests) whose lock was taken off."""
     ids = {p["id"] for p in problems}
-    locks = None
     notes = []
     for c in submission.cells:
         gid = parse_grade_id(c.grade_id) if c.grade_id else None
@@ -589,9 +568,7 @@ def _locked_cell_notes(submission, problems, path) -> list[Note]:
                 "nothing else of it, so results can differ there "
                 f"({_RESTORE})."), c.grade_id))
             continue
-        if locks is None:
-            locks = _locks(path)
-        if locks.get(c.index, True):
+        if c.locked is None or c.locked:      # (no metadata to say: nothing to note)
             continue
         if givens:
             notes.append(Note("cell-unlocked", (

@@ -8,7 +8,7 @@ import pytest
 from formats.deadline import Deadline, LatePolicy
 from formats.key_shape import assignment_id, graded_parts, key_students, problem_records, total_points
 from grader.gradebook import Gradebook, ResultRow, SubmissionRow
-from grader.grades import MISSING, NOT_ACCEPTED, class_grades
+from grader.grades import MISSING, NOT_ACCEPTED, class_grades, with_answers
 
 SECRET = "grades test secret: long enough, never real"
 DUE = datetime(2026, 12, 5, 23, 59, tzinfo=timezone.utc)
@@ -69,3 +69,5 @@ def test_a_cutoff_counts_the_last_handin_before_it_and_refuses_the_rest(gradeboo
     assert grades[bo].total == total_points(key) and "extended" in grades[bo].late     # their extension
     refused = by_id(class_grades(gradebook, key, Deadline(DUE, LatePolicy("cutoff"))))[bo]
     assert refused.status == NOT_ACCEPTED and refused.total == 0 and refused.look
+    # its page shows no part of the refused handin as if it had counted
+    assert all(part.result is None for part in with_answers(gradebook, key, refused).parts)
