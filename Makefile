@@ -35,6 +35,9 @@ demo: $(STAMP)
 		--build build/demo --timeout 3
 	@printf '\n== 5. reports ==\n'
 	$(DEMO_ENV) $(VENV)/bin/attnkit report $(DEMO_HW) --build build/demo
+	@printf '\n== 6. next: grade the free-response parts by hand, in a browser ==\n'
+	@printf '%s\n' "$(DEMO_ENV) $(VENV)/bin/attnkit mark $(DEMO_HW) --build build/demo" \
+		'(a page on 127.0.0.1 with a one-time token; Ctrl-C stops it; then attnkit report again)'
 
 test: $(STAMP)
 	$(PY) -m pytest

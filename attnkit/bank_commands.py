@@ -83,8 +83,35 @@ def _template_summary(t) -> dict:
         summary["parts"] = [{"id": p.id, "points": p.points,
                              **({"rtol": p.rtol, "atol": p.atol} if t.kind == "numeric" else {}),
                              "misconceptions": list(p.misconceptions),
-                             "checks": [c for c, _ in p.checks]} for p in t.parts]
+                             "checks": [c for c, _ in p.checks],
+                             # unrendered Jinja: the texts take each student's values
+                             "rubric": p.rubric.to_record() if p.rubric else None} for p in t.parts]
     return summary
+
+
+def _rubric_lines(rubric: dict, hand: bool) -> list[str]:
+    """A part's rubric as ``bank show`` prints it: its range, the guide, then each item
+    numbered as the marking page's keys are, with its signed points, its text as the
+    student reads it and its note, marked as graders-only (texts unrendered: Jinja)."""
+    use = "" if hand else " (for a grader's override of the automatic score)"
+    bounds = f"score {rubric['floor']:g} to {rubric['ceiling']:g}"
+    start = f", starting at {rubric['start']:g}" if hand else ""
+    if not rubric["items"]:
+        lines = [f"    rubric{use}: a guide only, scored by the grader's adjustment ({bounds})"]
+    else:
+        lines = [f"    rubric{use}: {bounds}{start}; version {rubric['version']}"]
+    if rubric["guide"].strip():
+        lines.append(f"      guide: {_one_line(rubric['guide'])}")
+    for n, item in enumerate(rubric["items"], 1):
+        lines.append(f"      [{n}] {item['id']} {item['points']:+g}: {_one_line(item['text'])}")
+        if item["note"].strip():
+            lines.append(f"          graders only: {_one_line(item['note'])}")
+    return lines
+
+
+def _one_line(text: str) -> str:
+    """A YAML text (often a block over several lines) on one line, whitespace collapsed."""
+    return " ".join(text.split())
 
 
 def _bank_show(args) -> int:
@@ -115,6 +142,9 @@ def _bank_show(args) -> int:
         print(f"  part {p['id']}: {format_points(p['points'])} pt{extra}"
               + (f"; diagnoses {', '.join(p['misconceptions'])}" if p["misconceptions"] else "")
               + (f"; checks {', '.join(p['checks'])}" if p["checks"] else ""))
+        if p["rubric"]:
+            for line in _rubric_lines(p["rubric"], hand=t.kind == "free_response"):
+                print(line)
     print(f"\n  attnkit preview {t.id} --seed 0 --solution   # see a variant")
     return 0
 

@@ -92,6 +92,9 @@ def _grade(args) -> int:
                                    verbose=args.verbose, progress=bar, deadline=assignment.deadline,
                                    roster=roster, receipts=receipts,
                                    review=args.json)     # (the table below reads the class anyway)
+            # a rebuilt key may carry a changed rubric: its hand grades follow (and the log says so)
+            from grader.marks import rescore
+            rescored = rescore(gradebook, key, grader="attnkit grade")
             table = look = None
             if not args.json:
                 from grader.reports import class_table, look_list, summary_json
@@ -108,6 +111,8 @@ def _grade(args) -> int:
         return 130
     for failure in summary.failed:
         warn(f"attnkit grade: {failure}")
+    for entry in rescored:
+        warn(f"attnkit grade: re-scored {entry.student} {entry.problem}/{entry.part}: {entry.note}")
     if summary.code == 4:           # a usage error (a bad -k expression): pytest said why
         return 2
     if summary.code in (2, 3):      # errors during collection / pytest's internal error

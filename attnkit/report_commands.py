@@ -28,11 +28,13 @@ def _report(args) -> int:
         return fail([f"{gradebook_path}: no gradebook yet (run attnkit grade first)"])
 
     from grader.gradebook import Gradebook, GradebookError
+    from grader.marks import rescore
     from grader.reports import class_table, summary_json
 
     out = Path(args.out) if args.out else args.key_path.parent.parent / "reports"
     try:
         with Gradebook(gradebook_path) as gradebook:
+            rescored = rescore(gradebook, key, grader="attnkit report")
             outcome = _write_reports(gradebook, key, out, args, assignment.deadline)
             summary = summary_json(gradebook, key, assignment.deadline)
             table = (class_table(gradebook, key, summary=summary) if args.table and not args.json
@@ -40,6 +42,8 @@ def _report(args) -> int:
     except GradebookError as err:
         return fail([str(err)])
     written, not_written, fallbacks, notes = outcome
+    for entry in rescored:
+        warn(f"attnkit report: re-scored {entry.student} {entry.problem}/{entry.part}: {entry.note}")
     for what, why in not_written.items():
         warn(f"attnkit report: {what} not written: {why}")
     for what, lines in notes.items():
@@ -51,7 +55,9 @@ def _report(args) -> int:
     code = 1 if not_written else 0
     if args.json:
         print(terminal_json({**summary, "written": written, "not_written": not_written,
-                             "fallbacks": fallbacks, "export_notes": notes}))
+                             "fallbacks": fallbacks, "export_notes": notes,
+                             "rescored": [{"student": e.student, "problem": e.problem, "part": e.part,
+                                           "note": e.note} for e in rescored]}))
         return code
     if table is not None:
         print(table)

@@ -20,6 +20,7 @@ from pathlib import Path
 
 from formats.deadline import Deadline
 
+from . import rubrics
 from .bank import BANK_DIR, template_files
 from .deadlines import read_deadline
 from .loading import LoadProblems, describe, key_path, parse_yaml_file, shown_path
@@ -34,7 +35,8 @@ PROBLEM_KEYS = {"template": "required", "id": "optional", "title": "optional",
                 "points": "optional", "parts": "optional", "tests": "optional",
                 "rtol": "optional", "atol": "optional"}
 SECRET_KEYS = {"env": "optional", "file": "optional"}
-PART_OVERRIDE_KEYS = {"points": "optional", "rtol": "optional", "atol": "optional"}
+PART_OVERRIDE_KEYS = {"points": "optional", "rtol": "optional", "atol": "optional",
+                      "rubric": "optional"}   # rubric: {item id: points}
 TEST_OVERRIDE_KEYS = {"points": "optional"}
 ASSIGNMENT_MAPPING = "an assignment is a mapping of keys (id, title, secret, problems, …)"
 MIN_SECRET_BYTES = 16
@@ -348,6 +350,10 @@ def _overridden(load: LoadProblems, entry: LineDict, key: str, template: Templat
     updated = _applied(template, parts if not implement else tests, tolerances)
     if total is not None:
         updated = _scaled(updated, total)
+    if not implement:
+        updated = _rubric_overridden(load, entry, key, updated, parts)
+        if len(load.problems) > before:
+            return None
     if updated.points == 0:
         group = "parts" if "parts" in entry else "tests"
         load.error(entry.line_of(group), key_path(key, group),
@@ -390,6 +396,12 @@ def _item_overrides(load, entry: LineDict, key: str, template: Template,
         for name in allowed:
             if name not in spec:
                 continue
+            if name == "rubric":
+                part = next(p for p in template.parts if p.id == item)
+                points = _rubric_points(load, spec, key_path(ikey, "rubric"), part)
+                if points is not None:
+                    values["rubric"] = (points, spec.line_of("rubric"))
+                continue
             if name != "points" and template.kind != "numeric":
                 load.error(spec.line_of(name), key_path(ikey, name),
                            f"only numeric parts have a tolerance ('{template.id}' is {template.kind})")
@@ -401,11 +413,41 @@ def _item_overrides(load, entry: LineDict, key: str, template: Template,
     return out
 
 
+def _rubric_points(load: LoadProblems, spec: LineDict, key: str, part) -> dict[str, float] | None:
+    """An override of some rubric items' points ({item id: points}), checked against the part."""
+    block = load.mapping(spec["rubric"], spec.line_of("rubric"), key)
+    if block is None:
+        return None
+    known = [i.id for i in part.rubric.items] if part.rubric else []
+    if not known:
+        load.error(spec.line_of("rubric"), key, f"part '{part.id}' has no rubric items to give "
+                   f"points to")
+        return None
+    out = {}
+    for iid in block:
+        here = key_path(key, iid)
+        if iid not in known:
+            hint = difflib.get_close_matches(str(iid), known, n=1)
+            load.error(block.line_of(iid), here, f"unknown rubric item '{iid}' (the items of part "
+                       f"'{part.id}': {', '.join(known) or 'none'})"
+                       + (f"; did you mean '{hint[0]}'?" if hint else ""))
+            continue
+        value = load.number(block, iid, here, None)
+        if value is not None and (value == 0 or not math.isfinite(value)):
+            load.error(block.line_of(iid), here, f"expected a finite number other than 0, got {value}")
+        elif value is not None:
+            out[iid] = float(value)
+    return out
+
+
 def _applied(template: Template, overrides: dict, tolerances: dict[str, float]) -> Template:
     """A new Template with the overridden values; ``source_digest`` stays the file's (the
-    answer key records the effective points and tolerances itself)."""
+    answer key records the effective points and tolerances itself). A part whose points
+    change has its rubric scaled with them; item points the spec gives are applied after."""
     def changed(item, name):
-        values = {k: v for k, (v, _) in overrides.get(name, {}).items()}
+        values = {k: v for k, (v, _) in overrides.get(name, {}).items() if k != "rubric"}
+        if "points" in values and getattr(item, "rubric", None) is not None:
+            values["rubric"] = rubrics.scaled(item.rubric, item.points, values["points"])
         return replace(item, **values) if values else item
     if template.kind == "implement":
         return replace(template, tests=tuple(changed(t, t.family) for t in template.tests),
@@ -425,5 +467,28 @@ def _scaled(template: Template, total: float) -> Template:
         # Points add up left to right; when the items before make up at least half of the
         # total, total − their sum is exact in floating point (Sterbenz), so is the new sum.
         points[last] = total - sum(points[:last])
-    return replace(template, **{group: tuple(replace(item, points=p)
-                                             for item, p in zip(items, points))})
+    return replace(template, **{group: tuple(
+        replace(item, points=p, **({"rubric": rubrics.scaled(item.rubric, item.points, p)}
+                                   if getattr(item, "rubric", None) is not None else {}))
+        for item, p in zip(items, points))})
+
+
+def _rubric_overridden(load: LoadProblems, entry: LineDict, key: str, template: Template,
+                       parts: dict) -> Template:
+    """The template with the spec's rubric item points (after any scaling), each rubric
+    checked again: the items must still reach the part's points."""
+    changed = []
+    for part in template.parts:
+        points = parts.get(part.id, {}).get("rubric")
+        if points is None or part.rubric is None:
+            changed.append(part)
+            continue
+        rubric = rubrics.with_points(part.rubric, points[0])
+        best = rubrics.reachable(rubric)
+        # (an auto-graded part's items adjust the automatic score: they need reach nothing)
+        if template.kind == "free_response" and best < rubric.ceiling - 1e-9:
+            load.error(points[1], key_path(key, f"parts.{part.id}.rubric"),
+                       f"with these points the items reach at most {best:g} of the part's "
+                       f"{rubric.ceiling:g} points")
+        changed.append(replace(part, rubric=rubric))
+    return replace(template, parts=tuple(changed))

@@ -72,10 +72,14 @@ class LoadProblems:
         where = f"{self.path}:{line}" if line else self.path
         self.problems.append(f"{where}: {key}: {message}" if key else f"{where}: {message}")
 
-    def keys(self, mapping: LineDict, spec: dict, key: str) -> None:
-        """Unknown keys (with a did-you-mean) and missing required ones of ``mapping``."""
+    def keys(self, mapping: LineDict, spec: dict, key: str, refused: dict | None = None) -> None:
+        """Unknown keys (with a did-you-mean) and missing required ones of ``mapping``.
+        ``refused``: keys that belong elsewhere (key → why), each reported with its reason
+        instead of the list of keys expected here."""
         for name in mapping:
-            if name not in spec:
+            if refused and name in refused:
+                self.error(mapping.line_of(name), key_path(key, name), refused[name])
+            elif name not in spec:
                 hint = difflib.get_close_matches(str(name), spec, n=1)
                 suggestion = f"; did you mean '{hint[0]}'?" if hint else ""
                 self.error(mapping.line_of(name), key_path(key, name),

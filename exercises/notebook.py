@@ -222,7 +222,7 @@ def _part_cells(problem: ProblemVariant, names: dict, version: str) -> list[dict
             cells.append(_cell("markdown", grade_id(problem.id, part.id, role=PROMPT),
                                f"**{label}** {v.part_prompt(part).strip()} ({points_text(part.points)}; "
                                "graded by hand: write your answer in the cell below)", locked=True))
-            rubric = f"**Rubric.**\n\n{v.rubric(part).strip()}"
+            rubric = f"**Rubric.**\n\n{v.rubric_text(part).strip()}"
             source = f"### BEGIN SOLUTION\n{rubric}\n### END SOLUTION"
             cells.append(_cell("markdown", gid, source, grade=True, solution=True, points=part.points))
             continue

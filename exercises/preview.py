@@ -103,7 +103,7 @@ def preview(variant: Variant, solution: bool = False, fmt: str = "text") -> str:
                 feedback = latex_to_text(option["feedback"]) if fmt == "text" else option["feedback"]
                 out.append(f"         ↳ if chosen: {feedback.strip()}")
         if t.kind == "free_response" and solution:
-            out.append(f"    rubric: {variant.rubric(part, fmt).strip()}")
+            out.append(f"    rubric: {variant.rubric_text(part, fmt).strip()}")
     if solution and (variant.answers or variant.tests):
         out += ["", _heading("Answers", fmt), *gap]
     if solution:

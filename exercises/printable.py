@@ -77,7 +77,7 @@ def _expected(problem: ProblemVariant) -> str:
     for i, part in enumerate(t.parts):
         label = f"({LETTERS[i].lower()}) {part.id}"
         if t.kind == "free_response":
-            out.append(f"<h4>{escape(label)}: rubric</h4>" + markdown_to_html(v.rubric(part)))
+            out.append(f"<h4>{escape(label)}: rubric</h4>" + markdown_to_html(v.rubric_text(part)))
             continue
         answer = v.answers[part.id]
         if t.kind == "choice":

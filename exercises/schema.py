@@ -18,6 +18,8 @@ from pathlib import Path
 
 from . import expressions, references
 from .render import RenderError, text_names
+from .rubrics import MISPLACED_TEST, MISPLACED_TOP, load_rubric, texts as rubric_texts
+from formats.rubric import Rubric
 from .checks import CHECKS
 from .distributions import DISTRIBUTIONS
 from .expressions import Expression, ExpressionError
@@ -116,7 +118,7 @@ class Part:
     checks: tuple[tuple[str, Expression | None], ...] = ()
     options: tuple[Option, ...] | Expression | None = None
     shuffle: bool = True
-    rubric: str = ""
+    rubric: Rubric | None = None     # formats.rubric; texts unrendered (exercises.rubrics)
 
 
 @dataclass(frozen=True)
@@ -242,7 +244,7 @@ def parse_template(data, path: str) -> Template:
     misconceptions come last, once every function the template calls is known."""
     require_mapping(data, path, TemplateError, TEMPLATE_MAPPING)
     load = TemplateProblems(path)
-    load.keys(data, TOP_KEYS, "")
+    load.keys(data, TOP_KEYS, "", refused=MISPLACED_TOP)
     header = _header(load, data)
     kind = header["kind"]
     rtol, atol = _tolerances(load, data, kind)
@@ -298,6 +300,8 @@ def _texts(load: TemplateProblems, data: LineDict, part_entries: list[LineDict],
     for i, entry in enumerate(part_entries):
         for name in ("prompt", "rubric"):
             _text(load, entry, name, f"parts[{i}].{name}", everything, where)
+        for container, name, suffix in rubric_texts(entry.get("rubric")):
+            _text(load, container, name, f"parts[{i}].rubric.{suffix}", everything, where)
         options = entry.get("options")
         if not isinstance(options, LineList):
             continue
@@ -663,7 +667,7 @@ def _part(load: TemplateProblems, entry: LineDict, key: str, pid: str, kind, sco
     points = load.number(entry, "points", key_path(key, "points"), 0.0, minimum=0)
     answer = _answer(load, entry, key, kind, scope, calls)
     options = _part_options(load, entry, key, kind, scope, calls)
-    rubric = _rubric(load, entry, key, kind)
+    rubric = _rubric(load, entry, key, kind, points)
     shuffle = entry.get("shuffle", True)
     if not isinstance(shuffle, bool):
         load.error(entry.line_of("shuffle"), key_path(key, "shuffle"), "expected true or false")
@@ -711,12 +715,13 @@ def _part_options(load: TemplateProblems, entry: LineDict, key: str, kind, scope
     return options
 
 
-def _rubric(load: TemplateProblems, entry: LineDict, key: str, kind) -> str:
-    if kind == "free_response":
-        return load.text(entry, "rubric", key_path(key, "rubric"), default=None) or ""
-    if "rubric" in entry:
-        load.error(entry.line_of("rubric"), key_path(key, "rubric"), "only free_response parts have a rubric")
-    return ""
+def _rubric(load: TemplateProblems, entry: LineDict, key: str, kind, points: float) -> Rubric | None:
+    """The part's rubric (``exercises.rubrics``): required for a free-response part, optional
+    for the others (used when a grader overrides the automatic score)."""
+    if kind == "free_response" and "rubric" not in entry:
+        load.error(entry.line, key_path(key, "rubric"), "required for a free-response part "
+                   "(what a full answer contains: items with points, or a text guide)")
+    return load_rubric(load, entry, key, points, hand=kind == "free_response")
 
 
 def _checks(load, part: LineDict, key: str, scope: set[str]):
@@ -916,7 +921,7 @@ def _test_family(load: TemplateProblems, entry: LineDict, key: str, i: int, name
                  scope: set[str], function: FunctionSpec | None, calls: set[str]) -> TestFamily:
     """One family of hidden test cases: its own parameters, derived values and constraints
     (seen by this family only) and the arguments of the student's function."""
-    load.keys(entry, TEST_KEYS, key)
+    load.keys(entry, TEST_KEYS, key, refused=MISPLACED_TEST)
     family = entry.get("family")
     if not isinstance(family, str) or not _ID.match(family):
         load.error(entry.line_of("family"), key_path(key, "family"), f"'{family}' is not a valid name")

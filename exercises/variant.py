@@ -29,8 +29,9 @@ import numpy as np
 from solutions.misconceptions import BLOCKED_SCORE
 
 from formats import serialize
+from formats.rubric import Rubric
 
-from . import references
+from . import references, rubrics
 from .checks import CHECKS
 from formats.compare import compare, is_numeric, within
 from .distributions import DISTRIBUTIONS
@@ -100,9 +101,16 @@ class Variant:
     def solution(self, fmt: str = "markdown") -> str:
         return self.render(self.template.solution, fmt)
 
-    def rubric(self, part, fmt: str = "markdown") -> str:
-        """A free-response part's rubric, with this variant's numbers."""
-        return self.render(part.rubric, fmt)
+    def rubric(self, part, fmt: str = "markdown") -> Rubric | None:
+        """A part's rubric with this variant's numbers in its texts (None: it has none)."""
+        if part.rubric is None:
+            return None
+        return rubrics.rendered(part.rubric, lambda text: self.render(text, fmt))
+
+    def rubric_text(self, part, fmt: str = "markdown") -> str:
+        """The rubric as graders read it in a solution cell or on paper ('' without one)."""
+        rubric = self.rubric(part, fmt)
+        return rubrics.as_markdown(rubric) if rubric else ""
 
     def evaluate(self, expression: Expression):
         """One of the template's expressions on this variant's values (a check's argument)."""
@@ -136,7 +144,9 @@ class Variant:
             "givens": serialize.encode_names(self.givens),
             "answers": serialize.encode_names(self.answers),
             "options": self.options,
-            "rubrics": {p.id: self.rubric(p) for p in self.template.parts if p.rubric},
+            "rubric": {p.id: self.rubric(p).to_record() for p in self.template.parts if p.rubric},
+            # what a grader reads beside the student's answer (the marking page)
+            "prompts": {"": self.prompt(), **{p.id: self.part_prompt(p) for p in self.template.parts}},
             "tests": [{"family": case.family, "index": case.index,
                        "args": serialize.encode_names(case.args),
                        "expected": serialize.to_jsonable(case.expected)} for case in self.tests],

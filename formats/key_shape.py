@@ -15,6 +15,7 @@ from __future__ import annotations
 
 from collections.abc import Iterator, Mapping
 
+from .rubric import Rubric, guide_only
 from .serialize import digest
 
 # The one entry of an nbgrader course's class-wide key: not a valid roster id, so it never
@@ -168,3 +169,26 @@ def issued_before(record: dict) -> list[str]:
 def givens_of(record: dict) -> dict:
     """The record's givens as stored (``formats.serialize.decode_names`` makes values)."""
     return record.get("givens", {})
+
+
+# --- hand grading: rubrics and the prompts a grader reads -----------------------------------
+
+def rubric_of(record: dict, part: str, points: float):
+    """A part's rubric (``formats.rubric.Rubric``): the one the key holds, or for a part that
+    declares none the part's full range with its text guide (if any) and no items."""
+    structured = record.get("rubric", {}).get(part)
+    if structured:
+        return Rubric.from_record(structured)
+    return guide_only(points, str(record.get("rubrics", {}).get(part, "")))
+
+
+def has_rubric(record: dict, part: str) -> bool:
+    """True when the template gave the part rubric items (a text guide alone is not items)."""
+    return bool(record.get("rubric", {}).get(part, {}).get("items"))
+
+
+def prompt_of(record: dict, part: str | None = None) -> str:
+    """The problem's prompt (``part`` None) or a part's, rendered for this student's variant
+    (Markdown; '' in a key built before prompts were kept)."""
+    prompts = record.get("prompts", {})
+    return str(prompts.get("" if part is None else part, ""))

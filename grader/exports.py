@@ -34,10 +34,12 @@ import re
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from formats.key_shape import assignment_id, assignment_title, head_problems, total_points
+from formats.key_shape import (assignment_id, assignment_title, entry_for, head_problems, problem_record,
+                              rubric_of, total_points)
 from formats.textfile import printable, write_atomic
 
 from .grades import NOT_ACCEPTED, StudentGrades, score_text
+from .marks import student_lines
 
 GRADED, INCOMPLETE, ERROR, MISSING = "graded", "incomplete", "error", "missing"
 _MANUAL = "manual"                     # a part's result still to be graded by hand
@@ -117,10 +119,16 @@ def number(x: float) -> str:
     return score_text(x, 4)
 
 
+def _ungraded(p) -> bool:
+    """A part with no score yet: no verdict and no hand grade, or waiting to be graded by hand."""
+    return (p.result is None and p.mark is None) or p.status == _MANUAL
+
+
 def _pending(s: StudentGrades) -> float:
+    """The points not in the total yet (a part marked but to look at again is counted)."""
     if s.status == MISSING:
         return 0.0
-    return sum(p.points for p in s.parts if p.result is None or p.result.status == _MANUAL)
+    return sum(p.points for p in s.parts if _ungraded(p))
 
 
 def export_status(s: StudentGrades) -> str:
@@ -128,7 +136,7 @@ def export_status(s: StudentGrades) -> str:
     this module does not know, as the gradebook says it."""
     if s.status in (MISSING, ERROR, NOT_ACCEPTED):
         return s.status
-    if any(p.result is None or p.result.status == _MANUAL for p in s.parts):
+    if any(_ungraded(p) or p.waiting for p in s.parts):
         return INCOMPLETE
     return s.status
 
@@ -180,7 +188,8 @@ def _list(ids: list[str], limit: int = 10) -> str:
     return f"{len(ids)} student{'s' if len(ids) != 1 else ''} ({shown})"
 
 
-def _csv(rows: list[list[str]]) -> str:
+def csv_text(rows: list[list[str]]) -> str:
+    """Rows as the kit writes a CSV: RFC 4180, CRLF, quotes where needed."""
     out = io.StringIO()
     csv.writer(out, lineterminator="\r\n").writerows(rows)   # RFC 4180: CRLF, quotes where needed
     return out.getvalue()
@@ -209,7 +218,7 @@ def grades_export(grades: list[StudentGrades], key: dict, roster=None,
         table.append([safe_cell(r.id), safe_cell(r.name), safe_cell(r.email), total, number(r.max_score),
                       *scores, safe_cell(r.status), pending, number(r.penalty) if r.penalty else "",
                       safe_cell(r.late)])
-    return Export("csv", _csv(table), bom=False)
+    return Export("csv", csv_text(table), bom=False)
 
 
 # ------------------------------------------------------------------------------- Canvas
@@ -267,7 +276,7 @@ def canvas_export(grades: list[StudentGrades], key: dict, roster=None, *, missin
         notes.append("canvas: no LMS ids (ID, SIS Login ID) in the file: Canvas matches each row by "
                      "SIS User ID (the student id), else by name; --roster with lms_id/lms_login "
                      "columns matches exactly")
-    return Export("canvas", _csv(table), bom=True, notes=tuple(notes))
+    return Export("canvas", csv_text(table), bom=True, notes=tuple(notes))
 
 
 # ------------------------------------------------------------------------------- Moodle
@@ -322,7 +331,7 @@ def moodle_export(grades: list[StudentGrades], key: dict, roster=None, *, identi
         notes.append(f"moodle: {_list(high)} have more than {number(MOODLE_GRADE_LIMIT)} points: Moodle "
                      "refuses the import unless the site allows it (Site administration › Grades › "
                      "General settings: unlimitedgrades, gradepointmax)")
-    return Export("moodle", _csv(table), bom=True, notes=tuple(notes))
+    return Export("moodle", csv_text(table), bom=True, notes=tuple(notes))
 
 
 # --------------------------------------------------------------------------- Gradescope
@@ -345,7 +354,11 @@ def gradescope_results(s: StudentGrades, key: dict, visibility: str = "visible")
         result = part.result
         test = {"name": f"{title}: {part.part}", "number": f"{n}.{counter[part.problem]}",
                 "score": round(part.score, 6), "max_score": part.points, "visibility": visibility}
-        if result is None:
+        if part.mark is not None:
+            test["output"] = "\n".join(student_lines(part.mark, _rubric(key, s.id, part)))
+            if part.recheck:
+                test["name"] += " (pending)"
+        elif result is None:
             test["output"] = "No submission." if s.status == MISSING else "Not graded yet (pending)."
             if s.status == MISSING:
                 test["status"] = "failed"
@@ -373,6 +386,11 @@ def gradescope_results(s: StudentGrades, key: dict, visibility: str = "visible")
     return {"score": round(s.total, 6), "output": "\n".join([summary, *s.shown_notes]), "visibility": visibility,
             "stdout_visibility": "hidden", "extra_data": {"status": status, "pending_points": pending},
             "tests": tests}
+
+
+def _rubric(key: dict, student: str, part):
+    """The part's rubric as this student's key entry holds it (their item texts)."""
+    return rubric_of(problem_record(entry_for(key, student), part.problem, {}), part.part, part.points)
 
 
 def write_gradescope(grades: list[StudentGrades], key: dict, out_dir: str | Path,

@@ -41,7 +41,7 @@ from pathlib import Path
 from formats.textfile import printable
 
 FORMAT = "attnkit-gradebook"
-SCHEMA_VERSION = 2
+SCHEMA_VERSION = 3     # 3: hand grades (grader.marks) and their log
 # "ATKG": SQLite's own slot for the file's type, so `file` and other tools can tell it apart
 # from any other database; the meta table is what this module checks.
 APPLICATION_ID = 0x41544B47
@@ -104,6 +104,54 @@ CREATE TABLE results (
         ON DELETE CASCADE
 );
 """
+
+# Hand grades (grader.marks): the current one per part, and the log of every grading event.
+# A student's hand grade belongs to the student's part, not to a handin: a resubmission keeps
+# it (flagged when the answer it was applied to is no longer the counted one). The log is
+# append-only: triggers refuse an UPDATE or DELETE, so history cannot be rewritten by mistake.
+MARK_KINDS = ("hand", "override")
+MARK_EVENTS = ("mark", "override", "clear", "rescore", "import")
+_MARKS_SCHEMA = (f"""
+CREATE TABLE marks (
+    assignment     TEXT NOT NULL,
+    student        TEXT NOT NULL,
+    problem        TEXT NOT NULL,
+    part           TEXT NOT NULL,
+    kind           TEXT NOT NULL CHECK (kind IN {MARK_KINDS!r}),
+    active         INTEGER NOT NULL,        -- 0: cleared (the part waits for a human again)
+    items          TEXT NOT NULL,           -- JSON {{item id: its points when applied}}
+    adjustment     REAL NOT NULL,
+    comment        TEXT NOT NULL,           -- shown to the student
+    reason         TEXT NOT NULL,           -- an override's reason (graders only)
+    score          REAL NOT NULL,
+    max_score      REAL NOT NULL,
+    base           REAL NOT NULL,           -- the rubric's start, or the auto score overridden
+    rubric_version TEXT NOT NULL,
+    answer_digest  TEXT NOT NULL,           -- the answer it was applied to
+    auto_digest    TEXT NOT NULL,           -- an override: the auto result it replaced ('' for hand)
+    flag           TEXT NOT NULL,           -- why it needs another look ('' when it does not)
+    grader         TEXT NOT NULL,
+    marked_at      TEXT NOT NULL,           -- UTC, ISO 8601
+    version        INTEGER NOT NULL,        -- 1, 2, …: one per save (two TAs never overwrite)
+    PRIMARY KEY (assignment, student, problem, part)
+)""", f"""
+CREATE TABLE mark_log (
+    seq        INTEGER PRIMARY KEY AUTOINCREMENT,
+    assignment TEXT NOT NULL,
+    student    TEXT NOT NULL,
+    problem    TEXT NOT NULL,
+    part       TEXT NOT NULL,
+    version    INTEGER NOT NULL,            -- the mark's version after this event
+    event      TEXT NOT NULL CHECK (event IN {MARK_EVENTS!r}),
+    grader     TEXT NOT NULL,
+    at         TEXT NOT NULL,
+    mark       TEXT NOT NULL,               -- JSON: the mark after the event
+    note       TEXT NOT NULL                -- what changed, in words (a re-score: old → new)
+)""", """
+CREATE TRIGGER mark_log_append_only_update BEFORE UPDATE ON mark_log
+BEGIN SELECT RAISE(ABORT, 'mark_log is append-only'); END""", """
+CREATE TRIGGER mark_log_append_only_delete BEFORE DELETE ON mark_log
+BEGIN SELECT RAISE(ABORT, 'mark_log is append-only'); END""")
 
 _SUBMISSION_COLUMNS = ("assignment", "student", "handin", "path", "content_hash", "status", "notes",
                        "issues", "score", "max_score", "duration_ms", "kit_version", "received_at",
@@ -293,11 +341,16 @@ class Gradebook:
                 # one by one: executescript would COMMIT the transaction
                 for statement in filter(str.strip, _SCHEMA.split(";")):
                     c.execute(statement)
+                for statement in _MARKS_SCHEMA:
+                    c.execute(statement)
                 c.executemany("INSERT INTO meta (key, value) VALUES (?, ?)",
                               [("format", FORMAT), ("schema_version", str(SCHEMA_VERSION))])
                 c.execute(f"PRAGMA application_id = {APPLICATION_ID}")
             elif self._schema_version() == 1:
                 self._migrate_from_1()
+                self._migrate_from_2()
+            elif self._schema_version() == 2:
+                self._migrate_from_2()
             c.execute("COMMIT")
         except BaseException:
             if c.in_transaction:
@@ -339,7 +392,16 @@ class Gradebook:
                   "WHERE s.status != 'missing'")
         c.execute("DROP TABLE results_v1")
         c.execute("DROP TABLE submissions_v1")
-        c.execute("UPDATE meta SET value = ? WHERE key = 'schema_version'", (str(SCHEMA_VERSION),))
+        c.execute("UPDATE meta SET value = '2' WHERE key = 'schema_version'")
+
+    def _migrate_from_2(self) -> None:
+        """Schema 3 adds the hand grades' tables; every grade of schema 2 stays as it is."""
+        if not {"submissions", "results"} <= self._tables() or "marks" in self._tables():
+            return                         # _check_format says what is wrong
+        for statement in _MARKS_SCHEMA:
+            self._conn.execute(statement)
+        self._conn.execute("UPDATE meta SET value = ? WHERE key = 'schema_version'",
+                           (str(SCHEMA_VERSION),))
 
     def _tables(self) -> set[str]:
         return {r[0] for r in self._conn.execute("SELECT name FROM sqlite_master WHERE type = 'table'")}
@@ -362,7 +424,7 @@ class Gradebook:
             raise GradebookError(f"{self.path}: written by a newer attnkit (gradebook schema "
                                  f"{version}; this version reads schema {SCHEMA_VERSION}): upgrade "
                                  "attnkit to read it")
-        if version < SCHEMA_VERSION or not {"submissions", "results"} <= tables:
+        if version < SCHEMA_VERSION or not {"submissions", "results", "marks", "mark_log"} <= tables:
             raise GradebookError(f"{self.path}: not a readable gradebook (schema {version}, "
                                  f"tables {', '.join(sorted(tables))})")
 
@@ -384,6 +446,29 @@ class Gradebook:
         if self._conn is None:
             raise GradebookError(f"{self.path}: the gradebook is closed")
         return self._conn
+
+    # --------------------------------------------- for modules that keep their own tables
+
+    @contextmanager
+    def transaction(self):
+        """``with gb.transaction() as c:`` one write transaction (BEGIN IMMEDIATE: a second
+        writer waits), committed when the block ends, rolled back when it raises. What
+        ``grader.marks`` writes its hand grades with."""
+        with self._lock, self._errors():
+            c = self._connection()
+            c.execute("BEGIN IMMEDIATE")
+            try:
+                yield c
+                c.execute("COMMIT")
+            except BaseException:
+                if c.in_transaction:
+                    c.execute("ROLLBACK")
+                raise
+
+    def query(self, sql: str, args: tuple = ()) -> list[tuple]:
+        """Rows of one read-only statement (a consistent snapshot: WAL)."""
+        with self._lock, self._errors():
+            return self._connection().execute(sql, args).fetchall()
 
     # ------------------------------------------------------------------ writing
 
@@ -487,6 +572,27 @@ class Gradebook:
             rows = self._connection().execute(
                 query + f" ORDER BY student, {_LATEST_FIRST}", args).fetchall()
         return [_submission_row(r) for r in rows]
+
+    def part_results(self, assignment: str, problem: str, part: str,
+                     student: str | None = None) -> list[tuple[str, ResultRow]]:
+        """(handin, result) of one part in every handin of ``assignment`` (of ``student``):
+        the marking queue picks each student's counted one."""
+        query = (f"SELECT handin, {', '.join(_RESULT_COLUMNS)} FROM results WHERE assignment = ? "
+                 "AND problem = ? AND part = ?")
+        args: tuple = (assignment, problem, part)
+        if student is not None:
+            query, args = query + " AND student = ?", args + (student,)
+        with self._lock, self._errors():
+            rows = self._connection().execute(query, args).fetchall()
+        return [(r[0], _result_row(r[1:])) for r in rows]
+
+    def part_statuses(self, assignment: str) -> list[tuple[str, str, str, str, str]]:
+        """(student, handin, problem, part, status) of every result row of ``assignment``:
+        what the marking page's progress needs, without a score, a message or an answer."""
+        with self._lock, self._errors():
+            return self._connection().execute(
+                "SELECT student, handin, problem, part, status FROM results WHERE assignment = ?",
+                (assignment,)).fetchall()
 
     def results(self, assignment: str, student: str | None = None, answers: bool = True,
                 handin: str | None = None) -> list[ResultRow]:

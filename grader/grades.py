@@ -18,29 +18,47 @@ from formats.key_shape import (assignment_id, entry_for, graded_parts, head_prob
                               key_students, problem_record, total_points)
 
 from .gradebook import Gradebook, ResultRow, SubmissionRow
+from .marks import HAND, Mark, marks as active_marks, rechecks
 from .review import flagged, student_notes
 
 MISSING, GRADED, ERROR, MANUAL = "missing", "graded", "error", "manual"
+MARKED, OVERRIDDEN = "marked", "overridden"      # a part's status once a grader scored it
 NOT_ACCEPTED = "not accepted"
+RECHECK = "mark-recheck"          # the TA's list: a hand grade to look at again
 
 
 @dataclass(frozen=True)
 class Part:
     """One gradable part of one student's problem, as the key defines it (implement: a test
-    family), with what the gradebook holds for it (None: not graded)."""
+    family), with what the gradebook holds for it: the automatic result (None: not graded)
+    and the active hand grade (``grader.marks``; None: none), which scores the part when
+    there is one. ``recheck`` says why that hand grade needs another look ('' if it does not)."""
 
     problem: str
     part: str
     points: float
     result: ResultRow | None
+    mark: Mark | None = None
+    recheck: str = ""
 
     @property
     def score(self) -> float:
+        if self.mark is not None:
+            return self.mark.score
         return self.result.score if self.result else 0.0
 
     @property
     def status(self) -> str:
+        """The result's status; ``marked`` or ``overridden`` once a grader scored the part."""
+        if self.mark is not None:
+            return MARKED if self.mark.kind == HAND else OVERRIDDEN
         return self.result.status if self.result else MISSING
+
+    @property
+    def waiting(self) -> bool:
+        """True while the part waits for a human: graded by hand and not marked yet, or
+        marked and needing another look."""
+        return self.status == MANUAL or bool(self.recheck)
 
 
 @dataclass(frozen=True)
@@ -65,8 +83,15 @@ class StudentGrades:
 
     @property
     def look(self) -> list[tuple[str, str]]:
-        """The issues that need a human look before this grade stands."""
-        return look_of(self.issues, self.status, self.path)
+        """The issues that need a human look before this grade stands: the handin's, and
+        hand grades to look at again."""
+        return look_of(self.issues, self.status, self.path) + [
+            (RECHECK, f"{p.problem}/{p.part}: {p.recheck}") for p in self.parts if p.recheck]
+
+    @property
+    def waiting(self) -> int:
+        """Parts that wait for a human (not marked yet, or marked and to look at again)."""
+        return sum(p.waiting for p in self.parts)
 
     @property
     def shown_notes(self) -> list[str]:
@@ -74,13 +99,18 @@ class StudentGrades:
         return student_notes(self.notes, self.issues)
 
 
-def _student_parts(entry: dict, problems: list[dict], rows: list[ResultRow]) -> tuple[Part, ...]:
+def _student_parts(entry: dict, problems: list[dict], rows: list[ResultRow], marked=None,
+                   recheck=None) -> tuple[Part, ...]:
+    """The student's parts in the key's order; ``marked``: (problem, part) → active mark,
+    ``recheck``: (problem, part) → why it needs another look."""
     by_part = {(r.problem, r.part): r for r in rows}
+    marked, recheck = marked or {}, recheck or {}
     parts = []
     for problem in problems:
         pid = problem["id"]
         known = graded_parts(problem_record(entry, pid, {}))
-        parts += [Part(pid, part, points, by_part.pop((pid, part), None)) for part, points in known]
+        parts += [Part(pid, part, points, by_part.pop((pid, part), None), marked.get((pid, part)),
+                       recheck.get((pid, part), "")) for part, points in known]
         # A part the grader recorded that this key does not list (a key rebuilt since):
         # shown after the key's own, so no earned point goes unseen.
         parts += [Part(pid, r.part, r.max_score, r) for r in rows if (r.problem, r.part) in by_part
@@ -104,12 +134,29 @@ def class_grades(gradebook: Gradebook, key: dict, deadline: Deadline | None = No
     for r in gradebook.results(assignment, answers=False):     # (each student's latest handin's)
         rows.setdefault(r.student, []).append(r)
     grades = []
-    for sid, (submission, lateness, handins, latest) in counted(gradebook, key, deadline).items():
+    chosen = counted(gradebook, key, deadline)
+    marked, recheck = _marks_by_student(gradebook, assignment, chosen)
+    for sid, (submission, lateness, handins, latest) in chosen.items():
         if submission is not None and submission.handin != latest:
             rows[sid] = gradebook.results(assignment, sid, answers=False, handin=submission.handin)
         grades.append(_late(_grades_of(key, sid, submission, rows.get(sid, []) if submission else [],
-                                       handins), lateness))
+                                       handins, marked.get(sid), recheck.get(sid)), lateness))
     return grades
+
+
+def _marks_by_student(gradebook: Gradebook, assignment: str, chosen: dict) -> tuple[dict, dict]:
+    """student → {(problem, part): active mark}, and student → {(problem, part): why it
+    needs another look}, for the students with a counted handin."""
+    handins = {sid: s.handin for sid, (s, *_rest) in chosen.items() if s is not None}
+    marked: dict[str, dict] = {}
+    for (sid, pid, part), mark in active_marks(gradebook, assignment).items():
+        if sid in handins:
+            marked.setdefault(sid, {})[(pid, part)] = mark
+    recheck: dict[str, dict] = {}
+    if marked:
+        for (sid, pid, part), reason in rechecks(gradebook, assignment, handins).items():
+            recheck.setdefault(sid, {})[(pid, part)] = reason
+    return marked, recheck
 
 
 def counted(gradebook: Gradebook, key: dict, deadline: Deadline | None = None) -> dict:
@@ -135,13 +182,16 @@ def to_review(gradebook: Gradebook, key: dict, deadline: Deadline | None = None)
     ``class_grades(…)[i].look`` says, without reading a part or a key entry (the TA's list
     after a run of ten thousand costs the handins' rows, not the class's results)."""
     out = []
-    for sid, (submission, lateness, handins, _) in counted(gradebook, key, deadline).items():
+    chosen = counted(gradebook, key, deadline)
+    _, recheck = _marks_by_student(gradebook, assignment_id(key), chosen)
+    for sid, (submission, lateness, handins, _) in chosen.items():
         if not handins:
             continue
         status = submission.status if submission is not None else NOT_ACCEPTED
         path = submission.path if submission is not None else ""
         issues = (*(submission.issues if submission is not None else ()), *_late_issues(lateness))
-        out.append((sid, path, look_of(issues, status, path)))
+        again = [(RECHECK, f"{pid}/{part}: {why}") for (pid, part), why in recheck.get(sid, {}).items()]
+        out.append((sid, path, look_of(issues, status, path) + again))
     return out
 
 
@@ -196,10 +246,10 @@ def _late(s: StudentGrades, lateness) -> StudentGrades:
 
 
 def _grades_of(key: dict, sid: str, submission: SubmissionRow | None, rows: list[ResultRow],
-               handins: int = 0) -> StudentGrades:
+               handins: int = 0, marked=None, recheck=None) -> StudentGrades:
     problems = head_problems(key)
     entry = entry_for(key, sid)
-    parts = _student_parts(entry, problems, rows)
+    parts = _student_parts(entry, problems, rows, marked if submission else None, recheck)
     scores = {p["id"]: sum(x.score for x in parts if x.problem == p["id"]) for p in problems}
     return StudentGrades(
         id=sid, name=str(entry.get("name", "")), email=str(entry.get("email", "")),
@@ -216,4 +266,6 @@ def with_answers(gradebook: Gradebook, key: dict, s: StudentGrades) -> StudentGr
     """``s`` with the student's answers, read from the gradebook for them alone."""
     # (no counted handin — missing, or none the late policy accepts — no rows)
     rows = gradebook.results(assignment_id(key), s.id, handin=s.handin) if s.handin else []
-    return replace(s, parts=_student_parts(entry_for(key, s.id), head_problems(key), rows))
+    marked = {(p.problem, p.part): p.mark for p in s.parts if p.mark is not None}
+    recheck = {(p.problem, p.part): p.recheck for p in s.parts if p.recheck}
+    return replace(s, parts=_student_parts(entry_for(key, s.id), head_problems(key), rows, marked, recheck))

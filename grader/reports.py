@@ -33,7 +33,7 @@ from exercises.html import code_block, escape, heatmap_svg, markdown_to_html, pa
 from exercises.preview import _decimals_for, value_text
 from formats.serialize import decode_names, from_jsonable
 from formats.key_shape import (assignment_id, assignment_title, entry_for, head_problems, problem_record,
-                              total_points)
+                              total_points, rubric_of)
 from formats.textfile import terminal_safe, write_atomic
 
 from formats.deadline import Deadline
@@ -42,6 +42,7 @@ from . import exports
 from .gradebook import Gradebook, ResultRow, omitted_reason
 from .grades import (ERROR, GRADED, MANUAL, MISSING, NOT_ACCEPTED, Part, StudentGrades, class_grades,
                      score_text, with_answers)
+from .marks import student_lines
 from .review import needs_a_look
 
 # Beyond this many numbers an answer is described, not drawn: a page of 4096 cells helps no one.
@@ -90,7 +91,8 @@ def _markdown(text: str) -> str:
 
 
 _STATUS_LABELS = {"passed": "✓ correct", "failed": "✗ not correct", "partial": "◐ partly correct",
-                  "missing": "— no answer", "error": "⚠ error", "manual": "✎ graded by hand"}
+                  "missing": "— no answer", "error": "⚠ error", "manual": "✎ graded by hand",
+                  "marked": "✎ graded by hand", "overridden": "✎ score changed by a grader"}
 
 
 def _word_lists(record: dict) -> list[list[str]]:
@@ -212,8 +214,7 @@ def _decimals(record: dict, part: str, value) -> int:
 def _expected_html(record: dict, part: Part, words) -> str:
     kind = record.get("kind")
     if kind == "free_response":
-        rubric = record.get("rubrics", {}).get(part.part, "")
-        return _markdown(rubric) if rubric else ""
+        return _rubric_html(rubric_of(record, part.part, part.points))
     if kind == "implement":
         out = []
         for test in record.get("tests", []):
@@ -234,6 +235,26 @@ def _expected_html(record: dict, part: Part, words) -> str:
     if _is_float(expected):
         shown += f"<p><small>Compared with tolerance atol {atol:g}, rtol {rtol:g}.</small></p>"
     return shown
+
+
+def _rubric_html(rubric) -> str:
+    """What a full answer contains, for a student's page: the guide and each item's points
+    and text — never the graders' notes."""
+    items = "".join(f"<li><strong>{'+' if i.points > 0 else '−'}{_points(abs(i.points))}</strong> "
+                    f"{_markdown(i.text)}</li>" for i in rubric.items)
+    return (_markdown(rubric.guide) if rubric.guide.strip() else "") + (f"<ul class=\"rubric\">{items}</ul>"
+                                                                       if items else "")
+
+
+def _mark_html(record: dict, part: Part) -> str:
+    """A hand grade on the student's page: the applied items' texts, the comment."""
+    if part.mark is None:
+        return ""
+    lines = student_lines(part.mark, rubric_of(record, part.part, part.points))
+    waiting = ("<p><em>A grader will look at this part again; the score may change.</em></p>"
+               if part.recheck else "")
+    return ('<div class="marked"><h4>Grader\'s feedback</h4><ul>'
+            + "".join(f"<li>{escape(line)}</li>" for line in lines) + "</ul>" + waiting + "</div>")
 
 
 def _diagnosis_html(result: ResultRow) -> str:
@@ -272,12 +293,13 @@ def _part_html(record: dict, part: Part, index: int, reveal: bool, words) -> str
     result = part.result
     head = _part_head(part, index)
     body = []
-    if result is None:
+    if result is None and part.mark is None:
         body.append("<p>Not graded.</p>")
-    else:
+    elif result is not None and (part.mark is None or part.mark.kind != "hand"):
         if result.message:
             body.append(_markdown(result.message))
         body.append(_diagnosis_html(result))
+    body.append(_mark_html(record, part))
     if record.get("kind") == "free_response":
         if part.status == MANUAL and not (result and result.message):
             body.append("<p>This part is graded by hand; its points are added later.</p>")
@@ -320,6 +342,8 @@ def feedback_page(s: StudentGrades, key: dict, reveal: bool = False, fallbacks=N
         body.append("<ul class=\"notes\">" + "".join(f"<li>{escape(n)}</li>" for n in s.shown_notes) + "</ul>")
     if any(p.status == MANUAL for p in s.parts):
         body.append("<p>Some parts are graded by hand: their points are not included yet.</p>")
+    elif any(p.waiting for p in s.parts):
+        body.append("<p>A grader will look at some parts again: their points may change.</p>")
     problems = head_problems(key)
     rows = "".join(f"<tr><td>{n}. {escape(p.get('title', p['id']))}</td>"
                    f"<td>{_points(s.problem_scores[p['id']])} / {_points(p['points'])}</td></tr>"
@@ -444,9 +468,12 @@ def summary_json(gradebook: Gradebook, key: dict, deadline: Deadline | None = No
                  "file": s.path, "handins": s.handins, "received_at": s.received_at,
                  "received_from": s.received_from, "late": s.late, "late_penalty": round(s.penalty, 6),
                  "problems": {pid: round(x, 6) for pid, x in s.problem_scores.items()},
+                 "complete": s.status == GRADED and not s.waiting, "waiting_parts": s.waiting,
                  "parts": [{"problem": p.problem, "part": p.part, "score": round(p.score, 6),
                             "max_score": p.points, "status": p.status,
-                            "misconception": p.result.misconception if p.result else None}
+                            "misconception": p.result.misconception if p.result else None,
+                            "auto_score": round(p.result.score, 6) if p.result else None,
+                            "mark": _mark_json(p), "waiting": p.waiting}
                            for p in s.parts]}
                 for s in grades]
     statuses = Counter(s.status for s in grades)
@@ -460,9 +487,20 @@ def summary_json(gradebook: Gradebook, key: dict, deadline: Deadline | None = No
         "needs_a_look": needs_a_look((s.id, s.path, s.look) for s in grades),
         "counts": {"students": len(grades), "graded": statuses[GRADED], "missing": statuses[MISSING],
                    "error": statuses[ERROR],
-                   "manual_parts": sum(p.status == MANUAL for s in grades for p in s.parts),
+                   # parts that wait for a human: not marked yet, or marked and to look at again
+                   "manual_parts": sum(s.waiting for s in grades if s.status != MISSING),
                    "needs_a_look": sum(bool(s.look) for s in grades)},
     }
+
+
+def _mark_json(p: Part) -> dict | None:
+    """A part's hand grade as data (None without one)."""
+    if p.mark is None:
+        return None
+    m = p.mark
+    return {"kind": m.kind, "items": dict(m.items), "adjustment": m.adjustment, "comment": m.comment,
+            "reason": m.reason, "grader": m.grader, "version": m.version,
+            "rubric_version": m.rubric_version, "recheck": p.recheck or None}
 
 
 def _width(text: str) -> int:
@@ -544,7 +582,7 @@ def class_table(gradebook: Gradebook, key: dict, colour: bool = False, summary: 
                f"{counts['error']} with errors.")
     if counts["manual_parts"]:
         out.append(f"{counts['manual_parts']} part{'s' if counts['manual_parts'] != 1 else ''} "
-                   "to grade by hand (not in the totals yet).")
+                   "still to grade by hand (attnkit mark; not in the totals until graded).")
     late = [s for s in summary["students"] if s["late_penalty"] or s["status"] == NOT_ACCEPTED]
     if late:
         out.append(f"Late: {_counted(len(late), 'submission')} (penalties are in the totals; "
@@ -563,7 +601,7 @@ def _status_cell(student: dict) -> str:
     """The status column: the status ("incomplete" while a part waits to be graded by hand),
     and "look" when something needs a human look."""
     status = student["status"]
-    if status == GRADED and any(p["status"] == MANUAL for p in student["parts"]):
+    if status == GRADED and any(p["waiting"] for p in student["parts"]):
         status = "incomplete"
     return _shown(status) + (", look" if student["needs_a_look"] else "")
 

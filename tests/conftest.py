@@ -38,3 +38,33 @@ def example_build(tmp_path_factory):
             built[(students, secret)] = out, load_key(result.key_path, secret.encode())
         return built[(students, secret)]
     return make
+
+
+@pytest.fixture(scope="session")
+def graded_class(example_build, tmp_path_factory):
+    """``graded_class(students)`` → (build folder, key, gradebook path, secret): the example
+    assignment built for the first ``students`` of the sample roster, synthetic submissions
+    (correct, partial, misconceptions, hostile) handed in and graded for real, once per
+    session; the submissions are in ``build folder / "submissions" / "submitted"``, as
+    ``make demo`` lays them out. Copy the gradebook before writing to it (``shutil.copy``):
+    it is shared."""
+    import subprocess
+    import sys
+
+    secret = "graded class secret, tests only"
+    built = {}
+
+    def make(students: int = 12):
+        if students not in built:
+            out, key = example_build(students, secret)
+            env = {**os.environ, "ATTNKIT_SECRET": secret}
+            subs = out / "submissions"
+            subprocess.run([sys.executable, "-m", "synthetic", str(out), "--key",
+                            str(out / "instructor" / "answer_key.json"), "--secret-env", "ATTNKIT_SECRET",
+                            "--out", str(subs)], check=True, env=env, cwd=ROOT, capture_output=True)
+            subprocess.run([sys.executable, "-m", "attnkit", "grade", str(EXAMPLE), str(subs / "submitted"),
+                            "--build", str(out), "--timeout", "5"], check=True, env=env, cwd=ROOT,
+                           capture_output=True)
+            built[students] = out, key, out / "instructor" / "gradebook.sqlite", secret
+        return built[students]
+    return make

@@ -157,8 +157,98 @@ def test_bank_show_json(capsys, good_bank):
         "path": "bank/root.yaml", "tags": ["by-hand"], "parameters": {"d_k": "choice"},
         "derived": [], "givens": ["d_k"], "constraints": [],
         "parts": [{"id": "root", "points": 1.0, "rtol": 1e-05, "atol": 0.001,
-                   "misconceptions": [], "checks": []}],
+                   "misconceptions": [], "checks": [], "rubric": None}],
     }
+
+
+ESSAY = """
+    id: essay
+    title: Why scale
+    objective: scaling
+    kind: free_response
+    parameters:
+      d_k: {dist: choice, values: [4, 16]}
+    prompt: Why divide by $\\sqrt{d_k}$ when $d_k = {{ d_k }}$?
+    parts:
+      - id: why
+        points: 2
+        rubric:
+          guide: |
+            Variance {{ d_k }}
+            restored to 1.
+          items:
+            - id: variance
+              points: 1.5
+              text: The dot products have variance {{ d_k }}.
+              note: |
+                Also accept
+                "grows with d_k".
+            - {id: softmax, points: 0.5, text: Saturated softmax.}
+            - {id: wrong_root, points: -1, text: Not the square root.}
+      - id: deducted
+        points: 1
+        rubric:
+          start: full
+          items:
+            - {id: sloppy, points: -0.5, text: Sloppy notation.}
+      - id: plain
+        points: 1
+        rubric: Any clear reason.
+"""
+
+
+def test_bank_show_lists_each_parts_rubric(capsys, tmp_path, monkeypatch):
+    write(tmp_path / "bank", "essay.yaml", ESSAY)
+    monkeypatch.chdir(tmp_path)
+    code, out, _ = run(capsys, "bank", "show", "essay", "--bank", "bank")
+    assert code == 0
+    rubrics = load_template(tmp_path / "bank" / "essay.yaml").parts
+    assert (
+        "  part why: 2 pt\n"
+        f"    rubric: score 0 to 2, starting at 0; version {rubrics[0].rubric.version}\n"
+        "      guide: Variance {{ d_k }} restored to 1.\n"
+        "      [1] variance +1.5: The dot products have variance {{ d_k }}.\n"
+        '          graders only: Also accept "grows with d_k".\n'
+        "      [2] softmax +0.5: Saturated softmax.\n"
+        "      [3] wrong_root -1: Not the square root.\n"
+        "  part deducted: 1 pt\n"
+        f"    rubric: score 0 to 1, starting at 1; version {rubrics[1].rubric.version}\n"
+        "      [1] sloppy -0.5: Sloppy notation.\n"
+        "  part plain: 1 pt\n"
+        "    rubric: a guide only, scored by the grader's adjustment (score 0 to 1)\n"
+        "      guide: Any clear reason.\n") in out
+
+
+def test_bank_show_json_has_each_rubric_as_data(capsys, tmp_path, monkeypatch):
+    write(tmp_path / "bank", "essay.yaml", ESSAY)
+    monkeypatch.chdir(tmp_path)
+    code, out, _ = run(capsys, "bank", "show", "essay", "--json", "--bank", "bank")
+    assert code == 0
+    parts = {p["id"]: p["rubric"] for p in json.loads(out)["parts"]}
+    version = load_template(tmp_path / "bank" / "essay.yaml").parts[0].rubric.version
+    assert parts["why"] == {
+        "items": [{"id": "variance", "points": 1.5, "text": "The dot products have variance {{ d_k }}.",
+                   "note": 'Also accept\n"grows with d_k".\n'},
+                  {"id": "softmax", "points": 0.5, "text": "Saturated softmax.", "note": ""},
+                  {"id": "wrong_root", "points": -1.0, "text": "Not the square root.", "note": ""}],
+        "floor": 0.0, "ceiling": 2.0, "start": 0.0, "guide": "Variance {{ d_k }}\nrestored to 1.\n",
+        "version": version}
+    assert (parts["deducted"]["start"], parts["deducted"]["ceiling"]) == (1.0, 1.0)
+    assert parts["plain"]["items"] == [] and parts["plain"]["guide"] == "Any clear reason."
+
+
+def test_bank_show_marks_an_auto_graded_parts_rubric_as_for_overrides(capsys, tmp_path, monkeypatch):
+    write(tmp_path / "bank", "root.yaml", ROOT.replace(
+        "      - {id: root, answer: sqrt(d_k), points: 1, atol: 0.001}\n",
+        "      - id: root\n        answer: sqrt(d_k)\n        points: 1\n        rubric:\n"
+        "          items:\n            - {id: method, points: 0.5, text: Right method.}\n"))
+    monkeypatch.chdir(tmp_path)
+    code, out, _ = run(capsys, "bank", "show", "square_root", "--bank", "bank")
+    assert code == 0
+    version = load_template(tmp_path / "bank" / "root.yaml").parts[0].rubric.version
+    assert ("    rubric (for a grader's override of the automatic score): score 0 to 1; "
+            f"version {version}\n"
+            "      [1] method +0.5: Right method.\n") in out
 
 
 def test_bank_show_by_path(capsys, good_bank):

@@ -473,7 +473,7 @@ def test_unknown_part_override_key():
     assert problems(HEAD + "  - template: sdpa_four_tokens\n"
                            "    parts:\n      weights: {point: 3}\n") == [
         "hw.yaml:8: problems[0].parts.weights.point: unknown key 'point' (expected one of: "
-        "points, rtol, atol); did you mean 'points'?"]
+        "points, rtol, atol, rubric); did you mean 'points'?"]
 
 
 def test_part_override_not_a_mapping():

@@ -174,7 +174,7 @@ def variant_texts(variant):
     for part in template.parts:
         yield f"parts.{part.id}.prompt", variant.part_prompt(part)
         if getattr(part, "rubric", None):
-            yield f"parts.{part.id}.rubric", variant.rubric(part)
+            yield f"parts.{part.id}.rubric", variant.rubric_text(part)
     for part_id, options in variant.options.items():
         for i, option in enumerate(options):
             yield f"parts.{part_id}.options[{i}]", option["text"]

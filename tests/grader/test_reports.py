@@ -261,7 +261,7 @@ def test_class_table_is_aligned_plain_text_with_a_summary(gradebook):
     assert [line[status_column:] for line in table[2:]] == ["incomplete", "graded", "missing"]   # (s1: an essay to grade by hand)
     assert "Søren Ørsted" in table[4] and "1.5/8" in table[2]
     assert "sdpa_no_scale" in text and "1 missing" in text and "0 with errors" in text
-    assert "1 part to grade by hand" in text
+    assert "1 part still to grade by hand (attnkit mark" in text
     attn = next(line for line in lines if line.strip().startswith("attn "))
     assert attn.split()[1:] == ["3", "1.5", "1.5"]          # points, mean, median of 0 and 3
 

@@ -43,6 +43,28 @@ def test_the_example_error_message_matches_what_the_engine_says(tmp_path):
         raise AssertionError("the unknown distribution was accepted")
 
 
+# --- the rubric examples ----------------------------------------------------------------------
+
+_FREE_HEAD = ("id: r\ntitle: t\nobjective: contextual\nkind: free_response\nprompt: p\n"
+              "parameters:\n  word: {dist: choice, values: [bank]}\n  delta: {dist: choice, values: [-1]}\n"
+              "derived:\n  cues: '\"river\"'\n")
+
+
+def test_the_rubric_example_loads_as_described():
+    block = next(b for b in _yaml_blocks() if b.startswith("parts:\n  - id: static"))
+    rubric = parse_template(load_yaml(_FREE_HEAD + block), "r.yaml").parts[0].rubric
+    assert [(i.id, i.points) for i in rubric.items] == [
+        ("same_vector", 1), ("context", 1), ("claims_different", -1)]
+    assert rubric.item("same_vector").note and (rubric.floor, rubric.ceiling) == (0, 2)
+
+
+def test_the_deduction_example_starts_full():
+    block = next(b for b in _yaml_blocks() if b.startswith("    rubric:\n      start: full"))
+    part = "parts:\n  - id: d\n    points: 2\n" + block
+    rubric = parse_template(load_yaml(_FREE_HEAD + part), "r.yaml").parts[0].rubric
+    assert rubric.start == 2 and rubric.score(["no_units"]) == 1.5
+
+
 # --- the assignment example, its overrides, and `bank:` -----------------------------------------
 
 BANK = README.parent
@@ -61,7 +83,7 @@ def test_the_assignment_example_loads_with_the_overrides_it_describes(tmp_path):
     assignment = load_assignment(tmp_path / "hw2.yaml")
     problems = {p.id: p for p in assignment.problems}
     assert list(problems) == ["why_sqrt_dk", "attention_weights", "implement_masked_attention",
-                              "multihead_shapes"]
+                              "bottleneck_free_response", "multihead_shapes"]
     original = load_template(BANK / "why_sqrt_dk.yaml")
     scaled = problems["why_sqrt_dk"].template
     assert scaled.points == 5
@@ -72,6 +94,8 @@ def test_the_assignment_example_loads_with_the_overrides_it_describes(tmp_path):
     assert problems["attention_weights"].title == "Attention weights"
     implement = problems["implement_masked_attention"].template
     assert {f.family: f.points for f in implement.tests}["masked"] == 3 and implement.rtol == 1e-4
+    static = problems["bottleneck_free_response"].template.parts[0]
+    assert static.id == "static" and static.rubric.item("same_vector").points == 2
 
 
 def test_a_bank_key_replaces_the_built_in_bank_as_the_readme_says(tmp_path, monkeypatch):
