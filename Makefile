@@ -48,6 +48,7 @@ bench: $(STAMP)
 	$(PY) -m bench.build
 	$(PY) -m bench.grade
 	$(PY) -m bench.hostile
+	$(PY) -m bench.mark_page
 
 clean:
 	rm -rf $(VENV) .pytest_cache .hypothesis *.egg-info build

@@ -66,6 +66,24 @@ def _stop_on_sigterm() -> None:
         signal.signal(signal.SIGTERM, stop)
 
 
+def _open_browser(url: str) -> Path:
+    """Open the page through a redirect file only this user can read (as Jupyter does): a
+    browser started with the URL itself would show the token to every user of the machine
+    in its command line (``ps``)."""
+    import html
+    import os
+    import tempfile
+    import webbrowser
+
+    fd, path = tempfile.mkstemp(prefix="attnkit-mark-", suffix=".html")   # (mode 0600)
+    with os.fdopen(fd, "w", encoding="utf-8") as f:
+        f.write(f'<!doctype html><meta charset="utf-8"><meta http-equiv="refresh" '
+                f'content="0;url={html.escape(url, quote=True)}"><title>attnkit mark</title>')
+    # in a thread: a text-mode browser must not hold up the server
+    threading.Thread(target=webbrowser.open, args=(Path(path).as_uri(),), daemon=True).start()
+    return Path(path)
+
+
 def _serve(args) -> int:
     course = _course(args)
     if isinstance(course, int):
@@ -85,9 +103,7 @@ def _serve(args) -> int:
     print(f"  {server.url}", flush=True)
     print("  (the URL holds the access token: anyone with it can grade; it changes at every start)")
     print("Ctrl-C stops it; every grade is saved as it is made.", flush=True)
-    if not args.no_browser:
-        import webbrowser
-        threading.Thread(target=webbrowser.open, args=(server.url,), daemon=True).start()
+    redirect = None if args.no_browser else _open_browser(server.url)
     _stop_on_sigterm()
     try:
         server.serve_forever()
@@ -95,6 +111,8 @@ def _serve(args) -> int:
         pass
     finally:
         server.shutdown()
+        if redirect is not None:          # (its token died with the server; tidy all the same)
+            redirect.unlink(missing_ok=True)
     print("attnkit mark: stopped", flush=True)
     return 0
 

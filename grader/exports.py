@@ -125,8 +125,10 @@ def _ungraded(p) -> bool:
 
 
 def _pending(s: StudentGrades) -> float:
-    """The points not in the total yet (a part marked but to look at again is counted)."""
-    if s.status == MISSING:
+    """The points not in the total yet (a part marked but to look at again is counted);
+    none for a student with nothing counted (missing, or no handin the late policy accepts:
+    their grade is final, nothing is graded later)."""
+    if s.status in (MISSING, NOT_ACCEPTED):
         return 0.0
     return sum(p.points for p in s.parts if _ungraded(p))
 
@@ -359,8 +361,9 @@ def gradescope_results(s: StudentGrades, key: dict, visibility: str = "visible")
             if part.recheck:
                 test["name"] += " (pending)"
         elif result is None:
-            test["output"] = "No submission." if s.status == MISSING else "Not graded yet (pending)."
-            if s.status == MISSING:
+            test["output"] = {MISSING: "No submission.", NOT_ACCEPTED: f"Not accepted: received {s.late}."}.get(
+                s.status, "Not graded yet (pending).")
+            if s.status in (MISSING, NOT_ACCEPTED):
                 test["status"] = "failed"
         elif result.status == _MANUAL:
             test["name"] += " (pending)"
@@ -380,6 +383,8 @@ def gradescope_results(s: StudentGrades, key: dict, visibility: str = "visible")
         summary += f" so far; {number(pending)} points are pending (graded by hand)."
     elif status == ERROR:
         summary += ". Part of your notebook could not be graded yet."
+    elif status == NOT_ACCEPTED:
+        summary += f". Your submission was not accepted: received {s.late}."
     else:
         summary += "."
     # the notes the student may read (grader.review): their own notebook's, never another's

@@ -29,6 +29,7 @@ sandbox client, and nothing here needs numpy.
 
 from __future__ import annotations
 
+import hashlib
 import json
 import math
 import sqlite3
@@ -105,6 +106,11 @@ CREATE TABLE results (
 );
 """
 
+# One part's history (grader.marks.history, the sheet's conflict check) without reading the
+# whole log: a class's log grows by an event per save.
+_MARK_LOG_INDEX = ("CREATE INDEX IF NOT EXISTS mark_log_part ON mark_log "
+                   "(assignment, student, problem, part, seq)")
+
 # Hand grades (grader.marks): the current one per part, and the log of every grading event.
 # A student's hand grade belongs to the student's part, not to a handin: a resubmission keeps
 # it (flagged when the answer it was applied to is no longer the counted one). The log is
@@ -151,7 +157,7 @@ CREATE TABLE mark_log (
 CREATE TRIGGER mark_log_append_only_update BEFORE UPDATE ON mark_log
 BEGIN SELECT RAISE(ABORT, 'mark_log is append-only'); END""", """
 CREATE TRIGGER mark_log_append_only_delete BEFORE DELETE ON mark_log
-BEGIN SELECT RAISE(ABORT, 'mark_log is append-only'); END""")
+BEGIN SELECT RAISE(ABORT, 'mark_log is append-only'); END""", _MARK_LOG_INDEX)
 
 _SUBMISSION_COLUMNS = ("assignment", "student", "handin", "path", "content_hash", "status", "notes",
                        "issues", "score", "max_score", "duration_ms", "kit_version", "received_at",
@@ -228,6 +234,18 @@ class ResultRow:
         if self.status not in RESULT_STATUSES:
             raise ValueError(f"result status must be one of {', '.join(RESULT_STATUSES)}, "
                              f"not {self.status!r}")
+
+
+def answer_digest(answer) -> str:
+    """A short digest of a stored answer (a ``ResultRow.answer``; None: no answer): what a
+    hand grade was applied to (``grader.marks``). SQL has it as ``answer_digest(answer)``
+    (the column's JSON text), so a class's answers are digested without being read out."""
+    text = json.dumps(answer, sort_keys=True, ensure_ascii=False, separators=(",", ":"))
+    return hashlib.sha256(text.encode("utf-8", "surrogatepass")).hexdigest()[:16]
+
+
+def _sql_answer_digest(text):
+    return answer_digest(None if text is None else json.loads(text))
 
 
 def omitted_reason(answer) -> str | None:
@@ -311,6 +329,7 @@ class Gradebook:
             # isolation_level=None: transactions are begun and ended here, explicitly.
             self._conn = sqlite3.connect(self.path, timeout=BUSY_TIMEOUT_MS / 1000,
                                          isolation_level=None, check_same_thread=False)
+            self._conn.create_function("answer_digest", 1, _sql_answer_digest, deterministic=True)
             with self._errors():
                 self._prepare()
         except BaseException:
@@ -351,6 +370,8 @@ class Gradebook:
                 self._migrate_from_2()
             elif self._schema_version() == 2:
                 self._migrate_from_2()
+            elif "mark_log" in self._tables():
+                c.execute(_MARK_LOG_INDEX)     # (a schema-3 file written before the index)
             c.execute("COMMIT")
         except BaseException:
             if c.in_transaction:
@@ -573,15 +594,19 @@ class Gradebook:
                 query + f" ORDER BY student, {_LATEST_FIRST}", args).fetchall()
         return [_submission_row(r) for r in rows]
 
-    def part_results(self, assignment: str, problem: str, part: str,
-                     student: str | None = None) -> list[tuple[str, ResultRow]]:
-        """(handin, result) of one part in every handin of ``assignment`` (of ``student``):
-        the marking queue picks each student's counted one."""
+    def part_results(self, assignment: str, problem: str, part: str, student: str | None = None,
+                     handins: dict[str, str] | None = None) -> list[tuple[str, ResultRow]]:
+        """(handin, result) of one part in every handin of ``assignment`` (of ``student``), or
+        with ``handins`` (student → handin) only in those: the marking queue's counted ones,
+        without reading every earlier handin's answer."""
         query = (f"SELECT handin, {', '.join(_RESULT_COLUMNS)} FROM results WHERE assignment = ? "
                  "AND problem = ? AND part = ?")
         args: tuple = (assignment, problem, part)
         if student is not None:
             query, args = query + " AND student = ?", args + (student,)
+        if handins is not None:
+            query += " AND (student, handin) IN (SELECT key, value FROM json_each(?))"
+            args += (json.dumps(handins),)
         with self._lock, self._errors():
             rows = self._connection().execute(query, args).fetchall()
         return [(r[0], _result_row(r[1:])) for r in rows]

@@ -35,7 +35,7 @@ from formats.key_shape import (assignment_id, entry_for, graded_parts, is_free_r
 from formats.rubric import Rubric
 from formats.textfile import printable
 
-from .gradebook import Gradebook, ResultRow
+from .gradebook import Gradebook, ResultRow, answer_digest
 
 HAND, OVERRIDE = "hand", "override"
 COMMENT_LIMIT = 10_000            # characters: a comment is a paragraph, not an essay
@@ -115,59 +115,60 @@ class Edit:
 
 # --- digests of what a mark was applied to -------------------------------------------------
 
-def answer_digest(answer) -> str:
-    """A short digest of a stored answer (a ``ResultRow.answer``; None: no answer)."""
-    text = json.dumps(answer, sort_keys=True, ensure_ascii=False, separators=(",", ":"))
-    return hashlib.sha256(text.encode("utf-8", "surrogatepass")).hexdigest()[:16]
-
-
 def auto_digest(result: ResultRow | None) -> str:
     """What an override replaced: the automatic result's score, status and message."""
     if result is None:
         return "none"
-    text = json.dumps([result.score, result.max_score, result.status, result.message])
+    return _auto_digest(result.score, result.max_score, result.status, result.message)
+
+
+def _auto_digest(score, max_score, status, message) -> str:
+    text = json.dumps([score, max_score, status, message])
     return hashlib.sha256(text.encode("utf-8", "surrogatepass")).hexdigest()[:16]
 
 
 def look(mark: Mark | None, result: ResultRow | None) -> str:
     """Why an active mark needs another look ('' when it does not): its stored flag, the
-    counted answer no longer the one it was applied to, or an overridden auto result that
-    changed since."""
+    counted answer no longer the one it was applied to (``result`` None: the counted handin
+    has no row for the part), or an overridden auto result that changed since."""
+    return _look(mark, answer_digest(result.answer if result is not None else None), auto_digest(result),
+                 result is not None)
+
+
+def _look(mark: Mark | None, answer_now: str, auto_now: str, has_row: bool) -> str:
     if mark is None or not mark.active:
         return ""
     reasons = [mark.flag] if mark.flag else []
-    if result is not None and answer_digest(result.answer) != mark.answer_digest:
-        reasons.append("the answer changed since it was graded (a later handin counts)")
-    if mark.kind == OVERRIDE and auto_digest(result) != mark.auto_digest:
+    if answer_now != mark.answer_digest:
+        reasons.append("the answer changed since it was graded (a later handin counts)" if has_row
+                       else "the counted handin has no answer for this part")
+    if mark.kind == OVERRIDE and auto_now != mark.auto_digest:
         reasons.append("the automatic result changed since it was overridden")
     return "; ".join(reasons)
 
 
 def rechecks(gb: Gradebook, assignment: str, handins: dict[str, str]) -> dict[tuple[str, str, str], str]:
     """(student, problem, part) → why its active mark needs another look, for every mark
-    that does, given each student's counted handin (``handins``: student → handin id).
-    One pass over the marked parts' rows, each answer digested and dropped: a class's
-    answers are never held at once."""
+    of a student with a counted handin (``handins``: student → handin id) that does: what
+    ``look`` says of it with that handin's result. One query, one row per mark (the counted
+    handin's result joined in SQL), each answer digested by SQLite: a class's answers are
+    never read out. A student without a counted handin (missing, not accepted) has none."""
+    if not handins:
+        return {}
     sql = (f"SELECT {', '.join('m.' + c for c in _COLUMNS)}, r.handin, r.score, r.max_score, r.status, "
-           "r.message, r.answer FROM marks m LEFT JOIN results r ON r.assignment = m.assignment "
-           "AND r.student = m.student AND r.problem = m.problem AND r.part = m.part "
+           "r.message, answer_digest(r.answer) FROM marks m JOIN json_each(?) c ON c.key = m.student "
+           "LEFT JOIN results r ON r.assignment = m.assignment AND r.student = m.student "
+           "AND r.handin = c.value AND r.problem = m.problem AND r.part = m.part "
            "WHERE m.assignment = ? AND m.active = 1")
-    found: dict[tuple[str, str, str], tuple[Mark, ResultRow | None]] = {}
-    for row in gb.query(sql, (assignment,)):
-        mark, (handin, score, max_score, status, message, answer) = _mark(row[:len(_COLUMNS)]), row[len(_COLUMNS):]
-        where = (mark.student, mark.problem, mark.part)
-        if handin is not None and handins.get(mark.student) == handin:
-            found[where] = mark, ResultRow(assignment, mark.student, mark.problem, mark.part, score,
-                                           max_score, status, message, None,
-                                           None if answer is None else json.loads(answer))
-        else:
-            found.setdefault(where, (mark, None))
     out = {}
-    for where, (mark, result) in found.items():
-        reason = look(mark, result) if result is not None else (
-            mark.flag or "the counted handin has no answer for this part")
+    for row in gb.query(sql, (json.dumps(handins), assignment)):
+        mark, (handin, score, max_score, status, message, digest) = _mark(row[:len(_COLUMNS)]), row[len(_COLUMNS):]
+        if handin is None:
+            reason = _look(mark, answer_digest(None), auto_digest(None), False)
+        else:
+            reason = _look(mark, digest, _auto_digest(score, max_score, status, message), True)
         if reason:
-            out[where] = reason
+            out[(mark.student, mark.problem, mark.part)] = reason
     return out
 
 
@@ -181,12 +182,14 @@ def _mark(row) -> Mark:
 
 
 def marks(gb: Gradebook, assignment: str, student: str | None = None,
-          active_only: bool = True) -> dict[tuple[str, str, str], Mark]:
-    """(student, problem, part) → its mark, for ``assignment`` (``student``)."""
+          active_only: bool = True, problem: str | None = None,
+          part: str | None = None) -> dict[tuple[str, str, str], Mark]:
+    """(student, problem, part) → its mark, for ``assignment`` (``student``, ``problem``, ``part``)."""
     sql = f"SELECT {', '.join(_COLUMNS)} FROM marks WHERE assignment = ?"
     args: tuple = (assignment,)
-    if student is not None:
-        sql, args = sql + " AND student = ?", args + (student,)
+    for name, value in (("student", student), ("problem", problem), ("part", part)):
+        if value is not None:
+            sql, args = sql + f" AND {name} = ?", args + (value,)
     if active_only:
         sql += " AND active = 1"
     return {(m.student, m.problem, m.part): m for m in map(_mark, gb.query(sql, args))}
@@ -290,6 +293,8 @@ def save(gb: Gradebook, key: dict, problem: str, part: str, targets: list[Target
         rubric, points, free = part_rubric(key, t.student, problem, part)
         kind = HAND if free else OVERRIDE
         checked = _checked(edit, rubric, kind, f"{t.student}: {problem}/{part}")
+        # (an override: of the automatic score as it is now; one edited again after a regrade
+        # changed it starts from the new score, never from a stale one)
         base = rubric.start if kind == HAND else (t.result.score if t.result else 0.0)
         prepared.append((t, rubric, points, kind, checked, base))
     saved = []
@@ -300,8 +305,6 @@ def save(gb: Gradebook, key: dict, problem: str, part: str, targets: list[Target
             current = _current(c, who)
             if (current.version if current else 0) != t.expected_version:
                 raise Conflict(t.student, problem, part, t.expected_version, current)
-            if current and current.kind == OVERRIDE and kind == OVERRIDE and current.active:
-                base = current.base          # an override edited again keeps what it overrode
             mark = Mark(assignment, t.student, problem, part, kind, True,
                         rubric.points_of(checked.items), checked.adjustment, checked.comment,
                         checked.reason, rubric.score(checked.items, checked.adjustment, base),

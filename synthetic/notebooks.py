@@ -4,8 +4,8 @@ notebooks, the release notebook's answer cells, and the draft a profile fills.""
 from __future__ import annotations
 
 import copy
+import hashlib
 import json
-import re
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -113,15 +113,21 @@ def answer_cells(notebook: dict, entry: dict) -> list[Answer]:
     return found
 
 
-def _plausible_text(rubric: str) -> str:
-    """A short free-response answer in the rubric's words (what a good student would say)."""
-    items = re.findall(r"(?m)^\s*\d+\.\s+(.+(?:\n(?!\s*\d+\.\s).+)*)", rubric)
-    text = " ".join(" ".join(item.split()) for item in items[:2]) or " ".join(rubric.split())
-    text = re.sub(r"\s*\((?:\d+(?:\.\d+)?|½) pts?[^)]*\)", "", text)
-    text = text.replace("**Rubric.**", "").strip()
-    if len(text) > 400:
-        text = text[:400].rsplit(" ", 1)[0] + " …"
-    return text or "Attention lets every position weigh every other one, with weights it computes."
+def _plausible_text(record: dict, part: str, student: str) -> str:
+    """A short free-response answer in the rubric's words: the texts of the first k of its
+    positive items, k drawn from the student and the part (so a class writes a few
+    different answers, some complete, some not, and the identical ones form groups)."""
+    points = dict(shape.graded_parts(record)).get(part, 0.0)
+    rubric = shape.rubric_of(record, part, points)
+    good = [i.text for i in rubric.items if i.points > 0]
+    if not good:
+        text = " ".join(rubric.guide.split())
+        return (text[:400].rsplit(" ", 1)[0] + " …" if len(text) > 400 else text) or _FALLBACK
+    k = 1 + int(hashlib.sha256(f"{student}/{part}".encode()).hexdigest()[:8], 16) % len(good)
+    return " ".join(" ".join(t.split()) for t in good[:k])
+
+
+_FALLBACK = "Attention lets every position weigh every other one, with weights it computes."
 
 
 class BuildFolder:
@@ -161,7 +167,7 @@ def fill_correct(draft: Draft) -> None:
         cell = draft.cell(a)
         record = draft.record(a)
         if a.kind == shape.FREE_RESPONSE:
-            text = _plausible_text(record.get("rubrics", {}).get(a.part, ""))
+            text = _plausible_text(record, a.part, draft.student)
             cell["source"] = text
             draft.values[(a.problem, a.part)] = text
             continue

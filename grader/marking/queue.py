@@ -22,7 +22,7 @@ from formats.key_shape import (assignment_id, entry_for, givens_of, graded_parts
                               kind as record_kind, problem_record, prompt_of, rubric_of)
 from formats.rubric import Rubric
 
-from ..gradebook import Gradebook, ResultRow
+from ..gradebook import Gradebook, ResultRow, omitted_reason
 from ..grades import counted
 from ..marks import HAND, OVERRIDE, Mark, history, look, mark_of, marks as all_marks, rechecks
 
@@ -93,7 +93,10 @@ class PartQueue:
 
     @property
     def graded(self) -> int:
-        return sum(a.done for a in self.answers)
+        """As ``PartSummary.graded``: HAND, answers done; OVERRIDE, answers overridden."""
+        if self.kind == HAND:
+            return sum(a.done for a in self.answers)
+        return sum(a.marked for a in self.answers)
 
 
 # --- which parts ---------------------------------------------------------------------------
@@ -153,11 +156,14 @@ def order_key(assignment: str, problem: str, part: str, student: str) -> str:
 
 
 def normalised(text: str) -> str:
-    """An answer as groups compare it: Unicode NFKC, case folded, whitespace collapsed,
-    Markdown emphasis and trailing punctuation ignored."""
-    text = unicodedata.normalize("NFKC", text).casefold()
-    text = re.sub(r"[*_`]+", "", text)
-    return re.sub(r"\s+", " ", text).strip().rstrip(".!;,").strip()
+    """An answer as groups compare it: Unicode NFC (one spelling of each accented letter),
+    whitespace collapsed, trailing full stops and commas ignored — differences no grader
+    grades. Nothing that can change what an answer says is folded: not case (``Q`` and
+    ``q``, ``d_k`` and ``D_k``), not Markdown emphasis characters (``2*3`` is not ``23``,
+    ``x_1`` not ``x1``), not compatibility forms (NFKC reads ``x²`` as ``x2``), not ``!``
+    (``n!`` is not ``n``): a group's grade goes only to answers its grader read."""
+    text = unicodedata.normalize("NFC", text)
+    return re.sub(r"\s+", " ", text).strip().rstrip(".,;").strip()
 
 
 def _text(result: ResultRow | None) -> str:
@@ -170,8 +176,12 @@ def _text(result: ResultRow | None) -> str:
 
 def _group_key(kind: str, result: ResultRow | None, text: str) -> str:
     if kind == HAND:
-        if result is None or result.status == "missing":
+        if result is None or result.status == "missing" or result.answer is None:
             return "blank"
+        if omitted_reason(result.answer) is not None:
+            # too large to keep: the text is only the marker (the same for every answer of
+            # that size), so it is a group of its own, never "identical" to another
+            return f"omitted:{result.student}"
         return "text:" + hashlib.sha256(normalised(text).encode("utf-8", "surrogatepass")).hexdigest()[:16]
     # An auto-graded part: by what the kit diagnosed.
     if result is None:
@@ -193,7 +203,7 @@ def _group_label(group: str, n: int, sample: ResultRow | None) -> str:
 
 def _results(gb: Gradebook, assignment: str, problem: str, part: str, handins: dict) -> dict:
     """student → the result row of their counted handin for the part."""
-    return {row.student: row for handin, row in gb.part_results(assignment, problem, part)
+    return {row.student: row for handin, row in gb.part_results(assignment, problem, part, handins=handins)
             if handins.get(row.student) == handin}
 
 
@@ -217,8 +227,8 @@ def part_queue(gb: Gradebook, key: dict, problem: str, part: str,
     _, _, title, points, kind = _part_info(key, problem, part)
     handins = counted_handins(gb, key, deadline)
     results = _results(gb, assignment, problem, part, handins)
-    current = {k[0]: m for k, m in all_marks(gb, assignment, active_only=False).items()
-               if k[1:] == (problem, part)}
+    current = {k[0]: m for k, m in all_marks(gb, assignment, active_only=False, problem=problem,
+                                             part=part).items()}
     students = sorted(handins, key=lambda sid: order_key(assignment, problem, part, sid))
     answers = [_answer(key, kind, sid, i, results.get(sid), current.get(sid))
                for i, sid in enumerate(students, 1)]

@@ -16,6 +16,10 @@ could try to reach a local server:
   static files take it as ``?token=`` (the printed URL), every API call in the
   ``X-Attnkit-Token`` header — the only way a POST is accepted, so a form or a link from
   another site cannot save a grade; compared with ``hmac.compare_digest``; a 403 says nothing;
+  the page then takes the token out of the address bar, and a reload opens the page and its
+  files with an HttpOnly, SameSite=Strict cookie set with it (never the API);
+- a connection idle for ``REQUEST_TIMEOUT`` is closed; JSON nested too deep, NaN and Infinity
+  are a 400; a crash is a bare 500, its traceback in the terminal with ``terminal_safe``;
 - the ``Host`` header must be ``127.0.0.1:PORT`` or ``localhost:PORT`` (DNS rebinding: 421);
 - a POST must be ``application/json``, at most ``MAX_BODY`` bytes (413), and an ``Origin``,
   when the browser sends one, must be this server's;
@@ -37,6 +41,8 @@ import json
 import secrets
 import sys
 import threading
+import traceback
+import unicodedata
 from collections import Counter
 from http import HTTPStatus
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
@@ -45,7 +51,7 @@ from urllib.parse import parse_qs, urlsplit
 
 from exercises.html import markdown_to_html
 from formats.key_shape import assignment_id
-from formats.textfile import printable
+from formats.textfile import printable, terminal_safe
 
 from ..gradebook import Gradebook
 from ..marks import Conflict, Edit, MarkError, Target, clear, look, save
@@ -57,6 +63,10 @@ STATIC = {"/mark.js": "text/javascript; charset=utf-8", "/mark.css": "text/css; 
 MAX_BODY = 256 * 1024             # bytes of a POST body: a grade with a 10,000-character comment fits
 GRADER_LIMIT = 100                # characters of a grader's name
 TOKEN_HEADER = "X-Attnkit-Token"
+# How long one connection may sit between two reads or writes. Without it a client that sends
+# its headers byte by byte, or a Content-Length it never delivers, or a keep-alive connection a
+# closed tab left behind, holds its thread (and socket) until the server stops.
+REQUEST_TIMEOUT = 30.0            # seconds
 COMMENTS_OFFERED = 30             # the most used comments of a part, offered for reuse
 SECURITY_HEADERS = {
     "Content-Security-Policy": "default-src 'none'; script-src 'self'; style-src 'self'; "
@@ -234,6 +244,19 @@ class MarkingApi:
         return ApiError(409, str(err), {"answers": [_answer_json(now[a.student]) for a, _ in answers]})
 
 
+def _not_json(literal: str):
+    # NaN, Infinity, -Infinity: Python's json reads them, JSON (RFC 8259) has no such values,
+    # and no score or adjustment can be one.
+    raise ValueError(f"{literal} is not JSON")
+
+
+def _finite(literal: str) -> float:
+    value = float(literal)             # 1e999 reads as inf: refused like Infinity
+    if value != value or value in (float("inf"), float("-inf")):
+        raise ValueError(f"{literal}: not a finite number")
+    return value
+
+
 def _with(a: Answer, mark) -> Answer:
     return Answer(a.student, a.name, a.position, a.text, a.result, mark, look(mark, a.result), a.group)
 
@@ -277,6 +300,11 @@ def _grader(body: dict, default: str) -> str:
     name = body.get("grader") or default
     if not isinstance(name, str) or len(name.strip()) == 0 or len(name) > GRADER_LIMIT:
         raise ApiError(400, f"grader: a name of 1 to {GRADER_LIMIT} characters")
+    # A name is shown in every history line, the conflict box and the reports: control and
+    # format characters (ESC, bidi overrides, zero-width ones) there would only disguise who
+    # saved a grade, so they are refused rather than stored.
+    if any(unicodedata.category(c) in ("Cc", "Cf", "Cs", "Zl", "Zp") for c in name):
+        raise ApiError(400, "grader: a name without control or format characters")
     return name.strip()
 
 
@@ -290,6 +318,7 @@ class _Handler(BaseHTTPRequestHandler):
     protocol_version = "HTTP/1.1"
     routes_get = {"/api/parts": "parts", "/api/part": "part", "/api/answer": "answer"}
     routes_post = {"/api/mark": "mark", "/api/clear": "clear"}
+    timeout = REQUEST_TIMEOUT             # StreamRequestHandler sets it on the connection's socket
 
     @property
     def app(self) -> "MarkingServer":
@@ -307,10 +336,18 @@ class _Handler(BaseHTTPRequestHandler):
             if not self._token_ok(self.headers.get(TOKEN_HEADER)):
                 return self._plain(403, "forbidden")
             return self._api(lambda: getattr(self.app.api, self.routes_get[url.path])(query))
-        if not self._token_ok((query.get("token") or [None])[0] or self.headers.get(TOKEN_HEADER)):
+        in_url = (query.get("token") or [None])[0]
+        if not self._token_ok(in_url or self.headers.get(TOKEN_HEADER) or self._cookie_token()):
             return self._plain(403, "forbidden")
         if url.path == "/":
-            return self._send(200, self.app.index_html(), "text/html; charset=utf-8")
+            # The page takes the token out of the address bar (history.replaceState: no
+            # screen share, bookmark or history entry shows it); a reload then proves it with
+            # this cookie — HttpOnly (no script reads it), SameSite=Strict (no other site's
+            # link or form sends it), named by the port (cookies are not kept apart by port).
+            # It opens the page and its files only: the API still wants the header.
+            cookie = None if in_url is None else \
+                f"{self.app.cookie_name}={self.app.token}; Path=/; HttpOnly; SameSite=Strict"
+            return self._send(200, self.app.index_html(), "text/html; charset=utf-8", cookie=cookie)
         if url.path in STATIC:
             return self._send(200, (PAGE / url.path[1:]).read_bytes(), STATIC[url.path])
         return self._plain(404, "not found")
@@ -327,6 +364,16 @@ class _Handler(BaseHTTPRequestHandler):
         if body is not None:
             self._api(lambda: getattr(self.app.api, self.routes_post[url.path])(body))
 
+    def _cookie_token(self) -> str | None:
+        # Split by hand: http.cookies stops at the first cookie it cannot parse, and every
+        # other program on 127.0.0.1 (any port) shares this cookie jar.
+        for header in self.headers.get_all("Cookie") or []:
+            for pair in header.split(";"):
+                name, _, value = pair.strip().partition("=")
+                if name == self.app.cookie_name:
+                    return value
+        return None
+
     def _body(self) -> dict | None:
         """The POST's JSON object, or None after answering why not (411, 413, 415, 400)."""
         kind = (self.headers.get("Content-Type") or "").split(";")[0].strip().lower()
@@ -339,8 +386,11 @@ class _Handler(BaseHTTPRequestHandler):
         if length < 0 or length > MAX_BODY:
             return self._plain(413, f"at most {MAX_BODY} bytes", close=True)
         try:
-            body = json.loads(self.rfile.read(length).decode("utf-8"))
-        except (UnicodeDecodeError, ValueError):
+            body = json.loads(self.rfile.read(length).decode("utf-8"),
+                              parse_constant=_not_json, parse_float=_finite)
+        except (UnicodeDecodeError, ValueError, RecursionError):
+            # RecursionError: 256 KB of "[" nests deeper than the parser recurses; uncaught, it
+            # left the request unanswered and a traceback in the TA's terminal.
             return self._json(400, {"error": "the body is not JSON"})
         if not isinstance(body, dict):
             return self._json(400, {"error": "the body must be a JSON object"})
@@ -354,8 +404,8 @@ class _Handler(BaseHTTPRequestHandler):
         except ConnectionError:
             self.close_connection = True      # the browser went away (a reload, another page)
         except Exception:  # noqa: BLE001 — a bug answers 500, and says nothing of the gradebook
+            _report_crash()                   # in the terminal first, then the page is told
             self._json(500, {"error": "internal error (see the terminal running attnkit mark)"})
-            raise
 
     def _host_ok(self) -> bool:
         host = (self.headers.get("Host") or "").lower()
@@ -385,18 +435,28 @@ class _Handler(BaseHTTPRequestHandler):
         self.request_version = self.protocol_version
         self._plain(code, HTTPStatus(code).phrase.lower(), close=True)
 
-    def _send(self, status: int, body: bytes, kind: str, close: bool = False) -> None:
+    def _send(self, status: int, body: bytes, kind: str, close: bool = False,
+              cookie: str | None = None) -> None:
         self.send_response(status)
         self.send_header("Content-Type", kind)
         self.send_header("Content-Length", str(len(body)))
         for name, value in SECURITY_HEADERS.items():
             self.send_header(name, value)
+        if cookie:
+            self.send_header("Set-Cookie", cookie)
         if close:
             self.send_header("Connection", "close")
             self.close_connection = True
         self.end_headers()
         if self.command != "HEAD":
             self.wfile.write(body)
+
+
+def _report_crash() -> None:
+    # socketserver prints a traceback raw; an exception's message can quote a request (a
+    # student id, a comment): shown with terminal_safe, so no escape sequence in it runs.
+    print("attnkit mark: a request failed:\n" + terminal_safe(traceback.format_exc()),
+          file=sys.stderr, flush=True)
 
 
 class _Server(ThreadingHTTPServer):
@@ -406,8 +466,9 @@ class _Server(ThreadingHTTPServer):
 
     def handle_error(self, request, client_address) -> None:
         # A request still running while the server stops meets a closed gradebook: not a bug.
-        if not self.app.closing and not isinstance(sys.exc_info()[1], ConnectionError):
-            super().handle_error(request, client_address)
+        if self.app.closing or isinstance(sys.exc_info()[1], (ConnectionError, TimeoutError)):
+            return
+        _report_crash()
 
 
 class MarkingServer:
@@ -431,6 +492,10 @@ class MarkingServer:
         self._serving = threading.Event()
         self.closing = False
         self._index = (PAGE / "index.html").read_text(encoding="utf-8")
+
+    @property
+    def cookie_name(self) -> str:
+        return f"attnkit-mark-{self.port}"
 
     @property
     def url(self) -> str:

@@ -433,11 +433,8 @@ def _score(state: State, rubric: Rubric, kind: str, answer: Answer) -> float | N
     auto = answer.result.score if answer.result is not None else 0.0
     if not state.graded:
         return None if kind == HAND else auto
-    base = rubric.start
-    if kind == OVERRIDE:
-        current = answer.mark
-        base = current.base if current and current.active and current.kind == OVERRIDE else auto
-    return rubric.score(state.items, state.adjustment, base)
+    # (an override: of the automatic score as it is now, as ``marks.save`` scores it)
+    return rubric.score(state.items, state.adjustment, auto if kind == OVERRIDE else rubric.start)
 
 
 def _same_answer(cell: str, answer: Answer) -> bool:

@@ -8,6 +8,7 @@ import shutil
 import signal
 import subprocess
 import sys
+import time
 import urllib.request
 from pathlib import Path
 
@@ -120,3 +121,36 @@ def test_export_then_import_of_an_unchanged_sheet_changes_nothing(capsys, graded
     assert "0 to change, 12 unchanged, 0 refused" in printed
     code, printed, err = run(capsys, "mark", "import", str(EXAMPLE), str(sheet), *common, "--apply")
     assert code == 0 and "saved 0 grades" in printed
+
+
+def test_the_browser_is_opened_through_a_private_redirect_file_never_with_the_token(graded_class, tmp_path):
+    """A browser started with the URL would show the token to every user in ``ps``: the
+    command line holds a file only this user can read, which redirects to the page."""
+    out, _, gradebook, secret = graded_class(12)
+    copy = tmp_path / "gradebook.sqlite"
+    shutil.copy(gradebook, copy)
+    seen = tmp_path / "browser-argv.txt"
+    fake = tmp_path / "fake-browser"
+    fake.write_text(f"#!/bin/sh\nprintf '%s\\n' \"$@\" > {seen}\ncat \"${{1#file://}}\" >> {seen}\n")
+    fake.chmod(0o755)
+    proc = subprocess.Popen([sys.executable, "-m", "attnkit", "mark", str(EXAMPLE), "--build", str(out),
+                             "--gradebook", str(copy)], cwd=ROOT,
+                            env={**os.environ, "ATTNKIT_SECRET": secret, "BROWSER": f"{fake} %s"},
+                            stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    try:
+        url = next(line.strip() for line in proc.stdout if line.strip().startswith("http://"))
+        token = url.split("token=")[1]
+        for _ in range(300):
+            if seen.exists() and "refresh" in seen.read_text():
+                break
+            time.sleep(0.1)                        # (waiting for the browser to start)
+        argv, *page = seen.read_text().splitlines()
+        redirect = Path(argv.removeprefix("file://"))
+        assert token not in argv and redirect.name.startswith("attnkit-mark-")
+        assert (redirect.stat().st_mode & 0o777) == 0o600
+        assert token in "".join(page) and "http-equiv=\"refresh\"" in "".join(page)
+        proc.send_signal(signal.SIGINT)
+        proc.communicate(timeout=30)
+    finally:
+        proc.kill()
+    assert proc.returncode == 0 and not redirect.exists()       # tidied at the stop

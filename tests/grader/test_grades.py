@@ -71,3 +71,87 @@ def test_a_cutoff_counts_the_last_handin_before_it_and_refuses_the_rest(gradeboo
     assert refused.status == NOT_ACCEPTED and refused.total == 0 and refused.look
     # its page shows no part of the refused handin as if it had counted
     assert all(part.result is None for part in with_answers(gradebook, key, refused).parts)
+
+
+# --- hand grades under a late policy (grader.marks) -------------------------------------------
+
+from formats.key_shape import is_free_response, problem_record  # noqa: E402
+from grader import marks  # noqa: E402
+from grader.exports import export_rows, gradescope_results  # noqa: E402
+from grader.grades import to_review  # noqa: E402
+from grader.marking.queue import part_queue, parts_to_mark  # noqa: E402
+from grader.reports import summary_json  # noqa: E402
+
+
+def free_part(key, student):
+    return next((pid, part) for pid, record in problem_records(key["students"][student])
+                if is_free_response(record) for part, _ in graded_parts(record))
+
+
+def auto_part(key, student):
+    return next((pid, part) for pid, record in problem_records(key["students"][student])
+                if not is_free_response(record) for part, _ in graded_parts(record))
+
+
+def result_of(gradebook, key, student, problem, part):
+    return next(r for r in gradebook.results(assignment_id(key), student) if (r.problem, r.part) == (problem, part))
+
+
+def mark(gradebook, key, student, problem, part, result, reason=""):
+    record = problem_record(key["students"][student], problem)
+    items = tuple(i["id"] for i in record.get("rubric", {}).get(part, {}).get("items", ())[:1])
+    return marks.save(gradebook, key, problem, part, [marks.Target(student, 0, result)],
+                      marks.Edit(items, 0.0 if items else 0.5, "", reason), "ta")[0]
+
+
+def test_a_mark_of_a_student_the_late_policy_refuses_waits_for_nobody(gradebook, key):
+    _, bo, _ = key_students(key)
+    problem, part = free_part(key, bo)
+    mark(gradebook, key, bo, problem, part, result_of(gradebook, key, bo, problem, part))   # (no policy yet)
+    refused = by_id(class_grades(gradebook, key, Deadline(DUE, LatePolicy("cutoff"))))[bo]
+    assert refused.status == NOT_ACCEPTED and refused.total == 0
+    assert refused.waiting == 0 and not any(p.recheck for p in refused.parts)
+    review = {sid: look for sid, _, look in to_review(gradebook, key, Deadline(DUE, LatePolicy("cutoff")))}
+    assert not any(code == "mark-recheck" for code, _ in review[bo])
+    summary = {s["id"]: s for s in summary_json(gradebook, key, Deadline(DUE, LatePolicy("cutoff")))["students"]}
+    assert summary[bo]["waiting_parts"] == 0
+    # nothing of theirs is graded later: no pending points, no "pending" test on Gradescope
+    (row,) = [r for r in export_rows([refused], key)]
+    assert row.pending == 0 and row.complete
+    results = gradescope_results(refused, key)
+    assert results["extra_data"]["pending_points"] == 0
+    assert not any("pending" in t["name"].lower() or "pending" in t["output"].lower() for t in results["tests"])
+
+
+def test_an_override_of_a_part_without_an_auto_result_needs_no_second_look(gradebook, key):
+    ada, _, cy = key_students(key)
+    problem, part = auto_part(key, cy)
+    a = assignment_id(key)
+    rows = [ResultRow(a, cy, pid, p, points, points, "passed")
+            for pid, record in problem_records(key["students"][cy]) for p, points in graded_parts(record)
+            if (pid, p) != (problem, part)]                       # no row for the auto part
+    gradebook.record(SubmissionRow(a, cy, "cy.ipynb", "cy", "graded", (), 0.0, total_points(key),
+                                   received_at=DUE.isoformat(), received_from="test"), rows)
+    m = mark(gradebook, key, cy, problem, part, None, reason="graded by reading the notebook")
+    (p,) = [p for p in by_id(class_grades(gradebook, key))[cy].parts if (p.problem, p.part) == (problem, part)]
+    assert p.mark == m and p.recheck == "" and not p.waiting
+    (answer,) = [x for x in part_queue(gradebook, key, problem, part).answers if x.student == cy]
+    assert answer.look == "" and answer.done
+
+
+def test_a_hand_grade_whose_counted_handin_has_no_answer_waits_in_the_queue_and_the_reports_alike(gradebook, key):
+    ada, _, _ = key_students(key)
+    problem, part = free_part(key, ada)
+    sub = gradebook.submission(assignment_id(key), ada)
+    rows = gradebook.results(assignment_id(key), ada, handin=sub.handin)
+    gradebook.record(sub, [ResultRow(**{**r.__dict__, "answer": "my answer", "status": "manual"})
+                           if (r.problem, r.part) == (problem, part) else r for r in rows])
+    mark(gradebook, key, ada, problem, part, result_of(gradebook, key, ada, problem, part))
+    gradebook.record(sub, [r for r in rows if (r.problem, r.part) != (problem, part)])   # graded again: no row now
+    (p,) = [p for p in by_id(class_grades(gradebook, key))[ada].parts if (p.problem, p.part) == (problem, part)]
+    assert "no answer" in p.recheck and p.waiting
+    (answer,) = [x for x in part_queue(gradebook, key, problem, part).answers if x.student == ada]
+    assert answer.look == p.recheck and not answer.done
+    queue = part_queue(gradebook, key, problem, part)
+    (summary,) = [s for s in parts_to_mark(gradebook, key) if (s.problem, s.part) == (problem, part)]
+    assert summary.graded == queue.graded

@@ -248,3 +248,32 @@ def test_a_schema_2_gradebook_gains_the_hand_grade_tables_and_keeps_every_grade(
         assert old.results(assignment_id(key)) == before
         assert marks.marks(old, assignment_id(key)) == {}
         grade(old, key, answered(old, key)[0], ["same_vector"])
+
+
+def test_an_override_saved_again_after_a_regrade_starts_from_the_new_auto_score(course):
+    key, gb = course
+    part, a = auto_part(gb, key)
+    grade(gb, key, a, adjustment=0.5, part=part, reason="partial credit")
+    new_auto = 0.0 if a.result.score else min(1.0, a.result.max_score)
+    regraded(gb, a, *part, score=new_auto, message="a fixed key")        # the auto result changed
+    (now,) = [x for x in part_queue(gb, key, *part).answers if x.student == a.student]
+    assert "automatic result changed" in now.look
+    again = marks.save(gb, key, *part, [target(now)], marks.Edit((), 0.5, "", "partial credit, checked"), "ta1")[0]
+    assert again.base == new_auto and again.score == min(new_auto + 0.5, a.result.max_score)
+    (p,) = [p for p in {s.id: s for s in class_grades(gb, key)}[a.student].parts if (p.problem, p.part) == part]
+    assert p.recheck == "" and p.score == again.score
+
+
+def test_a_mark_is_judged_by_the_counted_handin_alone_whatever_the_others_hold(course):
+    key, gb = course
+    a = answered(gb, key)[0]
+    grade(gb, key, a, ["same_vector"])
+    sub = gb.submission(assignment_id(key), a.student)
+    rows = gb.results(assignment_id(key), a.student, handin=sub.handin)
+    older = sub.__class__(**{**sub.__dict__, "handin": "an-older-notebook", "content_hash": "older",
+                             "received_at": "2000-01-01T00:00:00+00:00"})
+    gb.record(older, [ResultRow(**{**r.__dict__, "answer": "an earlier answer"}) for r in rows])
+    assert gb.submission(assignment_id(key), a.student).handin == sub.handin     # the mark's still counts
+    assert marks.rechecks(gb, assignment_id(key), {a.student: sub.handin}) == {}
+    assert (a.student, *FREE) in marks.rechecks(gb, assignment_id(key), {a.student: "an-older-notebook"})
+    assert marks.rechecks(gb, assignment_id(key), {}) == {}

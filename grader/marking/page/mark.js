@@ -10,6 +10,9 @@
 (() => {
   const $ = (id) => document.getElementById(id);
   const TOKEN = document.querySelector('meta[name="attnkit-token"]').content;
+  // The token out of the address bar at once (a shared screen, a bookmark, the history would
+  // show it); a reload gets in with the HttpOnly cookie the server set with this page.
+  if (location.search) history.replaceState(null, "", location.pathname + location.hash);
   const HAND = "hand";
   const S = {
     parts: [], part: null, answers: [], byStudent: new Map(), groups: [],
@@ -62,7 +65,10 @@
   // --- where we are: the URL's hash keeps it across a reload --------------------------------
 
   function readHash() {
-    const [problem, part, mode, n] = decodeURIComponent(location.hash.slice(1)).split("/");
+    // A malformed escape (#%E0%A4%A) would throw here and leave the page blank: read as none.
+    let hash = "";
+    try { hash = decodeURIComponent(location.hash.slice(1)); } catch (err) { hash = ""; }
+    const [problem, part, mode, n] = hash.split("/");
     return { problem, part, mode, n: Math.max(parseInt(n, 10) || 1, 1) - 1 };
   }
 
@@ -293,7 +299,9 @@
       return li;
     }));
     $("no-items").hidden = !!items.length;
-    $("adjustment").value = String(S.view.adjustment);
+    // A field the grader is typing in is left alone: an earlier save answering meanwhile
+    // must not put the old value back (the edit is saved when the field is left).
+    if (document.activeElement !== $("adjustment")) $("adjustment").value = String(S.view.adjustment);
     if (r) { $("adjustment").min = String(r.floor - r.ceiling); $("adjustment").max = String(r.ceiling - r.floor); }
     if (document.activeElement !== $("comment")) $("comment").value = S.view.comment;
     if (document.activeElement !== $("reason")) $("reason").value = S.view.reason;

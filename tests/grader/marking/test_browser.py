@@ -169,6 +169,28 @@ def test_a_reload_keeps_everything(served, page):
     assert mark.score == 0.5 and mark.comment == "Kept across a reload."
 
 
+def test_a_save_answering_while_the_grader_types_does_not_undo_the_typing(served, page):
+    """The comment's save is held in flight while the adjustment is typed; when it answers,
+    the page redraws the editor — and must leave the field being typed in alone."""
+    server, key, gradebook = served
+    student = open_part(page, server)
+    held = []
+    page.route("**/api/mark", lambda route: route.continue_() if held else held.append(route))
+    page.fill("#comment", "Saved while typing.")
+    page.locator("#adjustment").focus()               # the comment's save starts, and is held
+    page.wait_for_function("document.body.dataset.pending === '1'")
+    page.fill("#adjustment", "-0.5")
+    while not held:
+        page.wait_for_timeout(20)                     # (until the held request reached the route)
+    held[0].continue_()                               # the comment's save answers now
+    page.wait_for_function("document.body.dataset.pending === '0'")
+    assert page.input_value("#adjustment") == "-0.5"
+    page.keyboard.press("Tab")                        # leaving the field saves it
+    page.wait_for_function("document.body.dataset.pending === '0'")
+    mark = marks_of(gradebook, key, [student])[student]
+    assert (mark.comment, mark.adjustment, mark.version) == ("Saved while typing.", -0.5, 2)
+
+
 def test_two_tas_on_the_same_grade_see_a_conflict_and_lose_nothing(served, browser):
     server, key, gradebook = served
     one, two = browser.new_context(bypass_csp=True), browser.new_context(bypass_csp=True)
@@ -256,3 +278,108 @@ def test_timing_opening_a_part_of_1000_answers(graded_class, tmp_path, browser, 
     with capsys.disabled():
         print(f"\nmarking page: a part of 1,000 answers shown {', '.join(f'{t * 1000:.0f}' for t in times)} ms "
               "after navigation (first run: the parts list not read yet)")
+
+
+def test_the_token_leaves_the_address_bar_and_a_reload_still_opens_the_page(served, page):
+    server, _, _ = served
+    open_part(page, server)
+    assert "token=" not in page.url and server.token not in page.url
+    assert page.url.startswith(f"http://127.0.0.1:{server.port}/#{PROBLEM}/{PART}/")
+    page.reload()                                   # the HttpOnly cookie lets it in
+    page.wait_for_selector("body[data-state=shown]")
+    assert server.token not in page.url
+    assert page.evaluate("document.cookie") == ""   # HttpOnly: no script reads the token from it
+
+
+def test_a_malformed_hash_opens_the_first_part(served, page):
+    server, _, _ = served
+    page.goto(f"{server.url}#%E0%A4%A")
+    page.wait_for_selector("body[data-state=shown]")
+    assert page.errors == []
+
+
+def test_hostile_text_in_every_field_and_view_stays_text(served, browser, tmp_path):
+    """A hostile student name, auto message, misconception (so the group label), grader name,
+    comment, reason, a history line and the conflict box: none becomes markup."""
+    import json
+    import urllib.request
+
+    from formats.key_shape import entry_for
+
+    _, key, gradebook = served
+    evil = {f: f"<img src=x onerror=alert('{f}')><script>alert('{f}')</script>"
+            for f in ("name", "message", "grader", "comment", "reason", "other")}
+    with Gradebook(gradebook) as gb:
+        q = part_queue(gb, key, PROBLEM, PART)
+        target = q.answers[0].student
+        diagnosed = [a.student for a in part_queue(gb, key, "dog_ran_fast", "slide_scaled").answers[:2]]
+        a_target = diagnosed[0]
+        for student in diagnosed:                  # a group of two; its label quotes the message
+            handin = gb.handins(assignment_id(key), student)[0]
+            gb.record(handin, [dataclasses.replace(r, status="failed", score=0.0, message=evil["message"],
+                                                   misconception="no_scale")
+                               if (r.problem, r.part) == ("dog_ran_fast", "slide_scaled") else r
+                               for r in gb.results(assignment_id(key), student)])
+    # a shallow copy (the key holds a lock): only this student's entry is a new dict
+    hostile_key = {**key, "students": {**key["students"], target: {**entry_for(key, target), "name": evil["name"]}}}
+    server, thread = serve(gradebook, hostile_key)
+    context = browser.new_context(bypass_csp=True)  # escaping alone must hold
+    p = context.new_page()
+    dialogs, errors = [], []
+    p.on("dialog", lambda d: (dialogs.append(d.message), d.dismiss()))
+    p.on("pageerror", lambda e: errors.append(str(e)))
+    try:
+        open_part(p, server)
+        p.check("#names")
+        assert evil["name"] in p.text_content("#who")
+        p.fill("#grader", evil["grader"])
+        p.keyboard.press("Tab")
+        p.fill("#comment", evil["comment"])
+        p.keyboard.press("Tab")
+        p.wait_for_function("document.body.dataset.pending === '0'")
+        press_and_settle(p, "1")
+        p.reload()
+        p.wait_for_selector("body[data-state=shown]")
+        assert evil["grader"] in p.text_content("#history") and evil["comment"] in p.text_content("#history")
+        assert p.locator("#reuse-list button").first.get_attribute("title") == evil["comment"]
+        # another TA saves over it (hostile comment): the conflict box quotes it
+        a = next(x for x in json.loads(urllib.request.urlopen(urllib.request.Request(
+            f"http://127.0.0.1:{server.port}/api/part?problem={PROBLEM}&part={PART}",
+            headers={"X-Attnkit-Token": server.token})).read())["answers"] if x["student"] == target)
+        body = {"problem": PROBLEM, "part": PART, "items": [], "adjustment": 0, "comment": evil["other"],
+                "reason": "", "grader": "ta-other", "students": [{"id": target, "version": a["version"]}]}
+        urllib.request.urlopen(urllib.request.Request(
+            f"http://127.0.0.1:{server.port}/api/mark", data=json.dumps(body).encode(), method="POST",
+            headers={"X-Attnkit-Token": server.token, "Content-Type": "application/json"}))
+        press_and_settle(p, "2")
+        assert p.is_visible("#conflict") and evil["other"] in p.text_content("#conflict-text")
+        assert evil["comment"] in p.text_content("#conflict-mine")
+        # the auto-graded part: the message, the group label, a hostile reason
+        with Gradebook(gradebook) as gb:
+            position = next(x.position for x in part_queue(gb, hostile_key, "dog_ran_fast", "slide_scaled").answers
+                            if x.student == a_target)
+        open_part(p, server, f"dog_ran_fast/slide_scaled/answers/{position}")
+        assert evil["message"] in p.text_content("#auto")
+        assert "diagnosed: " + evil["message"] in p.text_content("#group-note")
+        p.fill("#reason", evil["reason"])
+        p.keyboard.press("Tab")
+        p.fill("#adjustment", "-0.5")
+        p.keyboard.press("Tab")
+        p.wait_for_function("document.body.dataset.pending === '0'")
+        p.reload()
+        p.wait_for_selector("body[data-state=shown]")
+        assert p.input_value("#reason") == evil["reason"]
+        p.keyboard.press("g")                          # the groups view, its label in #who
+        p.wait_for_function("document.body.dataset.state === 'shown'")
+        for _ in range(30):
+            if evil["message"] in p.text_content("#who"):
+                break
+            go(p, "j")
+        assert evil["message"] in p.text_content("#who")
+        assert p.evaluate("document.querySelectorAll('img, script:not([src]), [onerror]').length") == 0
+        time.sleep(0.3)                                # give a script that got in the time to run
+        assert dialogs == [] and errors == []
+    finally:
+        context.close()
+        server.shutdown()
+        thread.join(5)

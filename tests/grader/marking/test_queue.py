@@ -9,7 +9,7 @@ import pytest
 
 from formats.key_shape import entry_for, problem_record
 from grader import marks
-from grader.gradebook import Gradebook
+from grader.gradebook import Gradebook, ResultRow
 from grader.marking.queue import HAND, OVERRIDE, detail, normalised, order_key, part_queue, parts_to_mark
 
 
@@ -58,10 +58,37 @@ def test_identical_normalised_answers_form_one_group(course):
     assert len({a.group for a in singles}) == len(singles)
 
 
-def test_normalising_ignores_case_spacing_emphasis_and_final_punctuation():
-    assert normalised("  The SAME   vector,\n for **both**. ") == normalised("the same vector, for both")
-    assert normalised("ﬁne") == normalised("fine")                      # NFKC
+def test_normalising_ignores_spacing_and_a_final_full_stop_only():
+    assert normalised("  The same   vector,\n for both. ") == normalised("The same vector, for both")
+    assert normalised("e\u0301t\u00e9") == normalised("\u00e9te\u0301")          # NFC: one spelling of é
     assert normalised("the same vector") != normalised("a different vector")
+
+
+@pytest.mark.parametrize("one, other", [
+    ("2*3", "23"), ("x_1 + x_2", "x1 + x2"), ("`a` * b", "a b"), ("**not** linear", "not linear"),
+    ("Q K^T", "q k^t"), ("d_k", "D_k"), ("x²", "x2"), ("n!", "n"), ("½", "1⁄2")])
+def test_normalising_never_folds_a_difference_that_can_change_the_answer(one, other):
+    # a group's grade goes to every member: two answers that may say different things
+    # must never share a group, or a student gets a grade for an answer nobody read
+    assert normalised(one) != normalised(other)
+
+
+def test_answers_too_large_to_keep_are_never_grouped_as_identical(course, tmp_path):
+    key, gb = course
+    sub = next(s for s in gb.submissions("attention-hw1")
+               if any(r.status == "manual" for r in gb.results("attention-hw1", s.student, handin=s.handin)
+                      if (r.problem, r.part) == ("motivation", "static")))
+    others = [s for s in gb.submissions("attention-hw1") if s.student != sub.student][:1]
+    for s in [sub, *others]:
+        rows = gb.results("attention-hw1", s.student, handin=s.handin)
+        # two different answers of the same (too large) size: the gradebook keeps the same marker for both
+        big = ("a" if s is sub else "b") * (70 * 1024)
+        gb.record(s, [ResultRow(**{**r.__dict__, "answer": big, "status": "manual", "score": 0.0})
+                      if (r.problem, r.part) == ("motivation", "static") else r for r in rows])
+    q = part_queue(gb, key, "motivation", "static")
+    texts = {a.student: a.text for a in q.answers}
+    assert texts[sub.student] == texts[others[0].student]                # the same marker text
+    assert not any({sub.student, others[0].student} <= set(g.members) for g in q.groups)
 
 
 def test_auto_graded_parts_are_grouped_by_the_diagnosis(course):
@@ -92,3 +119,14 @@ def test_the_detail_is_the_students_own_prompt_givens_and_rubric(course):
     assert dn.kind == "numeric" and {"W_Q", "W_K", "W_V", "X"} <= set(dn.givens)
     assert dn.givens["X"].startswith("np.array(") and dn.givens["X"] != dm.givens["X"]
     assert dn.rubric.items == () and dn.rubric.ceiling == 1.0      # no rubric: the part's range
+
+
+def test_an_auto_graded_parts_progress_counts_the_overrides_in_the_queue_and_the_list_alike(course):
+    key, gb = course
+    q = part_queue(gb, key, "dog_ran_fast", "slide_scaled")
+    a = q.answers[0]
+    marks.save(gb, key, "dog_ran_fast", "slide_scaled", [marks.Target(a.student, 0, a.result)],
+               marks.Edit((), 0.0, "", "checked by hand"), "ta")
+    q = part_queue(gb, key, "dog_ran_fast", "slide_scaled")
+    (summary,) = [s for s in parts_to_mark(gb, key) if (s.problem, s.part) == ("dog_ran_fast", "slide_scaled")]
+    assert summary.kind == OVERRIDE and summary.graded == q.graded == 1

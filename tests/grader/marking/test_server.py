@@ -431,3 +431,110 @@ def test_a_server_killed_mid_save_loses_nothing_it_acknowledged(graded_class, tm
             entry = log[(student, version)]
             assert sorted(entry.mark["items"]) == items and entry.mark["comment"] == comment
             assert mark_of(gb, assignment_id(key), student, PROBLEM, PART).version >= version
+
+
+# --- the security review's attacks (each test fails without its fix) --------------------------
+
+def raw_exchange(server, data: bytes, timeout: float = 30) -> bytes:
+    """Send ``data`` on a fresh connection and read until the server closes it."""
+    import socket
+
+    with socket.create_connection(("127.0.0.1", server.port), timeout=timeout) as s:
+        s.sendall(data)
+        out = b""
+        while chunk := s.recv(65536):
+            out += chunk
+    return out
+
+
+def raw_post(server, body: bytes) -> bytes:
+    head = (f"POST /api/mark HTTP/1.1\r\nHost: 127.0.0.1:{server.port}\r\nX-Attnkit-Token: {server.token}\r\n"
+            f"Content-Type: application/json\r\nContent-Length: {len(body)}\r\nConnection: close\r\n\r\n")
+    return raw_exchange(server, head.encode() + body)
+
+
+def test_a_stuck_connection_is_closed_by_the_server(served, monkeypatch):
+    """A client sending its headers byte by byte (or never) cannot hold a thread forever."""
+    import grader.marking.server as server_module
+
+    server, _, _ = served
+    assert server_module._Handler.timeout is not None and server_module._Handler.timeout <= 60
+    monkeypatch.setattr(server_module._Handler, "timeout", 0.5)
+    # Half a request line and no more: the server closes; the client's 30 s would be a failure.
+    assert raw_exchange(server, f"GET /api/parts HTTP/1.1\r\nHost: 127.0.0.1:{server.port}\r\n".encode()) == b""
+    # A Content-Length the body never reaches: the same.
+    head = (f"POST /api/mark HTTP/1.1\r\nHost: 127.0.0.1:{server.port}\r\nX-Attnkit-Token: {server.token}\r\n"
+            "Content-Type: application/json\r\nContent-Length: 100\r\n\r\n{")
+    assert raw_exchange(server, head.encode()) == b""
+
+
+def test_deeply_nested_json_is_a_400_not_a_dropped_connection(served, capsys):
+    server, _, _ = served
+    reply = raw_post(server, b"[" * 200_000)
+    assert reply.split(b"\r\n")[0] == b"HTTP/1.1 400 Bad Request"
+    assert reply.endswith(b'{"error": "the body is not JSON"}')
+    assert "Traceback" not in capsys.readouterr().err
+
+
+@pytest.mark.parametrize("literal", ["NaN", "Infinity", "-Infinity", "1e999"])
+def test_nan_and_infinity_are_not_json(served, literal):
+    server, _, _ = served
+    a = first_answer(server)
+    body = json.dumps(mark_body(a, []))[:-1] + f', "adjustment": {literal}}}'
+    reply = raw_post(server, body.encode())
+    assert b" 400 " in reply.split(b"\r\n")[0] and reply.endswith(b'{"error": "the body is not JSON"}')
+
+
+@pytest.mark.parametrize("name", ["\u202eevil", "ta\x1b[2J", "zero\u200bwidth", "two\nlines"])
+def test_a_grader_name_with_control_or_format_characters_is_refused(served, name):
+    server, key, gradebook = served
+    a = first_answer(server)
+    status, data = api(server, "/api/mark", mark_body(a, ["same_vector"], grader=name))
+    assert status == 400 and "control or format" in data["error"]
+    with Gradebook(gradebook) as gb:
+        assert mark_of(gb, assignment_id(key), a["student"], PROBLEM, PART) is None
+
+
+def test_a_crash_is_written_to_the_terminal_escaped(served, capsys, monkeypatch):
+    server, _, _ = served
+
+    def boom(_query):
+        raise RuntimeError("\x1b]0;pwned\x07\x1b[2J from a request")
+    monkeypatch.setattr(server.api, "parts", boom)
+    status, data = api(server, "/api/parts")
+    assert status == 500 and data == {"error": "internal error (see the terminal running attnkit mark)"}
+    err = capsys.readouterr().err
+    assert "RuntimeError" in err and "\\x1b]0;pwned\\x07" in err
+    assert "\x1b" not in err and "\x07" not in err
+
+
+def test_the_page_sets_a_strict_cookie_so_the_token_can_leave_the_address_bar(served):
+    server, _, _ = served
+    status, headers, _ = request(server, "/", token="query")
+    assert status == 200
+    cookie = headers["Set-Cookie"]
+    assert cookie.startswith(f"attnkit-mark-{server.port}={server.token};")
+    assert "HttpOnly" in cookie and "SameSite=Strict" in cookie and "Path=/" in cookie
+    jar = f"other=1; =junk; a=\"b; attnkit-mark-{server.port}={server.token}"
+    for path in ("/", "/mark.js", "/mark.css"):          # a reload and its files: the cookie is enough
+        assert request(server, path, token=None, headers={"Cookie": jar})[0] == 200, path
+    # ... the right cookie only: another port's, or a wrong token, opens nothing
+    assert request(server, "/", token=None, headers={"Cookie": f"attnkit-mark-1={server.token}"})[0] == 403
+    assert request(server, "/", token=None, headers={"Cookie": f"attnkit-mark-{server.port}=guess"})[0] == 403
+    # ... and never the API: a save from any page must still carry the header
+    mine = {"Cookie": f"attnkit-mark-{server.port}={server.token}"}
+    assert request(server, "/api/parts", token=None, headers=mine)[0] == 403
+    a = first_answer(server)
+    assert request(server, "/api/mark", method="POST", token=None, headers=mine, body=mark_body(a, []))[0] == 403
+    # only the page opened with ?token= sets it
+    assert "Set-Cookie" not in request(server, "/", token=None, headers=mine)[1]
+
+
+def test_the_token_never_reaches_the_terminal(served, capsys):
+    server, _, _ = served
+    request(server, "/", token="query")
+    request(server, "/nowhere", token="query")
+    request(server, "/api/parts")
+    raw_exchange(server, f"BREW /?token={server.token} HTTP/1.1\r\nHost: 127.0.0.1:{server.port}\r\n\r\n".encode())
+    captured = capsys.readouterr()
+    assert server.token not in captured.err and server.token not in captured.out

@@ -475,3 +475,24 @@ def test_a_sheet_resaved_by_a_spreadsheet_still_imports(course, delimiter):
     assert [(c.student, c.after.items, c.after.adjustment) for c in plan.changes] == [
         ("s2026002", frozenset({"same_vector"}), -0.5)]
     assert plan.unchanged == STUDENTS * 3 - 1
+
+
+def test_an_override_changed_on_the_sheet_after_a_regrade_is_shown_with_the_score_it_gets(course):
+    key, gb, tmp = course
+    part = ("scaling", "variance")
+    t = target(gb, key, "s2026001", *part)
+    save(gb, key, *part, [t], Edit((), 0.5, "", "partial credit"), "ta1")
+    auto = 0.0 if t.result.score else 0.25
+    with gb.transaction() as c:                          # a regrade changes the automatic score
+        c.execute("UPDATE results SET score = ?, message = 'a fixed key' WHERE assignment = ? AND student = ? "
+                  "AND problem = ? AND part = ?", (auto, key["assignment"]["id"], "s2026001", *part))
+    path = tmp / "auto.csv"
+    export_sheet(gb, key, path, [part])
+    header, rows = read(path)
+    row = row_of(rows, "s2026001", "variance")
+    row["adjustment"] = "0.1"
+    write(path, header, rows)
+    plan = plan_import(gb, key, path)
+    assert plan.problems == [] and len(plan.changes) == 1
+    (mark,) = apply_import(gb, key, plan, "ta1")
+    assert plan.changes[0].after_score == mark.score == round(auto + 0.1, 6)   # the auto score now + 0.1
