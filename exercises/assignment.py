@@ -21,6 +21,7 @@ from pathlib import Path
 from formats.deadline import Deadline
 
 from . import rubrics
+from .follow import load_credit
 from .bank import BANK_DIR, template_files
 from .deadlines import read_deadline
 from .loading import LoadProblems, describe, key_path, parse_yaml_file, shown_path
@@ -33,7 +34,7 @@ TOP_KEYS = {"id": "required", "title": "required", "instructions": "optional",
             "due": "optional", "timezone": "optional", "late": "optional", "extensions": "optional"}
 PROBLEM_KEYS = {"template": "required", "id": "optional", "title": "optional",
                 "points": "optional", "parts": "optional", "tests": "optional",
-                "rtol": "optional", "atol": "optional"}
+                "rtol": "optional", "atol": "optional", "follow_credit": "optional"}
 SECRET_KEYS = {"env": "optional", "file": "optional"}
 PART_OVERRIDE_KEYS = {"points": "optional", "rtol": "optional", "atol": "optional",
                       "rubric": "optional"}   # rubric: {item id: points}
@@ -275,6 +276,9 @@ def _problems(load: LoadProblems, data: LineDict, templates: _Templates) -> tupl
                           default=template.title if template else "")
         if template is not None:
             template = _overridden(load, entry, key, template)
+        credit = load_credit(load, entry, key_path(key, "follow_credit"))
+        if template is not None and credit is not None:
+            template = replace(template, follow_credit=credit)
         if template is not None and pid is not None and title is not None:
             out.append(Problem(pid, template, title, entry.line))
     return tuple(out)

@@ -18,6 +18,7 @@ from pathlib import Path
 
 from . import expressions, references
 from .render import RenderError, text_names
+from .follow import DEFAULT_CREDIT, load_credit, load_follow
 from .rubrics import MISPLACED_TEST, MISPLACED_TOP, load_rubric, texts as rubric_texts
 from formats.rubric import Rubric
 from .checks import CHECKS
@@ -48,11 +49,11 @@ TOP_KEYS = {"id": "required", "title": "required", "objective": "required", "kin
             "function": "optional", "reference": "optional", "output": "optional",
             "tests": "optional", "misconceptions": "optional", "rtol": "optional",
             "atol": "optional", "solution": "optional", "sampling": "optional",
-            "tags": "optional", "notes": "optional"}
+            "tags": "optional", "notes": "optional", "follow_credit": "optional"}
 PART_KEYS = {"id": "required", "prompt": "optional", "points": "required", "answer": "optional",
              "rtol": "optional", "atol": "optional", "misconceptions": "optional",
              "checks": "optional", "options": "optional", "shuffle": "optional",
-             "rubric": "optional"}
+             "rubric": "optional", "follow": "optional"}
 OPTION_KEYS = {"text": "required", "correct": "optional", "feedback": "optional"}
 FUNCTION_KEYS = {"name": "required", "signature": "required", "returns": "optional"}
 TEST_KEYS = {"family": "required", "points": "required", "cases": "optional",
@@ -119,6 +120,7 @@ class Part:
     options: tuple[Option, ...] | Expression | None = None
     shuffle: bool = True
     rubric: Rubric | None = None     # formats.rubric; texts unrendered (exercises.rubrics)
+    follow: Expression | None = None  # the answer from earlier parts' answers (exercises.follow)
 
 
 @dataclass(frozen=True)
@@ -167,6 +169,7 @@ class Template:
     allow_fully_masked_rows: bool = False
     tags: tuple[str, ...] = ()
     notes: str = ""
+    follow_credit: float = DEFAULT_CREDIT   # the share a follow-through earns (exercises.follow)
     source_digest: str = ""            # SHA-256 of the YAML file: the answer key records it
     lines: dict = field(default_factory=dict, compare=False)   # key path → line
 
@@ -267,6 +270,7 @@ def parse_template(data, path: str) -> Template:
     tags = _tags(load, data)
     max_attempts, tie_gap = _attempts(load, sampling)
     _texts(load, data, part_entries, scope, values_scope)
+    credit = load_credit(load, data, "follow_credit")
     if load.problems:
         raise TemplateError(load.problems)
     lines = {str(k): data.line_of(k) for k in data}
@@ -277,7 +281,8 @@ def parse_template(data, path: str) -> Template:
         output=output, tests=tuple(tests), misconceptions=misconceptions, rtol=rtol, atol=atol,
         max_attempts=max_attempts, tie_gap=tie_gap,
         allow_fully_masked_rows=allow_masked, tags=tuple(tags),
-        notes=str(data.get("notes", "") or ""), lines=lines)
+        notes=str(data.get("notes", "") or ""), lines=lines,
+        follow_credit=credit if credit is not None else DEFAULT_CREDIT)
 
 
 # What every text of a variant may read besides its values (``Variant.context``).
@@ -626,8 +631,11 @@ def _parts(load, raw, line, kind, scope, calls, tolerance) -> tuple[list[Part], 
         _numeric_only_keys(load, entry, key, kind)
         entries.append(entry)
         pid = _part_id(load, entry, key, i, ids, scope)
+        earlier = [p.id for p in parts]
         ids.add(pid)
-        parts.append(_part(load, entry, key, pid, kind, scope, calls, tolerance))
+        part = _part(load, entry, key, pid, kind, scope, calls, tolerance)
+        follow = load_follow(load, entry, key, kind, scope, earlier, calls)
+        parts.append(replace(part, follow=follow) if follow is not None else part)
         part_scope.add(pid)
     scope |= part_scope
     return parts, entries

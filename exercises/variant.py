@@ -31,7 +31,7 @@ from solutions.misconceptions import BLOCKED_SCORE
 from formats import serialize
 from formats.rubric import Rubric
 
-from . import references, rubrics
+from . import follow, references, rubrics
 from .checks import CHECKS
 from formats.compare import compare, is_numeric, within
 from .distributions import DISTRIBUTIONS
@@ -151,8 +151,15 @@ class Variant:
                        "args": serialize.encode_names(case.args),
                        "expected": serialize.to_jsonable(case.expected)} for case in self.tests],
             "twins": _jsonable_twins(self.twins),
+            **self._follow_fields(),
         }
         return {**body, "digest": serialize.digest(body)}
+
+    def _follow_fields(self) -> dict:
+        """The follow-through recipes and their credit (nothing for a template without one,
+        so its records and digests stay as they were)."""
+        recipes = follow.follow_record(self) if self.template.kind == "numeric" else {}
+        return {"follow": recipes, "follow_credit": self.template.follow_credit} if recipes else {}
 
     @property
     def digest(self) -> str:
@@ -353,6 +360,7 @@ def _draw(template, evaluator, rng, rng_seed, seed, attempt, validate=True) -> V
     if validate:
         _misconceptions_caught(template, variant, evaluator)
         _renders(template, variant, evaluator)
+        _follows(template, variant, evaluator)
     return variant
 
 
@@ -599,6 +607,15 @@ def _twin_output(template, evaluator, twin, case, variant):
         return _output(template, evaluator, twin(**_fresh(case.args)), scope)
     except Exception:  # noqa: BLE001 — a student function that raises fails the case
         return _RAISED
+
+
+def _follows(template, variant, evaluator) -> None:
+    """Every follow expression gives its part's answer from the correct earlier answers."""
+    try:
+        follow.follow_record(variant)
+    except follow.FollowError as err:
+        part = next((p for p in template.parts if f"parts.{p.id}.follow" in str(err)), None)
+        evaluator.fail(part.line if part else 0, "follow", err)
 
 
 def _renders(template, variant, evaluator) -> None:

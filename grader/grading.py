@@ -25,6 +25,7 @@ from formats.textfile import printable
 from formats.version import KIT_VERSION
 
 from .budget import CPU_SECONDS, UNLIMITED, Budget, OverBudget
+from .follow_through import carried
 from .verdicts import ERROR, MISSING, CaseOutcome, Missing, Verdict, code, problem_verdicts
 from .sandbox.frames import list_objects
 from .hidden import HiddenInputs, may_hold_numbers
@@ -143,6 +144,7 @@ def grade_values(entry: dict, values: dict, outcomes: dict, free_text: dict, cau
                 got[variable] = Missing(cause)
         try:
             parts = problem_verdicts(record, got, outcomes.get(pid, {}), free_text.get(pid, {}))
+            parts = carried(record, got, parts)          # follow-through credit, where the key has recipes
         except Exception as err:  # noqa: BLE001 — a grader bug costs this problem, never the batch
             parts = {part_id(g): Verdict(0.0, points_of(g), ERROR,
                                          f"internal grader error: {type(err).__name__}: {err}")

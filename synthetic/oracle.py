@@ -134,8 +134,41 @@ def expectations(entry: dict, values: dict, modes: dict) -> dict:
             else:
                 part_twins = {t: v[part] for t, v in twins.items() if isinstance(v, dict) and part in v}
                 parts[part] = expect_numeric(g, answers[part], value, part_twins)
+        if kind == "numeric" and record.get("follow"):
+            parts = _with_follow_through(record, pid, values, answers, parts)
         expected[pid] = parts
     return expected
+
+
+def _with_follow_through(record: dict, pid: str, values: dict, answers: dict, parts: dict) -> dict:
+    """The follow-through credit a correct grader gives: a failed part whose recipe, run on
+    the student's own earlier answers (of the expected shapes), gives the student's value,
+    while an earlier answer it reads was not right on its own."""
+    from exercises.expressions import Scope, parse
+    from exercises.references import FUNCTIONS
+
+    share = float(record.get("follow_credit", 1.0))
+    out = dict(parts)
+    for g in shape.gradings(record):
+        part, recipe = shape.part_id(g), record["follow"].get(shape.part_id(g))
+        if recipe is None or parts[part]["status"] != FAILED:
+            continue
+        used = recipe["parts"]
+        mine = {u: values.get((pid, u), LOST) for u in used}
+        if all(parts[u]["status"] == PASSED for u in used) or any(
+                v is LOST or isinstance(v, str) or np.shape(v) != np.shape(answers[u]) for u, v in mine.items()):
+            continue
+        scope = Scope({**decode_names(recipe["values"]), **{u: np.asarray(v, dtype=float) for u, v in mine.items()}},
+                      functions=dict(FUNCTIONS), strict=False)
+        try:
+            with np.errstate(all="ignore"):
+                again = parse(recipe["expression"]).evaluate(scope)
+        except Exception:  # noqa: BLE001 — a recipe that cannot run earns nothing
+            continue
+        if close(values.get((pid, part), LOST), again, float(g["rtol"]), float(g["atol"])):
+            points = shape.points(g)
+            out[part] = _verdict(PASSED if share >= 1 else PARTIAL, round(points * share, 6), points)
+    return out
 
 
 # --- answers for other givens (edited_givens) --------------------------------------------

@@ -20,9 +20,10 @@ MAY_IMPORT = {
     "solutions": {"solutions"},
     "formats": {"formats"},
     "exercises": {"exercises", "formats", "solutions"},
-    # the grader reads the shared formats; its reports draw pages with the exercises' renderers
+    # the grader reads the shared formats; its reports draw pages with the exercises' renderers;
+    # follow-through credit evaluates the key's recipes with the exercises' expression language
     "grader": {"grader", "formats", "solutions.misconceptions", "solutions",
-               "exercises.html", "exercises.preview"},
+               "exercises.html", "exercises.preview", "exercises.expressions", "exercises.references"},
     "grader.sandbox": {"grader.sandbox", "grader.budget"},
     # the server side of the sandbox: what a student's child process holds
     "grader.sandbox.server": {"grader.sandbox.frames", "grader.sandbox.walls", "grader.sandbox.protocol"},

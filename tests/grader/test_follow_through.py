@@ -1,0 +1,168 @@
+"""Follow-through credit: a step done right on the student's own wrong earlier answers earns
+its points (times the template's ``follow_credit``), step by step along a chain; a recipe
+that does not reproduce the answer is refused when the template is loaded or built."""
+
+from __future__ import annotations
+
+import textwrap
+
+import numpy as np
+import pytest
+
+from exercises.assignment import load_assignment
+from exercises.schema import TemplateError
+from exercises.variant import make_variant
+from formats.serialize import from_jsonable
+from grader.follow_through import FOLLOW_THROUGH, carried
+from grader.verdicts import FAILED, PARTIAL, PASSED, problem_verdicts
+from solutions import softmax
+
+from tests.exercises.templates import inline
+
+CHAIN = """
+id: chain
+title: Attention by hand
+objective: self_attention
+kind: numeric
+{credit}
+parameters:
+  d_k: {{dist: choice, values: [2, 3, 4]}}
+  Q: {{dist: int_matrix, shape: [3, d_k], low: -1, high: 2}}
+  K: {{dist: int_matrix, shape: [3, d_k], low: -1, high: 2}}
+  V: {{dist: int_matrix, shape: [3, 2], low: 0, high: 4}}
+derived:
+  steps: scaled_dot_product_attention(Q, K, V, return_steps=True)
+constraints:
+  - expr: max(abs(steps.raw_scores)) <= 6
+    why: small exponentials
+prompt: Attention on three tokens.
+parts:
+  - id: raw_scores
+    answer: steps.raw_scores
+    points: 1
+    atol: 1e-9
+  - id: scaled_scores
+    answer: steps.scaled_scores
+    points: 1
+    atol: 0.005
+    follow: raw_scores / sqrt(d_k)
+    misconceptions: [sdpa_no_scale]
+  - id: weights
+    answer: steps.weights
+    points: 2
+    atol: 0.005
+    follow: softmax(scaled_scores)
+    misconceptions: [sdpa_no_scale]
+  - id: output
+    answer: steps.output
+    points: 2
+    atol: 0.01
+    follow: {output_follow}
+"""
+
+
+def chain(credit: str = "", output_follow: str = "weights @ V"):
+    return inline(CHAIN.format(credit=credit, output_follow=output_follow))
+
+
+def grade(record: dict, values: dict) -> dict:
+    """What grader.grading does with one problem's values: the verdicts, then the credit."""
+    return carried(record, values, problem_verdicts(record, values, {}, {}))
+
+
+def record_of(template, seed=3) -> dict:
+    v = make_variant(template, seed)
+    record = v.record()
+    record["answer_names"] = {p.id: p.id for p in template.parts}
+    return record
+
+
+def correct(record) -> dict:
+    return {p: from_jsonable(v) for p, v in record["answers"].items()}
+
+
+def test_the_key_keeps_each_recipe_with_the_values_it_reads():
+    record = record_of(chain())
+    assert set(record["follow"]) == {"scaled_scores", "weights", "output"}
+    assert record["follow"]["scaled_scores"]["parts"] == ["raw_scores"]
+    assert set(record["follow"]["scaled_scores"]["values"]) == {"d_k"}
+    assert set(record["follow"]["output"]["values"]) == {"V"}
+    assert record["follow_credit"] == 1.0
+
+
+def test_a_step_right_on_the_students_own_wrong_answer_earns_its_points_along_the_chain():
+    record = record_of(chain())
+    values = correct(record)
+    values["scaled_scores"] = values["raw_scores"] * 1.0          # forgot the scale: (b) wrong
+    values["weights"] = softmax(values["scaled_scores"])          # (c) right from their (b)
+    values["output"] = values["weights"] @ np.asarray(from_jsonable(record["follow"]["output"]["values"]["V"]))
+    verdicts = grade(record, values)
+    assert verdicts["raw_scores"].status == PASSED
+    assert verdicts["scaled_scores"].status == FAILED and verdicts["scaled_scores"].misconception == "sdpa_no_scale"
+    for part, points in (("weights", 2.0), ("output", 2.0)):
+        v = verdicts[part]
+        assert (v.status, v.score) == (PASSED, points), v.message
+        assert v.message.startswith(FOLLOW_THROUGH) and "correct given your" in v.message
+
+
+def test_a_wrong_step_on_top_of_a_wrong_answer_earns_nothing():
+    record = record_of(chain())
+    values = correct(record)
+    values["scaled_scores"] = values["raw_scores"] * 1.0
+    values["weights"] = softmax(values["scaled_scores"]) + 0.1    # wrong even given their (b)
+    values["output"] = values["weights"] @ np.ones((3, 2))
+    verdicts = grade(record, values)
+    assert verdicts["weights"].status == FAILED and not verdicts["weights"].message.startswith(FOLLOW_THROUGH)
+    assert verdicts["output"].status == FAILED
+
+
+def test_a_wrong_step_on_right_answers_is_simply_wrong():
+    record = record_of(chain())
+    values = correct(record)
+    values["weights"] = softmax(values["raw_scores"])             # wrong, and (b) was right
+    verdicts = grade(record, values)
+    assert verdicts["scaled_scores"].status == PASSED
+    assert verdicts["weights"].status == FAILED and not verdicts["weights"].message.startswith(FOLLOW_THROUGH)
+
+
+def test_the_credit_is_the_templates_share_and_an_assignment_may_change_it(tmp_path):
+    record = record_of(chain(credit="follow_credit: 0.5"))
+    values = correct(record)
+    values["scaled_scores"] = values["raw_scores"] + 1.0
+    values["weights"] = softmax(values["scaled_scores"])
+    v = grade(record, values)["weights"]
+    assert (v.status, v.score, v.max_score) == (PARTIAL, 1.0, 2.0) and "50%" in v.message
+    (tmp_path / "chain.yaml").write_text(textwrap.dedent(CHAIN.format(credit="", output_follow="weights @ V")))
+    (tmp_path / "hw.yaml").write_text("id: hw\ntitle: HW\nsecret: {env: S}\nproblems:\n"
+                                      "  - template: chain.yaml\n    follow_credit: 0.25\n")
+    (problem,) = load_assignment(tmp_path / "hw.yaml").problems
+    assert problem.template.follow_credit == 0.25
+
+
+def test_an_answer_of_another_shape_is_not_recomputed():
+    record = record_of(chain())
+    values = correct(record)
+    values["scaled_scores"] = np.ones((2, 2))                     # not even the expected shape
+    values["weights"] = softmax(values["scaled_scores"])
+    verdicts = grade(record, values)
+    assert verdicts["weights"].status == FAILED and not verdicts["weights"].message.startswith(FOLLOW_THROUGH)
+
+
+def test_carried_changes_nothing_without_recipes():
+    verdicts = {"a": object()}
+    assert carried({"answers": {}}, {}, verdicts) is verdicts
+
+
+@pytest.mark.parametrize("follow, message", [
+    ("weights @ K", "does not give the part's answer from the correct answers of weights"),
+    ("V + 0", "reads none of them"),
+])
+def test_a_recipe_that_does_not_reproduce_the_answer_is_refused(follow, message):
+    with pytest.raises(TemplateError, match=message):
+        make_variant(chain(output_follow=follow), 3)
+
+
+def test_a_recipe_reading_a_later_part_or_an_unknown_name_is_refused_at_load():
+    with pytest.raises(TemplateError, match="unknown name 'output'"):
+        inline(CHAIN.format(credit="", output_follow="weights @ V").replace(
+            "follow: raw_scores / sqrt(d_k)", "follow: output / sqrt(d_k)"))
