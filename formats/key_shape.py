@@ -182,11 +182,6 @@ def rubric_of(record: dict, part: str, points: float):
     return guide_only(points, str(record.get("rubrics", {}).get(part, "")))
 
 
-def has_rubric(record: dict, part: str) -> bool:
-    """True when the template gave the part rubric items (a text guide alone is not items)."""
-    return bool(record.get("rubric", {}).get(part, {}).get("items"))
-
-
 def prompt_of(record: dict, part: str | None = None) -> str:
     """The problem's prompt (``part`` None) or a part's, rendered for this student's variant
     (Markdown; '' in a key built before prompts were kept)."""

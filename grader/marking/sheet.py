@@ -32,8 +32,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from formats.deadline import Deadline
-from formats.key_shape import (assignment_id, entry_for, graded_parts, head_problems, is_free_response,
-                              rubric_of)
+from formats.key_shape import assignment_id, entry_for, rubric_of
 from formats.rubric import Rubric
 from formats.textfile import ProblemsError, printable, read_utf8, write_atomic
 
@@ -41,7 +40,7 @@ from ..exports import csv_text, safe_cell
 from ..gradebook import Gradebook, ResultRow
 from ..marks import (COMMENT_LIMIT, HAND, OVERRIDE, Conflict, Edit, MarkError, Target, history,
                      part_rubric, save)
-from .queue import Answer, normalised, part_queue, sample_record
+from .queue import Answer, markable_parts, normalised, part_queue, sample_record
 
 HEAD = ("submission", "problem", "part", "version", "rubric_version", "answer")
 TAIL = ("adjustment", "comment", "reason", "score", "max_score")
@@ -100,13 +99,8 @@ def _key_parts(key: dict) -> list[tuple[str, str, Rubric, bool]]:
     """(problem, part, a representative rubric, free response) of every graded part in the
     key's order, read from the first entry that has the problem (the parts and the rubric's
     items come from the template: the same for every student; only their texts differ)."""
-    out = []
-    for problem in head_problems(key):
-        pid = problem["id"]
-        record = sample_record(key, pid)
-        out += [(pid, part, rubric_of(record, part, points), is_free_response(record))
-                for part, points in graded_parts(record)]
-    return out
+    return [(pid, part, rubric_of(sample_record(key, pid), part, points), kind == HAND)
+            for pid, part, _title, points, kind in markable_parts(key)]
 
 
 def _chosen(key: dict, parts) -> list[tuple[str, str, Rubric, bool]]:

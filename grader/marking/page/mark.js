@@ -322,7 +322,7 @@
   function savedLine(a) {
     if (!a.mark) return "Not graded yet.";
     const m = a.mark;
-    return m.active ? `Saved: ${m.score} pts, version ${m.version}, by ${m.grader} at ${m.marked_at}.`
+    return m.active ? `Saved: ${m.score} ${m.score === 1 ? "pt" : "pts"}, version ${m.version}, by ${m.grader} at ${m.marked_at}.`
                     : `Cleared by ${m.grader} at ${m.marked_at} (version ${m.version}).`;
   }
 
