@@ -23,9 +23,11 @@ from __future__ import annotations
 import functools
 import inspect
 from collections import Counter
+from itertools import combinations
 from dataclasses import dataclass, field, replace
 
 import numpy as np
+from solutions.lookalikes import alternatives_for
 from solutions.misconceptions import BLOCKED_SCORE
 
 from formats import serialize
@@ -76,6 +78,9 @@ class Variant:
     # What each listed misconception gives on this variant, for the grader's diagnosis:
     # numeric: twin → part id → answer; implement: twin → output per hidden case (None: raised).
     twins: dict = field(default_factory=dict)
+    # Plausible mistakes that give what a listed twin gives on this variant (same layout as
+    # ``twins``): the grader then says "matches either … or …" instead of one name.
+    lookalikes: dict = field(default_factory=dict)
     _rendered: dict = field(default_factory=dict, repr=False, compare=False)
 
     @property
@@ -151,6 +156,8 @@ class Variant:
                        "args": serialize.encode_names(case.args),
                        "expected": serialize.to_jsonable(case.expected)} for case in self.tests],
             "twins": _jsonable_twins(self.twins),
+            # only when a diagnosis here is ambiguous, so other records and digests stay as they were
+            **({"lookalikes": _jsonable_twins(self.lookalikes)} if self.lookalikes else {}),
             **self._follow_fields(),
         }
         return {**body, "digest": serialize.digest(body)}
@@ -359,6 +366,7 @@ def _draw(template, evaluator, rng, rng_seed, seed, attempt, validate=True) -> V
                       rng_seed)
     if validate:
         _misconceptions_caught(template, variant, evaluator)
+        _twins_distinguishable(template, variant, evaluator, attempt)
         _renders(template, variant, evaluator)
         _follows(template, variant, evaluator)
     return variant
@@ -554,16 +562,9 @@ def _misconceptions_caught(template, variant, evaluator) -> None:
         return
     for name in template.all_misconceptions:
         twin = references.MISCONCEPTIONS[name]
-        functions = {**references.FUNCTIONS, twin.shadows: twin.function}
         parts = [p for p in template.parts if name in p.misconceptions]
-        redo = _affected_by(template, twin.shadows) & _needed_by(template, parts)
-        # Values the twin cannot change are reused; only what the diagnosed parts need and
-        # the twin's call can change is recomputed.
-        unchanged = {k: v for k, v in variant.values.items() if k not in redo}
-        scope = _scope(template, unchanged, variant.rng_seed, strict=False, functions=functions)
         try:
-            evaluator.derive([d for d in template.derived if d.name in redo], scope, "derived")
-            wrong = {part.id: _plain(part.answer.evaluate(scope)) for part in parts}
+            wrong = _answers_with(template, variant, evaluator, twin.shadows, twin.function, parts)
         except Exception as err:  # noqa: BLE001 — a twin that crashes could never be diagnosed
             raise Rejected(f"misconception {name} raises {type(err).__name__} here") from None
         for part in parts:
@@ -571,6 +572,18 @@ def _misconceptions_caught(template, variant, evaluator) -> None:
                 raise Rejected(f"misconception {name} is within twice the tolerance of the "
                                f"answer to part {part.id}")
         variant.twins[name] = wrong
+
+
+def _answers_with(template, variant, evaluator, shadows: str, function, parts) -> dict:
+    """part id → the answer of each of ``parts`` with ``function`` in place of the reference
+    function ``shadows`` (a twin, or a lookalike). Values the swap cannot change are reused;
+    only what these parts need and the swapped call can change is recomputed."""
+    functions = {**references.FUNCTIONS, shadows: function}
+    redo = _affected_by(template, shadows) & _needed_by(template, parts)
+    unchanged = {k: v for k, v in variant.values.items() if k not in redo}
+    scope = _scope(template, unchanged, variant.rng_seed, strict=False, functions=functions)
+    evaluator.derive([d for d in template.derived if d.name in redo], scope, "derived")
+    return {part.id: _plain(part.answer.evaluate(scope)) for part in parts}
 
 
 def _affected_by(template, function_name: str) -> set[str]:
@@ -607,6 +620,150 @@ def _twin_output(template, evaluator, twin, case, variant):
         return _output(template, evaluator, twin(**_fresh(case.args)), scope)
     except Exception:  # noqa: BLE001 — a student function that raises fails the case
         return _RAISED
+
+
+# --- a diagnosis that names one mistake only ------------------------------------------------
+
+def _twins_distinguishable(template, variant, evaluator, attempt: int) -> None:
+    """No listed twin is named on this variant for another plausible mistake.
+
+    Two listed twins of a part (for ``implement``: of a test family) that a student could
+    match both are redrawn: the listed mistakes should be pairwise told apart (the grader
+    finds every matching twin, so one that is not redrawn is named as an alternative). A plausible
+    alternative (``solutions.lookalikes.alternatives_for``: an unlisted twin of the same
+    function, another scale, the mask shifted by one) that a listed twin cannot be told
+    from is redrawn too, while redrawing can help (``_may_redraw``); otherwise it is kept in
+    ``variant.lookalikes`` and the grader says "matches either … or …" instead of a name.
+    """
+    if template.kind == "implement":
+        _functions_distinguishable(template, variant, evaluator, attempt)
+    elif template.kind == "numeric":
+        _answers_distinguishable(template, variant, evaluator, attempt)
+
+
+AMBIGUITY_REDRAWS = 4   # draws that may be redrawn because two mistakes look alike
+
+
+def _may_redraw(template, parts, attempt: int) -> bool:
+    """Redraw for an ambiguity only where that can change something and costs little: not
+    for parts the same for every student (a constant part looks alike on every draw), and
+    only in the first AMBIGUITY_REDRAWS attempts. Some ambiguities are structural — a batch
+    axis makes softmax(axis=1) the softmax over the queries; d_model = h·d_head makes
+    1/√d_model equal 1/d_head when h = d_head — and redrawing them for good would make the
+    template unbuildable or silently drop a value from its distribution: such a variant
+    keeps the ambiguity, and the grader says "matches either … or …"."""
+    if attempt > AMBIGUITY_REDRAWS:
+        return False
+    if template.kind == "implement":
+        # Hidden cases are large and many: a redraw costs every twin and every alternative
+        # on all of them again (measured: 20 → 680 ms a variant). The grader names the
+        # alternatives instead, from the outputs kept in the key.
+        return False
+    sampled = {p.name for p in template.parameters if p.distribution is not None}
+    return bool(_needed_by(template, parts) & sampled)
+
+
+def _alike(a, b, rtol, atol) -> bool:
+    """Could one student's value match both a and b (each within the tolerance)? Twice the
+    tolerance apart or less; NaN where both have NaN counts as equal, as in the grader."""
+    try:
+        if isinstance(a, (list, tuple)) and isinstance(b, (list, tuple)):
+            return len(a) == len(b) and all(_alike(x, y, rtol, atol) for x, y in zip(a, b))
+        if is_numeric(a) and is_numeric(b) and not isinstance(a, str) and not isinstance(b, str):
+            x, y = np.asarray(a, dtype=float), np.asarray(b, dtype=float)
+            if x.shape != y.shape or (np.isnan(x) != np.isnan(y)).any():
+                return False
+            x, y = np.where(np.isnan(x), 0.0, x), np.where(np.isnan(y), 0.0, y)
+            return within(x, y, 2 * rtol, 2 * atol)
+        return within(a, b, 2 * rtol, 2 * atol)
+    except Exception:  # noqa: BLE001 — values that cannot be compared are told apart
+        return False
+
+
+def _passes(value, expected, rtol, atol) -> bool:
+    try:
+        return compare(value, expected, rtol, atol).ok
+    except Exception:  # noqa: BLE001
+        return False
+
+
+def _answers_distinguishable(template, variant, evaluator, attempt: int) -> None:
+    for part in template.parts:
+        listed = [n for n in part.misconceptions if part.id in variant.twins.get(n, {})]
+        for a, b in combinations(listed, 2):
+            if (_alike(variant.twins[a][part.id], variant.twins[b][part.id], part.rtol, part.atol)
+                    and _may_redraw(template, [part], attempt)):
+                raise Rejected(f"misconceptions {a} and {b} agree on part {part.id}")
+    for shadows, parts in _parts_by_shadowed(template).items():
+        for alt, function in alternatives_for(shadows).items():
+            unlisted = [p for p in parts if alt not in p.misconceptions]
+            try:
+                wrong = _answers_with(template, variant, evaluator, shadows, function, unlisted)
+            except Exception:  # noqa: BLE001 — a mistake that crashes gives no value to confuse
+                continue
+            for part in unlisted:
+                _compare_lookalike(template, variant, part, alt, wrong[part.id], attempt)
+
+
+def _parts_by_shadowed(template) -> dict:
+    """reference function → the parts that list a twin of it."""
+    out: dict = {}
+    for part in template.parts:
+        for name in part.misconceptions:
+            shadows = references.MISCONCEPTIONS[name].shadows
+            if part not in out.setdefault(shadows, []):
+                out[shadows].append(part)
+    return out
+
+
+def _compare_lookalike(template, variant, part, alt, value, attempt) -> None:
+    """Redraw, or keep ``alt``'s value, where it looks like a listed twin's on ``part``."""
+    if _passes(value, variant.answers[part.id], part.rtol, part.atol):
+        return                              # not a wrong answer: nothing to name
+    twin = next((n for n in part.misconceptions if part.id in variant.twins.get(n, {})
+                 and _alike(variant.twins[n][part.id], value, part.rtol, part.atol)), None)
+    if twin is None:
+        return
+    if _may_redraw(template, [part], attempt):
+        raise Rejected(f"misconception {twin} looks like {alt} on part {part.id}")
+    variant.lookalikes.setdefault(alt, {})[part.id] = value
+
+
+def _functions_distinguishable(template, variant, evaluator, attempt: int) -> None:
+    listed = [n for n in template.misconceptions if n in variant.twins]
+    for a, b in combinations(listed, 2):
+        family = _confused(template, variant, variant.twins[a], variant.twins[b])
+        if family and _may_redraw(template, [], attempt):
+            raise Rejected(f"misconceptions {a} and {b} agree on test family {family}")
+    for alt, function in alternatives_for(template.reference, listed).items():
+        outputs = [_twin_output(template, evaluator, function, case, variant) for case in variant.tests]
+        outputs = [None if out is _RAISED else out for out in outputs]
+        twin = next((n for n in listed if _confused(template, variant, outputs, variant.twins[n])), None)
+        if twin is None:
+            continue
+        if _may_redraw(template, [], attempt):
+            raise Rejected(f"misconception {twin} looks like {alt} on a test family")
+        variant.lookalikes[alt] = outputs
+
+
+def _confused(template, variant, first, second) -> str | None:
+    """A test family on which a function giving ``first`` could be diagnosed as ``second``,
+    or the other way round (the grader's rule: the twin gives what the student's function
+    gave on every case of the family it failed)."""
+    for family in template.tests:
+        positions = [i for i, c in enumerate(variant.tests) if c.family == family.family]
+        if (_named_for(template, variant, first, second, positions)
+                or _named_for(template, variant, second, first, positions)):
+            return family.family
+    return None
+
+
+def _named_for(template, variant, student, twin, positions) -> bool:
+    rtol, atol = template.rtol, template.atol
+    failed = [p for p in positions if student[p] is None
+              or not _passes(student[p], variant.tests[p].expected, rtol, atol)]
+    return bool(failed) and all(student[p] is not None and twin[p] is not None
+                                and _alike(student[p], twin[p], rtol, atol) for p in failed)
 
 
 def _follows(template, variant, evaluator) -> None:

@@ -14,6 +14,7 @@ from dataclasses import dataclass
 
 import numpy as np
 from solutions import MISCONCEPTIONS
+from solutions.lookalikes import summary_of
 
 from formats.compare import compare, is_numeric, within
 from formats.key_shape import answer_names, gradings
@@ -95,9 +96,12 @@ def _expected_form(expected) -> str:
 
 # --- numeric parts -----------------------------------------------------------------------
 
-def numeric_part(grading: dict, expected, value, twins: dict, variable: str) -> Verdict:
+def numeric_part(grading: dict, expected, value, twins: dict, variable: str,
+                 lookalikes: dict | None = None) -> Verdict:
     """A numeric part: ``grading`` is the key's entry for the part (points, rtol, atol,
-    misconceptions), ``twins`` maps each twin's name to what it gives for this part."""
+    misconceptions), ``twins`` maps each twin's name to what it gives for this part,
+    ``lookalikes`` each plausible other mistake the key stored because it gives what a twin
+    gives here (see ``diagnoses``)."""
     points = points_of(grading)
     if isinstance(value, Missing):
         because = f" ({value.cause})" if value.cause else ""
@@ -110,11 +114,13 @@ def numeric_part(grading: dict, expected, value, twins: dict, variable: str) -> 
     result = compare(value, expected, rtol, atol)
     if result.ok:
         return Verdict(points, points, PASSED)
-    name = diagnose(value, twins, grading.get("misconceptions", ()), rtol, atol)
-    if name:
-        m = MISCONCEPTIONS[name]
+    names = diagnoses(value, twins, grading.get("misconceptions", ()), rtol, atol, lookalikes)
+    if len(names) == 1:
+        m = MISCONCEPTIONS[names[0]]
         return Verdict(0.0, points, FAILED, f"`{variable}` matches a known mistake: {m.summary}. "
-                       f"{m.explanation}", name)
+                       f"{m.explanation}", names[0])
+    if names:
+        return Verdict(0.0, points, FAILED, f"`{variable}` {either(names)}")
     hint = _shape_hint(value, expected, rtol, atol)
     return Verdict(0.0, points, FAILED, f"`{variable}`: {for_student(result.reason)}.{hint}")
 
@@ -129,12 +135,36 @@ def for_student(reason: str) -> str:
     return _LARGEST_ERROR.sub(r" (allowed \1)", reason)
 
 
-def diagnose(value, twins: dict, names, rtol: float, atol: float) -> str | None:
-    """The first listed twin whose answer on this variant the student's value matches."""
-    for name in names:
-        if name in twins and name in MISCONCEPTIONS and _matches(value, twins[name], rtol, atol):
-            return name
-    return None
+def diagnose(value, twins: dict, names, rtol: float, atol: float,
+             lookalikes: dict | None = None) -> str | None:
+    """The one mistake the student's value matches on this variant, or None: none matches,
+    or several do (then it is not a diagnosis; ``diagnoses`` lists them)."""
+    found = diagnoses(value, twins, names, rtol, atol, lookalikes)
+    return found[0] if len(found) == 1 else None
+
+
+def diagnoses(value, twins: dict, names, rtol: float, atol: float,
+              lookalikes: dict | None = None) -> list[str]:
+    """Every explanation of the student's value on this variant: the listed twins it
+    matches, in listed order, then the stored lookalikes it matches — but lookalikes only
+    when a twin matches too (a lookalike is stored to make a twin's name doubtful, never to
+    be named by itself). One name is a diagnosis; more are alternatives."""
+    found = [name for name in names if name in twins and name in MISCONCEPTIONS
+             and _matches(value, twins[name], rtol, atol)]
+    if not found:
+        return []
+    return found + [name for name, wrong in (lookalikes or {}).items()
+                    if name not in found and _matches(value, wrong, rtol, atol)]
+
+
+def either(names) -> str:
+    """The feedback for a value that several mistakes explain on this variant: each listed
+    with its summary, none of them asserted. The verdict records no misconception — the
+    gradebook's column feeds the class statistics (``reports.summary_json``), and a guess
+    between two mistakes must not be counted as either one."""
+    alternatives = " or ".join(f"{summary_of(name)}" for name in names)
+    return (f"matches more than one known mistake, and on your numbers they cannot be told "
+            f"apart: either {alternatives}. Check which one you made.")
 
 
 def _matches(value, wrong, rtol: float, atol: float) -> bool:
@@ -221,7 +251,8 @@ def _case_problem(outcome: CaseOutcome | None, expected, rtol, atol) -> str:
 
 
 def implement_family(family: dict, cases: list[dict], outcomes: dict, function: str,
-                     rtol: float, atol: float, twins: dict, misconceptions) -> Verdict:
+                     rtol: float, atol: float, twins: dict, misconceptions,
+                     lookalikes: dict | None = None) -> Verdict:
     """A test family of an ``implement`` problem: points in proportion to the hidden cases
     passed. ``cases`` are the key's tests of this family with their position ``position`` in
     the key; ``outcomes`` maps that position to a CaseOutcome."""
@@ -241,25 +272,30 @@ def implement_family(family: dict, cases: list[dict], outcomes: dict, function: 
     shown = "; ".join(failures[:3]) + (f"; and {len(failures) - 3} more" if len(failures) > 3 else "")
     message = (f"`{function}` fails {len(failures)} of {len(cases)} hidden `{family['family']}` "
                f"case{'s' if len(cases) != 1 else ''}: {shown}.")
-    name = _diagnose_function(outcomes, failed_positions, twins, misconceptions, rtol, atol)
-    if name:
-        m = MISCONCEPTIONS[name]
+    names = _diagnose_function(outcomes, failed_positions, twins, misconceptions, rtol, atol,
+                               lookalikes)
+    if len(names) == 1:
+        m = MISCONCEPTIONS[names[0]]
         message += f" It matches a known mistake: {m.summary}. {m.explanation}"
-    return Verdict(score, points, status, message, name)
+    elif names:
+        message += f" It {either(names)}"
+    return Verdict(score, points, status, message, names[0] if len(names) == 1 else None)
 
 
-def _diagnose_function(outcomes, positions, twins, names, rtol, atol) -> str | None:
-    """A twin that gives what the student's function gave on every case it failed."""
-    for name in names:
-        wrong = twins.get(name)
-        if wrong is None or name not in MISCONCEPTIONS:
-            continue
-        if all(outcomes.get(p) is not None and outcomes[p].ok and p < len(wrong)
-               and wrong[p] is not None
-               and _matches_outputs(outcomes[p].value, from_jsonable(wrong[p]), rtol, atol)
-               for p in positions):
-            return name
-    return None
+def _diagnose_function(outcomes, positions, twins, names, rtol, atol, lookalikes=None) -> list[str]:
+    """Every twin that gives what the student's function gave on every case it failed (in
+    listed order), then every stored lookalike that does too if a twin does (``diagnoses``)."""
+    def gives_the_same(wrong) -> bool:
+        return all(outcomes.get(p) is not None and outcomes[p].ok and p < len(wrong)
+                   and wrong[p] is not None
+                   and _matches_outputs(outcomes[p].value, from_jsonable(wrong[p]), rtol, atol)
+                   for p in positions)
+    found = [name for name in names if twins.get(name) is not None and name in MISCONCEPTIONS
+             and gives_the_same(twins[name])]
+    if not found:
+        return []
+    return found + [name for name, wrong in (lookalikes or {}).items()
+                    if name not in found and gives_the_same(wrong)]
 
 
 def _matches_outputs(value, wrong, rtol, atol) -> bool:
@@ -290,10 +326,12 @@ def problem_verdicts(record: dict, values: dict, outcomes: dict, free_text: dict
                      if t["family"] == family["family"]]
             verdicts[family["family"]] = implement_family(
                 family, cases, outcomes, record["function"], float(record["rtol"]),
-                float(record["atol"]), twins, record.get("misconceptions", ()))
+                float(record["atol"]), twins, record.get("misconceptions", ()),
+                record.get("lookalikes", {}))
         return verdicts
     answers = decode_names(record["answers"]) if kind != "free_response" else {}
     twins = {name: from_jsonable(v) for name, v in record.get("twins", {}).items()}
+    lookalikes = {name: from_jsonable(v) for name, v in record.get("lookalikes", {}).items()}
     for grading in gradings(record):
         part = grading["id"]
         if kind == "free_response":
@@ -307,5 +345,8 @@ def problem_verdicts(record: dict, values: dict, outcomes: dict, free_text: dict
         else:
             part_twins = {name: answers_by_part[part] for name, answers_by_part in twins.items()
                           if isinstance(answers_by_part, dict) and part in answers_by_part}
-            verdicts[part] = numeric_part(grading, answers[part], value, part_twins, variable)
+            part_lookalikes = {name: by_part[part] for name, by_part in lookalikes.items()
+                               if isinstance(by_part, dict) and part in by_part}
+            verdicts[part] = numeric_part(grading, answers[part], value, part_twins, variable,
+                                          part_lookalikes)
     return verdicts

@@ -55,14 +55,22 @@ class Misconception:
 MISCONCEPTIONS: dict[str, Misconception] = {}
 
 
+def add_twin(name: str, shadows: str, function: Callable, summary: str, explanation: str,
+             code: str) -> Callable:
+    """Register ``function`` as the twin ``name``: the one entry point, so that the factories
+    that generate a family of twins (one per variant of a mistake) and the ``twin`` decorator
+    fill the same registry."""
+    if name in MISCONCEPTIONS:
+        raise ValueError(f"misconception {name!r} registered twice")
+    function.__name__ = function.__qualname__ = name
+    MISCONCEPTIONS[name] = Misconception(name, shadows, function, summary, explanation, code)
+    return function
+
+
 def twin(shadows: str, summary: str, explanation: str, code: str):
     """Register the decorated function as the twin named after it."""
     def register(function):
-        name = function.__name__
-        if name in MISCONCEPTIONS:
-            raise ValueError(f"misconception {name!r} registered twice")
-        MISCONCEPTIONS[name] = Misconception(name, shadows, function, summary, explanation, code)
-        return function
+        return add_twin(function.__name__, shadows, function, summary, explanation, code)
     return register
 
 
@@ -104,33 +112,34 @@ def _bool_mask(mask):
 
 # --- scaled dot-product attention ---------------------------------------------------------
 
-@twin("scaled_dot_product_attention",
-      "softmax(QKᵀ)V without the 1/√d_k scale",
-      "The raw scores QKᵀ have variance ≈ d_k, so without dividing by √d_k the softmax "
-      "saturates: rows become nearly one-hot and gradients vanish. Scale before the softmax.",
-      "weights = softmax(Q @ K.T)            # should be softmax(Q @ K.T / np.sqrt(d_k))")
-def sdpa_no_scale(Q, K, V, mask=None, scale=None, return_steps=False):
-    return scaled_dot_product_attention(Q, K, V, mask, 1.0, return_steps)
+def scale_twin(name: str, factor: Callable, summary: str, explanation: str, code: str):
+    """Register an attention twin that multiplies the scores by ``factor(dims)`` instead of
+    1/√d_k; ``dims`` holds L, S, d_k, d_v. One definition for the whole "another scale" family
+    (1, 1/d_k, 1/√S, 1/√d_v, √d_k, …), so each member differs only in its factor and words."""
+    def function(Q, K, V, mask=None, scale=None, return_steps=False):
+        *_, dims = attention_shapes(Q, K, V)
+        return scaled_dot_product_attention(Q, K, V, mask, factor(dims), return_steps)
+    return add_twin(name, "scaled_dot_product_attention", function, summary, explanation, code)
 
 
-@twin("scaled_dot_product_attention",
-      "softmax(QKᵀ/d_k)V: divided by d_k instead of √d_k",
-      "The scale is 1/√d_k, the inverse standard deviation of q·k; dividing by d_k flattens "
-      "every row towards uniform.",
-      "weights = softmax(Q @ K.T / d_k)      # should be / np.sqrt(d_k)")
-def sdpa_divide_by_d_k(Q, K, V, mask=None, scale=None, return_steps=False):
-    d_k = np.shape(Q)[-1]
-    return scaled_dot_product_attention(Q, K, V, mask, 1.0 / d_k, return_steps)
-
-
-@twin("scaled_dot_product_attention",
-      "softmax(QKᵀ/√S)V: scaled by the sequence length instead of the key dimension d_k",
-      "The scale comes from Var(q·k) = d_k, the dimension of the query/key vectors, not from "
-      "how many tokens there are (a slip some tutorials make, writing √n for the length).",
-      "weights = softmax(Q @ K.T / np.sqrt(S))  # should be / np.sqrt(d_k)")
-def sdpa_scale_by_sqrt_seq_len(Q, K, V, mask=None, scale=None, return_steps=False):
-    S = np.shape(K)[-2]
-    return scaled_dot_product_attention(Q, K, V, mask, 1.0 / np.sqrt(S), return_steps)
+scale_twin(
+    "sdpa_no_scale", lambda dims: 1.0,
+    "softmax(QKᵀ)V without the 1/√d_k scale",
+    "The raw scores QKᵀ have variance ≈ d_k, so without dividing by √d_k the softmax "
+    "saturates: rows become nearly one-hot and gradients vanish. Scale before the softmax.",
+    "weights = softmax(Q @ K.T)            # should be softmax(Q @ K.T / np.sqrt(d_k))")
+scale_twin(
+    "sdpa_divide_by_d_k", lambda dims: 1.0 / dims["d_k"],
+    "softmax(QKᵀ/d_k)V: divided by d_k instead of √d_k",
+    "The scale is 1/√d_k, the inverse standard deviation of q·k; dividing by d_k flattens "
+    "every row towards uniform.",
+    "weights = softmax(Q @ K.T / d_k)      # should be / np.sqrt(d_k)")
+scale_twin(
+    "sdpa_scale_by_sqrt_seq_len", lambda dims: 1.0 / np.sqrt(dims["S"]),
+    "softmax(QKᵀ/√S)V: scaled by the sequence length instead of the key dimension d_k",
+    "The scale comes from Var(q·k) = d_k, the dimension of the query/key vectors, not from "
+    "how many tokens there are (a slip some tutorials make, writing √n for the length).",
+    "weights = softmax(Q @ K.T / np.sqrt(S))  # should be / np.sqrt(d_k)")
 
 
 @twin("scaled_dot_product_attention",
@@ -619,3 +628,8 @@ def wordpiece_tokenize_shortest_first(text, vocab, unk=UNK):
             start = end
         return pieces
     return tokenize_words(text, vocab, unk, split_word)
+
+
+# The generated families live in their own modules; importing them registers their twins here,
+# so MISCONCEPTIONS stays the one registry.
+from . import misconceptions_attention, misconceptions_layers, misconceptions_bert  # noqa: E402,F401

@@ -31,8 +31,15 @@ def close(a, b, rtol: float, atol: float) -> bool:
         return False
 
 
-def expect_numeric(grading: dict, expected, value, twins: dict) -> dict:
-    """``twins``: twin name → its value for this part."""
+def _one_explanation(found: list[str], alike: list[str]) -> str | None:
+    """A correct grader names a mistake only when it is the one explanation: one listed twin
+    matches, and no stored lookalike (another plausible mistake) matches too."""
+    return found[0] if len(found) == 1 and not alike else None
+
+
+def expect_numeric(grading: dict, expected, value, twins: dict, lookalikes: dict | None = None) -> dict:
+    """``twins``: twin name → its value for this part; ``lookalikes``: the key's other
+    plausible mistakes that give a twin's value on this variant, name → value."""
     points = shape.points(grading)
     if value is LOST:
         return _verdict(MISSING, 0.0, points)
@@ -43,9 +50,9 @@ def expect_numeric(grading: dict, expected, value, twins: dict) -> dict:
         ok = False
     if ok:
         return _verdict(PASSED, points, points)
-    name = next((t for t in grading.get("misconceptions", ())
-                 if t in twins and close(value, twins[t], rtol, atol)), None)
-    return _verdict(FAILED, 0.0, points, name)
+    found = [t for t in grading.get("misconceptions", ()) if t in twins and _close_or_both_nan(value, twins[t], rtol, atol)]
+    alike = [n for n, v in (lookalikes or {}).items() if n not in found and _close_or_both_nan(value, v, rtol, atol)]
+    return _verdict(FAILED, 0.0, points, _one_explanation(found, alike))
 
 
 def expect_choice(grading: dict, correct: int, value) -> dict:
@@ -82,11 +89,14 @@ def expect_implement(record: dict, mode: str) -> dict:
             verdicts[name] = _verdict(PASSED, points, points)
             continue
         passed = len(positions) - len(failed)
-        twin = next((t for t in record.get("misconceptions", ()) if t in stored and all(
-            outputs[p] is not None and stored[t][p] is not None
-            and _same_outputs(outputs[p], stored[t][p], rtol, atol, nan_equal=True) for p in failed)), None)
+        def gives(wrong) -> bool:
+            return all(outputs[p] is not None and p < len(wrong) and wrong[p] is not None
+                       and _same_outputs(outputs[p], wrong[p], rtol, atol, nan_equal=True) for p in failed)
+        found = [t for t in record.get("misconceptions", ()) if t in stored and gives(stored[t])]
+        alike = [n for n, outs in record.get("lookalikes", {}).items()
+                 if found and n not in found and gives(from_jsonable(outs))]
         verdicts[name] = _verdict(PARTIAL if passed else FAILED,
-                                  points * passed / len(positions), points, twin)
+                                  points * passed / len(positions), points, _one_explanation(found, alike))
     return verdicts
 
 
@@ -133,7 +143,9 @@ def expectations(entry: dict, values: dict, modes: dict) -> dict:
                 parts[part] = expect_choice(g, int(answers[part]), value)
             else:
                 part_twins = {t: v[part] for t, v in twins.items() if isinstance(v, dict) and part in v}
-                parts[part] = expect_numeric(g, answers[part], value, part_twins)
+                alike = {n: from_jsonable(v[part]) for n, v in record.get("lookalikes", {}).items()
+                         if isinstance(v, dict) and part in v}
+                parts[part] = expect_numeric(g, answers[part], value, part_twins, alike)
         if kind == "numeric" and record.get("follow"):
             parts = _with_follow_through(record, pid, values, answers, parts)
         expected[pid] = parts

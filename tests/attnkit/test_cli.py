@@ -69,7 +69,7 @@ def test_misconceptions_json_for_one_function():
     result = run("misconceptions", "causal_mask", "--json")
     assert result.returncode == 0
     twins = json.loads(result.stdout)
-    assert [t["name"] for t in twins] == ["causal_mask_triu", "causal_mask_no_diagonal"]
+    assert [t["name"] for t in twins] == ["causal_mask_triu", "causal_mask_no_diagonal", "causal_mask_inverted"]
     assert all(t["explanation"] and t["code"] for t in twins)
 
 

@@ -157,7 +157,7 @@ def assert_matches_manifest(path: Path, manifest: dict) -> None:
         expected = {(pid, part): v for pid, parts in m["expected"].items() for part, v in parts.items()}
         got = by_student[s.student]
         assert set(got) == set(expected), m["profile"]
-        assert [k for k in expected if not same(got[k], expected[k])] == [], m["profile"]
+        assert [(k, got[k].misconception, got[k].message, expected[k]) for k in expected if not same(got[k], expected[k])] == [], m["profile"]
         assert math.isclose(s.score, m["score"]), m["profile"]
 
 

@@ -91,7 +91,11 @@ def test_every_numeric_twin_of_the_bank_is_diagnosed_on_its_own_wrong_value(reco
                 values = {**answers, part: value}
                 verdict = problem_verdicts(record, values, {}, {})[part]
                 assert verdict.status == FAILED, (tid, name, part)
-                assert verdict.misconception is not None, (tid, name, part, verdict.message)
+                if verdict.misconception is None:
+                    # ambiguous on this variant: offered as one of the alternatives, not named
+                    assert "either" in verdict.message, (tid, name, part, verdict.message)
+                    assert MISCONCEPTIONS[name].summary in verdict.message, (tid, name, part)
+                    continue
                 # The named twin gives this same wrong value (two twins may coincide on a part).
                 named = from_jsonable(record["twins"][verdict.misconception])[part]
                 assert same_value(named, value) or compare(named, value, 1e-9, 1e-9).ok
@@ -112,8 +116,12 @@ def test_every_implement_twin_of_the_bank_is_diagnosed_from_its_outputs(records)
             failed = [v for v in verdicts.values() if v.status != PASSED]
             assert failed, (tid, name)
             if all(out is not None for out in outputs):
-                assert {v.misconception for v in failed} == {name}, (tid, name, failed)
-                diagnosed.add(name)
+                for v in failed:
+                    if v.misconception is None:    # ambiguous on this variant: an alternative
+                        assert "either" in v.message and MISCONCEPTIONS[name].summary in v.message
+                    else:
+                        assert v.misconception == name, (tid, name, failed)
+                        diagnosed.add(name)
     assert len(diagnosed) >= 5
 
 

@@ -1,0 +1,441 @@
+"""Misconception twins of attention itself: scores, scale, softmax, masks, causal attention,
+the softmax's backward pass, and Bahdanau/Luong scoring.
+
+Most are generated: a family of mistakes that differ in one choice (the scale, the softmax's
+axis, what is done to the mask, which diagonal the causal mask keeps) is one factory and a
+table of its variants, so the space of mistakes is searched systematically instead of written
+twin by twin. Every twin registers in ``solutions.misconceptions.MISCONCEPTIONS``.
+"""
+
+from __future__ import annotations
+
+from typing import Callable
+
+import numpy as np
+
+from ._shapes import as_float
+from .alignment import AlignmentStep, additive_score, attend, content_score
+from .attention import AttentionSteps, attention_shapes, scaled_dot_product_attention
+from .masks import apply_mask, causal_mask, padding_mask
+from .misconceptions import MISCONCEPTIONS, _bool_mask, add_twin, scale_twin
+from .softmax import softmax
+
+SDPA = "scaled_dot_product_attention"
+
+
+def _steps(raw, scale, scaled, masked, weights, V, return_steps):
+    """The twin's own steps (or just its output), so a worked part can be diagnosed too.
+    Unnormalised or overflowing weights may give inf/NaN outputs: that is the mistake, quietly."""
+    with np.errstate(over="ignore", invalid="ignore"):
+        output = weights @ V
+    return AttentionSteps(raw, scale, scaled, masked, weights, output) if return_steps else output
+
+
+def _default_scale(dims, scale):
+    return 1.0 / np.sqrt(dims["d_k"]) if scale is None else float(scale)
+
+
+# --- another scale ---------------------------------------------------------------------------
+
+scale_twin(
+    "sdpa_multiply_by_sqrt_d_k", lambda dims: np.sqrt(dims["d_k"]),
+    "softmax(QKᵀ·√d_k)V: multiplied by √d_k instead of divided",
+    "Multiplying makes the scores' spread grow like d_k, so the softmax saturates even faster "
+    "than with no scale at all. The scores are divided by √d_k.",
+    "weights = softmax(Q @ K.T * np.sqrt(d_k))  # should be / np.sqrt(d_k)")
+
+
+# --- the softmax over another axis ----------------------------------------------------------
+
+def softmax_axis_twin(name: str, axis, summary: str, explanation: str, code: str):
+    """Register an attention twin whose softmax runs over ``axis`` instead of the key axis."""
+    def function(Q, K, V, mask=None, scale=None, return_steps=False):
+        Q, K, V, dims = attention_shapes(Q, K, V)
+        scale = _default_scale(dims, scale)
+        raw = Q @ np.swapaxes(K, -1, -2)
+        masked = apply_mask(raw * scale, mask)
+        return _steps(raw, scale, raw * scale, masked, softmax(masked, axis=axis), V, return_steps)
+    return add_twin(name, SDPA, function, summary, explanation, code)
+
+
+# axis=1 needs no twin of its own here: on a batch it is sdpa_softmax_over_queries, on one
+# matrix it is right (the softmax-level twin softmax_axis_1 names it where softmax is called).
+softmax_axis_twin(
+    "sdpa_softmax_over_all_entries", (-2, -1),
+    "the softmax taken over the whole score matrix at once (all weights sum to 1, not each row)",
+    "Each query gets its own distribution over the keys: normalise every row separately "
+    "(axis=-1), not the matrix as a whole.",
+    "e = np.exp(S); A = e / e.sum()          # should be e / e.sum(-1, keepdims=True)")
+
+
+# --- other steps of the formula -------------------------------------------------------------
+
+def _sdpa_twin(name, summary, explanation, code):
+    """Decorator: register an attention twin with the reference's signature."""
+    def register(function):
+        return add_twin(name, SDPA, function, summary, explanation, code)
+    return register
+
+
+@_sdpa_twin(
+    "sdpa_scale_after_softmax",
+    "softmax(QKᵀ)·(1/√d_k) V: the scale applied to the weights after the softmax, not to the scores",
+    "The scale must act before the softmax, where it controls how peaked each row is; after it "
+    "merely shrinks every weight, and the rows sum to 1/√d_k.",
+    "A = softmax(Q @ K.T) / np.sqrt(d_k)   # should be softmax(Q @ K.T / np.sqrt(d_k))")
+def _sdpa_scale_after_softmax(Q, K, V, mask=None, scale=None, return_steps=False):
+    Q, K, V, dims = attention_shapes(Q, K, V)
+    scale = _default_scale(dims, scale)
+    raw = Q @ np.swapaxes(K, -1, -2)
+    # Asked for them, such a student writes the scaled (and masked) scores and their exp right;
+    # the mistake is that the softmax is then taken of the unscaled scores.
+    weights = softmax(apply_mask(raw, mask)) * scale
+    return _steps(raw, scale, raw * scale, apply_mask(raw * scale, mask), weights, V, return_steps)
+
+
+@_sdpa_twin(
+    "sdpa_unnormalised",
+    "exp(QKᵀ/√d_k)V: the exponentials used as weights without dividing by each row's sum",
+    "The softmax is exp(s_ij) / Σ_j exp(s_ij): after exponentiating, divide every row by its "
+    "sum so that each query's weights add up to 1.",
+    "A = np.exp(S)                          # should be np.exp(S) / np.exp(S).sum(-1, keepdims=True)")
+def _sdpa_unnormalised(Q, K, V, mask=None, scale=None, return_steps=False):
+    Q, K, V, dims = attention_shapes(Q, K, V)
+    scale = _default_scale(dims, scale)
+    raw = Q @ np.swapaxes(K, -1, -2)
+    masked = apply_mask(raw * scale, mask)
+    with np.errstate(over="ignore"):
+        weights = np.exp(masked)
+    return _steps(raw, scale, raw * scale, masked, weights, V, return_steps)
+
+
+@_sdpa_twin(
+    "sdpa_scores_transposed",
+    "attention computed from KQᵀ (row = key, column = query): the score matrix transposed",
+    "Row i of the scores belongs to query i: S = QKᵀ, entry (i, j) = q_i·k_j. KQᵀ puts the "
+    "keys on the rows, so every softmax runs over the wrong tokens.",
+    "S = K @ Q.T                            # should be Q @ K.T")
+def _sdpa_scores_transposed(Q, K, V, mask=None, scale=None, return_steps=False):
+    Q, K, V, dims = attention_shapes(Q, K, V)
+    scale = _default_scale(dims, scale)
+    raw = K @ np.swapaxes(Q, -1, -2)
+    masked = apply_mask(raw * scale, mask)
+    return _steps(raw, scale, raw * scale, masked, softmax(masked), V, return_steps)
+
+
+@_sdpa_twin(
+    "sdpa_k_not_transposed",
+    "attention computed from QK instead of QKᵀ (only possible when d_k equals the number of keys)",
+    "q_i·k_j pairs query row i with key row j: S = QKᵀ. QK multiplies query rows with key "
+    "columns, which mixes one feature of every key; its shape fits only by accident.",
+    "S = Q @ K                              # should be Q @ K.T")
+def _sdpa_k_not_transposed(Q, K, V, mask=None, scale=None, return_steps=False):
+    Q, K, V, dims = attention_shapes(Q, K, V)
+    scale = _default_scale(dims, scale)
+    raw = Q @ K                     # raises unless d_k == S, as the student's code would
+    masked = apply_mask(raw * scale, mask)
+    return _steps(raw, scale, raw * scale, masked, softmax(masked), V, return_steps)
+
+
+@_sdpa_twin(
+    "sdpa_values_from_keys",
+    "softmax(QKᵀ/√d_k)K: the weights applied to the keys instead of the values",
+    "Keys decide how much each token counts; what is blended is the values: Z = AV. AK "
+    "returns a mix of key vectors (with width d_k, not d_v).",
+    "Z = A @ K                              # should be A @ V")
+def _sdpa_values_from_keys(Q, K, V, mask=None, scale=None, return_steps=False):
+    steps = scaled_dot_product_attention(Q, K, V, mask, scale, return_steps=True)
+    return _steps(steps.raw_scores, steps.scale, steps.scaled_scores, steps.masked_scores,
+                  steps.weights, as_float(K, "K"), return_steps)
+
+
+# --- what is done to the mask ---------------------------------------------------------------
+
+def _transposed_mask(mask, shape):
+    """The mask with its last two axes swapped after broadcasting to the scores' shape: query i
+    reads the mask's column i (a padding mask then blocks padded *queries*)."""
+    full = np.broadcast_to(_bool_mask(mask), shape)
+    return np.swapaxes(full, -1, -2)
+
+
+def mask_twin(name: str, mutate: Callable, summary: str, explanation: str, code: str):
+    """Register an attention twin that uses ``mutate(mask, scores_shape)`` as its mask (the
+    reference's own steps otherwise): ignored, transposed, … — one definition per variant."""
+    def function(Q, K, V, mask=None, scale=None, return_steps=False):
+        if mask is not None:
+            Qf, Kf, _, _ = attention_shapes(Q, K, V)
+            mask = mutate(mask, Qf.shape[:-1] + (Kf.shape[-2],))
+        return scaled_dot_product_attention(Q, K, V, mask, scale, return_steps)
+    return add_twin(name, SDPA, function, summary, explanation, code)
+
+
+mask_twin(
+    "sdpa_mask_ignored", lambda mask, shape: None,
+    "attention computed without the mask: every query attends to every key",
+    "The mask argument must reach the scores: blocked entries are set to −∞ before the "
+    "softmax. Accepting the mask and never using it lets padded or future tokens in.",
+    "weights = softmax(Q @ K.T / np.sqrt(d_k))  # should first do np.where(mask, scores, -np.inf)")
+mask_twin(
+    "sdpa_mask_transposed", _transposed_mask,
+    "the mask applied transposed (mask.T): query i uses the mask's column i",
+    "Mask rows are queries and columns are keys. Transposed, a padding mask blocks the padded "
+    "queries' rows instead of the padded keys, and a causal mask opens the future.",
+    "np.where(mask.T, scores, -np.inf)      # should be np.where(mask, scores, -np.inf)")
+
+
+# --- causal attention: the attention mistakes lifted, and the mask's diagonal --------------
+
+def _causal(Q, K):
+    return causal_mask(np.shape(Q)[-2], np.shape(K)[-2])
+
+
+def causal_lift(name: str, sdpa_twin: str, summary: str, explanation: str, code: str):
+    """Register the causal-attention twin that makes ``sdpa_twin``'s mistake under the causal
+    mask: each attention mistake is also a causal-attention mistake."""
+    wrong = MISCONCEPTIONS[sdpa_twin].function
+
+    def function(Q, K, V, return_steps=False):
+        return wrong(Q, K, V, mask=_causal(Q, K), return_steps=return_steps)
+    return add_twin(name, "causal_attention", function, summary, explanation, code)
+
+
+causal_lift(
+    "causal_attention_no_scale", "sdpa_no_scale",
+    "causal attention without the 1/√d_k scale",
+    "The mask is right, but the scores must still be divided by √d_k before the softmax, or "
+    "the rows saturate.",
+    "softmax(np.where(mask, Q @ K.T, -np.inf))  # should divide Q @ K.T by np.sqrt(d_k)")
+causal_lift(
+    "causal_attention_mask_after_softmax", "sdpa_mask_after_softmax",
+    "the future zeroed after the softmax, so the rows no longer sum to 1",
+    "Block the future before the softmax (scores → −∞) so that the visible keys share the "
+    "whole weight; zeroing weights afterwards leaves each row summing to less than 1.",
+    "softmax(scores) * mask                 # should be softmax(np.where(mask, scores, -np.inf))")
+causal_lift(
+    "causal_attention_inverted_mask", "sdpa_inverted_mask",
+    "the causal mask read as True = blocked (nn.MultiheadAttention's attn_mask convention)",
+    "With True = may attend, tril(ones) is the mask to keep; passed where True means blocked, "
+    "it hides the past and the token itself and shows only the future.",
+    "np.where(tril, -np.inf, scores)        # should be np.where(tril, scores, -np.inf)")
+causal_lift(
+    "causal_attention_softmax_over_queries", "sdpa_softmax_over_queries",
+    "causal attention with the softmax over the queries (columns sum to 1)",
+    "Each query's row is a distribution over the keys it may see: softmax over axis=-1.",
+    "softmax(masked, axis=-2)               # should be axis=-1")
+causal_lift(
+    "causal_attention_no_max_subtraction", "sdpa_no_max_subtraction",
+    "causal attention with a softmax that does not subtract the row max (NaN on large scores)",
+    "exp overflows above ~709.8; subtract each row's max before exponentiating (blocked −∞ "
+    "entries stay at weight 0).",
+    "e = np.exp(masked)                     # should be np.exp(masked - masked.max(-1, keepdims=True))")
+
+
+# The off-by-one causal masks, np.tril(…, k=±1), are lookalikes (``solutions.lookalikes``:
+# causal_mask_shifted_by_one, causal_attention_mask_shifted_by_one,
+# causal_attention_mask_no_diagonal): registering them here as well would make each of them
+# two identical mistakes. causal_mask_no_diagonal above is the k=−1 mask's twin.
+
+
+def _causal_mask_inverted(L, S=None):
+    return ~np.tril(np.ones((L, L if S is None else S), dtype=bool))
+
+
+add_twin(
+    "causal_mask_inverted", "causal_mask", _causal_mask_inverted,
+    "the causal mask with True = blocked (np.triu(…, k=1), PyTorch's attn_mask convention)",
+    "torch.triu(ones, diagonal=1) marks the future as True because nn.MultiheadAttention reads "
+    "True as blocked. This kit's masks mean True = may attend: the lower triangle is True.",
+    "np.triu(np.ones((L, S), bool), k=1)   # should be np.tril(np.ones((L, S), bool))")
+
+
+# --- padding masks --------------------------------------------------------------------------
+
+def _lengths(lengths):
+    return np.asarray(lengths).reshape(-1)
+
+
+def padding_offset_twin(name: str, offset: int, summary: str, explanation: str):
+    """Register a padding-mask twin that keeps the key positions j < length + offset."""
+    def function(lengths, S):
+        return (np.arange(S) < _lengths(lengths)[:, None] + offset)[:, None, :]
+    code = f"np.arange(S) < lengths + {offset}   # should be np.arange(S) < lengths"
+    return add_twin(name, "padding_mask", function, summary, explanation, code)
+
+
+padding_offset_twin(
+    "padding_mask_includes_first_pad", 1,
+    "the padding mask off by one: the first <PAD> position is also allowed (j ≤ length)",
+    "Positions are numbered from 0, so a sequence of length n occupies 0 … n−1: keep j < n.")
+padding_offset_twin(
+    "padding_mask_drops_last_token", -1,
+    "the padding mask off by one: the last real token is blocked too (j < length − 1)",
+    "A sequence of length n occupies positions 0 … n−1, all real tokens: keep j < n.")
+
+
+def _padding_mask_inverted(lengths, S):
+    return ~padding_mask(lengths, S)
+
+
+add_twin(
+    "padding_mask_inverted", "padding_mask", _padding_mask_inverted,
+    "the padding mask with True at the <PAD> positions (key_padding_mask's True = ignore)",
+    "nn.MultiheadAttention's key_padding_mask marks the pads as True (ignore). This kit's "
+    "masks mean True = may attend: True on the real tokens, False on the pads.",
+    "np.arange(S) >= lengths               # should be np.arange(S) < lengths")
+
+
+def _padding_mask_on_query_rows(lengths, S):
+    return (np.arange(S) < _lengths(lengths)[:, None])[:, :, None]
+
+
+add_twin(
+    "padding_mask_on_query_rows", "padding_mask", _padding_mask_on_query_rows,
+    "the padding applied to the query rows (shape (B, S, 1)) instead of the key columns",
+    "Padding hides the <PAD> *keys* from every query: the mask is (B, 1, S), one row "
+    "broadcast over all queries. (B, S, 1) blocks the pads' own rows and leaves their keys open.",
+    "mask[:, :, None]                       # should be mask[:, None, :]")
+
+
+def _combine_masks_or(*masks):
+    arrays = [np.asarray(m, dtype=bool) for m in masks]
+    return np.logical_or.reduce(np.broadcast_arrays(*arrays))
+
+
+add_twin(
+    "combine_masks_or", "combine_masks", _combine_masks_or,
+    "the masks combined with OR: a key is visible if either mask allows it",
+    "A key may be attended to only if every mask allows it (causal AND padding): with OR the "
+    "future shows wherever it is not padding, and the pads wherever they are in the past.",
+    "causal | pad                           # should be causal & pad")
+
+
+# --- softmax and log-softmax ----------------------------------------------------------------
+
+def softmax_axis_variant(name: str, axis, summary: str, explanation: str, code: str):
+    """Register a softmax twin normalising over ``axis`` (None: every entry) instead of the
+    axis it is given (the key or class axis, -1 by default)."""
+    def function(x, axis=-1):
+        return softmax(x, axis=wrong_axis)
+    wrong_axis = axis
+    return add_twin(name, "softmax", function, summary, explanation, code)
+
+
+softmax_axis_variant(
+    "softmax_axis_0", 0,
+    "softmax over axis 0: each column (one class or key across all the rows) sums to 1",
+    "Every row is one distribution (one example's classes, one query's keys): normalise "
+    "along the last axis, axis=-1, so that each row sums to 1.",
+    "np.exp(z) / np.exp(z).sum(axis=0)      # should be .sum(axis=-1, keepdims=True)")
+softmax_axis_variant(
+    "softmax_over_all_entries", None,
+    "softmax over every entry at once: the whole array sums to 1, not each row",
+    "Each row is its own distribution: divide by the row's sum, not by the grand total.",
+    "np.exp(z) / np.exp(z).sum()            # should be .sum(axis=-1, keepdims=True)")
+
+
+def _softmax_unnormalised(x, axis=-1):
+    with np.errstate(over="ignore"):
+        return np.exp(as_float(x, "x"))
+
+
+add_twin(
+    "softmax_unnormalised", "softmax", _softmax_unnormalised,
+    "exp(x) alone: the exponentials not divided by their sum",
+    "softmax(x)_i = exp(x_i) / Σ_j exp(x_j): without the division the numbers are not "
+    "probabilities and do not sum to 1.",
+    "p = np.exp(z)                          # should be np.exp(z) / np.exp(z).sum(-1, keepdims=True)")
+
+
+def _log_softmax_base_10(x, axis=-1):
+    return np.log10(softmax(x, axis=axis))
+
+
+def _log_softmax_without_normaliser(x, axis=-1):
+    return as_float(x, "x").copy()
+
+
+add_twin(
+    "log_softmax_base_10", "log_softmax", _log_softmax_base_10,
+    "the logarithm taken to base 10 (a calculator's log key) instead of the natural log",
+    "Cross-entropy uses the natural logarithm, ln p (np.log). log₁₀ p is ln p / 2.303, so "
+    "every loss comes out 2.3 times too small.",
+    "-np.log10(p[y])                        # should be -np.log(p[y])")
+add_twin(
+    "log_softmax_without_normaliser", "log_softmax", _log_softmax_without_normaliser,
+    "log p taken as the logit itself, z_y, without subtracting log Σ exp(z)",
+    "log softmax(z)_y = z_y − log Σ_j exp(z_j): the log-sum-exp term is what makes it a "
+    "log-probability. Without it the 'loss' −z_y can even be negative.",
+    "loss = -z[y]                           # should be -(z[y] - np.log(np.exp(z).sum()))")
+
+
+# --- the softmax's backward pass ------------------------------------------------------------
+
+def _softmax_backward_no_sum_term(dp, cache):
+    return cache * as_float(dp, "dp")
+
+
+add_twin(
+    "softmax_backward_no_sum_term", "softmax_backward", _softmax_backward_no_sum_term,
+    "dz = p ⊙ dp: the −p (p·dp) term of the Jacobian left out",
+    "∂p_i/∂z_j = p_i(δ_ij − p_j), so dz = p ⊙ (dp − Σ_j p_j dp_j). Dropping the sum treats "
+    "each probability as if it did not depend on the other inputs.",
+    "dz = p * dp                            # should be p * (dp - (dp * p).sum(-1, keepdims=True))")
+
+
+def softmax_backward_axis_twin(name: str, axis, summary: str):
+    """Register a softmax-backward twin that sums Σ p·dp over ``axis`` instead of the last."""
+    def function(dp, cache):
+        dp = as_float(dp, "dp")
+        return cache * (dp - np.sum(dp * cache, axis=axis, keepdims=True))
+    code = (f"p * (dp - (dp * p).sum(axis={axis}, keepdims=True))  # should be axis=-1")
+    explanation = ("The sum Σ_j p_j dp_j runs over the entries of one softmax, the last axis; "
+                   "summed over another axis it mixes different rows' distributions.")
+    return add_twin(name, "softmax_backward", function, summary, explanation, code)
+
+
+softmax_backward_axis_twin("softmax_backward_sum_over_axis_0", 0,
+                           "the softmax gradient with Σ p·dp summed over axis 0 instead of each row")
+softmax_backward_axis_twin("softmax_backward_sum_over_all_entries", None,
+                           "the softmax gradient with Σ p·dp summed over every entry instead of each row")
+
+
+# --- Bahdanau and content scores ------------------------------------------------------------
+
+def _additive_score_W_transposed(s, H, W, U, v):
+    W = as_float(W, "W")
+    return additive_score(s, H, W.T, U, v)    # raises unless W is square, as W @ s would
+
+
+add_twin(
+    "additive_score_W_transposed", "additive_score", _additive_score_W_transposed,
+    "additive scores with W s computed as W @ s (column vector) on data laid out for s @ W",
+    "The data is in the row layout, s W: W has one row per entry of s. Reading the paper's "
+    "W s literally as W @ s uses Wᵀ instead; square W hides the slip from the shapes.",
+    "np.tanh(W @ s + H @ U) @ v             # should be np.tanh(s @ W + H @ U) @ v")
+
+
+def _bahdanau_step_W_transposed(s_prev, H, W, U, v, mask=None):
+    scores = _additive_score_W_transposed(s_prev, H, W, U, v)
+    weights, context = attend(scores, H, mask)
+    return AlignmentStep(scores, weights, context)
+
+
+add_twin(
+    "bahdanau_step_W_transposed", "bahdanau_step", _bahdanau_step_W_transposed,
+    "the Bahdanau step with W s_{i−1} computed as W @ s_prev on data laid out for s_prev @ W",
+    "The data is in the row layout, s_{i−1} W: W has one row per entry of the state. W @ s "
+    "uses Wᵀ instead, so every score, weight and the context change.",
+    "e = np.tanh(W @ s_prev + H @ U) @ v    # should be np.tanh(s_prev @ W + H @ U) @ v")
+
+
+def _content_score_without_s_norm(s, H):
+    s = as_float(s, "s")
+    return content_score(s, H) * np.linalg.norm(s, axis=-1, keepdims=True)
+
+
+add_twin(
+    "content_score_without_s_norm", "content_score", _content_score_without_s_norm,
+    "cosine scores divided only by ‖h_j‖, not by ‖s‖ (sᵀh_j / ‖h_j‖)",
+    "cos(s, h_j) = sᵀh_j / (‖s‖ ‖h_j‖): both vectors are normalised, so every score lies in "
+    "[−1, 1]. Leaving out ‖s‖ scales all scores by ‖s‖ (the ranking survives, the values not).",
+    "H @ s / np.linalg.norm(H, axis=-1)      # should also divide by np.linalg.norm(s)")

@@ -1,0 +1,263 @@
+"""Misconception twins of the layers built on attention: multi-head attention, splitting and
+merging heads, parameter counts, positional encodings, and the encoder and decoder layers.
+
+As in ``misconceptions_attention``, families are generated from one definition each (another
+scale or mask in multi-head attention; a step of a Transformer layer skipped or done wrong),
+and every twin registers in ``solutions.misconceptions.MISCONCEPTIONS``.
+"""
+
+from __future__ import annotations
+
+from typing import Callable
+
+import numpy as np
+
+from ._shapes import as_float
+from .feed_forward import ffn
+from .layer_norm import layer_norm
+from .linear import linear
+from .misconceptions import (_bool_mask, _mha_with_scale, add_twin, layer_norm_over_tokens,
+                             layer_norm_unbiased_std)
+from .multihead import multi_head_attention
+from .param_counts import mha_param_count
+
+MHA = "multi_head_attention"
+
+
+# --- multi-head attention: another scale, another mask --------------------------------------
+
+def mha_twin(name: str, scale_of: Callable, mask_of: Callable, summary: str, explanation: str,
+             code: str):
+    """Register a multi-head twin that scales each head's scores by ``scale_of(d_head, d_model)``
+    and uses ``mask_of(mask)``: one definition for the scale and mask mistakes of every head."""
+    def function(query, key, value, params, num_heads, mask=None):
+        d_head = np.shape(params["W_Q"])[1] // num_heads
+        concat, weights = _mha_with_scale(query, key, value, params, num_heads,
+                                          None if mask is None else mask_of(mask),
+                                          scale_of(d_head, np.shape(query)[-1]))
+        return linear(concat, params["W_O"], params.get("b_O")), weights
+    return add_twin(name, MHA, function, summary, explanation, code)
+
+
+def _per_head(d_head, d_model):
+    return 1.0 / np.sqrt(d_head)
+
+
+def _same(mask):
+    return mask
+
+
+# Without the scale and divided by d_head are the lookalikes mha_no_scale and
+# mha_divide_by_d_head (``solutions.lookalikes``); only the mask mistakes are twins here.
+mha_twin("mha_mask_ignored", _per_head, lambda mask: None,
+         "multi-head attention that never applies the mask",
+         "The mask must reach every head's scores (broadcast over the head axis) before the "
+         "softmax; accepted and unused, it lets padded or future tokens in.",
+         "attention(q, k, v)                     # should be attention(q, k, v, mask=mask[:, None])")
+mha_twin("mha_inverted_mask", _per_head, lambda mask: ~_bool_mask(mask),
+         "multi-head attention with the mask read as True = blocked (nn.MultiheadAttention's attn_mask)",
+         "nn.MultiheadAttention's attn_mask and key_padding_mask mean True = blocked; this kit "
+         "(and F.scaled_dot_product_attention) mean True = may attend. Mixed up, every head "
+         "attends exactly where it must not.",
+         "np.where(mask, -np.inf, scores)        # should be np.where(mask, scores, -np.inf)")
+
+
+# --- splitting and merging heads ------------------------------------------------------------
+
+def _split_without_transpose(x, num_heads):
+    x = as_float(x, "x")
+    *lead, L, d = x.shape
+    return x.reshape(*lead, num_heads, L, d // num_heads)
+
+
+def _split_no_swap(x, num_heads):
+    x = as_float(x, "x")
+    *lead, L, d = x.shape
+    return x.reshape(*lead, L, num_heads, d // num_heads)
+
+
+def _split_interleaved(x, num_heads):
+    x = as_float(x, "x")
+    *lead, L, d = x.shape
+    return np.moveaxis(x.reshape(*lead, L, d // num_heads, num_heads), -1, -3)
+
+
+add_twin("split_heads_without_transpose", "split_heads", _split_without_transpose,
+         "heads split by reshaping (…, L, h·d_k) straight to (…, h, L, d_k), without the transpose",
+         "Head i owns columns i·d_k … (i+1)·d_k − 1 of every token. Reshape to (…, L, h, d_k) "
+         "first, then swap L and h; the direct reshape cuts the tokens across heads.",
+         "x.reshape(h, L, d_k)                  # should be x.reshape(L, h, d_k).transpose(1, 0, 2)")
+add_twin("split_heads_no_swap", "split_heads", _split_no_swap,
+         "heads reshaped to (…, L, h, d_k) but the L and h axes never swapped",
+         "After the reshape to (…, L, h, d_k) the head axis must come before the tokens, "
+         "(…, h, L, d_k), so that each head is an L × d_k matrix.",
+         "x.reshape(L, h, d_k)                  # should be x.reshape(L, h, d_k).transpose(1, 0, 2)")
+add_twin("split_heads_interleaved_columns", "split_heads", _split_interleaved,
+         "heads built from interleaved columns (head i = columns i, i+h, i+2h, …)",
+         "The projection's columns come in contiguous blocks: head i is columns "
+         "i·d_k … (i+1)·d_k − 1, not every h-th column.",
+         "x[:, i::h]                             # should be x[:, i*d_k:(i+1)*d_k]")
+
+
+def _merge_without_transpose(x):
+    x = as_float(x, "x")
+    *lead, H, L, d = x.shape
+    return x.reshape(*lead, L, H * d)
+
+
+def _merge_averaged(x):
+    return as_float(x, "x").mean(axis=-3)
+
+
+def _merge_on_token_axis(x):
+    x = as_float(x, "x")
+    *lead, H, L, d = x.shape
+    return x.reshape(*lead, H * L, d)
+
+
+add_twin("merge_heads_without_transpose", "merge_heads", _merge_without_transpose,
+         "heads merged by reshaping (…, h, L, d) straight to (…, L, h·d), without the transpose",
+         "Concat puts token t's outputs of head 0, head 1, … side by side: transpose back to "
+         "(…, L, h, d) first, then reshape. The direct reshape puts several tokens in one row.",
+         "heads.reshape(L, h * d)               # should be heads.transpose(1, 0, 2).reshape(L, h * d)")
+add_twin("merge_heads_averaged", "merge_heads", _merge_averaged,
+         "the heads averaged instead of concatenated (each row has d, not h·d, entries)",
+         "MultiHead = Concat(head_1, …, head_h) W_O: the heads' outputs are placed side by side, "
+         "and W_O learns how to mix them. Averaging throws away what differs between heads.",
+         "heads.mean(axis=0)                    # should be np.concatenate(heads, axis=-1)")
+add_twin("merge_heads_concatenated_on_token_axis", "merge_heads", _merge_on_token_axis,
+         "the heads concatenated along the token axis (np.concatenate's default axis=0)",
+         "Concat joins the heads feature by feature, axis=-1: one row per token with h·d "
+         "entries. Along axis 0 the heads are stacked as extra tokens.",
+         "np.concatenate(heads)                 # should be np.concatenate(heads, axis=-1)")
+
+
+# --- parameter counts -----------------------------------------------------------------------
+
+def _mha_count_no_output_projection(d_model, num_heads=1, d_k=None, d_v=None, bias=True):
+    d_v_ = d_model // num_heads if d_v is None else d_v
+    full = mha_param_count(d_model, num_heads, d_k, d_v, bias)
+    return full - num_heads * d_v_ * d_model - (d_model if bias else 0)
+
+
+def _mha_count_per_head(d_model, num_heads=1, d_k=None, d_v=None, bias=True):
+    return num_heads * mha_param_count(d_model, 1, None, None, bias)
+
+
+def _mha_count_no_bias(d_model, num_heads=1, d_k=None, d_v=None, bias=True):
+    return mha_param_count(d_model, num_heads, d_k, d_v, bias=False)
+
+
+add_twin("mha_param_count_no_output_projection", "mha_param_count", _mha_count_no_output_projection,
+         "the parameters of W_Q, W_K, W_V only: W_O (and its bias) left out",
+         "The output projection W_O (h·d_v × d_model, plus a bias of d_model) belongs to the "
+         "layer: 4d² + 4d in all, not 3d² + 3d.",
+         "3 * d * d + 3 * d                      # should be 4 * d * d + 4 * d")
+add_twin("mha_param_count_per_head", "mha_param_count", _mha_count_per_head,
+         "h times the one-head count, as if every head had its own d_model × d_model W_Q, W_K, W_V, W_O",
+         "Each head projects to d_k = d_model/h dimensions, so the h heads together have one "
+         "d_model × d_model matrix per projection: 4d² + 4d whatever h is.",
+         "h * (4 * d * d + 4 * d)               # should be 4 * d * d + 4 * d")
+add_twin("mha_param_count_no_bias", "mha_param_count", _mha_count_no_bias,
+         "the weights alone, 4d², with the biases left out",
+         "Each of the four projections has a bias vector (3·h·d_k + d = 4d entries in all): "
+         "with biases the count is 4d² + 4d.",
+         "4 * d * d                              # should be 4 * d * d + 4 * d")
+
+
+# --- positions -------------------------------------------------------------------------------
+
+def _positional_encoding_omitted(L, d_model):
+    return np.zeros((L, d_model))
+
+
+add_twin("positional_encoding_omitted", "positional_encoding", _positional_encoding_omitted,
+         "no positional encoding added (the embeddings alone go into the layer)",
+         "Attention is blind to order: without PE(pos) added to each embedding, a permuted "
+         "sentence gives permuted but otherwise identical outputs.",
+         "x = embed(tokens, E)                  # should be embed(tokens, E) + positional_encoding(L, d)")
+
+
+# --- encoder and decoder layers: a step skipped or done wrong -------------------------------
+
+def _post_ln(norm: Callable | None, residual: bool):
+    """Add & Norm as one twin does it: ``norm`` None skips the LayerNorm, ``residual`` False
+    skips the x +."""
+    def add_norm(x, out, params, eps):
+        total = x + out if residual else out
+        return total if norm is None else norm(total, params["gamma"], params["beta"], eps)
+    return add_norm
+
+
+def layer_twins(words: str, norm: Callable | None, residual: bool, summary: str,
+                explanation: str, code: str):
+    """Register the encoder- and the decoder-layer twin (``encoder_layer_<words>``,
+    ``decoder_layer_<words>``) whose every Add & Norm makes the same mistake."""
+    add_norm = _post_ln(norm, residual)
+
+    def encoder(x, params, num_heads, mask=None, eps=1e-5, return_weights=False):
+        x = as_float(x, "x")
+        attended, weights = multi_head_attention(x, x, x, params["self_attn"], num_heads, mask)
+        h = add_norm(x, attended, params["norm1"], eps)
+        out = add_norm(h, ffn(h, **params["ffn"]), params["norm2"], eps)
+        return (out, {"self_attn": weights}) if return_weights else out
+
+    def decoder(y, memory, params, num_heads, self_mask=None, memory_mask=None, eps=1e-5,
+                return_weights=False):
+        return _decoder(y, memory, params, num_heads, self_mask, memory_mask, eps,
+                        return_weights, add_norm)
+
+    add_twin(f"encoder_layer_{words}", "encoder_layer", encoder, f"an encoder layer with {summary}",
+             explanation, code)
+    add_twin(f"decoder_layer_{words}", "decoder_layer", decoder, f"a decoder layer with {summary}",
+             explanation, code)
+
+
+def _decoder(y, memory, params, num_heads, self_mask, memory_mask, eps, return_weights, add_norm):
+    """The decoder layer with ``add_norm`` for each of its three Add & Norm steps."""
+    y = as_float(y, "y")
+    attended, self_weights = multi_head_attention(y, y, y, params["self_attn"], num_heads, self_mask)
+    h1 = add_norm(y, attended, params["norm1"], eps)
+    crossed, cross_weights = multi_head_attention(h1, memory, memory, params["cross_attn"],
+                                                  num_heads, memory_mask)
+    h2 = add_norm(h1, crossed, params["norm2"], eps)
+    out = add_norm(h2, ffn(h2, **params["ffn"]), params["norm3"], eps)
+    if return_weights:
+        return out, {"self_attn": self_weights, "cross_attn": cross_weights}
+    return out
+
+
+layer_twins("no_residual", layer_norm, False,
+            "no residual connections: LayerNorm(Sublayer(x)) instead of LayerNorm(x + Sublayer(x))",
+            "Add & Norm adds the sublayer's input back before normalising; the residual path "
+            "keeps the token's own information and lets gradients through deep stacks.",
+            "h = layer_norm(attn(x))               # should be h = layer_norm(x + attn(x))")
+layer_twins("no_layer_norm", None, True,
+            "no layer normalisation: x + Sublayer(x) left unnormalised",
+            "Post-LN normalises every residual sum, LayerNorm(x + Sublayer(x)), so each token's "
+            "features have mean 0 and variance 1 (times γ, plus β) going into the next step.",
+            "h = x + attn(x)                        # should be h = layer_norm(x + attn(x))")
+layer_twins("norm_over_tokens", layer_norm_over_tokens, True,
+            "its layer norms taken over the tokens (axis -2) instead of each token's features",
+            "LayerNorm normalises each token's d_model features (axis=-1); statistics over the "
+            "sequence mix the tokens and depend on the sentence's length.",
+            "mu = h.mean(axis=-2, keepdims=True)    # should be axis=-1")
+layer_twins("norm_unbiased_std", layer_norm_unbiased_std, True,
+            "its layer norms dividing by the unbiased std + ε (Annotated-Transformer style)",
+            "nn.LayerNorm divides by √(σ² + ε) with the biased variance (÷D); the unbiased std "
+            "(÷(D−1)) shrinks every normalised value by √((D−1)/D).",
+            "(h - mu) / (h.std(-1, ddof=1) + eps)   # should be (h - mu) / np.sqrt(h.var(-1) + eps)")
+
+
+def _decoder_no_causal_mask(y, memory, params, num_heads, self_mask=None, memory_mask=None,
+                            eps=1e-5, return_weights=False):
+    return _decoder(y, memory, params, num_heads, None, memory_mask, eps, return_weights,
+                    _post_ln(layer_norm, True))
+
+
+add_twin("decoder_layer_no_causal_mask", "decoder_layer", _decoder_no_causal_mask,
+         "a decoder layer whose masked self-attention has no causal mask (each position sees the future)",
+         "The decoder's self-attention must hide the later target tokens (causal_mask(T)), or "
+         "in training every position reads the word it has to predict. The last position is "
+         "unaffected, which is why only earlier rows show the mistake.",
+         "self_attn(y, y, y)                     # should be self_attn(y, y, y, mask=causal_mask(T))")
