@@ -133,6 +133,7 @@ def expectations(entry: dict, values: dict, modes: dict) -> dict:
             continue
         answers = decode_names(record["answers"]) if kind != shape.FREE_RESPONSE else {}
         twins = {name: from_jsonable(v) for name, v in record.get("twins", {}).items()}
+        lookalikes = {name: from_jsonable(v) for name, v in record.get("lookalikes", {}).items()}
         parts = {}
         for g in shape.gradings(record):
             part = shape.part_id(g)
@@ -143,8 +144,7 @@ def expectations(entry: dict, values: dict, modes: dict) -> dict:
                 parts[part] = expect_choice(g, int(answers[part]), value)
             else:
                 part_twins = {t: v[part] for t, v in twins.items() if isinstance(v, dict) and part in v}
-                alike = {n: from_jsonable(v[part]) for n, v in record.get("lookalikes", {}).items()
-                         if isinstance(v, dict) and part in v}
+                alike = {n: v[part] for n, v in lookalikes.items() if isinstance(v, dict) and part in v}
                 parts[part] = expect_numeric(g, answers[part], value, part_twins, alike)
         if kind == "numeric" and record.get("follow"):
             parts = _with_follow_through(record, pid, values, answers, parts)
