@@ -14,7 +14,6 @@ from dataclasses import dataclass
 
 import numpy as np
 from solutions import MISCONCEPTIONS
-from solutions.lookalikes import summary_of
 
 from formats.compare import compare, is_numeric, within
 from formats.key_shape import answer_names, gradings
@@ -100,8 +99,8 @@ def numeric_part(grading: dict, expected, value, twins: dict, variable: str,
                  lookalikes: dict | None = None) -> Verdict:
     """A numeric part: ``grading`` is the key's entry for the part (points, rtol, atol,
     misconceptions), ``twins`` maps each twin's name to what it gives for this part,
-    ``lookalikes`` each plausible other mistake the key stored because it gives what a twin
-    gives here (see ``diagnoses``)."""
+    ``lookalikes`` each other twin the build's mistake search stored for the part (see
+    ``diagnoses``)."""
     points = points_of(grading)
     if isinstance(value, Missing):
         because = f" ({value.cause})" if value.cause else ""
@@ -146,15 +145,13 @@ def diagnose(value, twins: dict, names, rtol: float, atol: float,
 def diagnoses(value, twins: dict, names, rtol: float, atol: float,
               lookalikes: dict | None = None) -> list[str]:
     """Every explanation of the student's value on this variant: the listed twins it
-    matches, in listed order, then the stored lookalikes it matches — but lookalikes only
-    when a twin matches too (a lookalike is stored to make a twin's name doubtful, never to
-    be named by itself). One name is a diagnosis; more are alternatives."""
+    matches, in listed order, then the lookalikes it matches (the twins the build's mistake
+    search found for this part, ``exercises.variant``). One name is a diagnosis; more are
+    alternatives, and none is asserted."""
     found = [name for name in names if name in twins and name in MISCONCEPTIONS
              and _matches(value, twins[name], rtol, atol)]
-    if not found:
-        return []
     return found + [name for name, wrong in (lookalikes or {}).items()
-                    if name not in found and _matches(value, wrong, rtol, atol)]
+                    if name not in found and name in MISCONCEPTIONS and _matches(value, wrong, rtol, atol)]
 
 
 def either(names) -> str:
@@ -162,7 +159,7 @@ def either(names) -> str:
     with its summary, none of them asserted. The verdict records no misconception — the
     gradebook's column feeds the class statistics (``reports.summary_json``), and a guess
     between two mistakes must not be counted as either one."""
-    alternatives = " or ".join(f"{summary_of(name)}" for name in names)
+    alternatives = " or ".join(MISCONCEPTIONS[name].summary for name in names)
     return (f"matches more than one known mistake, and on your numbers they cannot be told "
             f"apart: either {alternatives}. Check which one you made.")
 
@@ -284,7 +281,7 @@ def implement_family(family: dict, cases: list[dict], outcomes: dict, function: 
 
 def _diagnose_function(outcomes, positions, twins, names, rtol, atol, lookalikes=None) -> list[str]:
     """Every twin that gives what the student's function gave on every case it failed (in
-    listed order), then every stored lookalike that does too if a twin does (``diagnoses``)."""
+    listed order), then every lookalike that does too (``diagnoses``)."""
     def gives_the_same(wrong) -> bool:
         return all(outcomes.get(p) is not None and outcomes[p].ok and p < len(wrong)
                    and wrong[p] is not None
@@ -292,10 +289,8 @@ def _diagnose_function(outcomes, positions, twins, names, rtol, atol, lookalikes
                    for p in positions)
     found = [name for name in names if twins.get(name) is not None and name in MISCONCEPTIONS
              and gives_the_same(twins[name])]
-    if not found:
-        return []
     return found + [name for name, wrong in (lookalikes or {}).items()
-                    if name not in found and gives_the_same(wrong)]
+                    if name not in found and name in MISCONCEPTIONS and gives_the_same(wrong)]
 
 
 def _matches_outputs(value, wrong, rtol, atol) -> bool:

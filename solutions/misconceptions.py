@@ -67,6 +67,13 @@ def add_twin(name: str, shadows: str, function: Callable, summary: str, explanat
     return function
 
 
+def twins_of(function_name: str, listed=()) -> dict[str, Callable]:
+    """name → function of every registered twin of the reference function ``function_name``
+    besides those in ``listed``: the space the build searches for a part's other mistakes."""
+    return {name: m.function for name, m in MISCONCEPTIONS.items()
+            if m.shadows == function_name and name not in listed}
+
+
 def twin(shadows: str, summary: str, explanation: str, code: str):
     """Register the decorated function as the twin named after it."""
     def register(function):

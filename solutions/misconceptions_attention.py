@@ -45,6 +45,35 @@ scale_twin(
     "weights = softmax(Q @ K.T * np.sqrt(d_k))  # should be / np.sqrt(d_k)")
 
 
+# The per-head d_k of both models the lecture describes: BERT-base (768 / 12 heads) and the
+# Transformer base model (512 / 8 heads). A student who has learnt "divide by √64 = 8" uses
+# it whatever d_k the exercise gives.
+HEAD_DIM = 64
+
+
+def _divisor(n, what: str) -> float:
+    """√n as a scale's divisor; n = 1 raises: dividing by √1 is not dividing at all, which
+    is the twin ``sdpa_no_scale`` itself, not another mistake."""
+    if n == 1:
+        raise ValueError(f"{what} = 1: the same as no scale")
+    return float(np.sqrt(n))
+
+
+scale_twin(
+    "sdpa_scale_by_sqrt_d_v", lambda dims: 1.0 / _divisor(dims["d_v"], "d_v"),
+    "softmax(QKᵀ/√d_v)V: scaled by the value dimension d_v instead of d_k",
+    "The scale comes from Var(q·k) = d_k: the queries' and keys' dimension. The values' "
+    "dimension d_v never enters the scores; it only sets the output's width.",
+    "weights = softmax(Q @ K.T / np.sqrt(V.shape[-1]))  # should be / np.sqrt(Q.shape[-1])")
+scale_twin(
+    "sdpa_scale_by_sqrt_head_dim", lambda dims: 1.0 / np.sqrt(HEAD_DIM),
+    f"softmax(QKᵀ/√{HEAD_DIM})V: scaled by BERT-base's and the Transformer's per-head "
+    f"√{HEAD_DIM} = {int(np.sqrt(HEAD_DIM))} instead of this exercise's √d_k",
+    f"√{HEAD_DIM} = {int(np.sqrt(HEAD_DIM))} is right for a head of d_k = {HEAD_DIM} (768/12, "
+    "512/8). The scale is always 1/√d_k of the vectors at hand: here d_k is the width of Q and K.",
+    f"weights = softmax(Q @ K.T / {int(np.sqrt(HEAD_DIM))})   # should be / np.sqrt(d_k)")
+
+
 # --- the softmax over another axis ----------------------------------------------------------
 
 def softmax_axis_twin(name: str, axis, summary: str, explanation: str, code: str):
@@ -230,10 +259,46 @@ causal_lift(
     "e = np.exp(masked)                     # should be np.exp(masked - masked.max(-1, keepdims=True))")
 
 
-# The off-by-one causal masks, np.tril(…, k=±1), are lookalikes (``solutions.lookalikes``:
-# causal_mask_shifted_by_one, causal_attention_mask_shifted_by_one,
-# causal_attention_mask_no_diagonal): registering them here as well would make each of them
-# two identical mistakes. causal_mask_no_diagonal above is the k=−1 mask's twin.
+# --- the causal mask shifted by one ---------------------------------------------------------
+
+def _shifted_causal(L, S, k):
+    return np.tril(np.ones((L, S), dtype=bool), k=k)
+
+
+def _causal_mask_shifted_by_one(L, S=None):
+    return _shifted_causal(L, L if S is None else S, 1)
+
+
+add_twin("causal_mask_shifted_by_one", "causal_mask", _causal_mask_shifted_by_one,
+         "np.tril(…, k=1): the causal mask shifted by one, so each token also sees the next one",
+         "Token i may attend to tokens 0 … i: the diagonal is the last allowed entry. k=1 opens "
+         "one future token, which is exactly what a decoder must not see during training.",
+         "np.tril(np.ones((L, L)), k=1)          # should be np.tril(np.ones((L, L)))")
+
+
+def _causal_attention_mask_shifted_by_one(Q, K, V, return_steps=False):
+    mask = _shifted_causal(np.shape(Q)[-2], np.shape(K)[-2], 1)
+    return scaled_dot_product_attention(Q, K, V, mask=mask, return_steps=return_steps)
+
+
+def _causal_attention_mask_no_diagonal(Q, K, V, return_steps=False):
+    mask = _shifted_causal(np.shape(Q)[-2], np.shape(K)[-2], -1)
+    with np.errstate(invalid="ignore"):
+        return scaled_dot_product_attention(Q, K, V, mask=mask, return_steps=return_steps)
+
+
+add_twin("causal_attention_mask_no_diagonal", "causal_attention", _causal_attention_mask_no_diagonal,
+         "a causal mask without its diagonal (np.tril(…, k=-1)): no token attends to itself",
+         "Token i may attend to tokens 0 … i, itself included: the diagonal belongs to the "
+         "mask. Without it the first token sees nothing at all and every token ignores its own value.",
+         "mask = np.tril(np.ones((L, S)), k=-1)  # should be np.tril(np.ones((L, S)))")
+
+
+add_twin("causal_attention_mask_shifted_by_one", "causal_attention", _causal_attention_mask_shifted_by_one,
+         "a causal mask shifted by one (np.tril(…, k=1)): each token also attends to the next one",
+         "Token i may attend to tokens 0 … i. With k=1 every row sees one future token, so the "
+         "model can copy the word it is meant to predict.",
+         "mask = np.tril(np.ones((L, S)), k=1)   # should be np.tril(np.ones((L, S)))")
 
 
 def _causal_mask_inverted(L, S=None):

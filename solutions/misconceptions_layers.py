@@ -47,8 +47,16 @@ def _same(mask):
     return mask
 
 
-# Without the scale and divided by d_head are the lookalikes mha_no_scale and
-# mha_divide_by_d_head (``solutions.lookalikes``); only the mask mistakes are twins here.
+mha_twin("mha_no_scale", lambda d_head, d_model: 1.0, _same,
+         "multi-head attention without the 1/√d_head scale",
+         "Each head computes scaled dot-product attention: its scores are divided by √d_head "
+         "(the head's own key width) before the softmax, or the heads' rows saturate.",
+         "softmax(q @ k.T)                       # should be softmax(q @ k.T / np.sqrt(d_head))")
+mha_twin("mha_divide_by_d_head", lambda d_head, d_model: 1.0 / d_head, _same,
+         "multi-head scores divided by d_head instead of √d_head",
+         "The scale is the inverse standard deviation of q·k, 1/√d_head; dividing by d_head "
+         "flattens every head's rows towards uniform.",
+         "softmax(q @ k.T / d_head)              # should be / np.sqrt(d_head)")
 mha_twin("mha_mask_ignored", _per_head, lambda mask: None,
          "multi-head attention that never applies the mask",
          "The mask must reach every head's scores (broadcast over the head axis) before the "

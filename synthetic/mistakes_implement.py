@@ -104,7 +104,7 @@ def causal_off_by_one(Q, K, V):
 
 
 @code_mistake(CAUSAL, "the diagonal excluded: tril(…, k=−1), the first row fully masked (NaN)",
-              accept=["causal_mask_no_diagonal"])
+              accept=["causal_mask_no_diagonal", "causal_attention_mask_no_diagonal"])
 def causal_no_diagonal(Q, K, V):
     return _causal(Q, K, V, k=-1)
 

@@ -32,14 +32,15 @@ def close(a, b, rtol: float, atol: float) -> bool:
 
 
 def _one_explanation(found: list[str], alike: list[str]) -> str | None:
-    """A correct grader names a mistake only when it is the one explanation: one listed twin
-    matches, and no stored lookalike (another plausible mistake) matches too."""
-    return found[0] if len(found) == 1 and not alike else None
+    """A correct grader names a mistake only when it is the one explanation: exactly one of
+    the listed twins and the stored lookalikes (the twins the build found for the part) matches."""
+    names = found + [n for n in alike if n not in found]
+    return names[0] if len(names) == 1 else None
 
 
 def expect_numeric(grading: dict, expected, value, twins: dict, lookalikes: dict | None = None) -> dict:
-    """``twins``: twin name → its value for this part; ``lookalikes``: the key's other
-    plausible mistakes that give a twin's value on this variant, name → value."""
+    """``twins``: twin name → its value for this part; ``lookalikes``: the other twins the
+    build's mistake search stored for this part, name → value."""
     points = shape.points(grading)
     if value is LOST:
         return _verdict(MISSING, 0.0, points)
@@ -94,7 +95,7 @@ def expect_implement(record: dict, mode: str) -> dict:
                        and _same_outputs(outputs[p], wrong[p], rtol, atol, nan_equal=True) for p in failed)
         found = [t for t in record.get("misconceptions", ()) if t in stored and gives(stored[t])]
         alike = [n for n, outs in record.get("lookalikes", {}).items()
-                 if found and n not in found and gives(from_jsonable(outs))]
+                 if n not in found and gives(from_jsonable(outs))]
         verdicts[name] = _verdict(PARTIAL if passed else FAILED,
                                   points * passed / len(positions), points, _one_explanation(found, alike))
     return verdicts

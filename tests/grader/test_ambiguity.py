@@ -1,11 +1,13 @@
 """Never a wrong name (issue 17, deliverable 1): the four wrong diagnoses of the trial, each on
 real variants of the template where it happened.
 
-Each test makes a student who made a mistake the kit does *not* model as a listed twin, on the
-student's own variant, and grades it. The old grader named the first listed twin that gave
-the same numbers; now a variant where that trap exists is either redrawn at build time (the
-build's rejections say so) or graded with "matches … either … or …" and no misconception.
-Each test also shows the trap is real on these seeds, so it cannot pass vacuously.
+Each test makes a student who made a mistake the template does *not* list, on the student's
+own variant, and grades it. The old grader named the first listed twin that gave the same
+numbers. Now the build's mistake search finds the student's own mistake, so the feedback
+names it — or, where a listed twin gives the same numbers, the variant is redrawn at build
+time (the build's rejections say so) or graded with "matches … either … or …" and no
+misconception. Each test also shows the trap is real on these seeds, so it cannot pass
+vacuously.
 """
 
 import numpy as np
@@ -16,7 +18,6 @@ from exercises.variant import make_variant
 from formats.serialize import decode_names
 from grader.verdicts import CaseOutcome, problem_verdicts
 from solutions import MISCONCEPTIONS, scaled_dot_product_attention
-from solutions.lookalikes import LOOKALIKES
 
 SEEDS = range(6)
 
@@ -32,10 +33,11 @@ def _implement_student(variant, function) -> dict:
         return {i: CaseOutcome(True, function(**case.args)) for i, case in enumerate(variant.tests)}
 
 
-def _never_wrongly_named(verdicts, wrong: str, right_summary: str) -> bool:
+def _never_wrongly_named(verdicts, wrong: str, right: str) -> bool:
     """No verdict names ``wrong``; one that mentions it offers it as an alternative, beside
-    the right explanation. True when ``wrong`` was mentioned at all (the trap was met)."""
+    the right mistake. True when ``wrong`` was mentioned at all (the trap was met)."""
     met = False
+    right_summary = MISCONCEPTIONS[right].summary
     for v in verdicts.values():
         assert v.misconception != wrong, v.message
         if MISCONCEPTIONS[wrong].summary in v.message:
@@ -43,6 +45,10 @@ def _never_wrongly_named(verdicts, wrong: str, right_summary: str) -> bool:
             assert v.misconception is None and "either" in v.message, v.message
             assert right_summary in v.message, v.message
     return met
+
+
+def _named_right(verdicts, right: str) -> bool:
+    return any(v.misconception == right for v in verdicts.values())
 
 
 def _redrawn(variant, wrong: str, lookalike: str) -> bool:
@@ -55,7 +61,7 @@ def test_a_the_per_head_sqrt_64_is_not_called_no_scale(templates):
     is the same for every student, so it cannot be redrawn: the feedback offers both."""
     student = scaled_dot_product_attention(np.array([[1.0]]), np.array([[110.0], [58.0]]),
                                            np.eye(2), scale=1 / 8.0)[0, 0]
-    right = LOOKALIKES["sdpa_scale_by_sqrt_head_dim"].summary
+    right = "sdpa_scale_by_sqrt_head_dim"
     for seed in SEEDS:
         record = make_variant(templates["why_sqrt_dk"], seed).record()
         values = {**decode_names(record["answers"]), "pair_weight_scaled": student}
@@ -68,8 +74,8 @@ def test_a_the_per_head_sqrt_64_is_not_called_no_scale(templates):
 def test_b_sqrt_d_v_is_not_called_the_sequence_length(templates):
     """implement_masked_attention: a function scaled by √d_v matches "scaled by √S" on every
     case where d_v = S (the batched family's V has 3 columns, and L = S = 3 happens)."""
-    function = LOOKALIKES["sdpa_scale_by_sqrt_d_v"].function
-    right = LOOKALIKES["sdpa_scale_by_sqrt_d_v"].summary
+    right = "sdpa_scale_by_sqrt_d_v"
+    function = MISCONCEPTIONS[right].function
     met = 0
     for seed in SEEDS:
         variant = make_variant(templates["implement_masked_attention"], seed)
@@ -82,8 +88,8 @@ def test_b_sqrt_d_v_is_not_called_the_sequence_length(templates):
 def test_c_a_mask_shifted_by_one_is_not_called_no_mask(templates):
     """implement_causal_attention: np.tril(…, k=1) on saturated rows (the large_logits
     family) gives the unmasked output wherever every row peaks on the past or the next key."""
-    function = LOOKALIKES["causal_attention_mask_shifted_by_one"].function
-    right = LOOKALIKES["causal_attention_mask_shifted_by_one"].summary
+    right = "causal_attention_mask_shifted_by_one"
+    function = MISCONCEPTIONS[right].function
     met = 0
     for seed in range(12):
         variant = make_variant(templates["implement_causal_attention"], seed)
@@ -108,6 +114,6 @@ def test_d_sqrt_L_is_not_called_divided_by_d_k(templates):
         record = variant.record()
         record["answer_names"] = {g["id"]: g["id"] for g in record["grading"]}
         verdicts = problem_verdicts(record, student, {}, {})
-        met += _never_wrongly_named(verdicts, "sdpa_divide_by_d_k", twin.summary)
+        met += _never_wrongly_named(verdicts, "sdpa_divide_by_d_k", twin.name)
         met += _redrawn(variant, "sdpa_divide_by_d_k", "sdpa_scale_by_sqrt_seq_len")
     assert met, "the trap never occurred on these seeds: the test would prove nothing"

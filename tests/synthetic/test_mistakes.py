@@ -41,13 +41,9 @@ def test_the_corpus_has_at_least_150_entries_covering_every_graded_template():
 
 
 def _kit_names() -> set[str]:
-    """The kit's names of mistakes: its twins, and its lookalikes (never named alone, but
-    listed among the alternatives of an ambiguous value) where the kit has them."""
-    try:
-        from solutions.lookalikes import LOOKALIKES
-    except ImportError:
-        LOOKALIKES = {}
-    return set(MISCONCEPTIONS) | set(LOOKALIKES)
+    """The kit's names of mistakes: its twins (listed by a template, or found by the build's
+    mistake search)."""
+    return set(MISCONCEPTIONS)
 
 
 def test_every_accepted_name_is_a_kit_name_and_every_entry_is_described():
