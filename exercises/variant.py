@@ -758,19 +758,23 @@ def _answers_distinguishable(template, variant, evaluator, redraws: _Redraws) ->
 
 
 def _telling(value) -> bool:
-    """Can a match on this value name a mistake? Real numbers, yes: two different mistakes
-    rarely give the same non-integer values. A count, an index, a shape, a token list or a
-    whole-number score, no: many mistakes (and slips) give 3 or ["the", "cat"], so a search
-    that names one of them would guess (measured: 16 wrong names of 765 cases, all on such
-    parts). There only the template's own listed twins are named."""
+    """Can a match on this value name a mistake? Real numbers, or a matrix of at least four
+    whole numbers, yes: two different mistakes rarely give the same such values. A count,
+    an index, a shape, a token list or a boolean mask, no: many mistakes (and slips) give 3,
+    [T, V] or ["the", "cat"], so a search that names one of them would guess (measured: 16
+    wrong names of 765 cases, all on such parts). There only the template's own listed
+    twins are named."""
     if isinstance(value, (str, bool, np.bool_)) or value is None:
         return False
     try:
-        array = np.asarray(value, dtype=float)
+        raw = np.asarray(value)
+        if raw.dtype.kind not in "iuf":
+            return False
+        array = raw.astype(float)
     except (TypeError, ValueError):
         return False
     finite = array[np.isfinite(array)]
-    return finite.size > 0 and bool(np.any(finite != np.round(finite)))
+    return finite.size >= 4 or (finite.size > 0 and bool(np.any(finite != np.round(finite))))
 
 
 _SEARCHED: dict[int, tuple] = {}

@@ -639,4 +639,5 @@ def wordpiece_tokenize_shortest_first(text, vocab, unk=UNK):
 
 # The generated families live in their own modules; importing them registers their twins here,
 # so MISCONCEPTIONS stays the one registry.
-from . import misconceptions_attention, misconceptions_layers, misconceptions_bert  # noqa: E402,F401
+from . import (misconceptions_attention, misconceptions_layers, misconceptions_bert,  # noqa: E402,F401
+               misconceptions_alignment, misconceptions_gradients)
