@@ -10,6 +10,9 @@ verdict function (``grader.verdicts.problem_verdicts``, as ``grade_record`` call
 * named wrongly: it gives a name outside ``accept`` — worse than no name;
 * unnamed: a plain "wrong" without a name.
 
+A choice part's wrong option counts as named when the template wrote feedback for that
+option and the student sees it: that text is the diagnosis of exactly that choice.
+
 A case where the mistake gives the right answer (nothing to act on in that variant) is
 skipped. The baseline, measured in the same run: every twin a part lists, its stored answer
 fed back, must be named as itself ("every twin still named").
@@ -24,6 +27,7 @@ import json
 from collections import defaultdict
 
 from formats import key_shape as shape
+from formats.cells import LETTERS
 from formats.serialize import from_jsonable
 from grader import verdicts as grader_verdicts
 from grader.verdicts import PASSED, CaseOutcome, problem_verdicts
@@ -82,9 +86,12 @@ def _passes(outcome, expected, rtol, atol) -> bool:
 
 
 def classify(mistake, names: list[str]) -> str:
-    """The outcome of one case, given the names the grader gave."""
+    """The outcome of one case, given the names the grader gave (a choice part's wrong
+    option is named by the feedback the template wrote for that very option)."""
     if not names:
         return UNNAMED
+    if names == [OPTION_FEEDBACK]:
+        return CORRECT
     if set(names) <= mistake.accept:
         return CORRECT
     if mistake.alternatives_ok and len(names) > 1 and set(names) & mistake.accept:
@@ -118,8 +125,22 @@ def judge(mistake, record: dict) -> list[str] | None:
     verdict = problem_verdicts(record, {corpus.variable_of(mistake.part): value}, {}, {})[mistake.part]
     if verdict.status == PASSED:
         return None
+    if mistake.kind == corpus.CHOICE:
+        feedback = _option_feedback(record, mistake.part, value)
+        return [OPTION_FEEDBACK] if feedback and feedback in verdict.message else []
     return names_given(verdict, () if verdict.misconception else
                        _part_alternatives(record, mistake.part, value))
+
+
+OPTION_FEEDBACK = "the option's own feedback"
+
+
+def _option_feedback(record: dict, part: str, letter: str) -> str:
+    """The feedback the template wrote for the chosen wrong option ("" when it has none, which
+    never counts as a name): on a choice part, that text is the diagnosis of choosing it."""
+    options = record.get("options", {}).get(part, [])
+    index = LETTERS.find(str(letter).strip().upper()[:1]) if str(letter).strip() else -1
+    return options[index].get("feedback", "").strip() if 0 <= index < len(options) else ""
 
 
 def measure(seeds: int = 10, only=None) -> dict:

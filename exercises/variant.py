@@ -586,6 +586,36 @@ def _answers_with(template, variant, evaluator, shadows: str, function, parts) -
     return {part.id: _plain(part.answer.evaluate(scope)) for part in parts}
 
 
+def _answers_where_defined(template, variant, evaluator, shadows: str, function, parts) -> dict:
+    """``_answers_with``, for the parts a mistake can be made in: a derived value the swapped
+    function cannot compute (QK needs a square K; a template may call the function on other
+    shapes elsewhere) leaves out only the parts that need it, not the mistake everywhere."""
+    functions = {**references.FUNCTIONS, shadows: function}
+    redo = _affected_by(template, shadows) & _needed_by(template, parts)
+    unchanged = {k: v for k, v in variant.values.items() if k not in redo}
+    scope = _scope(template, unchanged, variant.rng_seed, strict=False, functions=functions)
+    broken: set[str] = set()
+    for d in template.derived:
+        if d.name not in redo:
+            continue
+        if d.expression.names & broken:
+            broken.add(d.name)
+            continue
+        try:
+            scope.values[d.name] = d.expression.evaluate(scope)
+        except Exception:  # noqa: BLE001 — the mistake cannot be made here: no value to name
+            broken.add(d.name)
+    out = {}
+    for part in parts:
+        if _needed_by(template, [part]) & broken:
+            continue
+        try:
+            out[part.id] = _plain(part.answer.evaluate(scope))
+        except Exception:  # noqa: BLE001
+            continue
+    return out
+
+
 def _affected_by(template, function_name: str) -> set[str]:
     """The derived values that call ``function_name``, directly or through another one."""
     affected: set[str] = set()
@@ -749,12 +779,10 @@ def _answers_distinguishable(template, variant, evaluator, redraws: _Redraws) ->
             unlisted = [p for p in parts if alt not in p.misconceptions]
             if not unlisted:
                 continue
-            try:
-                wrong = _answers_with(template, variant, evaluator, shadows, function, unlisted)
-            except Exception:  # noqa: BLE001 — a mistake that crashes gives no value to name
-                continue
+            wrong = _answers_where_defined(template, variant, evaluator, shadows, function, unlisted)
             for part in unlisted:
-                _keep_searched(variant, part, alt, wrong[part.id], redraws)
+                if part.id in wrong:
+                    _keep_searched(variant, part, alt, wrong[part.id], redraws)
 
 
 def _telling(value) -> bool:

@@ -49,6 +49,7 @@ scale_twin(
 # Transformer base model (512 / 8 heads). A student who has learnt "divide by √64 = 8" uses
 # it whatever d_k the exercise gives.
 HEAD_DIM = 64
+MODEL_DIM = 768   # BERT-base's width, the lecture's d_k for one full-width attention
 
 
 def _divisor(n, what: str) -> float:
@@ -72,6 +73,13 @@ scale_twin(
     f"√{HEAD_DIM} = {int(np.sqrt(HEAD_DIM))} is right for a head of d_k = {HEAD_DIM} (768/12, "
     "512/8). The scale is always 1/√d_k of the vectors at hand: here d_k is the width of Q and K.",
     f"weights = softmax(Q @ K.T / {int(np.sqrt(HEAD_DIM))})   # should be / np.sqrt(d_k)")
+scale_twin(
+    "sdpa_scale_by_sqrt_model_dim", lambda dims: 1.0 / np.sqrt(MODEL_DIM),
+    f"softmax(QKᵀ/√{MODEL_DIM})V: scaled by BERT-base's model width √{MODEL_DIM} instead of "
+    "this head's √d_k",
+    f"Each head attends in its own d_k = {MODEL_DIM}/12 = {HEAD_DIM} dimensions, and its scores' "
+    f"variance is that d_k: the scale is 1/√d_k of the head, not of the model width {MODEL_DIM}.",
+    f"weights = softmax(Q @ K.T / np.sqrt({MODEL_DIM}))  # should be / np.sqrt(d_k) of the head")
 
 
 # --- the softmax over another axis ----------------------------------------------------------
@@ -178,6 +186,66 @@ def _sdpa_values_from_keys(Q, K, V, mask=None, scale=None, return_steps=False):
                   steps.weights, as_float(K, "K"), return_steps)
 
 
+@_sdpa_twin(
+    "sdpa_q_transposed",
+    "attention computed from QᵀK: the transpose put on Q instead of on K",
+    "Entry (i, j) of the scores is q_i·k_j, query row i times key row j: S = QKᵀ. QᵀK pairs "
+    "feature columns instead of tokens; its shape fits only when every dimension is equal.",
+    "S = Q.T @ K                            # should be Q @ K.T")
+def _sdpa_q_transposed(Q, K, V, mask=None, scale=None, return_steps=False):
+    Q, K, V, dims = attention_shapes(Q, K, V)
+    scale = _default_scale(dims, scale)
+    raw = np.swapaxes(Q, -1, -2) @ K      # raises unless the shapes happen to fit, as the student's would
+    masked = apply_mask(raw * scale, mask)
+    return _steps(raw, scale, raw * scale, masked, softmax(masked), V, return_steps)
+
+
+@_sdpa_twin(
+    "sdpa_weights_transposed",
+    "AᵀV: the attention weights transposed before they blend the values",
+    "Row i of A is query i's distribution over the keys, so output row i is Σ_j A_ij v_j: "
+    "Z = AV. Aᵀ mixes with the weights the keys gave each query — columns, which do not sum to 1.",
+    "Z = A.T @ V                            # should be A @ V")
+def _sdpa_weights_transposed(Q, K, V, mask=None, scale=None, return_steps=False):
+    steps = scaled_dot_product_attention(Q, K, V, mask, scale, return_steps=True)
+    weights = np.swapaxes(steps.weights, -1, -2)
+    if return_steps:   # the weights are right; only the blend reads them transposed
+        return AttentionSteps(steps.raw_scores, steps.scale, steps.scaled_scores, steps.masked_scores,
+                              steps.weights, weights @ as_float(V, "V"))
+    return weights @ as_float(V, "V")
+
+
+@_sdpa_twin(
+    "sdpa_raw_scores_as_weights",
+    "(QKᵀ)V: the raw scores used as weights, with neither the scale nor the softmax",
+    "Scores are not weights: they must be scaled by 1/√d_k and turned into a distribution by "
+    "the softmax (positive, each row summing to 1) before they blend the values.",
+    "Z = (Q @ K.T) @ V                      # should be softmax(Q @ K.T / np.sqrt(d_k)) @ V")
+def _sdpa_raw_scores_as_weights(Q, K, V, mask=None, scale=None, return_steps=False):
+    Q, K, V, dims = attention_shapes(Q, K, V)
+    scale = _default_scale(dims, scale)
+    raw = Q @ np.swapaxes(K, -1, -2)
+    weights = raw if mask is None else np.where(_bool_mask(mask), raw, 0.0)
+    return _steps(raw, scale, raw * scale, apply_mask(raw * scale, mask), weights, V, return_steps)
+
+
+@_sdpa_twin(
+    "sdpa_uniform_weights",
+    "the plain average of the (visible) values: every key weighted equally, the scores never used",
+    "Attention weights come from the query's similarity to each key: softmax(qKᵀ/√d_k). "
+    "Averaging the values gives every token the same context and ignores the query entirely.",
+    "Z = V.mean(axis=-2)                    # should be softmax(Q @ K.T / np.sqrt(d_k)) @ V")
+def _sdpa_uniform_weights(Q, K, V, mask=None, scale=None, return_steps=False):
+    Q, K, V, dims = attention_shapes(Q, K, V)
+    scale = _default_scale(dims, scale)
+    raw = Q @ np.swapaxes(K, -1, -2)
+    masked = apply_mask(raw * scale, mask)
+    visible = np.broadcast_to(True if mask is None else _bool_mask(mask), raw.shape).astype(float)
+    with np.errstate(invalid="ignore"):
+        weights = visible / visible.sum(axis=-1, keepdims=True)
+    return _steps(raw, scale, raw * scale, masked, weights, V, return_steps)
+
+
 # --- what is done to the mask ---------------------------------------------------------------
 
 def _transposed_mask(mask, shape):
@@ -281,10 +349,69 @@ def _causal_attention_mask_shifted_by_one(Q, K, V, return_steps=False):
     return scaled_dot_product_attention(Q, K, V, mask=mask, return_steps=return_steps)
 
 
+add_twin("causal_mask_all_visible", "causal_mask", lambda L, S=None: np.ones((L, L if S is None else S), dtype=bool),
+         "no causal mask at all: every entry True, each token sees the whole sequence",
+         "A decoder predicting token i+1 must not see tokens after i: True on and below the "
+         "diagonal (np.tril), False above it.",
+         "mask = np.ones((L, L), dtype=bool)     # should be np.tril(np.ones((L, L), dtype=bool))")
+
+
+def _only_one_mask(keep: int):
+    def function(*masks):
+        arrays = [np.asarray(m, dtype=bool) for m in masks]
+        shape = np.broadcast_shapes(*(a.shape for a in arrays))
+        return np.broadcast_to(arrays[keep], shape).copy()
+    return function
+
+
+add_twin("combine_masks_first_only", "combine_masks", _only_one_mask(0),
+         "the masks not combined: only the first one (here: the causal mask) applied",
+         "Every mask must hold at once: combine them with AND (np.logical_and). Using one mask "
+         "forgets what the other blocks — the padding, or the future.",
+         "mask = causal                          # should be causal & pad")
+add_twin("combine_masks_last_only", "combine_masks", _only_one_mask(-1),
+         "the masks not combined: only the last one (here: the padding mask) applied",
+         "Every mask must hold at once: combine them with AND (np.logical_and). Using one mask "
+         "forgets what the other blocks — the future, or the padding.",
+         "mask = pad                             # should be causal & pad")
+
+
+def _linear_weight_first(x, W, b=None):
+    y = np.asarray(W, dtype=float) @ np.asarray(x, dtype=float)   # raises unless the shapes fit
+    return y if b is None else y + np.asarray(b, dtype=float)
+
+
+add_twin("linear_weight_first", "linear", _linear_weight_first,
+         "W X instead of X W: the projection written with the weight matrix first",
+         "The lecture's rows are tokens: Q = XW_Q multiplies each token's row by W_Q. W X "
+         "(the column-vector habit) mixes the tokens instead, and fits only for square shapes.",
+         "Q = W_Q @ X                            # should be X @ W_Q")
+
+
 def _causal_attention_mask_no_diagonal(Q, K, V, return_steps=False):
-    mask = _shifted_causal(np.shape(Q)[-2], np.shape(K)[-2], -1)
+    Q, K, V, dims = attention_shapes(Q, K, V)
+    scale = 1.0 / np.sqrt(dims["d_k"])
+    raw = Q @ np.swapaxes(K, -1, -2)
+    masked = apply_mask(raw * scale, _shifted_causal(dims["L"], dims["S"], -1))
+    # The first query sees no key at all: a student's softmax gives NaN there (−∞ − (−∞)),
+    # not the reference's zeros for a fully masked row; the twin does what the student's does.
     with np.errstate(invalid="ignore"):
-        return scaled_dot_product_attention(Q, K, V, mask=mask, return_steps=return_steps)
+        e = np.exp(masked - masked.max(axis=-1, keepdims=True))
+        weights = e / e.sum(axis=-1, keepdims=True)
+    return _steps(raw, scale, raw * scale, masked, weights, V, return_steps)
+
+
+def _causal_attention_bottom_right(Q, K, V, return_steps=False):
+    L, S = np.shape(Q)[-2], np.shape(K)[-2]
+    return scaled_dot_product_attention(Q, K, V, mask=_shifted_causal(L, S, S - L), return_steps=return_steps)
+
+
+add_twin("causal_attention_bottom_right", "causal_attention", _causal_attention_bottom_right,
+         "the causal triangle anchored at the bottom right (np.tril(…, k=S−L)) instead of the top left",
+         "Here query i is the i-th token of the same sequence as key i: it may see keys 0 … i, a "
+         "triangle from the top-left corner (PyTorch's is_causal). Anchored bottom-right (the "
+         "convention for a query block at the end of a longer cache), each query sees S−L more keys.",
+         "np.tril(np.ones((L, S)), k=S - L)      # should be np.tril(np.ones((L, S)))")
 
 
 add_twin("causal_attention_mask_no_diagonal", "causal_attention", _causal_attention_mask_no_diagonal,

@@ -85,7 +85,7 @@ def sdpa4_output_blends_keys(g):
     return attention(g.Q, g.K, g.V)[0] @ g.K
 
 
-@mistake(T4, "output", "Aᵀ V: the weights transposed before the blend")
+@mistake(T4, "output", "Aᵀ V: the weights transposed before the blend", accept=["sdpa_weights_transposed"])
 def sdpa4_output_weights_transposed(g):
     return attention(g.Q, g.K, g.V)[0].T @ g.V
 
@@ -132,7 +132,7 @@ def dog_slide_by_768(g):
 
 
 @mistake(DOG, "slide_scaled_head", "still divided by √768 (the model width) for one 64-wide head",
-         accept=["mha_scale_by_d_model"])
+         accept=["mha_scale_by_d_model", "sdpa_scale_by_sqrt_model_dim"])
 def dog_head_by_sqrt_d_model(g):
     return np.asarray(g.slide_raw, dtype=float) / np.sqrt(768)
 
@@ -186,7 +186,7 @@ def dog_ran_self_off_by_one(g):
     return float(np.asarray(g.slide_weights)[1][1])
 
 
-@mistake(DOG, "projections", "W X instead of X W for each projection")
+@mistake(DOG, "projections", "W X instead of X W for each projection", accept=["linear_weight_first"])
 def dog_projections_swapped(g):
     return [g.W_Q @ g.X, g.W_K @ g.X, g.W_V @ g.X]
 
@@ -198,7 +198,7 @@ def dog_raw_no_transpose(g):
     return Q @ K
 
 
-@mistake(DOG, "raw_scores", "Qᵀ K: the transpose on the wrong factor")
+@mistake(DOG, "raw_scores", "Qᵀ K: the transpose on the wrong factor", accept=["sdpa_q_transposed"])
 def dog_raw_q_transposed(g):
     Q, K, _ = _dog_qkv(g)
     return Q.T @ K
@@ -216,7 +216,7 @@ def dog_row_sums_of_weights(g):
 
 
 @mistake(DOG, "row_sums", "column sums of exp(S/√d_k) instead of row sums",
-         accept=["sdpa_softmax_over_queries", "softmax_axis_0"])
+         accept=["sdpa_softmax_over_queries", "softmax_axis_0", "sdpa_scores_transposed"])
 def dog_row_sums_columns(g):
     return np.exp(_dog_scores(g) / 2.0).sum(axis=0)
 
@@ -319,7 +319,7 @@ def bank_z_raw_weights(g):
     return s @ V
 
 
-@mistake(BANK, "z_2", "the mean of the values (uniform weights)")
+@mistake(BANK, "z_2", "the mean of the values (uniform weights)", accept=["sdpa_uniform_weights"])
 def bank_z_uniform(g):
     return (g.X_2 @ g.W_V).mean(axis=0)
 
@@ -459,7 +459,7 @@ def causal_mask_upper(g):
 
 
 @mistake(CAUSAL, "causal", "every entry True: no mask at all",
-         accept=["causal_attention_unmasked"])
+         accept=["causal_attention_unmasked", "causal_mask_all_visible"])
 def causal_mask_all_true(g):
     return np.ones((len(g.Q), len(g.Q)), dtype=bool)
 
@@ -527,12 +527,12 @@ def causal_padding_off_by_one(g):
     return np.arange(_pad_length(g))[None, :] <= np.asarray(g.lengths)[:, None]
 
 
-@mistake(CAUSAL, "combined", "only the causal mask: the padding forgotten")
+@mistake(CAUSAL, "combined", "only the causal mask: the padding forgotten", accept=["combine_masks_first_only"])
 def causal_combined_causal_only(g):
     return lower(_pad_length(g))
 
 
-@mistake(CAUSAL, "combined", "only the padding mask: the causal mask forgotten")
+@mistake(CAUSAL, "combined", "only the padding mask: the causal mask forgotten", accept=["combine_masks_last_only"])
 def causal_combined_padding_only(g):
     S, n = _pad_length(g), g.lengths[_padded_sequence(g)]
     return np.repeat((np.arange(S) < n)[None, :], S, axis=0)

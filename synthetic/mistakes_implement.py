@@ -119,7 +119,7 @@ def causal_upper(Q, K, V):
     return _causal(Q, K, V, upper=True)
 
 
-@code_mistake(CAUSAL, "the triangle anchored bottom-right (tril with k = S − L)")
+@code_mistake(CAUSAL, "the triangle anchored bottom-right (tril with k = S − L)", accept=["causal_attention_bottom_right"])
 def causal_bottom_right(Q, K, V):
     return _causal(Q, K, V, bottom_right=True)
 

@@ -320,10 +320,24 @@ def test_twin_has_the_parameter_names_of_the_function_it_shadows(name):
             == list(inspect.signature(correct).parameters))
 
 
+def arguments_for(name):
+    """The argument builder for twin ``name``: its own (here, or in ARGUMENTS_OF of the file
+    of hand-written checks of its module), else the default of the function it shadows."""
+    import importlib
+    if name in TWIN_ARGUMENTS:
+        return TWIN_ARGUMENTS[name]
+    for module in TWIN_MODULES:
+        own = getattr(importlib.import_module(f"tests.solutions.test_misconceptions_{module}"),
+                      "ARGUMENTS_OF", {})
+        if name in own:
+            return own[name]
+    return ARGUMENTS[MISCONCEPTIONS[name].shadows]
+
+
 @pytest.mark.parametrize("name", TWIN_NAMES)
 def test_twin_differs_from_the_correct_function(name):
     twin = MISCONCEPTIONS[name]
-    build_arguments = TWIN_ARGUMENTS.get(name, ARGUMENTS[twin.shadows])
+    build_arguments = arguments_for(name)
     correct_output = call(getattr(solutions, twin.shadows), build_arguments())
     twin_output = call(twin.function, build_arguments())
     assert differences(correct_output, twin_output), f"{name} agrees with {twin.shadows}"
@@ -340,7 +354,7 @@ def test_comparison_treats_equal_outputs_as_equal():
 @pytest.mark.parametrize("name", SDPA_TWIN_NAMES)
 def test_attention_twin_steps_end_in_its_plain_output(name):
     twin = MISCONCEPTIONS[name].function
-    build_arguments = TWIN_ARGUMENTS.get(name, sdpa_args)
+    build_arguments = arguments_for(name)
     steps = twin(**build_arguments(), return_steps=True)
     assert isinstance(steps, solutions.AttentionSteps)
     np.testing.assert_allclose(steps.output, twin(**build_arguments()), rtol=1e-12, atol=0)
@@ -360,7 +374,8 @@ def test_get_misconception_returns_the_registered_twin():
 
 def test_misconceptions_for_causal_mask_returns_the_causal_twins_in_order():
     assert [m.name for m in misconceptions_for("causal_mask")] == [
-        "causal_mask_triu", "causal_mask_no_diagonal", "causal_mask_shifted_by_one", "causal_mask_inverted"]
+        "causal_mask_triu", "causal_mask_no_diagonal", "causal_mask_shifted_by_one",
+        "causal_mask_all_visible", "causal_mask_inverted"]
 
 
 def test_misconceptions_for_a_function_without_twins_is_empty():
@@ -586,7 +601,7 @@ def check_twin(name, hand_written, twin_arguments=None):
     from the lecture's formula with the mistake in it) gives, on the default arguments of
     the function it shadows (or ``twin_arguments()``)."""
     twin = MISCONCEPTIONS[name]
-    build_arguments = twin_arguments or TWIN_ARGUMENTS.get(name, ARGUMENTS[twin.shadows])
+    build_arguments = twin_arguments or arguments_for(name)
     arguments = build_arguments()
     expected = hand_written({k: v for k, v in build_arguments().items()
                                    if k not in ("mask",) or twin.shadows != "causal_attention"})
