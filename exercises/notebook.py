@@ -111,7 +111,7 @@ def answer_names(problems: list[ProblemVariant]) -> dict[str, dict[str, str]]:
         t = p.variant.template
         taken |= set(t.givens)
         if t.kind == "implement":
-            taken |= {t.function.name, f"{t.function.name}_example"}
+            taken |= {t.function.name, f"{t.function.name}_example", f"{t.function.name}_example_expected"}
         for part in t.parts:
             counts[part.id] = counts.get(part.id, 0) + 1
     names = {}
@@ -320,7 +320,6 @@ def _implement_cells(problem: ProblemVariant, version: str) -> list[dict]:
     docstring = f'    """Returns {f.returns}."""' if f.returns else ""
     answer = "\n".join(x for x in [header, docstring, _solution_region(body, "    ")] if x)
     example = example_case(v)
-    example_args = _rounded(example.args)
     example_name = f"{f.name}_example"
     families = "\n".join(f"- `{family.family}` ({points_text(family.points)}, {family.cases} "
                          f"case{'s' if family.cases != 1 else ''})" for family in t.tests)
@@ -330,8 +329,10 @@ def _implement_cells(problem: ProblemVariant, version: str) -> list[dict]:
               f"{families}", locked=True),
         _cell("code", gid, answer, solution=True),
         _cell("code", grade_id(problem.id, f.name, role=EXAMPLE),
-              "# A small visible example (the hidden tests use other inputs).\n"
-              + assignment(example_name, example_args), locked=True),
+              "# A small visible example (the hidden tests use other inputs), and what the\n"
+              f"# reference gives on it: {f.name}(**{example_name}) should give {example_name}_expected.\n"
+              + assignment(example_name, example.args) + "\n"
+              + assignment(f"{example_name}_expected", _shown(example.expected)), locked=True),
     ]
     for i, family in enumerate(t.tests):
         lines = [f"# Hidden tests `{family.family}` ({points_text(family.points)}): they run at grading."]
@@ -346,34 +347,35 @@ def _implement_cells(problem: ProblemVariant, version: str) -> list[dict]:
     return cells
 
 
-def _rounded(value):
-    """The example's floats to 3 decimals: it only shows the form of the output, so it may
-    as well be easy to read."""
-    if isinstance(value, dict):
-        return {k: _rounded(v) for k, v in value.items()}
-    if isinstance(value, (list, tuple)):
-        return type(value)(_rounded(v) for v in value)
-    if isinstance(value, np.ndarray) and value.dtype.kind == "f":
-        return np.round(value, 3)
-    if isinstance(value, float):
-        return round(value, 3)
-    return value
+def _shown(expected):
+    """The example's expected output to 6 decimals: exact enough to compare with (the check
+    allows 1e-5), short enough to read."""
+    if isinstance(expected, (list, tuple)):
+        return [_shown(e) for e in expected]
+    array = np.asarray(expected)
+    return np.round(array, 6) if array.dtype.kind == "f" else expected
+
+
+EXAMPLE_TOLERANCE = 1e-5   # the shown expected output is rounded to 6 decimals
 
 
 def _example_check(function: str, example: str, expected) -> list[str]:
+    """Shape, finiteness and the values of the student's output on the visible example."""
     lines = [f"out = try_example({function}, {example})", "if out is not None:"]
     if isinstance(expected, (list, tuple)):
         lines.append(f'    assert len(out) == {len(expected)}, "{function} should return '
                      f'{len(expected)} values"')
-        outputs = [(f"out[{k}]", e) for k, e in enumerate(expected)]
+        outputs = [(f"out[{k}]", e, f"{example}_expected[{k}]") for k, e in enumerate(expected)]
     else:
-        outputs = [("out", expected)]
-    for name, value in outputs:
+        outputs = [("out", expected, f"{example}_expected")]
+    for name, value, want in outputs:
         shape = np.shape(value)
         lines.append(f'    assert np.shape({name}) == {shape!r}, '
                      f'f"{name} should have shape {shape} here, not {{np.shape({name})}}"')
         lines.append(f'    assert np.all(np.isfinite({name})), "NaN or inf in {name}"')
-    lines.append(f'    print("{function}: visible checks passed on the example")')
+        lines.append(f'    assert np.allclose({name}, {want}, rtol=0, atol={EXAMPLE_TOLERANCE!r}), '
+                     f'"{name} differs from {want}: compare them entry by entry"')
+    lines.append(f'    print("{function}: visible checks passed on the example (shape and values)")')
     return lines
 
 

@@ -500,19 +500,40 @@ def _draw_case(template, evaluator, rng, scope, family, key):
 
 def example_case(variant: Variant) -> TestCase:
     """A visible example for an ``implement`` variant: one more case of its first test family,
-    drawn from a stream of its own, so it is never one of the hidden cases. The notebook runs
-    the student's function on it and checks only what the output looks like (shape, finite)."""
+    drawn from a stream of its own, so it is never one of the hidden cases. Its floats are
+    rounded to 3 decimals (easy to read) and its expected output is the reference's on
+    exactly those rounded inputs: the notebook shows it, and the student's function is
+    checked against it before handing in. Showing it leaks nothing about the hidden cases."""
     template = variant.template
+    evaluator = _Evaluator(template)
     rng = generator(variant.rng_seed ^ 0x6578616D706C65)   # "example" in ASCII
     scope = _scope(template, dict(variant.values), variant.rng_seed)
     family = template.tests[0]
     for _ in range(template.max_attempts):
         try:
-            args, expected, _ = _draw_case(template, _Evaluator(template), rng, scope, family, "tests[0]")
-        except Rejected:
+            args, _, local = _draw_case(template, evaluator, rng, scope, family, "tests[0]")
+            args = rounded_example(args)
+            result = _functions_for(template)[template.reference](**_fresh(args))
+            expected = _output(template, evaluator, result, local)
+        except (Rejected, IllPosed):
+            continue
+        if _finite_problem(expected):
             continue
         return TestCase(family.family, -1, args, expected)
     raise VariantError(f"{template.path}: {template.id}: no visible example case", Counter())
+
+
+def rounded_example(value):
+    """The example's floats to 3 decimals (its integers, masks and text as they are)."""
+    if isinstance(value, dict):
+        return {k: rounded_example(v) for k, v in value.items()}
+    if isinstance(value, (list, tuple)):
+        return type(value)(rounded_example(v) for v in value)
+    if isinstance(value, np.ndarray) and value.dtype.kind == "f":
+        return np.round(value, 3)
+    if isinstance(value, float):
+        return round(value, 3)
+    return value
 
 
 def _fresh(value):

@@ -206,6 +206,26 @@ def test_a_wrong_answer_fails_the_visible_and_the_hidden_checks(bank_problems, k
     assert set(found) == {"sdpa_four_tokens-weights--check", "sdpa_four_tokens-output--check"}
 
 
+def test_the_visible_example_shows_the_reference_output_and_catches_wrong_values(bank_problems, kernel):
+    """An implement problem's example comes with the reference's output on exactly the shown
+    (rounded) inputs; a function with the right shape and the wrong scale fails on it before
+    the student hands in."""
+    from exercises.variant import example_case
+    from solutions import scaled_dot_product_attention
+    problem = next(p for p in bank_problems if p.id == "implement_masked_attention")
+    example = example_case(problem.variant)
+    assert np.allclose(scaled_dot_product_attention(**example.args), example.expected, rtol=0, atol=1e-12)
+    assert all(np.array_equal(np.round(v, 3), v) for v in example.args.values()
+               if isinstance(v, np.ndarray) and v.dtype.kind == "f")
+    notebook = build_notebook(kernel.header, [problem], "source")
+    function = problem.variant.template.function.name
+    answer = next(c for c in notebook["cells"] if c["id"] == f"implement_masked_attention-{function}")
+    assert "/ np.sqrt(d_k)" in answer["source"]
+    answer["source"] = answer["source"].replace("/ np.sqrt(d_k)", "/ d_k")
+    found = {gid: message for gid, _, message in kernel.errors(kernel.execute(notebook))}
+    assert any("differs from" in message and "_example_expected" in message for message in found.values()), found
+
+
 # --- odd but valid inputs ------------------------------------------------------------------
 
 ODD_TEMPLATE = """\
