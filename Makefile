@@ -49,6 +49,7 @@ bench: $(STAMP)
 	$(PY) -m bench.grade
 	$(PY) -m bench.hostile
 	$(PY) -m bench.mark_page
+	$(PY) -m bench.diagnosis
 
 clean:
 	rm -rf $(VENV) .pytest_cache .hypothesis *.egg-info build
