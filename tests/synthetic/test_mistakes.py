@@ -132,5 +132,23 @@ def test_an_unnamed_and_a_wrong_name_are_told_apart():
     assert diagnosis.classify(m, ["sdpa_scale_by_sqrt_seq_len"]) == diagnosis.CORRECT
     assert diagnosis.classify(m, ["sdpa_divide_by_d_k"]) == diagnosis.WRONG
     assert diagnosis.classify(m, ["sdpa_divide_by_d_k", "sdpa_scale_by_sqrt_seq_len"]) == diagnosis.CORRECT
-    no_twin = corpus.CORPUS["sdpa4_output_weights_transposed"]
-    assert not no_twin.accept and diagnosis.classify(no_twin, ["sdpa_no_scale"]) == diagnosis.WRONG
+    no_twin = next(m for m in corpus.CORPUS.values() if not m.accept and m.kind == corpus.NUMERIC)
+    assert diagnosis.classify(no_twin, ["sdpa_no_scale"]) == diagnosis.WRONG
+    assert diagnosis.classify(no_twin, []) == diagnosis.UNNAMED
+
+
+def test_no_plausible_mistake_is_named_wrongly():
+    """Deliverable 1, on the whole corpus: a wrong name is worse than none."""
+    result = diagnosis.measure(seeds=3)
+    totals = diagnosis.totals(result)
+    print(f"\nnamed {totals[diagnosis.CORRECT]} of {totals['cases']}, wrongly {totals[diagnosis.WRONG]}")
+    assert totals["cases"] >= 600
+    assert result["wrongly_named"] == [], [f"{c['template']} {c['mistake']} → {c['names']}"
+                                           for c in result["wrongly_named"]][:10]
+
+
+def test_a_choice_is_named_by_its_options_own_feedback():
+    m = next(m for m in corpus.CORPUS.values() if m.kind == corpus.CHOICE)
+    record = corpus.record(m.template, 0)
+    assert diagnosis.judge(m, record) == [diagnosis.OPTION_FEEDBACK]
+    assert diagnosis.classify(m, [diagnosis.OPTION_FEEDBACK]) == diagnosis.CORRECT
