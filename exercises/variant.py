@@ -807,12 +807,13 @@ def _answers_distinguishable(template, variant, evaluator, redraws: _Redraws) ->
 
 
 def _telling(value) -> bool:
-    """Can a match on this value name a mistake? Real numbers, or a matrix of at least four
-    whole numbers, yes: two different mistakes rarely give the same such values. A count,
-    an index, a shape, a token list or a boolean mask, no: many mistakes (and slips) give 3,
-    [T, V] or ["the", "cat"], so a search that names one of them would guess (measured: 16
-    wrong names of 765 cases, all on such parts). There only the template's own listed
-    twins are named."""
+    """Can a match on this value name a mistake the template does not list? An array of at
+    least four real numbers, or of whole numbers that take at least five different values
+    (a score matrix), yes: two different mistakes rarely give the same such arrays. A single
+    number, a count, an index or an argmax row, a shape, a token list or a boolean mask, no:
+    many mistakes (and slips) give 3, [0, 0, 1, 2] or one value that several formulas reach
+    (measured: 16 wrong names of 765 cases, all on such parts, before this rule). There only
+    the template's own listed twins are named, kept pairwise distinguishable."""
     if isinstance(value, (str, bool, np.bool_)) or value is None:
         return False
     try:
@@ -823,7 +824,10 @@ def _telling(value) -> bool:
     except (TypeError, ValueError):
         return False
     finite = array[np.isfinite(array)]
-    return finite.size >= 4 or (finite.size > 0 and bool(np.any(finite != np.round(finite))))
+    if finite.size < 4:
+        return False
+    whole = bool(np.all(finite == np.round(finite)))
+    return not whole or len(np.unique(finite)) >= 5
 
 
 _SEARCHED: dict[int, tuple] = {}
