@@ -28,7 +28,8 @@ from collections import defaultdict
 
 from formats import key_shape as shape
 from formats.cells import LETTERS
-from formats.serialize import from_jsonable
+from formats.compare import telling
+from formats.serialize import decode_names, from_jsonable
 from grader import verdicts as grader_verdicts
 from grader.verdicts import PASSED, CaseOutcome, problem_verdicts
 from synthetic import mistakes as corpus
@@ -58,9 +59,10 @@ def _part_alternatives(record: dict, part: str, value) -> list[str]:
         return {name: by_part[part] for name, by_part in
                 ((n, from_jsonable(v)) for n, v in stored.items())
                 if isinstance(by_part, dict) and part in by_part}
+    expected = decode_names(record["answers"])[part]
     return diagnoses(value, for_part(record.get("twins", {})), grading.get("misconceptions", ()),
                      float(grading["rtol"]), float(grading["atol"]),
-                     for_part(record.get("lookalikes", {})))
+                     for_part(record.get("lookalikes", {})), nameable=telling(expected))
 
 
 def _family_alternatives(record: dict, family: str, outcomes: dict) -> list[str]:

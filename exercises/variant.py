@@ -806,30 +806,6 @@ def _answers_distinguishable(template, variant, evaluator, redraws: _Redraws) ->
                     _keep_searched(variant, part, alt, wrong[part.id], redraws)
 
 
-def _telling(value) -> bool:
-    """Can a match on this value name a mistake the template does not list? An array of at
-    least four real numbers, or of whole numbers that take at least five different values
-    (a score matrix), yes: two different mistakes rarely give the same such arrays. A single
-    number, a count, an index or an argmax row, a shape, a token list or a boolean mask, no:
-    many mistakes (and slips) give 3, [0, 0, 1, 2] or one value that several formulas reach
-    (measured: 16 wrong names of 765 cases, all on such parts, before this rule). There only
-    the template's own listed twins are named, kept pairwise distinguishable."""
-    if isinstance(value, (str, bool, np.bool_)) or value is None:
-        return False
-    try:
-        raw = np.asarray(value)
-        if raw.dtype.kind not in "iuf":
-            return False
-        array = raw.astype(float)
-    except (TypeError, ValueError):
-        return False
-    finite = array[np.isfinite(array)]
-    if finite.size < 4:
-        return False
-    whole = bool(np.all(finite == np.round(finite)))
-    return not whole or len(np.unique(finite)) >= 5
-
-
 _SEARCHED: dict[int, tuple] = {}
 
 
@@ -854,10 +830,11 @@ def searched_parts(template) -> dict:
 def _keep_searched(variant, part, alt, value, redraws: _Redraws) -> None:
     """Keep ``alt``'s wrong value for ``part``; redraw (or keep both) where it looks like a
     listed twin's. A value within twice the tolerance of the answer is not kept: a student
-    who made that mistake may pass, and one who fails could not be told from a slip."""
+    who made that mistake may pass, and one who fails could not be told from a slip. Kept on
+    every part: on a part whose answer is not ``telling`` the grader never names it alone,
+    but it still makes a listed twin's name doubtful."""
     try:
-        if (not _telling(variant.answers[part.id]) or not _telling(value)
-                or _too_close(value, variant.answers[part.id], part.rtol, part.atol)):
+        if _too_close(value, variant.answers[part.id], part.rtol, part.atol):
             return
         serialize.to_jsonable(value)
     except Exception:  # noqa: BLE001 — a value that cannot be compared or stored is no diagnosis

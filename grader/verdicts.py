@@ -15,7 +15,7 @@ from dataclasses import dataclass
 import numpy as np
 from solutions import MISCONCEPTIONS
 
-from formats.compare import compare, is_numeric, within
+from formats.compare import compare, is_numeric, telling, within
 from formats.key_shape import answer_names, gradings
 from formats.key_shape import points as points_of
 from formats.cells import LETTERS
@@ -113,7 +113,8 @@ def numeric_part(grading: dict, expected, value, twins: dict, variable: str,
     result = compare(value, expected, rtol, atol)
     if result.ok:
         return Verdict(points, points, PASSED)
-    names = diagnoses(value, twins, grading.get("misconceptions", ()), rtol, atol, lookalikes)
+    names = diagnoses(value, twins, grading.get("misconceptions", ()), rtol, atol, lookalikes,
+                      nameable=telling(expected))
     if len(names) == 1:
         m = MISCONCEPTIONS[names[0]]
         return Verdict(0.0, points, FAILED, f"`{variable}` matches a known mistake: {m.summary}. "
@@ -134,22 +135,18 @@ def for_student(reason: str) -> str:
     return _LARGEST_ERROR.sub(r" (allowed \1)", reason)
 
 
-def diagnose(value, twins: dict, names, rtol: float, atol: float,
-             lookalikes: dict | None = None) -> str | None:
-    """The one mistake the student's value matches on this variant, or None: none matches,
-    or several do (then it is not a diagnosis; ``diagnoses`` lists them)."""
-    found = diagnoses(value, twins, names, rtol, atol, lookalikes)
-    return found[0] if len(found) == 1 else None
-
-
 def diagnoses(value, twins: dict, names, rtol: float, atol: float,
-              lookalikes: dict | None = None) -> list[str]:
+              lookalikes: dict | None = None, nameable: bool = True) -> list[str]:
     """Every explanation of the student's value on this variant: the listed twins it
     matches, in listed order, then the lookalikes it matches (the twins the build's mistake
     search found for this part, ``exercises.variant``). One name is a diagnosis; more are
-    alternatives, and none is asserted."""
+    alternatives, and none is asserted. Where ``nameable`` is False (a part whose answer is
+    not ``telling``: a count, an index, one number) a lookalike is never the diagnosis on
+    its own; it only makes a listed twin's name doubtful."""
     found = [name for name in names if name in twins and name in MISCONCEPTIONS
              and _matches(value, twins[name], rtol, atol)]
+    if not found and not nameable:
+        return []
     return found + [name for name, wrong in (lookalikes or {}).items()
                     if name not in found and name in MISCONCEPTIONS and _matches(value, wrong, rtol, atol)]
 

@@ -9,3 +9,123 @@ from __future__ import annotations
 import numpy as np  # noqa: F401
 
 from .misconceptions import add_twin, twin  # noqa: F401
+
+from ._shapes import as_float
+from .attention import attention_backward
+from .misconceptions import scale_twin
+
+
+# --- the softmax's backward pass ------------------------------------------------------------
+# The reference: dx = p ⊙ (dp − Σ_j dp_j p_j), the Jacobian diag(p) − ppᵀ applied to dp.
+
+@twin("softmax_backward",
+      "the softmax gradient with Σ dp in the row term instead of Σ dp·p",
+      "dx_j = Σ_i dp_i p_i(δ_ij − p_j) = p_j(dp_j − Σ_i dp_i p_i): the sum weights each dp_i by "
+      "its probability p_i. Without the p it is no longer the expected upstream gradient.",
+      "dx = p * (dp - dp.sum(-1, keepdims=True))  # should be p * (dp - (dp * p).sum(-1, keepdims=True))")
+def softmax_backward_sum_without_p(dp, cache):
+    dp = as_float(dp, "dp")
+    return cache * (dp - np.sum(dp, axis=-1, keepdims=True))
+
+
+@twin("softmax_backward",
+      "the softmax gradient without the outer factor p: dp − Σ dp·p",
+      "∂p_i/∂z_j = p_i(δ_ij − p_j) carries the factor p_j in front, so dx = p ⊙ (dp − Σ dp·p). "
+      "Dropping it gives every input the same weight, however small its probability.",
+      "dx = dp - (dp * p).sum(-1, keepdims=True)  # should be p * (dp - (dp * p).sum(-1, keepdims=True))")
+def softmax_backward_no_outer_p(dp, cache):
+    dp = as_float(dp, "dp")
+    return dp - np.sum(dp * cache, axis=-1, keepdims=True)
+
+
+@twin("softmax_backward",
+      "the softmax gradient with its sign flipped: p ⊙ (Σ dp·p − dp)",
+      "The Jacobian is diag(p) − ppᵀ: the diagonal term p_j dp_j is positive and the row term "
+      "−p_j Σ dp·p negative. Swapping them negates the gradient, so descent climbs the loss.",
+      "dx = p * ((dp * p).sum(-1, keepdims=True) - dp)  # should be p * (dp - (dp * p).sum(-1, keepdims=True))")
+def softmax_backward_sign_flipped(dp, cache):
+    dp = as_float(dp, "dp")
+    return cache * (np.sum(dp * cache, axis=-1, keepdims=True) - dp)
+
+
+@twin("softmax_backward",
+      "the softmax's backward step skipped: the upstream gradient dp passed on unchanged",
+      "The scores reach the loss through the softmax, so their gradient is dp times the softmax "
+      "Jacobian: dx = p ⊙ (dp − Σ dp·p). Passing dp on treats the softmax as the identity.",
+      "dx = dp                                # should be p * (dp - (dp * p).sum(-1, keepdims=True))")
+def softmax_backward_skipped(dp, cache):
+    dp = as_float(dp, "dp")
+    if dp.shape != np.shape(cache):
+        raise ValueError(f"dp: expected shape {np.shape(cache)} (the forward output), got {dp.shape}")
+    return dp.copy()
+
+
+# --- the backward pass through attention -----------------------------------------------------
+# The reference (S = QKᵀ·s, P = softmax(S), Z = PV): dV = Pᵀ dZ, dP = dZ Vᵀ,
+# dS = P ⊙ (dP − rowsum(dP ⊙ P)), dQ = dS K·s, dK = dSᵀ Q·s.
+
+def _T(x):
+    return np.swapaxes(x, -1, -2)
+
+
+@twin("attention_backward",
+      "dQ and dK divided by d_k instead of multiplied by the forward scale 1/√d_k",
+      "S = QKᵀ/√d_k, so the chain rule brings back the same factor: dQ = dS K/√d_k and "
+      "dK = dSᵀQ/√d_k. 1/d_k is the variance's inverse, not the scale the forward pass used.",
+      "dQ = dS @ K / d_k                      # should be dS @ K / np.sqrt(d_k)")
+def attention_backward_divide_by_d_k(dZ, cache):
+    dQ, dK, dV = attention_backward(dZ, cache)
+    d_k = np.shape(cache.Q)[-1]
+    return dQ / cache.scale / d_k, dK / cache.scale / d_k, dV
+
+
+@twin("attention_backward",
+      "dQ and dK computed from dA = dZ Vᵀ: the softmax's backward step skipped (dS = dA)",
+      "The scores reach Z through the softmax: first dS = A ⊙ (dA − rowsum(dA ⊙ A)), then "
+      "dQ = dS K/√d_k and dK = dSᵀQ/√d_k. Using dA in place of dS skips the softmax's Jacobian.",
+      "dQ = (dZ @ V.T) @ K / np.sqrt(d_k)     # should be dS @ K / np.sqrt(d_k), dS from softmax_backward")
+def attention_backward_softmax_skipped(dZ, cache):
+    Q, K, V, P, scale = cache
+    dQ, dK, dV = attention_backward(dZ, cache)
+    dA = as_float(dZ, "dZ") @ _T(V)
+    return dA @ K * scale, _T(dA) @ Q * scale, dV
+
+
+@twin("attention_backward",
+      "dV = dZᵀ A: the transpose on the wrong factor (the result is d_v × n_k, dV's transpose)",
+      "Z = AV, so dV = Aᵀ dZ: each key's value gradient collects the upstream gradients of the "
+      "queries that attended to it. dZᵀA is (Aᵀ dZ)ᵀ, with rows and columns swapped.",
+      "dV = dZ.T @ A                          # should be A.T @ dZ")
+def attention_backward_dv_transposed(dZ, cache):
+    dQ, dK, _ = attention_backward(dZ, cache)
+    return dQ, dK, _T(as_float(dZ, "dZ")) @ cache.P
+
+
+@twin("attention_backward",
+      "dV = Sᵀ dZ: the scores S = QKᵀ/√d_k used instead of the attention weights A",
+      "Z = AV blends the values with the weights A = softmax(S), so dV = Aᵀ dZ. The scores are "
+      "only the softmax's input; they never multiply V.",
+      "dV = S.T @ dZ                          # should be A.T @ dZ, A = softmax(S)")
+def attention_backward_dv_from_scores(dZ, cache):
+    Q, K, V, P, scale = cache
+    dQ, dK, _ = attention_backward(dZ, cache)
+    S = Q @ _T(K) * scale
+    return dQ, dK, _T(S) @ as_float(dZ, "dZ")
+
+
+# --- the scale: Var(q·k) ----------------------------------------------------------------------
+
+def _two_d_k(dims) -> float:
+    """1/√(2 d_k); d_k = 2 raises: √4 = 2 = d_k, the twin sdpa_divide_by_d_k itself."""
+    if dims["d_k"] == 2:
+        raise ValueError("d_k = 2: 1/√(2 d_k) is 1/d_k")
+    return 1.0 / np.sqrt(2 * dims["d_k"])
+
+
+scale_twin(
+    "sdpa_scale_by_sqrt_2d_k", _two_d_k,
+    "softmax(QKᵀ/√(2d_k))V: the 2d_k components of q and k counted instead of the d_k products",
+    "q·k = Σ_i q_i k_i is a sum of d_k products, each of variance E[q_i²]E[k_i²] = 1, so "
+    "Var(q·k) = d_k and the scale is 1/√d_k. The 2d_k components pair up into d_k terms.",
+    "scores = Q @ K.T / np.sqrt(2 * d_k)    # should be / np.sqrt(d_k)")
+

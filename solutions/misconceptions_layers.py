@@ -18,7 +18,9 @@ from .layer_norm import layer_norm
 from .linear import linear
 from .misconceptions import (_bool_mask, _mha_with_scale, add_twin, layer_norm_over_tokens,
                              layer_norm_unbiased_std)
-from .multihead import multi_head_attention
+from .attention import scaled_dot_product_attention
+from .multihead import head_mask, merge_heads, multi_head_attention
+from .softmax import softmax
 from .param_counts import mha_param_count
 
 MHA = "multi_head_attention"
@@ -62,12 +64,52 @@ mha_twin("mha_mask_ignored", _per_head, lambda mask: None,
          "The mask must reach every head's scores (broadcast over the head axis) before the "
          "softmax; accepted and unused, it lets padded or future tokens in.",
          "attention(q, k, v)                     # should be attention(q, k, v, mask=mask[:, None])")
-mha_twin("mha_inverted_mask", _per_head, lambda mask: ~_bool_mask(mask),
+def _mha_inverted_mask(query, key, value, params, num_heads, mask=None):
+    if mask is None:
+        return multi_head_attention(query, key, value, params, num_heads)
+    blocked = ~_bool_mask(mask)
+    out, weights = multi_head_attention(query, key, value, params, num_heads, blocked)
+    # The student's softmax of a row that is −inf everywhere: exp(−inf − (−inf)) = NaN, in
+    # that query's weights and output (the kit's own softmax gives zeros there instead).
+    empty = np.broadcast_to(~blocked.any(axis=-1), np.shape(out)[:-1])
+    out = np.where(empty[..., None], np.nan, out)
+    weights = np.where(np.expand_dims(empty, -2)[..., None], np.nan, weights)
+    return out, weights
+
+
+add_twin("mha_inverted_mask", MHA, _mha_inverted_mask,
          "multi-head attention with the mask read as True = blocked (nn.MultiheadAttention's attn_mask)",
          "nn.MultiheadAttention's attn_mask and key_padding_mask mean True = blocked; this kit "
          "(and F.scaled_dot_product_attention) mean True = may attend. Mixed up, every head "
-         "attends exactly where it must not.",
+         "attends exactly where it must not (and a query that may attend everywhere gets NaN).",
          "np.where(mask, -np.inf, scores)        # should be np.where(mask, scores, -np.inf)")
+
+
+def _mha_no_biases(query, key, value, params, num_heads, mask=None):
+    weights_only = {n: params[n] for n in ("W_Q", "W_K", "W_V", "W_O")}
+    return multi_head_attention(query, key, value, weights_only, num_heads, mask)
+
+
+add_twin("mha_no_biases", MHA, _mha_no_biases,
+         "multi-head attention with the biases b_Q, b_K, b_V, b_O left out",
+         "Each projection is x @ W + b when the layer has biases (nn.MultiheadAttention's "
+         "default): Q = query W_Q + b_Q, …, and out = Concat(heads) W_O + b_O.",
+         "q = query @ params[\"W_Q\"]              # should be query @ params[\"W_Q\"] + params[\"b_Q\"]")
+
+
+def _mha_interleaved_heads(query, key, value, params, num_heads, mask=None):
+    q, k, v = (_split_interleaved(linear(x, params[f"W_{n}"], params.get(f"b_{n}")), num_heads)
+               for x, n in ((query, "Q"), (key, "K"), (value, "V")))
+    steps = scaled_dot_product_attention(q, k, v, mask=head_mask(mask), return_steps=True)
+    return linear(merge_heads(steps.output), params["W_O"], params.get("b_O")), steps.weights
+
+
+add_twin("mha_interleaved_heads", MHA, _mha_interleaved_heads,
+         "each head built from interleaved columns of Q, K, V (head i = columns i, i+h, i+2h, …)",
+         "The projection's columns come in contiguous blocks: head i is columns "
+         "i·d_k … (i+1)·d_k − 1 of XW_Q, XW_K and XW_V (reshape to (…, L, h, d_k), then swap "
+         "L and h), not every h-th column.",
+         "q[..., i::h]                          # should be q[..., i*d_k:(i+1)*d_k]")
 
 
 # --- splitting and merging heads ------------------------------------------------------------
@@ -107,6 +149,19 @@ add_twin("split_heads_interleaved_columns", "split_heads", _split_interleaved,
          "x[:, i::h]                             # should be x[:, i*d_k:(i+1)*d_k]")
 
 
+def _split_full_width(x, num_heads):
+    x = as_float(x, "x")
+    *lead, L, d = x.shape
+    return np.broadcast_to(x[..., None, :, :], (*lead, num_heads, L, d)).copy()
+
+
+add_twin("split_heads_full_width", "split_heads", _split_full_width,
+         "every head given all d_model features, (…, h, L, d_model), instead of its own d_k = d_model/h",
+         "Multi-head attention splits the d_model features among the heads: head i gets the "
+         "d_k = d_model/h columns i·d_k … (i+1)·d_k − 1, so h heads cost what one full-width head does.",
+         "np.stack([x] * h)                     # should be x.reshape(L, h, d // h).transpose(1, 0, 2)")
+
+
 def _merge_without_transpose(x):
     x = as_float(x, "x")
     *lead, H, L, d = x.shape
@@ -140,6 +195,19 @@ add_twin("merge_heads_concatenated_on_token_axis", "merge_heads", _merge_on_toke
          "np.concatenate(heads)                 # should be np.concatenate(heads, axis=-1)")
 
 
+def _merge_interleaved(x):
+    x = as_float(x, "x")
+    *lead, H, L, d = x.shape
+    return np.moveaxis(x, -3, -1).reshape(*lead, L, d * H)
+
+
+add_twin("merge_heads_interleaved", "merge_heads", _merge_interleaved,
+         "the heads merged feature by feature (head 0's f0, head 1's f0, …, then the f1s): interleaved",
+         "Concat puts each token's heads side by side in head order: all d features of head 0, "
+         "then all of head 1, …, the inverse of taking head i's columns i·d … (i+1)·d − 1.",
+         "heads.transpose(1, 2, 0).reshape(L, -1)  # should be heads.transpose(1, 0, 2).reshape(L, -1)")
+
+
 # --- parameter counts -----------------------------------------------------------------------
 
 def _mha_count_no_output_projection(d_model, num_heads=1, d_k=None, d_v=None, bias=True):
@@ -166,11 +234,21 @@ add_twin("mha_param_count_per_head", "mha_param_count", _mha_count_per_head,
          "Each head projects to d_k = d_model/h dimensions, so the h heads together have one "
          "d_model × d_model matrix per projection: 4d² + 4d whatever h is.",
          "h * (4 * d * d + 4 * d)               # should be 4 * d * d + 4 * d")
+def _mha_count_full_width_heads(d_model, num_heads=1, d_k=None, d_v=None, bias=True):
+    per_projection = d_model * d_model + (d_model if bias else 0)
+    return 3 * num_heads * per_projection + per_projection
+
+
 add_twin("mha_param_count_no_bias", "mha_param_count", _mha_count_no_bias,
          "the weights alone, 4d², with the biases left out",
          "Each of the four projections has a bias vector (3·h·d_k + d = 4d entries in all): "
          "with biases the count is 4d² + 4d.",
          "4 * d * d                              # should be 4 * d * d + 4 * d")
+add_twin("mha_param_count_full_width_heads", "mha_param_count", _mha_count_full_width_heads,
+         "every head with its own d_model × d_model W_Q, W_K, W_V (3h(d² + d)) and one W_O (d² + d)",
+         "Each head projects to d_k = d_model/h columns only: the h heads' W_Q^i together are one "
+         "d_model × d_model matrix (likewise W_K, W_V), so the count is 4d² + 4d whatever h is.",
+         "3 * h * (d * d + d) + d * d + d       # should be 4 * d * d + 4 * d")
 
 
 # --- positions -------------------------------------------------------------------------------
@@ -221,15 +299,17 @@ def layer_twins(words: str, norm: Callable | None, residual: bool, summary: str,
              explanation, code)
 
 
-def _decoder(y, memory, params, num_heads, self_mask, memory_mask, eps, return_weights, add_norm):
-    """The decoder layer with ``add_norm`` for each of its three Add & Norm steps."""
+def _decoder(y, memory, params, num_heads, self_mask, memory_mask, eps, return_weights, add_norm,
+             attention=multi_head_attention, feed_forward=ffn):
+    """The decoder layer with ``add_norm`` for each of its three Add & Norm steps (and
+    ``attention``, ``feed_forward`` for its sublayers)."""
     y = as_float(y, "y")
-    attended, self_weights = multi_head_attention(y, y, y, params["self_attn"], num_heads, self_mask)
+    attended, self_weights = attention(y, y, y, params["self_attn"], num_heads, self_mask)
     h1 = add_norm(y, attended, params["norm1"], eps)
-    crossed, cross_weights = multi_head_attention(h1, memory, memory, params["cross_attn"],
-                                                  num_heads, memory_mask)
+    crossed, cross_weights = attention(h1, memory, memory, params["cross_attn"], num_heads,
+                                       memory_mask)
     h2 = add_norm(h1, crossed, params["norm2"], eps)
-    out = add_norm(h2, ffn(h2, **params["ffn"]), params["norm3"], eps)
+    out = add_norm(h2, feed_forward(h2, **params["ffn"]), params["norm3"], eps)
     if return_weights:
         return out, {"self_attn": self_weights, "cross_attn": cross_weights}
     return out
@@ -269,3 +349,86 @@ add_twin("decoder_layer_no_causal_mask", "decoder_layer", _decoder_no_causal_mas
          "in training every position reads the word it has to predict. The last position is "
          "unaffected, which is why only earlier rows show the mistake.",
          "self_attn(y, y, y)                     # should be self_attn(y, y, y, mask=causal_mask(T))")
+
+
+# --- encoder and decoder layers: a sublayer computed wrong ----------------------------------
+
+def sublayer_twins(words: str, attention: Callable, feed_forward: Callable, summary: str,
+                   explanation: str, code: str):
+    """Register the encoder- and the decoder-layer twin (``encoder_layer_<words>``,
+    ``decoder_layer_<words>``) whose every attention sublayer is ``attention`` and whose FFN
+    is ``feed_forward`` (post-LN Add & Norm done right): the layer a student builds from a
+    wrong multi-head attention or FFN."""
+    add_norm = _post_ln(layer_norm, True)
+
+    def encoder(x, params, num_heads, mask=None, eps=1e-5, return_weights=False):
+        x = as_float(x, "x")
+        attended, weights = attention(x, x, x, params["self_attn"], num_heads, mask)
+        h = add_norm(x, attended, params["norm1"], eps)
+        out = add_norm(h, feed_forward(h, **params["ffn"]), params["norm2"], eps)
+        return (out, {"self_attn": weights}) if return_weights else out
+
+    def decoder(y, memory, params, num_heads, self_mask=None, memory_mask=None, eps=1e-5,
+                return_weights=False):
+        return _decoder(y, memory, params, num_heads, self_mask, memory_mask, eps,
+                        return_weights, add_norm, attention, feed_forward)
+
+    add_twin(f"encoder_layer_{words}", "encoder_layer", encoder, f"an encoder layer with {summary}",
+             explanation, code)
+    add_twin(f"decoder_layer_{words}", "decoder_layer", decoder, f"a decoder layer with {summary}",
+             explanation, code)
+
+
+def _ffn_no_relu(x, W1, b1, W2, b2):
+    return linear(linear(x, W1, b1), W2, b2)
+
+
+def _mha_one_head(query, key, value, params, num_heads, mask=None):
+    return multi_head_attention(query, key, value, params, 1, mask)
+
+
+def _mha_no_w_o(query, key, value, params, num_heads, mask=None):
+    d_k = np.shape(params["W_Q"])[1] // num_heads
+    return _mha_with_scale(query, key, value, params, num_heads, mask, 1.0 / np.sqrt(d_k))
+
+
+def _mha_scale_d_model(query, key, value, params, num_heads, mask=None):
+    concat, weights = _mha_with_scale(query, key, value, params, num_heads, mask,
+                                      1.0 / np.sqrt(np.shape(query)[-1]))
+    return linear(concat, params["W_O"], params.get("b_O")), weights
+
+
+sublayer_twins("ffn_no_relu", multi_head_attention, _ffn_no_relu,
+               "an FFN without its ReLU: (hW₁ + b₁)W₂ + b₂",
+               "FFN(h) = max(0, hW₁ + b₁)W₂ + b₂: without the ReLU the two linear maps collapse "
+               "into one, and the sublayer adds no non-linearity.",
+               "(h @ W1 + b1) @ W2 + b2               # should be np.maximum(0, h @ W1 + b1) @ W2 + b2")
+sublayer_twins("one_head", _mha_one_head, ffn,
+               "one attention head of width d_model instead of h heads of d_model/h",
+               "Multi-head attention splits the d_model columns of Q, K, V into h heads of "
+               "d_k = d_model/h, each with its own softmax (scaled by 1/√d_k); one head over all "
+               "columns mixes what the heads would attend to separately.",
+               "attention(Q, K, V)                     # should be Concat(head_1, …, head_h) W_O")
+sublayer_twins("no_output_projection", _mha_no_w_o, ffn,
+               "its attention sublayers returning Concat(heads) without W_O",
+               "MultiHead = Concat(head_1, …, head_h) W_O: the output projection mixes the heads' "
+               "outputs before the residual sum.",
+               "attended = concat                      # should be concat @ W_O")
+sublayer_twins("scale_by_d_model", _mha_scale_d_model, ffn,
+               "its attention scores scaled by 1/√d_model instead of 1/√d_k",
+               "Each head attends in its own d_k = d_model/h dimensions, so its scores are "
+               "divided by √d_k; √d_model is too large by √h.",
+               "scores / np.sqrt(d_model)              # should be / np.sqrt(d_model // num_heads)")
+
+
+# --- log-probabilities ----------------------------------------------------------------------
+
+def _log_softmax_probabilities(x, axis=-1):
+    return softmax(x, axis=axis)
+
+
+add_twin("log_softmax_gives_probabilities", "log_softmax", _log_softmax_probabilities,
+         "the probabilities softmax(z) given instead of their logarithms",
+         "log softmax(z)_i = z_i − log Σ_j exp(z_j): every value is ≤ 0. The softmax itself "
+         "gives the probabilities (between 0 and 1); the log-probabilities are their logarithms.",
+         "np.exp(z) / np.exp(z).sum()            # should be z - np.log(np.exp(z).sum())")

@@ -233,7 +233,7 @@ def _batch(g, part):
     return g.number(r"\$B = (\d+)\$", part), g.number(r"\$L = (\d+)\$", part)
 
 
-@mistake(SHAPES, "head_dim", "d_model itself: the split forgotten")
+@mistake(SHAPES, "head_dim", "d_model itself: the split forgotten", accept=["split_heads_full_width"])
 def shapes_head_dim_no_split(g):
     return _width(g)
 
@@ -250,7 +250,7 @@ def shapes_q_not_transposed(g):
     return [B, L, _heads(g), _width(g) // _heads(g)]
 
 
-@mistake(SHAPES, "q_shape", "(B, h, L, d_model): every head keeps the full width")
+@mistake(SHAPES, "q_shape", "(B, h, L, d_model): every head keeps the full width", accept=["split_heads_full_width"])
 def shapes_q_full_width(g):
     B, L = _batch(g, "q_shape")
     return [B, _heads(g), L, _width(g)]
@@ -262,7 +262,7 @@ def shapes_weights_like_q(g):
     return [B, _heads(g), L, _width(g) // _heads(g)]
 
 
-@mistake(SHAPES, "weights_shape", "(B, L, h, L): the head axis in the wrong place")
+@mistake(SHAPES, "weights_shape", "(B, L, h, L): the head axis in the wrong place", accept=["split_heads_no_swap"])
 def shapes_weights_head_axis(g):
     B, L = _batch(g, "q_shape")
     return [B, L, _heads(g), L]
@@ -282,7 +282,7 @@ def shapes_params_no_output(g):
 
 
 @mistake(SHAPES, "params_bias", "every head with its own d×d W_Q, W_K, W_V",
-         accept=["mha_param_count_per_head"])
+         accept=["mha_param_count_per_head", "mha_param_count_full_width_heads"])
 def shapes_params_full_heads(g):
     d, h = _width(g), _heads(g)
     return 3 * h * (d * d + d) + d * d + d
@@ -321,7 +321,7 @@ def shapes_merged_no_transpose(g):
     return g.heads.reshape(3, -1)
 
 
-@mistake(SHAPES, "merged", "features interleaved: feature-major instead of head-major")
+@mistake(SHAPES, "merged", "features interleaved: feature-major instead of head-major", accept=["merge_heads_interleaved"])
 def shapes_merged_interleaved(g):
     return g.heads.transpose(1, 2, 0).reshape(3, -1)
 
@@ -345,12 +345,12 @@ def _dS(g):
     return A * (dA - (A * dA).sum(axis=1, keepdims=True))
 
 
-@mistake(GRAD, "dV", "dZᵀ A: the transpose on the wrong side")
+@mistake(GRAD, "dV", "dZᵀ A: the transpose on the wrong side", accept=["attention_backward_dv_transposed"])
 def grad_dv_transposed(g):
     return g.dZ.T @ _forward(g)[0]
 
 
-@mistake(GRAD, "dV", "the scores S instead of the weights A: Sᵀ dZ")
+@mistake(GRAD, "dV", "the scores S instead of the weights A: Sᵀ dZ", accept=["attention_backward_dv_from_scores"])
 def grad_dv_scores(g):
     return (g.Q @ g.K.T / np.sqrt(g.Q.shape[1])).T @ g.dZ
 
@@ -371,7 +371,7 @@ def grad_ds_diagonal(g):
     return (g.dZ @ g.V.T) * A * (1 - A)
 
 
-@mistake(GRAD, "dS", "the softmax skipped: dS = dA")
+@mistake(GRAD, "dS", "the softmax skipped: dS = dA", accept=["softmax_backward_skipped"])
 def grad_ds_skipped(g):
     return g.dZ @ g.V.T
 
@@ -392,12 +392,12 @@ def grad_dq_no_scale(g):
     return _dS(g) @ g.K
 
 
-@mistake(GRAD, "dQ", "dS K / d_k instead of / √d_k")
+@mistake(GRAD, "dQ", "dS K / d_k instead of / √d_k", accept=["attention_backward_divide_by_d_k"])
 def grad_dq_by_dk(g):
     return _dS(g) @ g.K / g.Q.shape[1]
 
 
-@mistake(GRAD, "dQ", "dA K/√d_k: the softmax's backward skipped")
+@mistake(GRAD, "dQ", "dA K/√d_k: the softmax's backward skipped", accept=["attention_backward_softmax_skipped"])
 def grad_dq_softmax_skipped(g):
     return (g.dZ @ g.V.T) @ g.K / np.sqrt(g.Q.shape[1])
 
@@ -407,12 +407,12 @@ def grad_dk_no_scale(g):
     return _dS(g).T @ g.Q
 
 
-@mistake(GRAD, "dK", "dSᵀ Q / d_k instead of / √d_k")
+@mistake(GRAD, "dK", "dSᵀ Q / d_k instead of / √d_k", accept=["attention_backward_divide_by_d_k"])
 def grad_dk_by_dk(g):
     return _dS(g).T @ g.Q / g.Q.shape[1]
 
 
-@mistake(GRAD, "dK", "dAᵀ Q/√d_k: the softmax's backward skipped")
+@mistake(GRAD, "dK", "dAᵀ Q/√d_k: the softmax's backward skipped", accept=["attention_backward_softmax_skipped"])
 def grad_dk_softmax_skipped(g):
     return (g.dZ @ g.V.T).T @ g.Q / np.sqrt(g.Q.shape[1])
 

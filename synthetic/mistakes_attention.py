@@ -360,7 +360,7 @@ def why_std_variance(g):
     return float(g.d_k)
 
 
-@mistake(WHY, "scaled_row", "divided by √(2 d_k): all 2d_k components counted")
+@mistake(WHY, "scaled_row", "divided by √(2 d_k): all 2d_k components counted", accept=["sdpa_scale_by_sqrt_2d_k"])
 def why_scaled_two_dk(g):
     return np.asarray(g.scores, dtype=float) / np.sqrt(2 * g.d_k)
 
@@ -387,7 +387,7 @@ def why_grad_scaled_unscaled_p(g):
     return float(p * (1 - p))
 
 
-@mistake(WHY, "grad_scaled", "1 − p instead of p(1 − p)")
+@mistake(WHY, "grad_scaled", "1 − p instead of p(1 − p)", accept=["softmax_backward_no_outer_p"])
 def why_grad_scaled_missing_p(g):
     return float(1 - softmax(np.asarray(g.scores, dtype=float) / np.sqrt(g.d_k)).max())
 

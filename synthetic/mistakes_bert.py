@@ -115,16 +115,18 @@ for _part, _name, _description, _accept, _changes in [
     ("memory", "encdec_memory_no_residual", "no residual: LayerNorm(Sublayer(x))",
      ["encoder_layer_no_residual"], {"enc_residual": False}),
     ("memory", "encdec_memory_pre_ln", "pre-LN: x + Sublayer(LayerNorm(x))", ["encoder_layer_pre_ln"], {"pre_ln": True}),
-    ("memory", "encdec_memory_one_head", "one head of width 4 instead of two of width 2", [], {"heads": 1}),
+    ("memory", "encdec_memory_one_head", "one head of width 4 instead of two of width 2",
+     ["encoder_layer_one_head"], {"heads": 1}),
     ("memory", "encdec_memory_ln_over_tokens", "layer norm over the tokens (axis 0)",
      ["layer_norm_over_tokens", "encoder_layer_norm_over_tokens"], {"ln_axis": 0}),
     ("memory", "encdec_memory_ln_unbiased", "layer norm by the unbiased std plus ε",
      ["layer_norm_unbiased_std", "encoder_layer_norm_unbiased_std"], {"ln_unbiased": True}),
-    ("memory", "encdec_memory_no_relu", "the FFN without its ReLU", [], {"relu": False}),
-    ("memory", "encdec_memory_no_w_o", "the heads concatenated without W_O", ["mha_no_output_projection"],
-     {"out_proj": False}),
+    ("memory", "encdec_memory_no_relu", "the FFN without its ReLU", ["encoder_layer_ffn_no_relu"],
+     {"relu": False}),
+    ("memory", "encdec_memory_no_w_o", "the heads concatenated without W_O",
+     ["mha_no_output_projection", "encoder_layer_no_output_projection"], {"out_proj": False}),
     ("memory", "encdec_memory_scale_d_model", "scores scaled by 1/√d_model instead of 1/√d_k",
-     ["mha_scale_by_d_model"], {"scale": 0.5}),
+     ["mha_scale_by_d_model", "encoder_layer_scale_by_d_model"], {"scale": 0.5}),
 ]:
     _register_encdec(_part, _name, _description, _accept, _memory(**_changes))
 
@@ -156,7 +158,7 @@ def encdec_next_raw_logits(g):
     return _encdec(g)[3][-1]
 
 
-@mistake(ENCDEC, "next_log_probs", "the probabilities given instead of their logarithms")
+@mistake(ENCDEC, "next_log_probs", "the probabilities given instead of their logarithms", accept=["log_softmax_gives_probabilities"])
 def encdec_next_probabilities(g):
     return np.exp(_encdec(g)[2])
 

@@ -254,7 +254,7 @@ def mha_no_w_o(query, key, value, params, num_heads, mask=None):
     return _mha(query, key, value, params, num_heads, mask, out_proj=False)
 
 
-@code_mistake(MHA, "the biases ignored")
+@code_mistake(MHA, "the biases ignored", accept=["mha_no_biases"])
 def mha_no_biases(query, key, value, params, num_heads, mask=None):
     return _mha(query, key, value, params, num_heads, mask, biases=False)
 
@@ -271,7 +271,7 @@ def mha_mask_inverted(query, key, value, params, num_heads, mask=None):
 
 
 @code_mistake(MHA, "head i takes the strided columns i, i + h, … instead of a block",
-              accept=["split_heads_interleaved_columns"])
+              accept=["split_heads_interleaved_columns", "mha_interleaved_heads"])
 def mha_strided_heads(query, key, value, params, num_heads, mask=None):
     return _mha(query, key, value, params, num_heads, mask, strided=True)
 
@@ -308,16 +308,16 @@ def softmax_grad_wrong_axis(dp, cache):
     return cache * (dp - np.sum(dp * cache, axis=0, keepdims=True))
 
 
-@code_mistake(SOFTMAX, "Σ dp instead of Σ dp·p in the row term")
+@code_mistake(SOFTMAX, "Σ dp instead of Σ dp·p in the row term", accept=["softmax_backward_sum_without_p"])
 def softmax_grad_sum_without_p(dp, cache):
     return cache * (dp - np.sum(dp, axis=-1, keepdims=True))
 
 
-@code_mistake(SOFTMAX, "the outer p not multiplied in: dp − Σ dp·p")
+@code_mistake(SOFTMAX, "the outer p not multiplied in: dp − Σ dp·p", accept=["softmax_backward_no_outer_p"])
 def softmax_grad_no_outer_p(dp, cache):
     return dp - np.sum(dp * cache, axis=-1, keepdims=True)
 
 
-@code_mistake(SOFTMAX, "the sign flipped: p(Σ dp·p − dp)")
+@code_mistake(SOFTMAX, "the sign flipped: p(Σ dp·p − dp)", accept=["softmax_backward_sign_flipped"])
 def softmax_grad_sign(dp, cache):
     return cache * (np.sum(dp * cache, axis=-1, keepdims=True) - dp)

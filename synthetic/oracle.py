@@ -53,7 +53,23 @@ def expect_numeric(grading: dict, expected, value, twins: dict, lookalikes: dict
         return _verdict(PASSED, points, points)
     found = [t for t in grading.get("misconceptions", ()) if t in twins and _close_or_both_nan(value, twins[t], rtol, atol)]
     alike = [n for n, v in (lookalikes or {}).items() if n not in found and _close_or_both_nan(value, v, rtol, atol)]
+    if not found and not _many_values(expected):
+        alike = []          # a searched mistake alone never names a count, an index or one number
     return _verdict(FAILED, 0.0, points, _one_explanation(found, alike))
+
+
+def _many_values(expected) -> bool:
+    """Is the answer an array a match on can name a mistake by: at least four numbers, real
+    or (whole numbers) of at least five different values? (The grader's rule, written here
+    again so the oracle does not share its code.)"""
+    try:
+        a = np.asarray(expected)
+        if a.dtype.kind not in "iuf" or isinstance(expected, (str, bool)):
+            return False
+        a = a.astype(float)[np.isfinite(a.astype(float))]
+    except (TypeError, ValueError):
+        return False
+    return a.size >= 4 and (bool(np.any(a != np.round(a))) or len(set(a.tolist())) >= 5)
 
 
 def expect_choice(grading: dict, correct: int, value) -> dict:

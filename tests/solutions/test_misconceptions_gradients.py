@@ -2,14 +2,89 @@
 gives exactly the numbers of the wrong computation written out in plain NumPy
 (``test_misconceptions.check_twin``)."""
 
-import numpy as np  # noqa: F401
+import numpy as np
 import pytest
 
-from tests.solutions.test_misconceptions import check_twin
+from tests.solutions.test_misconceptions import D_K, _sdpa_by_hand, check_twin
 
-HAND_WRITTEN: dict = {}
+
+def _p(a):
+    return a["cache"]
+
+
+# --- the backward pass through attention, written out from the lecture's chain rule --------
+# S = QKᵀ·s, A = softmax(S), Z = AV:  dV = Aᵀ dZ,  dA = dZ Vᵀ,  dS = A ⊙ (dA − Σ_j dA ⊙ A),
+# dQ = dS K·s,  dK = dSᵀ Q·s.  (The cache's A already holds the mask's zeros.)
+
+def _T(x):
+    return np.swapaxes(x, -1, -2)
+
+
+def _chain(a):
+    Q, K, V, A, s = a["cache"]
+    dZ = a["dZ"]
+    dA = dZ @ _T(V)
+    dS = A * (dA - (dA * A).sum(-1, keepdims=True))
+    return Q, K, V, A, s, dZ, dA, dS
+
+
+def _by_d_k(a):
+    Q, K, V, A, s, dZ, dA, dS = _chain(a)
+    return dS @ K / D_K, _T(dS) @ Q / D_K, _T(A) @ dZ
+
+
+def _softmax_skipped(a):
+    Q, K, V, A, s, dZ, dA, dS = _chain(a)
+    return dA @ K / np.sqrt(D_K), _T(dA) @ Q / np.sqrt(D_K), _T(A) @ dZ
+
+
+def _dv_transposed(a):
+    Q, K, V, A, s, dZ, dA, dS = _chain(a)
+    return dS @ K / np.sqrt(D_K), _T(dS) @ Q / np.sqrt(D_K), _T(dZ) @ A
+
+
+def _dv_from_scores(a):
+    Q, K, V, A, s, dZ, dA, dS = _chain(a)
+    scores = Q @ _T(K) / np.sqrt(D_K)
+    return dS @ K / np.sqrt(D_K), _T(dS) @ Q / np.sqrt(D_K), _T(scores) @ dZ
+
+
+HAND_WRITTEN: dict = {
+    # dx_j = p_j (dp_j − Σ_i dp_i), the row term without its p_i
+    "softmax_backward_sum_without_p": lambda a: _p(a) * (a["dp"] - a["dp"].sum(-1, keepdims=True)),
+    # dx_j = dp_j − Σ_i dp_i p_i, the factor p_j in front dropped
+    "softmax_backward_no_outer_p": lambda a: a["dp"] - (a["dp"] * _p(a)).sum(-1, keepdims=True),
+    # dx_j = p_j (Σ_i dp_i p_i − dp_j)
+    "softmax_backward_sign_flipped": lambda a: _p(a) * ((a["dp"] * _p(a)).sum(-1, keepdims=True) - a["dp"]),
+    "softmax_backward_skipped": lambda a: a["dp"],
+    "attention_backward_divide_by_d_k": _by_d_k,
+    "attention_backward_softmax_skipped": _softmax_skipped,
+    "attention_backward_dv_transposed": _dv_transposed,
+    "attention_backward_dv_from_scores": _dv_from_scores,
+    "sdpa_scale_by_sqrt_2d_k": lambda a: _sdpa_by_hand(a, 1 / np.sqrt(2 * D_K)),
+}
 
 
 @pytest.mark.parametrize("name", sorted(HAND_WRITTEN))
 def test_twin_equals_the_hand_written_wrong_computation(name):
     check_twin(name, HAND_WRITTEN[name])
+
+
+def test_the_2d_k_scale_is_not_computed_where_it_is_the_1_over_d_k_scale():
+    # d_k = 2: √(2·2) = 2 = d_k, the twin sdpa_divide_by_d_k itself.
+    from solutions.misconceptions import MISCONCEPTIONS
+    r = np.random.default_rng(0)
+    Q, K, V = r.standard_normal((3, 2)), r.standard_normal((4, 2)), r.standard_normal((4, 3))
+    with pytest.raises(ValueError, match="d_k = 2"):
+        MISCONCEPTIONS["sdpa_scale_by_sqrt_2d_k"].function(Q, K, V)
+
+
+def test_skipping_the_softmax_backward_gives_rows_that_do_not_sum_to_zero():
+    # The softmax's gradient rows sum to 0 (a shift of the scores changes nothing); dp's do not.
+    from solutions import softmax_backward, softmax_forward
+    from solutions.misconceptions import MISCONCEPTIONS
+    r = np.random.default_rng(1)
+    _, p = softmax_forward(r.standard_normal((3, 5)))
+    dp = r.standard_normal((3, 5))
+    np.testing.assert_allclose(softmax_backward(dp, p).sum(-1), 0, atol=1e-12)
+    assert np.abs(MISCONCEPTIONS["softmax_backward_skipped"].function(dp, p).sum(-1)).min() > 1e-6

@@ -4,14 +4,134 @@ decoder layers) added after the first issue-17 batch (``test_misconceptions.chec
 import numpy as np
 import pytest
 
-from tests.solutions.test_misconceptions import _mha_by_hand, check_twin
+from solutions.misconceptions import MISCONCEPTIONS
+from tests.solutions.test_misconceptions import (HEADS, _layer_norm, _mha_by_hand,
+                                                 _softmax, check_twin, multi_head_attention_args)
+
+
+def _by_hand_attention(q, k, v, mask, scale):
+    """softmax(q kᵀ · scale, blocked where mask is False) v, one head, written out."""
+    s = q @ np.swapaxes(k, -1, -2) * scale
+    return _softmax(s if mask is None else np.where(mask, s, -np.inf)) @ v
+
+
+def _heads_by_hand(query, key, value, p, h, mask, *, scale="d_k", columns="blocks",
+                   biases=True, w_o=True):
+    """Concat(head_0, …, head_{h−1}) W_O + b_O with each head written out: ``columns`` says
+    which columns of q, k, v head i takes (its block, or every h-th), ``scale`` 1/√d_k or
+    1/√d_model, ``biases`` / ``w_o`` whether the biases and the output projection are used."""
+    def project(x, n):
+        return x @ p[f"W_{n}"] + (p[f"b_{n}"] if biases and f"b_{n}" in p else 0)
+
+    q, k, v = project(query, "Q"), project(key, "K"), project(value, "V")
+    outs = []
+    for i in range(h):
+        dk, dv = q.shape[-1] // h, v.shape[-1] // h
+        if columns == "blocks":
+            qi, ki, vi = q[..., i * dk:(i + 1) * dk], k[..., i * dk:(i + 1) * dk], v[..., i * dv:(i + 1) * dv]
+        else:
+            qi, ki, vi = q[..., i::h], k[..., i::h], v[..., i::h]
+        factor = 1 / np.sqrt(dk) if scale == "d_k" else 1 / np.sqrt(query.shape[-1])
+        outs.append(_by_hand_attention(qi, ki, vi, mask, factor))
+    concat = np.concatenate(outs, axis=-1)
+    return concat @ p["W_O"] + (p["b_O"] if biases else 0) if w_o else concat
+
+
+def _ffn_by_hand(h, f, relu=True):
+    hidden = h @ f["W1"] + f["b1"]
+    return (np.maximum(hidden, 0) if relu else hidden) @ f["W2"] + f["b2"]
+
+
+SUBLAYERS = {   # words → (attention(query, key, value, params, mask), relu)
+    "ffn_no_relu": (lambda q, k, v, p, m: _heads_by_hand(q, k, v, p, HEADS, m), False),
+    "one_head": (lambda q, k, v, p, m: _heads_by_hand(q, k, v, p, 1, m), True),
+    "no_output_projection": (lambda q, k, v, p, m: _heads_by_hand(q, k, v, p, HEADS, m, w_o=False), True),
+    "scale_by_d_model": (lambda q, k, v, p, m: _heads_by_hand(q, k, v, p, HEADS, m, scale="d_model"), True),
+}
+
+
+def _encoder_sublayers_by_hand(a, words):
+    attend, relu = SUBLAYERS[words]
+    x, p = a["x"], a["params"]
+    h = _layer_norm(x + attend(x, x, x, p["self_attn"], a["mask"]), p["norm1"])
+    return _layer_norm(h + _ffn_by_hand(h, p["ffn"], relu), p["norm2"])
+
+
+def _decoder_sublayers_by_hand(a, words):
+    attend, relu = SUBLAYERS[words]
+    y, m, p = a["y"], a["memory"], a["params"]
+    h1 = _layer_norm(y + attend(y, y, y, p["self_attn"], a["self_mask"]), p["norm1"])
+    h2 = _layer_norm(h1 + attend(h1, m, m, p["cross_attn"], None), p["norm2"])
+    return _layer_norm(h2 + _ffn_by_hand(h2, p["ffn"], relu), p["norm3"])
+
+
+def _split_full_width_by_hand(a):
+    x = a["x"]                                            # (B, L, d_model)
+    return np.stack([x] * a["num_heads"], axis=1)         # every head: all d_model columns
+
+
+def _merge_interleaved_by_hand(a):
+    x = a["x"]                                            # (B, h, L, d)
+    B, h, L, d = x.shape
+    out = np.empty((B, L, d * h))
+    for f in range(d):
+        for i in range(h):
+            out[:, :, f * h + i] = x[:, i, :, f]          # feature f of every head, then f + 1
+    return out
+
+
+def _log_probabilities_wrongly(a):
+    e = np.exp(a["x"] - a["x"].max(axis=-1, keepdims=True))
+    return e / e.sum(axis=-1, keepdims=True)
+
 
 HAND_WRITTEN = {
     "mha_no_scale": lambda a: _mha_by_hand(a, lambda d: 1.0, a.get("mask")),
     "mha_divide_by_d_head": lambda a: _mha_by_hand(a, lambda d: 1.0 / d, a.get("mask")),
+    "mha_no_biases": lambda a: _heads_by_hand(a["query"], a["key"], a["value"], a["params"],
+                                              a["num_heads"], a["mask"], biases=False),
+    "mha_interleaved_heads": lambda a: _heads_by_hand(a["query"], a["key"], a["value"], a["params"],
+                                                      a["num_heads"], a["mask"], columns="strided"),
+    "split_heads_full_width": _split_full_width_by_hand,
+    "merge_heads_interleaved": _merge_interleaved_by_hand,
+    # d = 512, h = 8: each head's W_Q, W_K, W_V is 512 × 512 with a bias of 512; one W_O.
+    "mha_param_count_full_width_heads": lambda a: 3 * 8 * (512 * 512 + 512) + 512 * 512 + 512,
+    "log_softmax_gives_probabilities": _log_probabilities_wrongly,
+    **{f"encoder_layer_{w}": (lambda w: lambda a: _encoder_sublayers_by_hand(a, w))(w) for w in SUBLAYERS},
+    **{f"decoder_layer_{w}": (lambda w: lambda a: _decoder_sublayers_by_hand(a, w))(w) for w in SUBLAYERS},
 }
 
 
 @pytest.mark.parametrize("name", sorted(HAND_WRITTEN))
 def test_twin_equals_the_hand_written_wrong_computation(name):
     check_twin(name, HAND_WRITTEN[name])
+
+
+def test_the_interleaved_split_and_merge_are_inverses():
+    # Head i of the interleaved split takes columns i, i+h, …; the interleaved merge puts them back.
+    x = np.arange(2 * 3 * 12, dtype=float).reshape(2, 3, 12)
+    split = MISCONCEPTIONS["split_heads_interleaved_columns"].function(x, 3)
+    np.testing.assert_array_equal(MISCONCEPTIONS["merge_heads_interleaved"].function(split), x)
+
+
+def test_the_inverted_mask_gives_nan_where_a_query_may_attend_everywhere():
+    # A student's np.where(mask, -inf, scores) + softmax: a row allowed everywhere becomes −inf
+    # everywhere, and exp(−inf − (−inf)) / Σ = NaN in that query's weights and output.
+    a = multi_head_attention_args()
+    mask = a["mask"].copy()
+    mask[1, 1, :] = True                          # query 1 of sequence 1 may attend to every key
+    a["mask"] = mask
+    out, weights = MISCONCEPTIONS["mha_inverted_mask"].function(**a)
+    assert np.isnan(out[1, 1]).all() and np.isnan(weights[1, :, 1]).all()
+    rest = np.ones(out.shape[:-1], dtype=bool)
+    rest[1, 1] = False
+    expected = _mha_by_hand(a, lambda d: 1 / np.sqrt(d), ~mask)
+    np.testing.assert_allclose(out[rest], expected[rest], rtol=1e-6, atol=1e-9)
+    assert np.isfinite(weights[np.broadcast_to(rest[:, None, :, None], weights.shape)]).all()
+
+
+def test_the_inverted_mask_without_a_mask_is_plain_attention():
+    a = multi_head_attention_args()
+    a["mask"] = None
+    out, _ = MISCONCEPTIONS["mha_inverted_mask"].function(**a)
+    np.testing.assert_allclose(out, _mha_by_hand(a, lambda d: 1 / np.sqrt(d), None), rtol=1e-6, atol=1e-9)
