@@ -690,10 +690,13 @@ def _twins_distinguishable(template, variant, evaluator, redraws: "_Redraws") ->
     listed one, while redrawing can help (``_Redraws``). Otherwise both are kept and the
     grader says "matches either … or …" instead of a name.
     """
-    if template.kind == "implement":
-        _functions_distinguishable(template, variant, evaluator, redraws)
-    elif template.kind == "numeric":
-        _answers_distinguishable(template, variant, evaluator, redraws)
+    try:
+        if template.kind == "implement":
+            _functions_distinguishable(template, variant, evaluator, redraws)
+        elif template.kind == "numeric":
+            _answers_distinguishable(template, variant, evaluator, redraws)
+    finally:
+        _SIGNATURES.clear()
 
 
 AMBIGUITY_REDRAWS = 4   # draws that may be redrawn because two mistakes look alike
@@ -764,9 +767,42 @@ def structural(template) -> frozenset:
     return result
 
 
+_SIGNATURES: dict[int, tuple] = {}   # id → (value, signature): one variant's, then cleared
+
+
+def _signature(value):
+    """(shape, Σx, Σ|x|, size) of a finite numeric value, else None; computed once per value."""
+    hit = _SIGNATURES.get(id(value))
+    if hit is not None and hit[0] is value:
+        return hit[1]
+    try:
+        x = np.asarray(value, dtype=float)
+        signature = (x.shape, float(x.sum()), float(np.abs(x).sum()), x.size) if np.isfinite(x).all() else None
+    except (TypeError, ValueError):
+        signature = None
+    _SIGNATURES[id(value)] = (value, signature)
+    return signature
+
+
+def _surely_apart(a, b, rtol, atol) -> bool:
+    """True only when a and b cannot be alike: other shapes, or sums further apart than any
+    two alike arrays can be (alike ⇒ |Σa − Σb| ≤ Σ|a − b| ≤ 2·(size·atol + rtol·Σ|b|)).
+    It spares the full comparison for almost every pair: the search compares every searched
+    twin with every listed one on every part (measured: 47,000 comparisons for 30 students)."""
+    sa, sb = _signature(a), _signature(b)
+    if sa is None or sb is None:
+        return False
+    if sa[0] != sb[0]:
+        return True
+    bound = 2 * (sa[3] * atol + rtol * max(sa[2], sb[2])) + 1e-9 * (sa[2] + sb[2] + 1)
+    return abs(sa[1] - sb[1]) > bound
+
+
 def _alike(a, b, rtol, atol) -> bool:
     """Could one student's value match both a and b (each within the tolerance)? Twice the
     tolerance apart or less; NaN where both have NaN counts as equal, as in the grader."""
+    if _surely_apart(a, b, rtol, atol):
+        return False
     try:
         if isinstance(a, (list, tuple)) and isinstance(b, (list, tuple)):
             return len(a) == len(b) and all(_alike(x, y, rtol, atol) for x, y in zip(a, b))
@@ -782,8 +818,9 @@ def _alike(a, b, rtol, atol) -> bool:
 
 
 def _passes(value, expected, rtol, atol) -> bool:
+    """Would the grader accept ``value`` (``compare``'s rule, via its fast path ``within``)?"""
     try:
-        return compare(value, expected, rtol, atol).ok
+        return within(value, expected, rtol, atol)
     except Exception:  # noqa: BLE001
         return False
 
