@@ -22,7 +22,7 @@ def bah_pre_without_state(g):
     return g.H @ g.U
 
 
-@mistake(BAH, "scores", "the tanh taken after v: tanh(v · (s W + h U))")
+@mistake(BAH, "scores", "the tanh taken after v: tanh(v · (s W + h U))", accept=["bahdanau_step_tanh_after_v"])
 def bah_scores_tanh_outside(g):
     return np.tanh((g.s_prev @ g.W + g.H @ g.U) @ g.v)
 
@@ -32,23 +32,23 @@ def bah_scores_no_tanh(g):
     return _bah_scores(g, act=lambda x: x)
 
 
-@mistake(BAH, "scores", "the hidden units summed, v forgotten")
+@mistake(BAH, "scores", "the hidden units summed, v forgotten", accept=["bahdanau_step_no_v"])
 def bah_scores_no_v(g):
     return np.tanh(g.s_prev @ g.W + g.H @ g.U).sum(axis=1)
 
 
-@mistake(BAH, "scores", "a sigmoid in place of the tanh")
+@mistake(BAH, "scores", "a sigmoid in place of the tanh", accept=["bahdanau_step_sigmoid"])
 def bah_scores_sigmoid(g):
     return _bah_scores(g, act=lambda x: 1 / (1 + np.exp(-x)))
 
 
-@mistake(BAH, "weights", "the scores divided by √n_a first, as in dot-product attention")
+@mistake(BAH, "weights", "the scores divided by √n_a first, as in dot-product attention", accept=["bahdanau_step_scaled_by_sqrt_n_a"])
 def bah_weights_scaled(g):
     return softmax(_bah_scores(g) / np.sqrt(len(g.v)))
 
 
 @mistake(BAH, "weights", "exp(e) not normalised",
-         accept=["softmax_unnormalised"])
+         accept=["softmax_unnormalised", "bahdanau_step_exp_not_normalised"])
 def bah_weights_not_normalised(g):
     return np.exp(_bah_scores(g))
 
@@ -63,17 +63,17 @@ def bah_context_raw_scores(g):
     return _bah_scores(g) @ g.H
 
 
-@mistake(BAH, "context", "the projected states h_j U blended instead of the h_j")
+@mistake(BAH, "context", "the projected states h_j U blended instead of the h_j", accept=["bahdanau_step_context_from_projected"])
 def bah_context_projected(g):
     return softmax(_bah_scores(g)) @ (g.H @ g.U)
 
 
-@mistake(BAH, "context", "the exponentials not normalised before the blend")
+@mistake(BAH, "context", "the exponentials not normalised before the blend", accept=["bahdanau_step_exp_not_normalised"])
 def bah_context_not_normalised(g):
     return np.exp(_bah_scores(g)) @ g.H
 
 
-@mistake(BAH, "context", "the mean of the encoder states (uniform weights)")
+@mistake(BAH, "context", "the mean of the encoder states (uniform weights)", accept=["bahdanau_step_uniform_weights"])
 def bah_context_uniform(g):
     return g.H.mean(axis=0)
 
@@ -108,12 +108,12 @@ def align_scaled_times(g):
     return _dots(g) * np.sqrt(len(g.s))
 
 
-@mistake(ALIGN, "general", "W_a transposed: h_j W_a s")
+@mistake(ALIGN, "general", "W_a transposed: h_j W_a s", accept=["general_score_W_transposed"])
 def align_general_transposed(g):
     return g.H @ g.W_a @ g.s
 
 
-@mistake(ALIGN, "general", "the W_a forgotten: the plain dot product")
+@mistake(ALIGN, "general", "the W_a forgotten: the plain dot product", accept=["general_score_without_W"])
 def align_general_no_matrix(g):
     return _dots(g)
 
@@ -123,12 +123,12 @@ def align_additive_no_tanh(g):
     return (g.s @ g.W + g.H @ g.U) @ g.v
 
 
-@mistake(ALIGN, "additive", "W and U swapped: tanh(U s + W h)")
+@mistake(ALIGN, "additive", "W and U swapped: tanh(U s + W h)", accept=["additive_score_W_U_swapped"])
 def align_additive_swapped(g):
     return np.tanh(g.s @ g.U + g.H @ g.W) @ g.v
 
 
-@mistake(ALIGN, "additive", "the hidden units summed, v forgotten")
+@mistake(ALIGN, "additive", "the hidden units summed, v forgotten", accept=["additive_score_no_v"])
 def align_additive_no_v(g):
     return np.tanh(g.s @ g.W + g.H @ g.U).sum(axis=1)
 
@@ -139,12 +139,12 @@ def align_cosine_without_s_norm(g):
     return _dots(g) / np.linalg.norm(g.H, axis=1)
 
 
-@mistake(ALIGN, "content", "cosine without ‖h_j‖: s·h_j / ‖s‖")
+@mistake(ALIGN, "content", "cosine without ‖h_j‖: s·h_j / ‖s‖", accept=["content_score_without_h_norm"])
 def align_cosine_without_h_norm(g):
     return _dots(g) / np.linalg.norm(g.s)
 
 
-@mistake(ALIGN, "content", "divided by ‖s‖² instead of ‖s‖‖h_j‖")
+@mistake(ALIGN, "content", "divided by ‖s‖² instead of ‖s‖‖h_j‖", accept=["content_score_by_s_norm_squared"])
 def align_cosine_by_s_squared(g):
     return _dots(g) / np.linalg.norm(g.s) ** 2
 

@@ -174,23 +174,23 @@ def additive_raw_context(s_prev, H, W, U, v, mask=None):
 
 
 @code_mistake(ADD, "the padding mask ignored",
-              accept=["sdpa_mask_ignored"])
+              accept=["sdpa_mask_ignored", "bahdanau_step_mask_ignored"])
 def additive_mask_ignored(s_prev, H, W, U, v, mask=None):
     return _additive(s_prev, H, W, U, v, mask, use_mask=False)
 
 
-@code_mistake(ADD, "padded scores set to 0 instead of −inf", accept=["sdpa_mask_with_zero"])
+@code_mistake(ADD, "padded scores set to 0 instead of −inf", accept=["sdpa_mask_with_zero", "bahdanau_step_mask_with_zero"])
 def additive_zero_fill(s_prev, H, W, U, v, mask=None):
     return _additive(s_prev, H, W, U, v, mask, fill=0.0)
 
 
 @code_mistake(ADD, "the softmax without the max subtracted (NaN on the large scores)",
-              accept=ACCEPT_NO_MAX)
+              accept=[*ACCEPT_NO_MAX, "bahdanau_step_no_max_subtraction"])
 def additive_no_max_subtraction(s_prev, H, W, U, v, mask=None):
     return _additive(s_prev, H, W, U, v, mask, soft=naive_softmax)
 
 
-@code_mistake(ADD, "a sigmoid in place of the tanh")
+@code_mistake(ADD, "a sigmoid in place of the tanh", accept=["bahdanau_step_sigmoid"])
 def additive_sigmoid(s_prev, H, W, U, v, mask=None):
     return _additive(s_prev, H, W, U, v, mask, act=lambda x: 1 / (1 + np.exp(-x)))
 
