@@ -27,8 +27,8 @@ from .param_counts import (bert_param_count, decoder_layer_param_count,
                            encoder_layer_param_count, ffn_param_count, layer_norm_param_count,
                            mha_param_count, transformer_param_count)
 from .positional import embed, positional_encoding
-from .scaling import (ScalingReport, attention_entropy, dot_product_variance,
-                      scaling_comparison, softmax_jacobian)
+from .scaling import (DotProductMoments, ScalingReport, attention_entropy, dot_product_moments,
+                      dot_product_variance, scaling_comparison, softmax_jacobian)
 from .softmax import log_softmax, softmax, softmax_backward, softmax_forward
 from .tokenization import token_ids, wordpiece_tokenize, wordpiece_word
 from .torch_layout import (decoder_layer_params_from_torch, encoder_layer_params_from_torch,

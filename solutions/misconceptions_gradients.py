@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import numpy as np  # noqa: F401
 
+from .scaling import DotProductMoments
 from .misconceptions import add_twin, twin  # noqa: F401
 
 from ._shapes import as_float
@@ -129,3 +130,35 @@ scale_twin(
     "Var(q·k) = d_k and the scale is 1/√d_k. The 2d_k components pair up into d_k terms.",
     "scores = Q @ K.T / np.sqrt(2 * d_k)    # should be / np.sqrt(d_k)")
 
+
+# --- the moments of q·k ------------------------------------------------------------------------
+
+def _moments(variance: float, d_k: int) -> DotProductMoments:
+    return DotProductMoments(float(variance), float(np.sqrt(variance / d_k)))
+
+
+add_twin("dot_product_moments_unit_variances", "dot_product_moments",
+         lambda d_k, var_q=1.0, var_k=1.0: DotProductMoments(float(d_k), 1.0),
+         "Var(q·k) = d_k: the components' variances σ_q², σ_k² left out (the unit-variance result used anyway)",
+         "Var(q_i k_i) = Var(q_i)·Var(k_i) for independent zero-mean factors, so the d_k terms "
+         "give d_k σ_q² σ_k². Only for unit variances is it d_k — and only then does 1/√d_k bring "
+         "the scores back to standard deviation 1.",
+         "var = d_k                              # should be d_k * var_q * var_k")
+add_twin("dot_product_moments_variances_added", "dot_product_moments",
+         lambda d_k, var_q=1.0, var_k=1.0: _moments(d_k * (var_q + var_k), d_k),
+         "Var(q·k) = d_k (σ_q² + σ_k²): the variances of the two factors added instead of multiplied",
+         "The variance of a product of independent zero-mean variables is the product of their "
+         "variances: Var(q_i k_i) = σ_q² σ_k², not σ_q² + σ_k².",
+         "var = d_k * (var_q + var_k)            # should be d_k * var_q * var_k")
+add_twin("dot_product_moments_std_not_rooted", "dot_product_moments",
+         lambda d_k, var_q=1.0, var_k=1.0: DotProductMoments(float(d_k * var_q * var_k), float(var_q * var_k)),
+         "the scaled score's variance σ_q² σ_k² given for its standard deviation (the square root forgotten)",
+         "Dividing by √d_k divides the variance by d_k: what is left is σ_q² σ_k², and the "
+         "standard deviation is its square root, σ_q σ_k.",
+         "std = var / d_k                        # should be np.sqrt(var / d_k)")
+add_twin("dot_product_moments_std_unscaled", "dot_product_moments",
+         lambda d_k, var_q=1.0, var_k=1.0: DotProductMoments(float(d_k * var_q * var_k), float(np.sqrt(d_k * var_q * var_k))),
+         "the standard deviation of the raw score q·k given, not of the scaled score q·k/√d_k",
+         "The question is about the scaled score: dividing q·k by √d_k divides its standard "
+         "deviation √(d_k σ_q² σ_k²) by √d_k, leaving σ_q σ_k.",
+         "std = np.sqrt(var)                     # should be np.sqrt(var / d_k)")

@@ -24,6 +24,24 @@ def dot_product_variance(d_k: int, num_samples: int = 100_000, rng=None) -> tupl
     return float(np.var(dots)), float(np.var(dots / np.sqrt(d_k)))
 
 
+@dataclass(frozen=True)
+class DotProductMoments:
+    """variance: Var(q·k); scaled_std: the standard deviation of q·k/√d_k."""
+
+    variance: float
+    scaled_std: float
+
+
+def dot_product_moments(d_k: int, var_q: float = 1.0, var_k: float = 1.0) -> DotProductMoments:
+    """Var(q·k) = Σ_i Var(q_i k_i) = d_k σ_q² σ_k² for independent zero-mean components of
+    variances σ_q², σ_k²; after the 1/√d_k scale the standard deviation is σ_q σ_k — 1 only
+    for unit-variance components, the case the scale is designed for."""
+    if d_k < 1 or var_q < 0 or var_k < 0:
+        raise ValueError(f"dot_product_moments: expected d_k ≥ 1 and variances ≥ 0, got {d_k}, {var_q}, {var_k}")
+    variance = float(d_k * var_q * var_k)
+    return DotProductMoments(variance, float(np.sqrt(variance / d_k)))
+
+
 def attention_entropy(weights) -> np.ndarray:
     """H(p) = −Σ_j p_j log p_j in nats, per row (0·log 0 = 0). Shapes: (..., S) → (...)."""
     p = as_float(weights, "weights")

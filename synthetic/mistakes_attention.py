@@ -345,19 +345,48 @@ WHY = "why_sqrt_dk"
 PAIR = np.array([110.0, 58.0])
 
 
-@mistake(WHY, "variance", "√d_k: the standard deviation given for the variance")
+def _var(g):
+    return g.d_k * g.var_q * g.var_k
+
+
+@mistake(WHY, "variance", "the standard deviation √(d_k σ_q² σ_k²) given for the variance")
 def why_variance_std(g):
-    return float(np.sqrt(g.d_k))
+    return float(np.sqrt(_var(g)))
 
 
-@mistake(WHY, "variance", "1: each product q_i k_i has variance 1, the sum forgotten")
+@mistake(WHY, "variance", "σ_q² σ_k²: one product's variance, the sum over the d_k terms forgotten")
 def why_variance_one(g):
-    return 1.0 if g.d_k != 1 else None
+    return float(g.var_q * g.var_k)
 
 
-@mistake(WHY, "std", "d_k: the variance given for the standard deviation")
-def why_std_variance(g):
+@mistake(WHY, "variance", "d_k: the unit-variance result, σ_q² and σ_k² ignored",
+         accept=["dot_product_moments_unit_variances"])
+def why_variance_unit(g):
     return float(g.d_k)
+
+
+@mistake(WHY, "variance", "d_k (σ_q² + σ_k²): the variances added instead of multiplied",
+         accept=["dot_product_moments_variances_added"])
+def why_variance_added(g):
+    return float(g.d_k * (g.var_q + g.var_k))
+
+
+@mistake(WHY, "std", "σ_q² σ_k²: the scaled score's variance given for its standard deviation",
+         accept=["dot_product_moments_std_not_rooted"])
+def why_std_variance(g):
+    return float(g.var_q * g.var_k)
+
+
+@mistake(WHY, "std", "√(d_k σ_q² σ_k²): the raw score's standard deviation, the scale forgotten",
+         accept=["dot_product_moments_std_unscaled"])
+def why_std_raw(g):
+    return float(np.sqrt(_var(g)))
+
+
+@mistake(WHY, "std", "1: what the scale is meant to give, whatever the variances",
+         accept=["dot_product_moments_unit_variances"])
+def why_std_one(g):
+    return 1.0
 
 
 @mistake(WHY, "scaled_row", "divided by √(2 d_k): all 2d_k components counted", accept=["sdpa_scale_by_sqrt_2d_k"])

@@ -5,9 +5,71 @@ gives exactly the numbers of the wrong computation written out in plain NumPy
 import numpy as np  # noqa: F401
 import pytest
 
-from tests.solutions.test_misconceptions import check_twin
+import solutions
+from tests.solutions.test_misconceptions import check_twin, long_mlm_select_args, rng
 
-HAND_WRITTEN: dict = {}
+
+def _ln_softmax(z):
+    """ln p of each row, written out: z − ln Σ exp(z)."""
+    z = np.asarray(z, dtype=float)
+    return z - np.log(np.exp(z).sum(-1, keepdims=True))
+
+
+def _nll(a, labels):
+    """−ln p_n(labels_n) of every pair."""
+    return -_ln_softmax(a["logits"])[np.arange(len(labels)), labels]
+
+
+def two_class_softmax_args():
+    """Rows of two logits of order 1, where σ(z) and the softmax are far apart."""
+    return {"x": rng().standard_normal((3, 4, 2))}
+
+
+def token_ids_args():
+    vocab = ["[PAD]", "[UNK]", "[CLS]", "[SEP]", "play", "##ing", "un", "##able"]
+    return {"tokens": ["[CLS]", "play", "##ing", "un", "##able", "[SEP]"], "vocab": vocab}
+
+
+# twin name → its argument builder (test_misconceptions.arguments_for reads this).
+ARGUMENTS_OF: dict = {
+    "softmax_two_classes_as_sigmoids": two_class_softmax_args,
+    "mlm_select_labels_from_inputs": long_mlm_select_args,
+    "token_ids_from_one": token_ids_args,
+}
+
+
+def _labels_from_inputs_by_hand(a):
+    chosen = solutions.mlm_select(**a)
+    assert (chosen.inputs != a["tokens"])[chosen.selected].any(), "the fixture must corrupt a position"
+    labels = np.full(len(a["tokens"]), -100)
+    labels[chosen.selected] = chosen.inputs[chosen.selected]     # the corrupted id, not the original
+    return solutions.MLMSelection(chosen.inputs, chosen.selected, labels, chosen.actions)
+
+
+HAND_WRITTEN: dict = {
+    # NSP: tanh(C W_pool) W_cls, no b_pool and no b_cls.
+    "nsp_head_no_biases": lambda a: np.tanh(a["C"] @ a["W_pool"]) @ a["W_cls"],
+    # NSP loss: −ln p(IsNext) for every pair; ln p(y) without the minus; −z_y.
+    "nsp_loss_always_isnext": lambda a: _nll(a, np.zeros(len(a["labels"]), dtype=int)).mean(),
+    "nsp_loss_sign_dropped": lambda a: -_nll(a, a["labels"]).mean(),
+    "nsp_loss_without_normaliser": lambda a: -a["logits"][np.arange(len(a["labels"])), a["labels"]].mean(),
+    # σ(x) of every entry.
+    "softmax_two_classes_as_sigmoids": lambda a: 1 / (1 + np.exp(-a["x"])),
+    # log₂ p = ln p / ln 2.
+    "log_softmax_base_2": lambda a: _ln_softmax(a["x"]) / np.log(2),
+    "mlm_select_labels_from_inputs": _labels_from_inputs_by_hand,
+    # ids counted from 1: [CLS]=2 → 3, play=4 → 5, ##ing=5 → 6, un=6 → 7, ##able=7 → 8, [SEP]=3 → 4.
+    "token_ids_from_one": lambda a: [3, 5, 6, 7, 8, 4],
+}
+
+
+def test_the_two_class_sigmoid_twin_is_the_softmax_for_more_than_two_classes():
+    # The binary-classification habit has nothing to act on: the twin is the reference there.
+    x = rng().standard_normal((3, 4, 5))
+    twin = solutions.MISCONCEPTIONS["softmax_two_classes_as_sigmoids"].function
+    np.testing.assert_allclose(twin(x), solutions.softmax(x), rtol=1e-12, atol=0)
+    np.testing.assert_allclose(twin(x[..., :2], axis=0), solutions.softmax(x[..., :2], axis=0),
+                               rtol=1e-12, atol=0)
 
 
 @pytest.mark.parametrize("name", sorted(HAND_WRITTEN))

@@ -5,6 +5,8 @@ gives exactly the numbers of the wrong computation written out in plain NumPy
 import numpy as np
 import pytest
 
+import solutions
+
 from tests.solutions.test_misconceptions import D_K, _sdpa_by_hand, check_twin
 
 
@@ -62,6 +64,10 @@ HAND_WRITTEN: dict = {
     "attention_backward_dv_transposed": _dv_transposed,
     "attention_backward_dv_from_scores": _dv_from_scores,
     "sdpa_scale_by_sqrt_2d_k": lambda a: _sdpa_by_hand(a, 1 / np.sqrt(2 * D_K)),
+    "dot_product_moments_unit_variances": lambda a: solutions.DotProductMoments(16.0, 1.0),
+    "dot_product_moments_variances_added": lambda a: solutions.DotProductMoments(16 * 5.0, np.sqrt(5.0)),
+    "dot_product_moments_std_not_rooted": lambda a: solutions.DotProductMoments(96.0, 6.0),
+    "dot_product_moments_std_unscaled": lambda a: solutions.DotProductMoments(96.0, np.sqrt(96.0)),
 }
 
 

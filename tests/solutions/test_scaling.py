@@ -111,3 +111,18 @@ def test_entropy_by_hand_with_batch_axes():
     # −(½ log ½ + 2 · ¼ log ¼) = 1.5 log 2
     np.testing.assert_allclose(attention_entropy(weights), [[1.5 * math.log(2), math.log(3)]],
                                rtol=1e-14)
+
+
+def test_dot_product_moments_by_hand_and_by_simulation():
+    from solutions import dot_product_moments
+    m = dot_product_moments(16, 2.0, 3.0)
+    assert m.variance == 96.0 and np.isclose(m.scaled_std, np.sqrt(6.0))
+    assert dot_product_moments(64).variance == 64.0 and dot_product_moments(64).scaled_std == 1.0
+    rng = np.random.default_rng(0)
+    q = rng.normal(0, np.sqrt(2.0), (200_000, 16))
+    k = rng.normal(0, np.sqrt(3.0), (200_000, 16))
+    dots = np.sum(q * k, axis=-1)
+    assert abs(np.var(dots) / m.variance - 1) < 0.02
+    assert abs(np.std(dots / 4.0) / m.scaled_std - 1) < 0.01
+    with pytest.raises(ValueError):
+        dot_product_moments(0)
