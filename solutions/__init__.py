@@ -10,8 +10,8 @@ from .alignment import (ALIGNMENT_SCORES, AlignmentStep, ScoreFunction, additive
                         location_score, luong_step, scaled_dot_score)
 from .attention import (AttentionSteps, attention_backward, attention_forward, causal_attention,
                         scaled_dot_product_attention, self_attention)
-from .bert import (MLMSelection, bert_pretraining_loss, mlm_loss, mlm_select, nsp_head,
-                   nsp_loss)
+from .bert import (MLMSelection, bert_input_tokens, bert_pretraining_loss, mlm_head_output_shape,
+                   mlm_loss, mlm_num_selected, mlm_select, nsp_head, nsp_loss)
 from .feed_forward import ffn, ffn_backward, ffn_forward, relu
 from .layer_norm import layer_norm, layer_norm_backward, layer_norm_forward
 from .linear import linear, linear_backward, linear_forward

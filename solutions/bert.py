@@ -95,3 +95,32 @@ def bert_pretraining_loss(mlm_logits, tokens, selected, nsp_logits, nsp_labels) 
     """L = L_MLM + L_NSP, the sum of the two mean losses (shapes as in ``mlm_loss`` and
     ``nsp_loss``)."""
     return mlm_loss(mlm_logits, tokens, selected) + nsp_loss(nsp_logits, nsp_labels)
+
+
+def bert_input_tokens(tokens_a, tokens_b=None) -> list:
+    """BERT's input sequence: ``[CLS] A [SEP]``, or ``[CLS] A [SEP] B [SEP]`` for a pair.
+    The special tokens are positions like any other: they are embedded, attended to and get
+    an output row (the MLM head's logits have a row for them, NSP reads the one of [CLS])."""
+    tokens_a = list(tokens_a)
+    tokens_b = [] if tokens_b is None else list(tokens_b) + ["[SEP]"]
+    return ["[CLS]"] + tokens_a + ["[SEP]"] + tokens_b
+
+
+def mlm_num_selected(tokens, special_ids=(), select_prob: float = 0.15) -> int:
+    """How many positions ``mlm_select`` chooses: max(1, round(select_prob · T)) with T = the
+    length of ``tokens``, special tokens included, but at most the number of non-special ones.
+    Shapes: tokens (T,) ids."""
+    tokens = np.asarray(tokens)
+    if tokens.ndim != 1:
+        raise ValueError(f"tokens: expected a (T,) array of ids, got shape {tokens.shape}")
+    candidates = int(np.count_nonzero(~np.isin(tokens, list(special_ids))))
+    return min(candidates, max(1, int(round(select_prob * len(tokens)))))
+
+
+def mlm_head_output_shape(seq_len: int, d_model: int, vocab_size: int) -> list:
+    """The shape of the MLM logits of one sequence, [seq_len, vocab_size]: the head maps each
+    position's d_model-dimensional output to one logit per vocabulary entry."""
+    for name, value in (("seq_len", seq_len), ("d_model", d_model), ("vocab_size", vocab_size)):
+        if int(value) != value or value < 1:
+            raise ValueError(f"{name}: expected a positive whole number, got {value!r}")
+    return [int(seq_len), int(vocab_size)]

@@ -5,11 +5,13 @@ from __future__ import annotations
 
 import numpy as np
 
-from .bert import MASK, MLMSelection, mlm_loss, mlm_select, nsp_loss
+from .bert import (MASK, MLMSelection, mlm_head_output_shape, mlm_loss, mlm_num_selected, mlm_select,
+                   nsp_loss)
 from .linear import linear
 from .losses import IGNORE_INDEX
-from .misconceptions import add_twin
-from .softmax import log_softmax
+from .misconceptions import add_twin, twin
+from .softmax import log_softmax, softmax
+from .tokenization import token_ids
 
 # --- the NSP head ----------------------------------------------------------------------------
 
@@ -109,3 +111,145 @@ add_twin("mlm_select_only_masked", "mlm_select", _mlm_select_only_masked,
          "also fix the random tokens and confirm the unchanged ones, or it learns that a "
          "visible token is always right.",
          "selected = inputs == mask_id           # should be every position chosen for the 80/10/10")
+
+
+# --- added for the second issue-17 batch: the NSP head and loss ------------------------------
+
+def _nsp_head_no_biases(C, W_pool, b_pool, W_cls, b_cls):
+    return linear(np.tanh(linear(C, W_pool)), W_cls)
+
+
+add_twin("nsp_head_no_biases", "nsp_head", _nsp_head_no_biases,
+         "NSP logits tanh(C W_pool) W_cls: the pooler's and the classifier's biases left out",
+         "Both layers of the NSP head are affine, x W + b: the pooler computes "
+         "tanh(C W_pool + b_pool) and the classifier adds b_cls to its two logits.",
+         "z = np.tanh(C @ W_pool) @ W_cls         # should be np.tanh(C @ W_pool + b_pool) @ W_cls + b_cls")
+
+
+def _nsp_loss_always_isnext(logits, labels):
+    return float(_per_pair(logits, np.zeros_like(np.asarray(labels))).mean())
+
+
+def _nsp_loss_sign_dropped(logits, labels):
+    return float(-_per_pair(logits, labels).mean())
+
+
+def _nsp_loss_without_normaliser(logits, labels):
+    logits, labels = np.asarray(logits, dtype=float), np.asarray(labels)
+    nsp_loss(logits, labels)
+    return float(-np.take_along_axis(logits, labels[..., None].astype(int), -1).mean())
+
+
+add_twin("nsp_loss_always_isnext", "nsp_loss", _nsp_loss_always_isnext,
+         "−log p(IsNext) for every pair, whatever its label",
+         "The loss of pair n is −log p_n(y_n), the probability of its *own* true class: "
+         "−log p(NotNext) for the NotNext pairs, −log p(IsNext) for the IsNext ones.",
+         "-np.log(p[n, 0])                       # should be -np.log(p[n, y[n]])")
+add_twin("nsp_loss_sign_dropped", "nsp_loss", _nsp_loss_sign_dropped,
+         "log p(y) without the minus sign (a negative loss)",
+         "Cross-entropy is −log p(y): a probability's logarithm is ≤ 0, so the minus makes the "
+         "loss positive, 0 only for a certain, correct prediction.",
+         "np.log(p[n, y[n]])                     # should be -np.log(p[n, y[n]])")
+add_twin("nsp_loss_without_normaliser", "nsp_loss", _nsp_loss_without_normaliser,
+         "−z_y, the true class's logit, taken as the loss without subtracting log Σ exp(z)",
+         "log p(y) = z_y − log(e^{z_IsNext} + e^{z_NotNext}): the log-sum-exp term turns the logit "
+         "into a log-probability. Without it the 'loss' −z_y can be negative.",
+         "-z[n, y[n]]                            # should be -(z[n, y[n]] - np.log(np.exp(z[n]).sum()))")
+
+
+@twin("softmax",
+      "with two classes, a sigmoid of each logit, 1/(1 + e^(−z)), instead of the softmax of the pair",
+      "A softmax couples the two logits: p(NotNext) = e^{z_1} / (e^{z_0} + e^{z_1}) = "
+      "σ(z_1 − z_0), a sigmoid of their *difference*, so each row sums to 1. Squashing each logit "
+      "by itself with σ gives two numbers that do not add up to 1.",
+      "p = 1 / (1 + np.exp(-z))               # should be np.exp(z) / np.exp(z).sum(-1, keepdims=True)")
+def softmax_two_classes_as_sigmoids(x, axis=-1):
+    p = softmax(x, axis=axis)
+    x = np.asarray(x, dtype=float)
+    if x.shape[axis] != 2:
+        return p                # the binary-classification habit has nothing to act on
+    return 1.0 / (1.0 + np.exp(-x))
+
+
+# --- MLM: the label and the log ----------------------------------------------------------------
+
+def _mlm_select_labels_from_inputs(tokens, rng, vocab_size, mask_id, special_ids=(), select_prob=0.15):
+    chosen = mlm_select(tokens, rng, vocab_size, mask_id, special_ids, select_prob)
+    return MLMSelection(chosen.inputs, chosen.selected,
+                        np.where(chosen.selected, chosen.inputs, IGNORE_INDEX), chosen.actions)
+
+
+add_twin("mlm_select_labels_from_inputs", "mlm_select", _mlm_select_labels_from_inputs,
+         "the corrupted input ([MASK], the random id) taken as the label of a selected position",
+         "MLM predicts the *original* token x_i at each selected position; the input there is "
+         "[MASK], a random id or x_i itself. The label must come from the original sequence, "
+         "or the model is trained to predict [MASK].",
+         "labels = np.where(selected, inputs, -100)  # should be np.where(selected, tokens, -100)")
+
+
+@twin("log_softmax",
+      "the logarithm taken to base 2 (bits) instead of the natural log",
+      "The cross-entropy loss uses the natural logarithm, −ln p (np.log). log₂ p = ln p / ln 2, "
+      "so every loss comes out 1.44 times too large (bits instead of nats).",
+      "-np.log2(p[y])                         # should be -np.log(p[y])")
+def log_softmax_base_2(x, axis=-1):
+    return np.log2(softmax(x, axis=axis))
+
+
+# --- WordPiece ids ---------------------------------------------------------------------------
+
+def _token_ids_from_one(tokens, vocab):
+    return [i + 1 for i in token_ids(tokens, vocab)]
+
+
+add_twin("token_ids_from_one", "token_ids", _token_ids_from_one,
+         "ids counted from 1: every id one too large",
+         "A piece's id is its position in the vocabulary list counted from 0, as Python (and the "
+         "embedding table's rows) count: vocab[0] has id 0.",
+         "ids = [vocab.index(t) + 1 for t in tokens]  # should be [vocab.index(t) for t in tokens]")
+
+
+# --- the BERT input, the MLM count and the MLM logits' shape --------------------------------
+
+def _bert_input_tokens_no_specials(tokens_a, tokens_b=None):
+    return list(tokens_a) + ([] if tokens_b is None else list(tokens_b))
+
+
+add_twin("bert_input_tokens_no_specials", "bert_input_tokens", _bert_input_tokens_no_specials,
+         "the input built without [CLS] and [SEP]: only the word pieces",
+         "BERT's input is [CLS] A [SEP]: the two special tokens are real positions, with their "
+         "own ids, embeddings and output rows, so T counts them.",
+         "tokens = pieces                        # should be ['[CLS]'] + pieces + ['[SEP]']")
+
+
+def _mlm_num_selected_unrounded(tokens, special_ids=(), select_prob=0.15):
+    mlm_num_selected(tokens, special_ids, select_prob)   # the reference's own checks
+    return select_prob * len(np.asarray(tokens))
+
+
+add_twin("mlm_num_selected_unrounded", "mlm_num_selected", _mlm_num_selected_unrounded,
+         "0.15 · T left unrounded: a fraction of a position",
+         "A count of positions is a whole number: exactly round(0.15 · T) positions are selected "
+         "(at least 1).",
+         "n = 0.15 * T                           # should be max(1, round(0.15 * T))")
+
+
+def _mlm_head_output_shape_hidden(seq_len, d_model, vocab_size):
+    mlm_head_output_shape(seq_len, d_model, vocab_size)
+    return [int(seq_len), int(d_model)]
+
+
+def _mlm_head_output_shape_transposed(seq_len, d_model, vocab_size):
+    return mlm_head_output_shape(seq_len, d_model, vocab_size)[::-1]
+
+
+add_twin("mlm_head_output_shape_hidden", "mlm_head_output_shape", _mlm_head_output_shape_hidden,
+         "[T, d_model]: the encoder's hidden size instead of the vocabulary size",
+         "The MLM head's output layer maps d_model to V: one logit per vocabulary entry, so the "
+         "softmax can score every possible original token.",
+         "logits.shape == (T, d_model)           # should be (T, V)")
+add_twin("mlm_head_output_shape_transposed", "mlm_head_output_shape", _mlm_head_output_shape_transposed,
+         "[V, T]: rows and columns swapped",
+         "The logits have one row per position (T rows) and one column per vocabulary entry "
+         "(V columns), as the softmax over the vocabulary runs along each row.",
+         "logits.shape == (V, T)                 # should be (T, V)")

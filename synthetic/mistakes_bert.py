@@ -218,7 +218,7 @@ def mlm_count_masked_only(g):
     return round(0.8 * 0.15 * _long(g))
 
 
-@mistake(MLM, "selected_ce", "the cross-entropy against the corrupted input as the label")
+@mistake(MLM, "selected_ce", "the cross-entropy against the corrupted input as the label", accept=["mlm_select_labels_from_inputs"])
 def mlm_ce_against_input(g):
     return _ce(g, g.inputs)[_sel(g)]
 
@@ -229,7 +229,7 @@ def mlm_ce_logit_only(g):
     return -np.asarray(g.logits)[np.arange(len(g.tokens)), np.asarray(g.tokens, dtype=int)][_sel(g)]
 
 
-@mistake(MLM, "selected_ce", "log base 2 instead of the natural log")
+@mistake(MLM, "selected_ce", "log base 2 instead of the natural log", accept=["log_softmax_base_2"])
 def mlm_ce_bits(g):
     return _ce(g)[_sel(g)] / np.log(2)
 
@@ -246,7 +246,7 @@ def mlm_loss_masked_only(g):
     return float(_ce(g)[shown].mean()) if shown.any() else None
 
 
-@mistake(MLM, "mlm_loss", "the loss against the corrupted input as the label")
+@mistake(MLM, "mlm_loss", "the loss against the corrupted input as the label", accept=["mlm_select_labels_from_inputs"])
 def mlm_loss_against_input(g):
     return float(_ce(g, g.inputs)[_sel(g)].mean())
 
@@ -307,12 +307,12 @@ def nsp_logits_no_tanh(g):
     return _nsp_logits(g, tanh=False)
 
 
-@mistake(NSP, "logits", "the biases forgotten")
+@mistake(NSP, "logits", "the biases forgotten", accept=["nsp_head_no_biases"])
 def nsp_logits_no_biases(g):
     return _nsp_logits(g, biases=False)
 
 
-@mistake(NSP, "probabilities", "a sigmoid of each logit instead of the softmax of the pair")
+@mistake(NSP, "probabilities", "a sigmoid of each logit instead of the softmax of the pair", accept=["softmax_two_classes_as_sigmoids"])
 def nsp_probabilities_sigmoid(g):
     return 1 / (1 + np.exp(-_nsp_logits(g)))
 
@@ -329,12 +329,12 @@ def nsp_ce_labels_swapped(g):
     return _nsp_ce(g, 1 - np.asarray(g.labels, dtype=int))
 
 
-@mistake(NSP, "per_example_loss", "−log p(IsNext) for every pair, the labels ignored")
+@mistake(NSP, "per_example_loss", "−log p(IsNext) for every pair, the labels ignored", accept=["nsp_loss_always_isnext"])
 def nsp_ce_always_isnext(g):
     return _nsp_ce(g, np.zeros(len(g.labels), dtype=int))
 
 
-@mistake(NSP, "per_example_loss", "log p(y) without the minus sign")
+@mistake(NSP, "per_example_loss", "log p(y) without the minus sign", accept=["nsp_loss_sign_dropped"])
 def nsp_ce_sign(g):
     return -_nsp_ce(g)
 
@@ -409,12 +409,12 @@ def _ids(g, specials=True):
     return [2] + ids + [3] if specials else ids
 
 
-@mistake(WP, "ids", "the ids without [CLS] and [SEP]")
+@mistake(WP, "ids", "the ids without [CLS] and [SEP]", accept=["bert_input_tokens_no_specials"])
 def wp_ids_no_specials(g):
     return _ids(g, specials=False)
 
 
-@mistake(WP, "ids", "ids counted from 1")
+@mistake(WP, "ids", "ids counted from 1", accept=["token_ids_from_one"])
 def wp_ids_from_one(g):
     return [i + 1 for i in _ids(g)]
 
@@ -424,7 +424,7 @@ def wp_selected_pieces_only(g):
     return max(1, round(0.15 * len(_tokens(g))))
 
 
-@mistake(WP, "n_selected", "0.15 · T not rounded")
+@mistake(WP, "n_selected", "0.15 · T not rounded", accept=["mlm_num_selected_unrounded"])
 def wp_selected_unrounded(g):
     return 0.15 * (len(_tokens(g)) + 2)
 
@@ -434,17 +434,17 @@ def wp_selected_words(g):
     return max(1, math.ceil(0.15 * len(g.words)))
 
 
-@mistake(WP, "logits_shape", "[n, V]: the specials' rows left out")
+@mistake(WP, "logits_shape", "[n, V]: the specials' rows left out", accept=["bert_input_tokens_no_specials"])
 def wp_shape_no_specials(g):
     return [len(_tokens(g)), len(g.vocab)]
 
 
-@mistake(WP, "logits_shape", "[T, d_model]: the hidden size instead of the vocabulary")
+@mistake(WP, "logits_shape", "[T, d_model]: the hidden size instead of the vocabulary", accept=["mlm_head_output_shape_hidden"])
 def wp_shape_hidden(g):
     return [len(_tokens(g)) + 2, int(g.d_model)]
 
 
-@mistake(WP, "logits_shape", "[V, T]: transposed")
+@mistake(WP, "logits_shape", "[V, T]: transposed", accept=["mlm_head_output_shape_transposed"])
 def wp_shape_transposed(g):
     return [len(g.vocab), len(_tokens(g)) + 2]
 

@@ -210,3 +210,35 @@ def test_nsp_head_is_the_tanh_pooler_then_a_two_way_linear_layer():
     W_cls, b_cls = np.array([[2.0, 0.0], [0.0, 3.0]]), np.array([0.5, -0.5])
     np.testing.assert_allclose(nsp_head(C, W_pool, b_pool, W_cls, b_cls),
                                [[2 * np.tanh(1.0) + 0.5, -0.5]], rtol=1e-14)
+
+
+# --- the input sequence, the MLM count and the MLM logits' shape ---------------------------
+
+def test_bert_input_tokens_wraps_one_sentence_or_a_pair_in_cls_and_sep():
+    from solutions import bert_input_tokens
+    assert bert_input_tokens(["the", "cat"]) == ["[CLS]", "the", "cat", "[SEP]"]
+    assert bert_input_tokens(["the", "cat"], ["it", "ran"]) == [
+        "[CLS]", "the", "cat", "[SEP]", "it", "ran", "[SEP]"]
+
+
+@pytest.mark.parametrize("T", [1, 3, 4, 10, 20, 30, 37, 40, 100, 128])
+def test_mlm_num_selected_is_the_count_mlm_select_selects(tokens, T):
+    from solutions import mlm_num_selected
+    seq = np.concatenate([[CLS], np.arange(T - 2) + 4, [SEP]]) if T >= 3 else np.arange(T) + 4
+    chosen = mlm_select(seq, 0, VOCAB, MASK_ID, SPECIAL)
+    assert mlm_num_selected(seq, SPECIAL) == chosen.selected.sum()
+    assert mlm_num_selected(tokens, SPECIAL) == mlm_select(tokens, 1, VOCAB, MASK_ID, SPECIAL).selected.sum()
+
+
+def test_mlm_num_selected_counts_the_special_tokens_in_t_but_never_selects_more_than_the_rest():
+    from solutions import mlm_num_selected
+    # T = 37 with 3 specials: round(0.15 · 37) = round(5.55) = 6, not round(0.15 · 34) = 5.
+    assert mlm_num_selected(np.array([CLS] + [5] * 17 + [SEP] + [6] * 17 + [SEP]), SPECIAL) == 6
+    assert mlm_num_selected(np.array([CLS, 5, SEP] + [PAD] * 20), SPECIAL) == 1
+
+
+def test_mlm_head_output_shape_is_one_row_per_position_and_one_column_per_vocabulary_entry():
+    from solutions import mlm_head_output_shape
+    assert mlm_head_output_shape(12, 768, 30522) == [12, 30522]
+    with pytest.raises(ValueError):
+        mlm_head_output_shape(0, 768, 30522)

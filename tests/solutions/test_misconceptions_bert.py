@@ -30,11 +30,28 @@ def token_ids_args():
     return {"tokens": ["[CLS]", "play", "##ing", "un", "##able", "[SEP]"], "vocab": vocab}
 
 
+def bert_input_tokens_args():
+    return {"tokens_a": ["play", "##ing", "un", "##able"], "tokens_b": None}
+
+
+def mlm_num_selected_args():
+    # T = 37: 0.15 T = 5.55 → 6 selected.
+    return {"tokens": np.array([2] + [7] * 17 + [3] + [8] * 17 + [3]), "special_ids": (0, 1, 2, 3)}
+
+
+def mlm_head_output_shape_args():
+    return {"seq_len": 12, "d_model": 768, "vocab_size": 30522}
+
+
 # twin name → its argument builder (test_misconceptions.arguments_for reads this).
 ARGUMENTS_OF: dict = {
     "softmax_two_classes_as_sigmoids": two_class_softmax_args,
     "mlm_select_labels_from_inputs": long_mlm_select_args,
     "token_ids_from_one": token_ids_args,
+    "bert_input_tokens_no_specials": bert_input_tokens_args,
+    "mlm_num_selected_unrounded": mlm_num_selected_args,
+    "mlm_head_output_shape_hidden": mlm_head_output_shape_args,
+    "mlm_head_output_shape_transposed": mlm_head_output_shape_args,
 }
 
 
@@ -60,6 +77,10 @@ HAND_WRITTEN: dict = {
     "mlm_select_labels_from_inputs": _labels_from_inputs_by_hand,
     # ids counted from 1: [CLS]=2 → 3, play=4 → 5, ##ing=5 → 6, un=6 → 7, ##able=7 → 8, [SEP]=3 → 4.
     "token_ids_from_one": lambda a: [3, 5, 6, 7, 8, 4],
+    "bert_input_tokens_no_specials": lambda a: ["play", "##ing", "un", "##able"],
+    "mlm_num_selected_unrounded": lambda a: 0.15 * 37,
+    "mlm_head_output_shape_hidden": lambda a: [12, 768],
+    "mlm_head_output_shape_transposed": lambda a: [30522, 12],
 }
 
 
