@@ -123,6 +123,15 @@ def attention_forward(Q, K, V, mask=None, scale=None):
     return steps.output, AttentionCache(Q, K, V, steps.weights, steps.scale)
 
 
+def attention_weights_backward(dZ, cache) -> np.ndarray:
+    """dP = ∂ℓ/∂P = dZ Vᵀ, the gradient with respect to the attention weights: the first step
+    of ``attention_backward``. Shapes: dZ (..., L, d_v) → dP (..., L, S)."""
+    _, _, V, P, _ = cache
+    dZ = as_float(dZ, "dZ")
+    check_shapes(P=(P, "... L S"), V=(V, "... S d_v"), dZ=(dZ, "... L d_v"))
+    return dZ @ np.swapaxes(V, -1, -2)
+
+
 def attention_backward(dZ, cache):
     """Gradients of attention (S = QKᵀ·scale + M, P = softmax(S), Z = PV):
 

@@ -230,6 +230,21 @@ def _sdpa_raw_scores_as_weights(Q, K, V, mask=None, scale=None, return_steps=Fal
 
 
 @_sdpa_twin(
+    "sdpa_scaled_scores_as_weights",
+    "(QKᵀ/√d_k)V: the scaled scores used as weights, the softmax skipped",
+    "The scaled scores still have to become a distribution: softmax makes every weight "
+    "positive and each row sum to 1. Without it, negative scores subtract values and the "
+    "output's size depends on the scores' scale.",
+    "Z = (Q @ K.T / np.sqrt(d_k)) @ V         # should be softmax(Q @ K.T / np.sqrt(d_k)) @ V")
+def _sdpa_scaled_scores_as_weights(Q, K, V, mask=None, scale=None, return_steps=False):
+    Q, K, V, dims = attention_shapes(Q, K, V)
+    scale = _default_scale(dims, scale)
+    raw = Q @ np.swapaxes(K, -1, -2)
+    weights = raw * scale if mask is None else np.where(_bool_mask(mask), raw * scale, 0.0)
+    return _steps(raw, scale, raw * scale, apply_mask(raw * scale, mask), weights, V, return_steps)
+
+
+@_sdpa_twin(
     "sdpa_uniform_weights",
     "the plain average of the (visible) values: every key weighted equally, the scores never used",
     "Attention weights come from the query's similarity to each key: softmax(qKᵀ/√d_k). "
@@ -386,6 +401,33 @@ add_twin("linear_weight_first", "linear", _linear_weight_first,
          "The lecture's rows are tokens: Q = XW_Q multiplies each token's row by W_Q. W X "
          "(the column-vector habit) mixes the tokens instead, and fits only for square shapes.",
          "Q = W_Q @ X                            # should be X @ W_Q")
+
+
+def _linear_skipped(x, W, b=None):
+    x, W = np.asarray(x, dtype=float), np.asarray(W, dtype=float)
+    if W.ndim != 2 or W.shape[0] != W.shape[1] or x.shape[-1] != W.shape[0]:
+        raise ValueError("the projection can be left out only where it keeps the width")
+    return x.copy()
+
+
+add_twin("linear_skipped", "linear", _linear_skipped,
+         "the projection left out: X itself used where X W was asked (W_O, or W_Q, W_K, W_V)",
+         "Every projection is a learnt matrix product: Q = XW_Q, K = XW_K, V = XW_V, and after "
+         "the heads output = [Z_0 | … | Z_h] W_O, which mixes the heads' features. Skipped, "
+         "each head's features stay in their own columns, unmixed.",
+         "out = concat                           # should be concat @ W_O")
+
+
+def _merge_heads_reversed(x):
+    from .multihead import merge_heads
+    return merge_heads(np.asarray(x, dtype=float)[..., ::-1, :, :])
+
+
+add_twin("merge_heads_reversed", "merge_heads", _merge_heads_reversed,
+         "the heads concatenated in reverse order, [Z_h | … | Z_1 | Z_0]",
+         "Concat(head_1, …, head_h) keeps the heads in order: head 0's output in the first "
+         "d_head columns, head 1's in the next ones. W_O's rows are matched to that order.",
+         "np.concatenate(heads[::-1], axis=-1)   # should be np.concatenate(heads, axis=-1)")
 
 
 def _causal_attention_mask_no_diagonal(Q, K, V, return_steps=False):

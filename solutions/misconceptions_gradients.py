@@ -162,3 +162,27 @@ add_twin("dot_product_moments_std_unscaled", "dot_product_moments",
          "The question is about the scaled score: dividing q·k by √d_k divides its standard "
          "deviation √(d_k σ_q² σ_k²) by √d_k, leaving σ_q σ_k.",
          "std = np.sqrt(var)                     # should be np.sqrt(var / d_k)")
+
+
+# --- dP = dZ Vᵀ ----------------------------------------------------------------------------------
+
+def _weights_backward_transposed(dZ, cache):
+    _, _, V, _, _ = cache
+    return np.asarray(V, dtype=float) @ np.swapaxes(np.asarray(dZ, dtype=float), -1, -2)
+
+
+def _weights_backward_times_weights(dZ, cache):
+    _, _, V, P, _ = cache
+    return (np.asarray(dZ, dtype=float) @ np.swapaxes(V, -1, -2)) * P
+
+
+add_twin("attention_weights_backward_transposed", "attention_weights_backward", _weights_backward_transposed,
+         "V dZᵀ: the gradient with respect to the weights transposed (keys on the rows)",
+         "Z = PV, so ∂ℓ/∂P = (∂ℓ/∂Z) Vᵀ: entry (i, j) pairs query i's output gradient with "
+         "key j's value. V dZᵀ puts the keys on the rows; its shape fits only when L = S.",
+         "dP = V @ dZ.T                          # should be dZ @ V.T")
+add_twin("attention_weights_backward_times_weights", "attention_weights_backward", _weights_backward_times_weights,
+         "dZ Vᵀ multiplied by the weights P: the softmax's backward step started one step too early",
+         "∂ℓ/∂P is the plain product dZ Vᵀ; multiplying by P belongs to the next step, the "
+         "softmax's backward pass dS = P ⊙ (dP − rowsum(dP ⊙ P)).",
+         "dP = (dZ @ V.T) * P                    # should be dZ @ V.T")

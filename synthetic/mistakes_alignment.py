@@ -170,7 +170,7 @@ def align_context_transposed(g):
     return _alpha(g) @ g.H.T if g.H.shape[0] == g.H.shape[1] else None
 
 
-@mistake(ALIGN, "context", "the scaled scores used as weights (no softmax)")
+@mistake(ALIGN, "context", "the scaled scores used as weights (no softmax)", accept=["sdpa_scaled_scores_as_weights"])
 def align_context_raw(g):
     return (_dots(g) / np.sqrt(len(g.s))) @ g.H
 
@@ -355,12 +355,12 @@ def grad_dv_scores(g):
     return (g.Q @ g.K.T / np.sqrt(g.Q.shape[1])).T @ g.dZ
 
 
-@mistake(GRAD, "dA", "V dZᵀ: the transpose of dA")
+@mistake(GRAD, "dA", "V dZᵀ: the transpose of dA", accept=["attention_weights_backward_transposed"])
 def grad_da_transposed(g):
     return g.V @ g.dZ.T
 
 
-@mistake(GRAD, "dA", "dZ Vᵀ multiplied by A (the softmax's chain started too early)")
+@mistake(GRAD, "dA", "dZ Vᵀ multiplied by A (the softmax's chain started too early)", accept=["attention_weights_backward_times_weights"])
 def grad_da_times_a(g):
     return (g.dZ @ g.V.T) * _forward(g)[0]
 

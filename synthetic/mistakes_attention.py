@@ -313,7 +313,7 @@ def bank_z_blends_keys(g):
     return softmax(s / np.sqrt(2)) @ (g.X_1 @ g.W_K)
 
 
-@mistake(BANK, "z_1", "the raw scores used as weights (no softmax)")
+@mistake(BANK, "z_1", "the raw scores used as weights (no softmax)", accept=["sdpa_raw_scores_as_weights"])
 def bank_z_raw_weights(g):
     _, s, V = _bank_row(g, g.X_1)
     return s @ V
@@ -626,7 +626,7 @@ def _concat(g):
     return np.concatenate([Z for _, Z in _heads(g)], axis=1)
 
 
-@mistake(PERSP, "attends", "the argmax taken down each column (over the queries) instead of along each row")
+@mistake(PERSP, "attends", "the argmax taken down each column (over the queries) instead of along each row", accept=["sdpa_scores_transposed"])
 def persp_attends_over_queries(g):
     return np.stack([A.argmax(axis=0) for A, _ in _heads(g)])
 
@@ -658,13 +658,13 @@ def persp_concat_averaged(g):
     return (Z0 + Z1) / 2
 
 
-@mistake(PERSP, "concat", "the heads placed in the opposite order, [Z_1 | Z_0]")
+@mistake(PERSP, "concat", "the heads placed in the opposite order, [Z_1 | Z_0]", accept=["merge_heads_reversed"])
 def persp_concat_swapped(g):
     (_, Z0), (_, Z1) = _heads(g)
     return np.concatenate([Z1, Z0], axis=1)
 
 
-@mistake(PERSP, "output", "W_O left out: the concatenation taken as the output")
+@mistake(PERSP, "output", "W_O left out: the concatenation taken as the output", accept=["linear_skipped"])
 def persp_output_no_w_o(g):
     return _concat(g)
 

@@ -249,6 +249,7 @@ ARGUMENTS = {
     "softmax_cross_entropy_backward": softmax_cross_entropy_backward_args,
     "attention_backward": attention_backward_args,
     "dot_product_moments": lambda: {"d_k": 16, "var_q": 2.0, "var_k": 3.0},
+    "attention_weights_backward": attention_backward_args,
 }
 
 

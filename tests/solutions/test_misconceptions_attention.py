@@ -53,15 +53,18 @@ HAND_WRITTEN = {
     "sdpa_weights_transposed": lambda a: np.swapaxes(_softmax(_scores(a) / np.sqrt(D_K)), 1, 2) @ a["V"],
     "sdpa_raw_scores_as_weights": lambda a: np.where(a["mask"], _scores(a), 0.0) @ a["V"],
     "sdpa_uniform_weights": _visible_mean,
+    "sdpa_scaled_scores_as_weights": lambda a: np.where(a["mask"], _scores(a) / np.sqrt(D_K), 0.0) @ a["V"],
     "causal_mask_all_visible": lambda a: np.ones((L, S), dtype=bool),
     "combine_masks_first_only": lambda a: np.broadcast_to(np.tril(np.ones((S, S), dtype=bool)), (2, S, S)),
     "combine_masks_last_only": lambda a: np.broadcast_to((np.arange(S) < np.array([2, 4])[:, None])[:, None, :],
                                                          (2, S, S)),
     "linear_weight_first": lambda a: a["W"] @ a["x"] + a["b"],
+    "linear_skipped": lambda a: a["x"],
+    "merge_heads_reversed": lambda a: np.concatenate([a["x"][:, i] for i in reversed(range(a["x"].shape[1]))], axis=-1),
 }
 
 ARGUMENTS_OF = {"sdpa_q_transposed": cube_sdpa_args, "sdpa_weights_transposed": square_unmasked_args,
-                "linear_weight_first": square_linear_args}
+                "linear_weight_first": square_linear_args, "linear_skipped": square_linear_args}
 
 
 @pytest.mark.parametrize("name", sorted(HAND_WRITTEN))

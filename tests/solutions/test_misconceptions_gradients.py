@@ -68,6 +68,8 @@ HAND_WRITTEN: dict = {
     "dot_product_moments_variances_added": lambda a: solutions.DotProductMoments(16 * 5.0, np.sqrt(5.0)),
     "dot_product_moments_std_not_rooted": lambda a: solutions.DotProductMoments(96.0, 6.0),
     "dot_product_moments_std_unscaled": lambda a: solutions.DotProductMoments(96.0, np.sqrt(96.0)),
+    "attention_weights_backward_transposed": lambda a: a["cache"][2] @ np.swapaxes(a["dZ"], -1, -2),
+    "attention_weights_backward_times_weights": lambda a: (a["dZ"] @ np.swapaxes(a["cache"][2], -1, -2)) * a["cache"][3],
 }
 
 
