@@ -125,12 +125,20 @@ def _causes(result) -> dict:
     return causes
 
 
+# Follow-through credit rewards a chain worked right on the student's own earlier numbers. On
+# a notebook issued to someone else, or whose givens were edited, every chain is consistent
+# with numbers that are not this student's: credit there would pay for copying a classmate's
+# notebook or for replacing the givens with easy ones. Those handins get none.
+FOLLOW_WITHHELD = frozenset({"wrong-student", "wrong-variant", "givens-edited"})
+
+
 def grade_values(entry: dict, values: dict, outcomes: dict, free_text: dict, causes: dict,
-                 stopped: str = "", budget: Budget = UNLIMITED) -> Graded:
+                 stopped: str = "", budget: Budget = UNLIMITED, follow: bool = True) -> Graded:
     """Verdicts for every part of every problem of one student's key ``entry``, from what the
     sandbox returned: ``values`` problem → {variable: value}, ``outcomes`` problem → {case
     position: CaseOutcome}, ``free_text`` problem → {part: text}, ``causes`` answer cell
-    label → why its variable may be missing. ``budget`` is checked before each problem."""
+    label → why its variable may be missing. ``budget`` is checked before each problem;
+    ``follow`` False withholds follow-through credit (see ``FOLLOW_WITHHELD``)."""
     verdicts, answers = {}, {}
     hidden = _Unechoed(entry)
     for pid, record in problem_records(entry):      # (the key sorts them; rows keep the item order)
@@ -144,7 +152,8 @@ def grade_values(entry: dict, values: dict, outcomes: dict, free_text: dict, cau
                 got[variable] = Missing(cause)
         try:
             parts = problem_verdicts(record, got, outcomes.get(pid, {}), free_text.get(pid, {}))
-            parts = carried(record, got, parts)          # follow-through credit, where the key has recipes
+            if follow:
+                parts = carried(record, got, parts)      # follow-through credit, where the key has recipes
         except Exception as err:  # noqa: BLE001 — a grader bug costs this problem, never the batch
             parts = {part_id(g): Verdict(0.0, points_of(g), ERROR,
                                          f"internal grader error: {type(err).__name__}: {err}")
@@ -393,7 +402,8 @@ class GradingRun:
         if result.stopped:
             notes.append(f"the run stopped: {result.stopped}")
         graded = grade_values(entry, result.values, outcomes, program.free_text, _causes(result),
-                              result.stopped, budget)
+                              result.stopped, budget,
+                              follow=not any(issue.code in FOLLOW_WITHHELD for issue in issues))
         graded.notes = capped_notes(notes)
         graded.issues = capped_issues(issues)
         graded.seconds = time.perf_counter() - started

@@ -334,6 +334,7 @@ def _edited_givens(draft: Draft, rng: random.Random, context) -> None:
         if not changed:
             continue
         cell["source"] = _replace_assignments(cell["source"], edited)
+        draft.follow_through = False
         for a in cells:
             draft.write(a, answers[a.part])
         draft.notes.append(f"{givens_id}: {', '.join(sorted(edited))} made easier; the answers of "
@@ -381,6 +382,7 @@ def _wrong_student(draft: Draft, rng: random.Random, context) -> None:
     draft.notebook = theirs.notebook
     draft.notebook_of = owner
     draft.issues.append("wrong_student")
+    draft.follow_through = False
     # As if graded against this student's key: their own answers, other numbers.
     for (pid, part), value in theirs.values.items():
         draft.values[(pid, part)] = value

@@ -44,6 +44,9 @@ class Draft:
     issues: list[str] = field(default_factory=list)
     notebook_of: str = ""
     raw: bytes | None = None   # written as is (a broken file)
+    # False where a correct grader withholds follow-through credit: a notebook issued to
+    # someone else, or whose givens were edited (its chains follow numbers not this student's)
+    follow_through: bool = True
 
     def cell(self, answer: Answer) -> dict:
         return self.notebook["cells"][answer.index]

@@ -137,11 +137,13 @@ def _close_or_both_nan(a, b, rtol: float, atol: float) -> bool:
     return close(np.where(np.isnan(a), 0.0, a), np.where(np.isnan(b), 0.0, b), rtol, atol)
 
 
-def expectations(entry: dict, values: dict, modes: dict) -> dict:
+def expectations(entry: dict, values: dict, modes: dict, follow_through: bool = True) -> dict:
     """problem → part (implement: family) → verdict, for a notebook whose answer cells assign
     ``values`` ((problem, part) → value, ``LOST`` or a free response's text; a part not in it
     is lost) and whose implement problems behave as ``modes`` says (problem → mode of
-    ``expect_implement``; "placeholder" where it says nothing)."""
+    ``expect_implement``; "placeholder" where it says nothing). ``follow_through`` False: a
+    handin a correct grader gives no follow-through credit (another student's notebook,
+    edited givens)."""
     expected = {}
     for pid, record in shape.problem_records(entry):
         kind = shape.kind(record)
@@ -163,7 +165,7 @@ def expectations(entry: dict, values: dict, modes: dict) -> dict:
                 part_twins = {t: v[part] for t, v in twins.items() if isinstance(v, dict) and part in v}
                 alike = {n: v[part] for n, v in lookalikes.items() if isinstance(v, dict) and part in v}
                 parts[part] = expect_numeric(g, answers[part], value, part_twins, alike)
-        if kind == "numeric" and record.get("follow"):
+        if kind == "numeric" and record.get("follow") and follow_through:
             parts = _with_follow_through(record, pid, values, answers, parts)
         expected[pid] = parts
     return expected

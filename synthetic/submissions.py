@@ -113,7 +113,8 @@ def synthesize(build_dir: Path, key: dict, out: Path, layout: str = "nbgrader", 
         path = submission_path(out, layout, build.assignment, sid)
         write_atomic(path, draft.raw if draft.raw is not None else notebook_bytes(draft.notebook))
         written.append(Synthetic(sid, profile, path, draft.notebook_of,
-                                 expectations(draft.entry, draft.values, draft.modes),
+                                 expectations(draft.entry, draft.values, draft.modes,
+                                              follow_through=draft.follow_through),
                                  tuple(draft.issues), tuple(draft.notes)))
     write_atomic(out / MANIFEST, manifest_bytes(written, key, out, layout, seed))
     return written

@@ -166,3 +166,19 @@ def test_a_recipe_reading_a_later_part_or_an_unknown_name_is_refused_at_load():
     with pytest.raises(TemplateError, match="unknown name 'output'"):
         inline(CHAIN.format(credit="", output_follow="weights @ V").replace(
             "follow: raw_scores / sqrt(d_k)", "follow: output / sqrt(d_k)"))
+
+
+def test_no_follow_through_on_another_students_notebook_or_edited_givens():
+    """grade_values with follow=False (what the grader passes for a handin flagged
+    wrong-student, wrong-variant or givens-edited) gives the chain no credit."""
+    from grader.grading import FOLLOW_WITHHELD, grade_values
+    assert {"wrong-student", "wrong-variant", "givens-edited"} <= FOLLOW_WITHHELD
+    record = record_of(chain())
+    values = correct(record)
+    values["scaled_scores"] = values["raw_scores"] * 1.0
+    values["weights"] = softmax(values["scaled_scores"])
+    entry = {"problems": {"chain": record}}
+    kept = grade_values(entry, {"chain": values}, {}, {}, {}).verdicts
+    withheld = grade_values(entry, {"chain": values}, {}, {}, {}, follow=False).verdicts
+    assert kept[("chain", "weights")].status == PASSED
+    assert withheld[("chain", "weights")].status == FAILED and withheld[("chain", "weights")].score == 0.0
