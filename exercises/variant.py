@@ -23,11 +23,9 @@ from __future__ import annotations
 import functools
 import inspect
 from collections import Counter
-from itertools import combinations
 from dataclasses import dataclass, field, replace
 
 import numpy as np
-from solutions.misconceptions import twins_of
 from solutions.misconceptions import BLOCKED_SCORE
 
 from formats import serialize
@@ -366,7 +364,7 @@ def _draw(template, evaluator, rng, rng_seed, seed, attempt, validate=True, coll
                       rng_seed)
     if validate:
         _misconceptions_caught(template, variant, evaluator)
-        _twins_distinguishable(template, variant, evaluator, _Redraws(template, attempt, collisions))
+        mistake_search.search(template, variant, evaluator, attempt, collisions)
         _renders(template, variant, evaluator)
         _follows(template, variant, evaluator)
     return variant
@@ -673,275 +671,6 @@ def _twin_output(template, evaluator, twin, case, variant):
         return _RAISED
 
 
-# --- the mistake search, and a diagnosis that names one mistake only -------------------------
-
-def _twins_distinguishable(template, variant, evaluator, redraws: "_Redraws") -> None:
-    """Search the space of known mistakes on this variant, and keep each name unambiguous.
-
-    The search: every registered twin of every reference function a part's answer is
-    computed with (``twins_of``) — not only the twins the template lists — is run on the
-    student's own variant; where it gives a wrong answer, its value is kept in
-    ``variant.lookalikes`` (for ``implement``: its outputs on the hidden cases) and the
-    grader names it like a listed twin. A template's list is what the author vouches for
-    (synthetic profiles, the twins' tests); the search is what every student gets.
-
-    Unambiguous: two listed twins of a part (for ``implement``: of a test family) that a
-    student could match both are redrawn, and so is a searched twin that looks like a
-    listed one, while redrawing can help (``_Redraws``). Otherwise both are kept and the
-    grader says "matches either … or …" instead of a name.
-    """
-    try:
-        if template.kind == "implement":
-            _functions_distinguishable(template, variant, evaluator, redraws)
-        elif template.kind == "numeric":
-            _answers_distinguishable(template, variant, evaluator, redraws)
-    finally:
-        _SIGNATURES.clear()
-
-
-AMBIGUITY_REDRAWS = 4   # draws that may be redrawn because two mistakes look alike
-
-
-def _may_redraw(template, parts, attempt: int) -> bool:
-    """Redraw for an ambiguity only where that can change something and costs little: not
-    for parts the same for every student (a constant part looks alike on every draw), and
-    only in the first AMBIGUITY_REDRAWS attempts. Some ambiguities are structural — a batch
-    axis makes softmax(axis=1) the softmax over the queries; d_model = h·d_head makes
-    1/√d_model equal 1/d_head when h = d_head — and redrawing them for good would make the
-    template unbuildable or silently drop a value from its distribution: such a variant
-    keeps the ambiguity, and the grader says "matches either … or …"."""
-    if attempt > AMBIGUITY_REDRAWS:
-        return False
-    if template.kind == "implement":
-        # Hidden cases are large and many: a redraw costs every twin and every alternative
-        # on all of them again (measured: 20 → 680 ms a variant). The grader names the
-        # alternatives instead, from the outputs kept in the key.
-        return False
-    sampled = {p.name for p in template.parameters if p.distribution is not None}
-    return bool(_needed_by(template, parts) & sampled)
-
-
-PROBES = 3        # fixed draws that tell a structural ambiguity from a chance one
-PROBE_SEED = 2**256   # above every variant_seed (256 bits): no student's variant is a probe
-
-
-class _Redraws:
-    """Whether a draw in which two mistakes look alike is redrawn (``_may_redraw``), except
-    for a pair that looks alike on every probe draw of the template (``structural``): a
-    masked-after-the-softmax exponential *is* the unmasked one, whatever the numbers, and
-    redrawing it only burned AMBIGUITY_REDRAWS draws per variant (measured: 4.4 redraws a
-    variant of causal_mask_by_hand). When ``collisions`` is a set (a probe), nothing is
-    redrawn and every pair that looks alike is added to it."""
-
-    def __init__(self, template, attempt: int, collisions: set | None = None):
-        self.template, self.attempt, self.collisions = template, attempt, collisions
-
-    def redraw(self, parts, pair: tuple) -> bool:
-        if self.collisions is not None:
-            self.collisions.add(pair)
-            return False
-        return _may_redraw(self.template, parts, self.attempt) and pair not in structural(self.template)
-
-
-_STRUCTURAL: dict[int, tuple] = {}
-
-
-def structural(template) -> frozenset:
-    """(mistake, mistake, part) that look alike on each of PROBES fixed draws of ``template``.
-    A pure function of the template (the probe seeds are fixed), so every process, worker
-    and run draws the same variants; computed once per template and process."""
-    cached = _STRUCTURAL.get(id(template))
-    if cached is not None and cached[0] is template:
-        return cached[1]
-    _STRUCTURAL[id(template)] = (template, frozenset())     # while probing: consulted by no one
-    seen = None
-    for k in range(PROBES):
-        collisions: set = set()
-        try:
-            make_variant(template, PROBE_SEED + k, _collisions=collisions)
-        except (VariantError, TemplateError):
-            continue
-        seen = collisions if seen is None else seen & collisions
-    result = frozenset(seen or ())
-    _STRUCTURAL[id(template)] = (template, result)
-    return result
-
-
-_SIGNATURES: dict[int, tuple] = {}   # id → (value, signature): one variant's, then cleared
-
-
-def _signature(value):
-    """(shape, Σx, Σ|x|, size) of a finite numeric value, else None; computed once per value."""
-    hit = _SIGNATURES.get(id(value))
-    if hit is not None and hit[0] is value:
-        return hit[1]
-    try:
-        x = np.asarray(value, dtype=float)
-        signature = (x.shape, float(x.sum()), float(np.abs(x).sum()), x.size) if np.isfinite(x).all() else None
-    except (TypeError, ValueError):
-        signature = None
-    _SIGNATURES[id(value)] = (value, signature)
-    return signature
-
-
-def _surely_apart(a, b, rtol, atol) -> bool:
-    """True only when a and b cannot be alike: other shapes, or sums further apart than any
-    two alike arrays can be (alike ⇒ |Σa − Σb| ≤ Σ|a − b| ≤ 2·(size·atol + rtol·Σ|b|)).
-    It spares the full comparison for almost every pair: the search compares every searched
-    twin with every listed one on every part (measured: 47,000 comparisons for 30 students)."""
-    sa, sb = _signature(a), _signature(b)
-    if sa is None or sb is None:
-        return False
-    if sa[0] != sb[0]:
-        return True
-    bound = 2 * (sa[3] * atol + rtol * max(sa[2], sb[2])) + 1e-9 * (sa[2] + sb[2] + 1)
-    return abs(sa[1] - sb[1]) > bound
-
-
-def _alike(a, b, rtol, atol) -> bool:
-    """Could one student's value match both a and b (each within the tolerance)? Twice the
-    tolerance apart or less; NaN where both have NaN counts as equal, as in the grader."""
-    if _surely_apart(a, b, rtol, atol):
-        return False
-    try:
-        if isinstance(a, (list, tuple)) and isinstance(b, (list, tuple)):
-            return len(a) == len(b) and all(_alike(x, y, rtol, atol) for x, y in zip(a, b))
-        if is_numeric(a) and is_numeric(b) and not isinstance(a, str) and not isinstance(b, str):
-            x, y = np.asarray(a, dtype=float), np.asarray(b, dtype=float)
-            if x.shape != y.shape or (np.isnan(x) != np.isnan(y)).any():
-                return False
-            x, y = np.where(np.isnan(x), 0.0, x), np.where(np.isnan(y), 0.0, y)
-            return within(x, y, 2 * rtol, 2 * atol)
-        return within(a, b, 2 * rtol, 2 * atol)
-    except Exception:  # noqa: BLE001 — values that cannot be compared are told apart
-        return False
-
-
-def _passes(value, expected, rtol, atol) -> bool:
-    """Would the grader accept ``value`` (``compare``'s rule, via its fast path ``within``)?"""
-    try:
-        return within(value, expected, rtol, atol)
-    except Exception:  # noqa: BLE001
-        return False
-
-
-def _answers_distinguishable(template, variant, evaluator, redraws: _Redraws) -> None:
-    for part in template.parts:
-        listed = [n for n in part.misconceptions if part.id in variant.twins.get(n, {})]
-        for a, b in combinations(listed, 2):
-            if (_alike(variant.twins[a][part.id], variant.twins[b][part.id], part.rtol, part.atol)
-                    and redraws.redraw([part], (a, b, part.id))):
-                raise Rejected(f"misconceptions {a} and {b} agree on part {part.id}")
-    for shadows, parts in searched_parts(template).items():
-        for alt, function in twins_of(shadows).items():
-            unlisted = [p for p in parts if alt not in p.misconceptions]
-            if not unlisted:
-                continue
-            wrong = _answers_where_defined(template, variant, evaluator, shadows, function, unlisted)
-            for part in unlisted:
-                if part.id in wrong:
-                    _keep_searched(variant, part, alt, wrong[part.id], redraws)
-
-
-_SEARCHED: dict[int, tuple] = {}
-
-
-def searched_parts(template) -> dict:
-    """reference function with twins → the numeric parts whose answer is computed with it
-    (directly or through derived values). Computed once per template and process."""
-    cached = _SEARCHED.get(id(template))
-    if cached is not None and cached[0] is template:
-        return cached[1]
-    shadowed = {m.shadows for m in references.MISCONCEPTIONS.values()}
-    out: dict = {}
-    for function in sorted(shadowed):
-        affected = _affected_by(template, function)
-        parts = [p for p in template.parts if p.answer is not None
-                 and (function in p.answer.calls or _needed_by(template, [p]) & affected)]
-        if parts:
-            out[function] = parts
-    _SEARCHED[id(template)] = (template, out)
-    return out
-
-
-def _keep_searched(variant, part, alt, value, redraws: _Redraws) -> None:
-    """Keep ``alt``'s wrong value for ``part``; redraw (or keep both) where it looks like a
-    listed twin's. A value within twice the tolerance of the answer is not kept: a student
-    who made that mistake may pass, and one who fails could not be told from a slip. Kept on
-    every part: on a part whose answer is not ``telling`` the grader never names it alone,
-    but it still makes a listed twin's name doubtful."""
-    try:
-        if _too_close(value, variant.answers[part.id], part.rtol, part.atol):
-            return
-        serialize.to_jsonable(value)
-    except Exception:  # noqa: BLE001 — a value that cannot be compared or stored is no diagnosis
-        return
-    twin = next((n for n in part.misconceptions if part.id in variant.twins.get(n, {})
-                 and _alike(variant.twins[n][part.id], value, part.rtol, part.atol)), None)
-    if twin is not None and redraws.redraw([part], (twin, alt, part.id)):
-        raise Rejected(f"misconception {twin} looks like {alt} on part {part.id}")
-    variant.lookalikes.setdefault(alt, {})[part.id] = value
-
-
-def _functions_distinguishable(template, variant, evaluator, redraws: _Redraws) -> None:
-    listed = [n for n in template.misconceptions if n in variant.twins]
-    failures = _Failures(template, variant)
-    if redraws.collisions is None and _may_redraw(template, [], redraws.attempt):  # never for implement today
-        for a, b in combinations(listed, 2):
-            family = _confused(failures, variant.twins[a], variant.twins[b])
-            if family:
-                raise Rejected(f"misconceptions {a} and {b} agree on test family {family}")
-    for alt, function in twins_of(template.reference, listed).items():
-        outputs = [_twin_output(template, evaluator, function, case, variant) for case in variant.tests]
-        outputs = [None if out is _RAISED else out for out in outputs]
-        if not failures.of(outputs) or all(out is None for out in outputs):
-            continue                    # right on every case, or nothing to name it by
-        twin = next((n for n in listed if _confused(failures, outputs, variant.twins[n])), None)
-        if twin is not None and redraws.redraw([], (twin, alt, "")):
-            raise Rejected(f"misconception {twin} looks like {alt} on a test family")
-        variant.lookalikes[alt] = outputs
-
-
-class _Failures:
-    """The hidden cases each list of outputs fails, computed once per list: a template with
-    17 twins compares every pair, and comparing each output with the expected value again
-    for every pair was most of the build's time (measured: 105 → 8 ms a variant)."""
-
-    def __init__(self, template, variant):
-        self.template, self.variant = template, variant
-        self.families = [[i for i, c in enumerate(variant.tests) if c.family == f.family]
-                         for f in template.tests]
-        self._failed: dict[int, tuple[list, set]] = {}
-
-    def of(self, outputs) -> set:
-        cached = self._failed.get(id(outputs))
-        if cached is None or cached[0] is not outputs:
-            rtol, atol, tests = self.template.rtol, self.template.atol, self.variant.tests
-            failed = {p for p, out in enumerate(outputs)
-                      if out is None or not _passes(out, tests[p].expected, rtol, atol)}
-            cached = self._failed[id(outputs)] = (outputs, failed)
-        return cached[1]
-
-
-def _confused(failures: _Failures, first, second) -> str | None:
-    """A test family on which a function giving ``first`` could be diagnosed as ``second``,
-    or the other way round (the grader's rule: the twin gives what the student's function
-    gave on every case of the family it failed)."""
-    for family, positions in zip(failures.template.tests, failures.families):
-        if (_named_for(failures, first, second, positions)
-                or _named_for(failures, second, first, positions)):
-            return family.family
-    return None
-
-
-def _named_for(failures: _Failures, student, twin, positions) -> bool:
-    rtol, atol = failures.template.rtol, failures.template.atol
-    failing = failures.of(student)
-    failed = [p for p in positions if p in failing]
-    return bool(failed) and all(student[p] is not None and twin[p] is not None
-                                and _alike(student[p], twin[p], rtol, atol) for p in failed)
-
-
 def _follows(template, variant, evaluator) -> None:
     """Every follow expression gives its part's answer from the correct earlier answers."""
     try:
@@ -963,3 +692,8 @@ def _renders(template, variant, evaluator) -> None:
                 render_text(part)
             except RenderError as err:
                 evaluator.fail(part.line, f"parts[{i}].{key}", err)
+
+
+# The mistake search reads this module's helpers (answers with a function swapped, twin
+# outputs) and draws probe variants with make_variant: imported last, as a module.
+from . import mistake_search  # noqa: E402
