@@ -186,3 +186,34 @@ add_twin("attention_weights_backward_times_weights", "attention_weights_backward
          "∂ℓ/∂P is the plain product dZ Vᵀ; multiplying by P belongs to the next step, the "
          "softmax's backward pass dS = P ⊙ (dP − rowsum(dP ⊙ P)).",
          "dP = (dZ @ V.T) * P                    # should be dZ @ V.T")
+
+
+# --- the cross-entropy's gradient into the logits ---------------------------------------------
+
+def _ce_backward(dloss, cache, sign=1.0, onehot=True, over_all_rows=False):
+    log_p, targets, valid, count = cache
+    dz = np.exp(log_p)
+    if onehot:
+        np.put_along_axis(dz, targets[..., None], np.take_along_axis(dz, targets[..., None], axis=-1) - 1.0, axis=-1)
+    rows = valid.size if over_all_rows else count
+    return sign * dz * valid[..., None] * (float(dloss) / rows)
+
+
+add_twin("softmax_cross_entropy_backward_sign_flipped", "softmax_cross_entropy_backward",
+         lambda dloss, cache: _ce_backward(dloss, cache, sign=-1.0),
+         "onehot(y) − softmax(z): the gradient of the cross-entropy with its sign flipped",
+         "CE = −log softmax(z)_y, so ∂CE/∂z = softmax(z) − onehot(y): positive on the wrong "
+         "classes (pushing their logits down), −(1 − p_y) on the target.",
+         "dz = onehot - p                        # should be p - onehot")
+add_twin("softmax_cross_entropy_backward_no_onehot", "softmax_cross_entropy_backward",
+         lambda dloss, cache: _ce_backward(dloss, cache, onehot=False),
+         "softmax(z) alone: the target's −1 of softmax(z) − onehot(y) forgotten",
+         "The −log p_y term contributes −1 at the target: ∂CE/∂z = p − onehot(y). Without it "
+         "every logit, the target's too, is pushed down.",
+         "dz = p / n                             # should be (p - onehot) / n")
+add_twin("softmax_cross_entropy_backward_over_all_rows", "softmax_cross_entropy_backward",
+         lambda dloss, cache: _ce_backward(dloss, cache, over_all_rows=True),
+         "divided by every position instead of the positions counted in the loss",
+         "The loss averages over the counted targets only (the MLM's selected positions, the "
+         "labels ≠ −100): its gradient is divided by their number n, not by all T rows.",
+         "dz = (p - onehot) / T                  # should be / n, the counted positions")

@@ -468,3 +468,40 @@ def mlm8010_for_speed(g):
 @choice_mistake(M8010, "why_no_causal_mask", "BERT thought to use a causal mask")
 def mlm8010_causal(g):
     return g.letter("why_no_causal_mask", "does use a causal mask")
+
+
+# --- mlm_selection_loss: the gradient into the logits ---------------------------------------
+
+def _mlm_grad_parts(g):
+    selected = np.asarray(g.selected, dtype=bool)
+    first = int(np.flatnonzero(selected)[0])
+    z = np.asarray(g.logits, dtype=float)[first]
+    p = np.exp(z - z.max())
+    p /= p.sum()
+    onehot = np.eye(len(z))[int(np.asarray(g.tokens)[first])]
+    return p, onehot, int(selected.sum()), len(selected)
+
+
+@mistake(MLM, "dlogits_first", "softmax − onehot not divided by the n selected positions (the sum's gradient)",
+         accept=["softmax_cross_entropy_backward_not_averaged"])
+def mlm_grad_not_averaged(g):
+    p, onehot, n, _ = _mlm_grad_parts(g)
+    return p - onehot
+
+
+@mistake(MLM, "dlogits_first", "onehot − softmax: the sign of the gradient flipped", accept=["softmax_cross_entropy_backward_sign_flipped"])
+def mlm_grad_sign(g):
+    p, onehot, n, _ = _mlm_grad_parts(g)
+    return (onehot - p) / n
+
+
+@mistake(MLM, "dlogits_first", "the softmax alone, the target's −1 forgotten", accept=["softmax_cross_entropy_backward_no_onehot"])
+def mlm_grad_no_onehot(g):
+    p, onehot, n, _ = _mlm_grad_parts(g)
+    return p / n
+
+
+@mistake(MLM, "dlogits_first", "divided by all T positions instead of the n selected", accept=["softmax_cross_entropy_backward_over_all_rows"])
+def mlm_grad_over_all_positions(g):
+    p, onehot, n, T = _mlm_grad_parts(g)
+    return (p - onehot) / T

@@ -70,6 +70,11 @@ HAND_WRITTEN: dict = {
     "dot_product_moments_std_unscaled": lambda a: solutions.DotProductMoments(96.0, np.sqrt(96.0)),
     "attention_weights_backward_transposed": lambda a: a["cache"][2] @ np.swapaxes(a["dZ"], -1, -2),
     "attention_weights_backward_times_weights": lambda a: (a["dZ"] @ np.swapaxes(a["cache"][2], -1, -2)) * a["cache"][3],
+    "softmax_cross_entropy_backward_sign_flipped": lambda a: -solutions.softmax_cross_entropy_backward(**a),
+    "softmax_cross_entropy_backward_no_onehot": lambda a: (
+        np.exp(a["cache"][0]) * a["cache"][2][..., None] * float(a["dloss"]) / a["cache"][3]),
+    "softmax_cross_entropy_backward_over_all_rows": lambda a: (
+        solutions.softmax_cross_entropy_backward(**a) * a["cache"][3] / a["cache"][2].size),
 }
 
 
