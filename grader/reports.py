@@ -477,6 +477,8 @@ def summary_json(gradebook: Gradebook, key: dict, deadline: Deadline | None = No
                            for p in s.parts]}
                 for s in grades]
     statuses = Counter(s.status for s in grades)
+    from .item_analysis import from_summary
+    items = from_summary({"students": students})
     return {
         "assignment": {"id": assignment_id(key), "title": assignment_title(key),
                        "points": total_points(key)},
@@ -484,6 +486,7 @@ def summary_json(gradebook: Gradebook, key: dict, deadline: Deadline | None = No
         "problems": problems,
         "totals": _statistics([s.total for s in graded]),
         "misconceptions": misconceptions,
+        "item_analysis": items,
         "needs_a_look": needs_a_look((s.id, s.path, s.look) for s in grades),
         "counts": {"students": len(grades), "graded": statuses[GRADED], "missing": statuses[MISSING],
                    "error": statuses[ERROR],
@@ -578,6 +581,7 @@ def class_table(gradebook: Gradebook, key: dict, colour: bool = False, summary: 
                        f"{_shown(m['code'])}{what} ({_shown(', '.join(m['problems']))})")
     else:
         out.append("No misconception was diagnosed.")
+    out += _item_lines(summary.get("item_analysis"))
     out.append(f"Submissions: {counts['graded']} graded, {counts['missing']} missing, "
                f"{counts['error']} with errors.")
     if counts["manual_parts"]:
@@ -591,6 +595,32 @@ def class_table(gradebook: Gradebook, key: dict, colour: bool = False, summary: 
         out.append(f"{_counted(counts['needs_a_look'], 'submission')} marked \"look\" need a human "
                    "look before the grade stands (attnkit grade lists them).")
     return "\n".join(out) + "\n"
+
+
+def _item_lines(items: dict | None) -> list[str]:
+    """The item analysis in a few lines: α for the assignment and the dubious items."""
+    if not items or items["students"] < 2:
+        return []
+    a = items["assignment"]
+    alpha = ("–" if a["alpha"] is None else f"{a['alpha']:.2f}"
+             + ("" if a["se"] is None else f" ± {a['se']:.2f}"))
+    out = [f"Item analysis over {items['students']} graded submissions: Cronbach's α = {alpha} "
+           f"({a['items']} parts); {_counted(items['flagged'], 'dubious item')} "
+           "(report --json has every part's facility, SD, discrimination and efficiency)."]
+    flagged = [x for x in [*items["problems"], *items["parts"]] if x["flags"]]
+    for x in flagged[:ITEM_LINES]:
+        where = _shown(x["problem"] + ("" if x["part"] is None else "/" + x["part"]))
+        facts = f"facility {x['facility']:.2f}" + (
+            "" if x["discrimination"] is None else f", discrimination {x['discrimination']:.2f}")
+        out.append(f"  {where}: {facts} — {'; '.join(x['flags'])}")
+    if len(flagged) > ITEM_LINES:
+        out.append(f"  … and {len(flagged) - ITEM_LINES} more (report --json)")
+    if items.get("waiting"):
+        out.append(f"  ({_counted(len(items['waiting']), 'part')} still to grade by hand left out)")
+    return out
+
+
+ITEM_LINES = 8          # dubious items listed in the terminal (all of them in --json)
 
 
 def _counted(n: int, word: str) -> str:

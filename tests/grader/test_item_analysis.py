@@ -1,0 +1,112 @@
+"""Item analysis (grader/item_analysis.py) against values worked out by hand on a class of
+five students and three items (maxima 1, 1 and 2):
+
+    student  item 1  item 2  item 3  total
+    s1          1       1       2      4
+    s2          1       0       2      3
+    s3          0       1       1      2
+    s4          1       0       0      1
+    s5          0       0       0      0
+"""
+
+import math
+
+import numpy as np
+import pytest
+
+from grader.item_analysis import cronbach_alpha, from_summary, item
+
+I1, I2, I3 = [1, 1, 0, 1, 0], [1, 0, 1, 0, 0], [2, 2, 1, 0, 0]
+TOTALS = [4, 3, 2, 1, 0]
+
+
+def test_facility_sd_discrimination_and_efficiency_by_hand():
+    x = item("p", "a", I1, TOTALS, 1.0)
+    # mean 0.6; Var(x) = 1.2/4 = 0.3; rest = [3, 2, 2, 0, 0], Var = 7.2/4 = 1.8;
+    # Cov(x, rest) = 0.8/4 = 0.2; sorted pairs give Cov_max = 2.8/4 = 0.7
+    assert x.facility == pytest.approx(0.6)
+    assert x.sd == pytest.approx(math.sqrt(0.3))
+    assert x.discrimination == pytest.approx(0.2 / math.sqrt(0.3 * 1.8))     # 0.2722
+    assert x.efficiency == pytest.approx(0.2 / 0.7)                          # 0.2857
+    assert x.flags == ()
+
+
+def test_cronbach_alpha_by_hand_and_its_standard_error():
+    a = cronbach_alpha([I1, I2, I3])
+    # ΣVar(x_i) = 0.3 + 0.3 + 1.0 = 1.6, Var(X) = 10/4 = 2.5: α = 3/2 · (1 − 1.6/2.5) = 0.54
+    assert a["alpha"] == pytest.approx(0.54)
+    assert a["error_ratio"] == pytest.approx(math.sqrt(0.46))
+    assert a["sem"] == pytest.approx(math.sqrt(0.46) * math.sqrt(2.5))
+    # the asymptotic SE, by the matrix formula written out with NumPy
+    S = np.cov(np.array([I1, I2, I3], dtype=float))
+    p, n, j = 3, 5, np.ones(3)
+    total, tr, S2 = j @ S @ j, np.trace(S), S @ S
+    var = 2 * p**2 / ((p - 1) ** 2 * total**3) * (total * (np.trace(S2) + tr**2) - 2 * tr * (j @ S2 @ j)) / n
+    assert a["se"] == pytest.approx(math.sqrt(var))
+
+
+def test_the_standard_error_matches_the_spread_of_alpha_over_samples():
+    """On many classes drawn from one population, α spreads about as its SE says."""
+    rng = np.random.default_rng(0)
+    alphas, ses = [], []
+    for _ in range(300):
+        ability = rng.normal(size=200)
+        items = [(ability + rng.normal(size=200) > 0).astype(float) for _ in range(6)]
+        a = cronbach_alpha([list(c) for c in items])
+        alphas.append(a["alpha"]), ses.append(a["se"])
+    assert np.std(alphas) == pytest.approx(np.mean(ses), rel=0.2)
+
+
+def test_dubious_items_are_flagged():
+    everyone = item("p", "easy", [1, 1, 1, 1, 1], TOTALS, 1.0)
+    assert any("facility above" in f for f in everyone.flags) and everyone.discrimination is None
+    reversed_item = item("p", "odd", [0, 0, 1, 1, 1], [1, 2, 3, 1, 1], 1.0)   # the weaker do better
+    assert any("discrimination below" in f for f in reversed_item.flags)
+    hard = item("p", "hard", [0, 0, 0, 0, 1], TOTALS, 1.0)
+    assert any("facility below" in f for f in hard.flags)
+
+
+def _summary():
+    students = []
+    for sid, scores in zip(["s1", "s2", "s3", "s4", "s5"], zip(I1, I2, I3)):
+        parts = [{"problem": "p1", "part": "a", "score": scores[0], "max_score": 1.0},
+                 {"problem": "p1", "part": "b", "score": scores[1], "max_score": 1.0},
+                 {"problem": "p2", "part": "c", "score": scores[2], "max_score": 2.0}]
+        students.append({"id": sid, "status": "graded", "parts": parts})
+    students.append({"id": "s6", "status": "missing", "parts": []})
+    return {"students": students}
+
+
+def test_from_a_summary_parts_problems_and_the_assignment():
+    result = from_summary(_summary())
+    assert result["students"] == 5                               # the missing one is left out
+    parts = {(p["problem"], p["part"]): p for p in result["parts"]}
+    assert parts[("p1", "a")]["facility"] == pytest.approx(0.6)
+    problems = {p["problem"]: p for p in result["problems"]}
+    assert problems["p1"]["max_score"] == 2.0
+    assert problems["p1"]["facility"] == pytest.approx((2 + 1 + 1 + 1 + 0) / 5 / 2)
+    assert result["assignment"]["alpha"] == pytest.approx(0.54)
+
+
+def test_a_part_waiting_for_a_hand_grade_is_left_out():
+    summary = _summary()
+    for s in summary["students"][:5]:
+        s["parts"].append({"problem": "p3", "part": "essay", "score": 0.0, "max_score": 3.0,
+                           "waiting": s["id"] == "s2"})
+    result = from_summary(summary)
+    assert result["waiting"] == [{"problem": "p3", "part": "essay"}]
+    assert ("p3", "essay") not in {(p["problem"], p["part"]) for p in result["parts"]}
+    assert result["assignment"]["alpha"] == pytest.approx(0.54)      # as without it
+
+
+def test_the_class_summary_and_table_carry_the_item_analysis(graded_class):
+    from grader.gradebook import Gradebook
+    from grader.reports import class_table, summary_json
+    build, key, gradebook_path, _ = graded_class(6)
+    with Gradebook(gradebook_path) as gradebook:
+        summary = summary_json(gradebook, key)
+        table = class_table(gradebook, key, summary=summary)
+    items = summary["item_analysis"]
+    assert items["students"] == summary["counts"]["graded"]
+    assert {p["problem"] for p in items["problems"]} <= {p["id"] for p in summary["problems"]}
+    assert "Item analysis over" in table and "Cronbach" in table
