@@ -12,6 +12,7 @@ from .bank_commands import add_commands
 from .build_commands import add_build_command
 from .check_command import add_check_command
 from .grade_commands import add_grade_command
+from .forensics_commands import add_forensics_command
 from .mark_commands import add_mark_command
 from .report_commands import add_report_command
 
@@ -77,6 +78,7 @@ def build_parser() -> argparse.ArgumentParser:
     add_grade_command(commands)
     add_report_command(commands)
     add_mark_command(commands)
+    add_forensics_command(commands)
     add_check_command(commands)
     return parser
 

@@ -1,0 +1,141 @@
+"""Answer forensics, for instructors only: a submitted value that is *another student's*
+expected answer (issue 18's "other-variant" evidence).
+
+Every student has their own variant, so a numeric answer that is wrong for its owner but
+right, within the part's tolerance, for a classmate's variant is the trace a copied number
+leaves. For every student and numeric part that failed, the counted handin's stored answer is
+compared with every other student's expected answer of that part (the key is trusted and
+holds them all). A flag carries its evidence and ``p_coincidence``: the share of the other
+students whose expected answer is this same value. A *telling* value (``formats.compare.
+telling``: four or more real numbers) that matches at most ``MAX_PARTNERS`` classmates is
+flagged: two variants' arrays do not agree by chance. A value many variants can share (one
+number, a small count, a shape, an index) flags only when ``p_coincidence`` is at most
+``THRESHOLD``, so a small-integer answer that many variants share never flags on its own.
+
+Cost: each part's expected answers are sorted once by their sum; a student's value is then
+compared in full only with those whose sum lies within what the tolerance allows (a binary
+search), so a class of n costs O(n log n) per part, not O(n²).
+"""
+
+from __future__ import annotations
+
+import bisect
+from dataclasses import dataclass
+
+import numpy as np
+
+from formats.compare import telling, within
+from formats.key_shape import gradings, key_students, problem_records
+from formats.serialize import decode_names, from_jsonable
+
+OTHER_VARIANT = "other-variant"
+THRESHOLD = 0.1          # at most this share of the class may share the value
+MAX_PARTNERS = 3
+
+
+@dataclass(frozen=True)
+class Flag:
+    student: str
+    kind: str
+    partners: tuple[str, ...]
+    problem: str
+    part: str
+    evidence: str
+    p_coincidence: float
+
+    def as_json(self) -> dict:
+        return {"student": self.student, "kind": self.kind, "with": list(self.partners),
+                "problem": self.problem, "part": self.part, "evidence": self.evidence,
+                "p_coincidence": round(self.p_coincidence, 6)}
+
+
+def _array(value):
+    try:
+        a = np.asarray(value, dtype=float)
+    except (TypeError, ValueError):
+        return None
+    return a if np.isfinite(a).all() else None
+
+
+class _PartIndex:
+    """One part's expected answers of the whole class, sorted by their sums."""
+
+    def __init__(self, expected: dict, rtol: float, atol: float):
+        self.rtol, self.atol = rtol, atol
+        rows = [(float(a.sum()), sid, a) for sid, a in ((s, _array(v)) for s, v in expected.items())
+                if a is not None]
+        rows.sort(key=lambda r: r[0])
+        self.sums = [r[0] for r in rows]
+        self.rows = rows
+        self.n = len(expected)
+
+    def matching(self, value) -> list[str]:
+        """The students whose expected answer ``value`` matches within the tolerance."""
+        a = _array(value)
+        if a is None:
+            return []
+        # |Σa − Σb| ≤ Σ|a − b| ≤ size·atol + rtol·Σ|b|: only sums within that can match
+        bound = a.size * self.atol + self.rtol * (float(np.abs(a).sum()) + 1.0) * 2 + 1e-9
+        s = float(a.sum())
+        lo, hi = bisect.bisect_left(self.sums, s - bound), bisect.bisect_right(self.sums, s + bound)
+        return [sid for _, sid, b in self.rows[lo:hi]
+                if b.shape == a.shape and within(a, b, self.rtol, self.atol)]
+
+
+def other_variant_flags(key: dict, answers: dict, threshold: float = THRESHOLD) -> list[Flag]:
+    """``answers``: (student, problem, part) → the counted handin's stored answer, for the
+    numeric parts that did not pass. One flag per student and part whose value is some
+    classmates' expected answer and not the student's own."""
+    students = key_students(key)
+    records = {sid: dict(problem_records(key["students"][sid])) for sid in students}
+    flags = []
+    parts = sorted({(p, q) for _, p, q in answers})
+    for problem, part in parts:
+        expected, grading = {}, None
+        for sid in students:
+            record = records[sid].get(problem)
+            if record is None or record.get("kind") != "numeric":
+                continue
+            grading = grading or next((g for g in gradings(record) if g.get("id") == part), None)
+            expected[sid] = decode_names(record["answers"]).get(part)
+        if grading is None or not expected:
+            continue
+        index = _PartIndex(expected, float(grading["rtol"]), float(grading["atol"]))
+        for (sid, p, q), stored in answers.items():
+            if (p, q) != (problem, part) or sid not in expected:
+                continue
+            value = from_jsonable(stored) if isinstance(stored, (dict, list)) else stored
+            matches = index.matching(value)
+            if sid in matches:
+                continue                         # right for its owner (within tolerance)
+            partners = tuple(m for m in matches if m != sid)
+            if not partners or len(partners) > MAX_PARTNERS:
+                continue
+            share = len(partners) / max(index.n - 1, 1)
+            if share > threshold and not telling(value):
+                continue
+            flags.append(Flag(sid, OTHER_VARIANT, partners, problem, part,
+                              f"the answer to {problem}/{part} is the expected answer of "
+                              f"{', '.join(partners)}'s variant (within the part's tolerance), "
+                              "not of this student's own", share))
+    return flags
+
+
+def counted_answers(grades) -> dict:
+    """(student, problem, part) → stored answer of every failed numeric part of ``grades``
+    (``grades.class_grades``: the counted handins)."""
+    out = {}
+    for s in grades:
+        for p in s.parts:
+            r = p.result
+            if r is not None and r.status in ("failed", "partial") and r.answer is not None:
+                out[(s.id, p.problem, p.part)] = r.answer
+    return out
+
+
+def forensics(gradebook, key: dict, threshold: float = THRESHOLD) -> dict:
+    """Every flag of the class, as ``attnkit forensics --json`` prints it."""
+    from .grades import class_grades
+    grades = class_grades(gradebook, key)
+    flags = other_variant_flags(key, counted_answers(grades), threshold)
+    return {"flags": [f.as_json() for f in flags], "students": len(grades), "threshold": threshold}

@@ -1,0 +1,72 @@
+"""Answer forensics (grader/forensics.py, attnkit forensics): a value that is another
+student's expected answer is flagged with its partner; honest students, misconceptions
+included, are not; small values many variants share never flag on their own."""
+
+import json
+import os
+import subprocess
+import sys
+
+from formats.key_shape import gradings, key_students, problem_records
+from formats.serialize import decode_names, to_jsonable
+from grader.forensics import OTHER_VARIANT, forensics, other_variant_flags
+from grader.gradebook import Gradebook
+
+ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
+
+
+def _numeric_parts(key, student):
+    for pid, record in problem_records(key["students"][student]):
+        if record.get("kind") == "numeric":
+            for g in gradings(record):
+                yield pid, g["id"], decode_names(record["answers"])[g["id"]]
+
+
+def test_copied_numbers_are_flagged_with_their_partner_and_honest_classes_are_not(graded_class):
+    build, key, gradebook_path, secret = graded_class(12)
+    with Gradebook(gradebook_path) as gradebook:
+        honest = forensics(gradebook, key)
+    assert honest["flags"] == [] and honest["students"] == 12
+    students = key_students(key)
+    copier, source = students[0], students[1]
+    theirs = {(pid, part): value for pid, part, value in _numeric_parts(key, source)}
+    mine = {(pid, part): value for pid, part, value in _numeric_parts(key, copier)}
+    planted = {(copier, pid, part): to_jsonable(value) for (pid, part), value in theirs.items()
+               if (pid, part) in mine}
+    flags = other_variant_flags(key, planted)
+    flagged = {(f.problem, f.part) for f in flags}
+    assert all(f.student == copier and f.kind == OTHER_VARIANT and f.partners == (source,) for f in flags)
+    # every copied value that differs from the copier's own answer and is an array of real
+    # numbers (a shared small number is no evidence) is flagged
+    telling_copies = {(pid, part) for (pid, part), v in theirs.items() if (pid, part) in mine
+                      and getattr(v, "size", 1) >= 4 and getattr(v, "dtype", None) is not None
+                      and v.dtype.kind == "f" and (v.shape != mine[(pid, part)].shape
+                                                   or abs(v - mine[(pid, part)]).max() > 0.1)}
+    assert telling_copies and telling_copies <= flagged
+    assert all(0 < f.p_coincidence <= 1 for f in flags)
+
+
+def test_a_value_many_variants_share_never_flags_on_its_own(graded_class):
+    build, key, gradebook_path, secret = graded_class(12)
+    students = key_students(key)
+    # the same small whole number given by everyone for a part whose answer it is for some
+    answers = {}
+    for pid, part, value in _numeric_parts(key, students[0]):
+        if getattr(value, "size", 1) == 1:
+            for s in students[1:]:
+                answers[(s, pid, part)] = to_jsonable(value)
+            break
+    flags = other_variant_flags(key, answers)
+    shared = [f for f in flags if f.p_coincidence > 0.1]
+    assert shared == []
+
+
+def test_the_command_prints_json_for_instructors(graded_class):
+    build, key, gradebook_path, secret = graded_class(12)
+    env = {**os.environ, "ATTNKIT_SECRET": secret}
+    out = subprocess.run([sys.executable, "-m", "attnkit", "forensics",
+                          os.path.join(ROOT, "problem_bank", "assignments", "example.yaml"),
+                          "--build", str(build), "--json"], env=env, cwd=ROOT, capture_output=True, text=True)
+    assert out.returncode == 0, out.stderr
+    data = json.loads(out.stdout)
+    assert data["flags"] == [] and data["threshold"] == 0.1
