@@ -1,5 +1,6 @@
 """Answer forensics, for instructors only: a submitted value that is *another student's*
-expected answer (issue 18's "other-variant" evidence).
+expected answer or another student's mistake ("other-variant"), and the same wrong numbers
+handed in by two students on different variants ("shared-wrong").
 
 Every student has their own variant, so a numeric answer that is wrong for its owner but
 right, within the part's tolerance, for a classmate's variant is the trace a copied number
@@ -28,7 +29,7 @@ from formats.compare import telling, within
 from formats.key_shape import gradings, key_students, problem_records
 from formats.serialize import decode_names, from_jsonable
 
-OTHER_VARIANT = "other-variant"
+OTHER_VARIANT, SHARED_WRONG = "other-variant", "shared-wrong"
 THRESHOLD = 0.1          # at most this share of the class may share the value
 MAX_PARTNERS = 3
 
@@ -82,10 +83,21 @@ class _PartIndex:
                 if b.shape == a.shape and within(a, b, self.rtol, self.atol)]
 
 
+def _twin_values(record: dict, part: str) -> dict:
+    """twin name → what the twin gives for ``part`` on this record's variant."""
+    out = {}
+    for name, stored in record.get("twins", {}).items():
+        by_part = from_jsonable(stored)
+        if isinstance(by_part, dict) and part in by_part:
+            out[name] = by_part[part]
+    return out
+
+
 def other_variant_flags(key: dict, answers: dict, threshold: float = THRESHOLD) -> list[Flag]:
     """``answers``: (student, problem, part) → the counted handin's stored answer, for the
     numeric parts that did not pass. One flag per student and part whose value is some
-    classmates' expected answer and not the student's own."""
+    classmates' expected answer — or what a listed mistake gives on a classmate's variant (a
+    copied *wrong* answer) — and neither the student's own answer nor their own mistake."""
     students = key_students(key)
     records = {sid: dict(problem_records(key["students"][sid])) for sid in students}
     flags = []
@@ -100,24 +112,58 @@ def other_variant_flags(key: dict, answers: dict, threshold: float = THRESHOLD) 
             expected[sid] = decode_names(record["answers"]).get(part)
         if grading is None or not expected:
             continue
-        index = _PartIndex(expected, float(grading["rtol"]), float(grading["atol"]))
+        rtol, atol = float(grading["rtol"]), float(grading["atol"])
+        index = _PartIndex(expected, rtol, atol)
+        twins = _PartIndex({(sid, name): v for sid in expected
+                            for name, v in _twin_values(records[sid][problem], part).items()}, rtol, atol)
         for (sid, p, q), stored in answers.items():
             if (p, q) != (problem, part) or sid not in expected:
                 continue
             value = from_jsonable(stored) if isinstance(stored, (dict, list)) else stored
             matches = index.matching(value)
-            if sid in matches:
-                continue                         # right for its owner (within tolerance)
-            partners = tuple(m for m in matches if m != sid)
+            twin_matches = twins.matching(value)
+            if sid in matches or any(owner == sid for owner, _ in twin_matches):
+                continue                         # right for its owner, or its owner's own mistake
+            partners = tuple(dict.fromkeys([*(m for m in matches if m != sid),
+                                            *(owner for owner, _ in twin_matches)]))
             if not partners or len(partners) > MAX_PARTNERS:
                 continue
             share = len(partners) / max(index.n - 1, 1)
             if share > threshold and not telling(value):
                 continue
+            what = ("the expected answer" if matches else
+                    f"what the mistake {twin_matches[0][1]} gives")
             flags.append(Flag(sid, OTHER_VARIANT, partners, problem, part,
-                              f"the answer to {problem}/{part} is the expected answer of "
-                              f"{', '.join(partners)}'s variant (within the part's tolerance), "
-                              "not of this student's own", share))
+                              f"the answer to {problem}/{part} is {what} on {', '.join(partners)}'s "
+                              "variant (within the part's tolerance), not on this student's own", share))
+    return flags
+
+
+def shared_wrong_flags(key: dict, answers: dict) -> list[Flag]:
+    """Pairs (and small groups) of students who gave the *same* wrong array for a part:
+    their variants differ, so the same wrong numbers did not come from the same honest
+    slip. Only telling values (an array of four or more real numbers) count; a value that
+    is some variant's expected or listed-mistake answer is other-variant evidence instead."""
+    flags = []
+    parts = sorted({(p, q) for _, p, q in answers})
+    students = key_students(key)
+    for problem, part in parts:
+        given = {sid: (from_jsonable(v) if isinstance(v, (dict, list)) else v)
+                 for (sid, p, q), v in answers.items() if (p, q) == (problem, part)}
+        given = {sid: v for sid, v in given.items() if telling(v)}
+        record = next((dict(problem_records(key["students"][s])).get(problem) for s in students
+                       if dict(problem_records(key["students"][s])).get(problem)), None)
+        grading = next((g for g in gradings(record) if g.get("id") == part), None) if record else None
+        if grading is None or len(given) < 2:
+            continue
+        index = _PartIndex(given, float(grading["rtol"]), float(grading["atol"]))
+        for sid, value in given.items():
+            group = tuple(m for m in index.matching(value) if m != sid)
+            if not group or len(group) > MAX_PARTNERS:
+                continue
+            flags.append(Flag(sid, SHARED_WRONG, group, problem, part,
+                              f"the same wrong answer to {problem}/{part} as {', '.join(group)}, "
+                              "on a different variant", len(group) / max(len(students) - 1, 1)))
     return flags
 
 
@@ -137,5 +183,9 @@ def forensics(gradebook, key: dict, threshold: float = THRESHOLD) -> dict:
     """Every flag of the class, as ``attnkit forensics --json`` prints it."""
     from .grades import class_grades
     grades = class_grades(gradebook, key)
-    flags = other_variant_flags(key, counted_answers(grades), threshold)
+    answers = counted_answers(grades)
+    flags = other_variant_flags(key, answers, threshold)
+    explained = {(f.student, f.problem, f.part) for f in flags}
+    flags += [f for f in shared_wrong_flags(key, answers)
+              if (f.student, f.problem, f.part) not in explained]
     return {"flags": [f.as_json() for f in flags], "students": len(grades), "threshold": threshold}

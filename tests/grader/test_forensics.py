@@ -70,3 +70,48 @@ def test_the_command_prints_json_for_instructors(graded_class):
     assert out.returncode == 0, out.stderr
     data = json.loads(out.stdout)
     assert data["flags"] == [] and data["threshold"] == 0.1
+
+
+def _a_telling_part(key, student):
+    for pid, part, value in _numeric_parts(key, student):
+        if getattr(value, "size", 1) >= 4 and value.dtype.kind == "f":
+            return pid, part, value
+    raise AssertionError("no array part")
+
+
+def test_a_copied_wrong_answer_is_flagged_with_the_classmate_whose_mistake_it_is(graded_class):
+    import numpy as np
+    from formats.serialize import from_jsonable
+    build, key, gradebook_path, secret = graded_class(12)
+    students = key_students(key)
+    copier, source = students[2], students[3]
+    record = dict(problem_records(key["students"][source]))
+    found = None
+    for pid, rec in record.items():
+        for name, stored in rec.get("twins", {}).items():
+            by_part = from_jsonable(stored)
+            if isinstance(by_part, dict):
+                for part, v in by_part.items():
+                    if np.asarray(v).size >= 4 and np.asarray(v).dtype.kind == "f":
+                        found = pid, part, v
+                        break
+    assert found
+    pid, part, value = found
+    flags = other_variant_flags(key, {(copier, pid, part): to_jsonable(value)})
+    assert [(f.student, f.partners[0], f.kind) for f in flags] == [(copier, source, OTHER_VARIANT)]
+    assert "gives" in flags[0].evidence
+
+
+def test_two_students_with_the_same_wrong_numbers_are_flagged_as_a_pair(graded_class):
+    import numpy as np
+    from grader.forensics import SHARED_WRONG, shared_wrong_flags
+    build, key, gradebook_path, secret = graded_class(12)
+    students = key_students(key)
+    pid, part, value = _a_telling_part(key, students[4])
+    same = to_jsonable(np.asarray(value) * 0 + 0.123)               # nobody's answer, nobody's mistake
+    other = to_jsonable(np.asarray(value) * 0 + 0.456)
+    answers = {(students[4], pid, part): same, (students[5], pid, part): same,
+               (students[6], pid, part): other}
+    flags = shared_wrong_flags(key, answers)
+    assert {(f.student, f.partners, f.kind) for f in flags} == {
+        (students[4], (students[5],), SHARED_WRONG), (students[5], (students[4],), SHARED_WRONG)}
