@@ -50,6 +50,7 @@ bench: $(STAMP)
 	$(PY) -m bench.hostile
 	$(PY) -m bench.mark_page
 	$(PY) -m bench.diagnosis
+	$(PY) -m bench.forensics
 
 clean:
 	rm -rf $(VENV) .pytest_cache .hypothesis *.egg-info build

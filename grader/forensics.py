@@ -6,8 +6,10 @@ Every student has their own variant, so a numeric answer that is wrong for its o
 right, within the part's tolerance, for a classmate's variant is the trace a copied number
 leaves. For every student and numeric part that failed, the counted handin's stored answer is
 compared with every other student's expected answer of that part (the key is trusted and
-holds them all). A flag carries its evidence and ``p_coincidence``: the share of the other
-students whose expected answer is this same value. A *telling* value (``formats.compare.
+holds them all). A flag carries its evidence and ``p_coincidence``. For a *telling* value it
+is the share of the other students whose answer is this same value; for one number, a count,
+a shape or an index it is the chance that an honest answer lands within the tolerance of at
+least one of the n − 1 classmates' values, 1 − (1 − share)^(n − 1). A *telling* value (``formats.compare.
 telling``: four or more real numbers) that matches at most ``MAX_PARTNERS`` classmates is
 flagged: two variants' arrays do not agree by chance. A value many variants can share (one
 number, a small count, a shape, an index) flags only when ``p_coincidence`` is at most
@@ -93,6 +95,19 @@ def _twin_values(record: dict, part: str) -> dict:
     return out
 
 
+def _close(a, b, rtol, atol) -> bool:
+    x, y = _array(a), _array(b)
+    return x is not None and y is not None and x.shape == y.shape and within(x, y, rtol, atol)
+
+
+def _mostly_the_same(expected: dict, rtol: float, atol: float) -> bool:
+    """Is one expected value shared by more than THRESHOLD of the class (the lecture's own
+    numbers, given to everyone)?"""
+    index = _PartIndex(expected, rtol, atol)
+    values = list(expected.values())
+    return any(len(index.matching(v)) > THRESHOLD * len(values) for v in values[:50])
+
+
 def other_variant_flags(key: dict, answers: dict, threshold: float = THRESHOLD) -> list[Flag]:
     """``answers``: (student, problem, part) → the counted handin's stored answer, for the
     numeric parts that did not pass. One flag per student and part whose value is some
@@ -129,8 +144,12 @@ def other_variant_flags(key: dict, answers: dict, threshold: float = THRESHOLD) 
             if not partners or len(partners) > MAX_PARTNERS:
                 continue
             share = len(partners) / max(index.n - 1, 1)
-            if share > threshold and not telling(value):
-                continue
+            if not telling(value):
+                # one number (or a few) lands within the tolerance of *some* classmate's by
+                # chance in a large class: the chance of hitting at least one of n − 1
+                share = 1 - (1 - share) ** max(index.n - 1, 1)
+                if share > threshold:
+                    continue
             what = ("the expected answer" if matches else
                     f"what the mistake {twin_matches[0][1]} gives")
             flags.append(Flag(sid, OTHER_VARIANT, partners, problem, part,
@@ -151,14 +170,24 @@ def shared_wrong_flags(key: dict, answers: dict) -> list[Flag]:
         given = {sid: (from_jsonable(v) if isinstance(v, (dict, list)) else v)
                  for (sid, p, q), v in answers.items() if (p, q) == (problem, part)}
         given = {sid: v for sid, v in given.items() if telling(v)}
-        record = next((dict(problem_records(key["students"][s])).get(problem) for s in students
-                       if dict(problem_records(key["students"][s])).get(problem)), None)
+        records = {s: dict(problem_records(key["students"][s])).get(problem) for s in students}
+        record = next((r for r in records.values() if r), None)
         grading = next((g for g in gradings(record) if g.get("id") == part), None) if record else None
         if grading is None or len(given) < 2:
             continue
-        index = _PartIndex(given, float(grading["rtol"]), float(grading["atol"]))
+        rtol, atol = float(grading["rtol"]), float(grading["atol"])
+        expected = {s: decode_names(r["answers"]).get(part) for s, r in records.items() if r}
+        if _mostly_the_same(expected, rtol, atol):
+            continue            # a part the same for (nearly) everyone: equal answers prove nothing
+        # a student's own listed mistake is an honest answer, however many classmates share it
+        given = {sid: v for sid, v in given.items()
+                 if not any(_close(v, t, rtol, atol) for t in _twin_values(records[sid], part).values())}
+        index = _PartIndex(given, rtol, atol)
         for sid, value in given.items():
-            group = tuple(m for m in index.matching(value) if m != sid)
+            # the same wrong numbers on the same numbers (two variants that agree on this
+            # part) are the same honest slip; only different givens make them evidence
+            group = tuple(m for m in index.matching(value) if m != sid
+                          and not _close(expected.get(m), expected.get(sid), rtol, atol))
             if not group or len(group) > MAX_PARTNERS:
                 continue
             flags.append(Flag(sid, SHARED_WRONG, group, problem, part,

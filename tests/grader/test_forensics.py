@@ -7,6 +7,7 @@ import os
 import subprocess
 import sys
 
+from formats.compare import telling
 from formats.key_shape import gradings, key_students, problem_records
 from formats.serialize import decode_names, to_jsonable
 from grader.forensics import OTHER_VARIANT, forensics, other_variant_flags
@@ -86,19 +87,27 @@ def test_a_copied_wrong_answer_is_flagged_with_the_classmate_whose_mistake_it_is
     students = key_students(key)
     copier, source = students[2], students[3]
     record = dict(problem_records(key["students"][source]))
+    own = dict(problem_records(key["students"][copier]))
+
+    def theirs_only(pid, part, v):
+        """a value of the source's mistakes that is neither the copier's answer nor mistake"""
+        mine = [decode_names(own[pid]["answers"])[part]]
+        mine += [t[part] for t in map(from_jsonable, own[pid].get("twins", {}).values())
+                 if isinstance(t, dict) and part in t]
+        return all(np.shape(m) != np.shape(v) or np.abs(np.asarray(m, float) - v).max() > 0.1 for m in mine)
     found = None
     for pid, rec in record.items():
         for name, stored in rec.get("twins", {}).items():
             by_part = from_jsonable(stored)
             if isinstance(by_part, dict):
                 for part, v in by_part.items():
-                    if np.asarray(v).size >= 4 and np.asarray(v).dtype.kind == "f":
+                    v = np.asarray(v)
+                    if telling(v) and np.isfinite(v).all() and theirs_only(pid, part, v):
                         found = pid, part, v
-                        break
     assert found
     pid, part, value = found
     flags = other_variant_flags(key, {(copier, pid, part): to_jsonable(value)})
-    assert [(f.student, f.partners[0], f.kind) for f in flags] == [(copier, source, OTHER_VARIANT)]
+    assert [(f.student, f.partners[0], f.kind) for f in flags] == [(copier, source, OTHER_VARIANT)], (pid, part, value)
     assert "gives" in flags[0].evidence
 
 
