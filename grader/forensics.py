@@ -31,6 +31,8 @@ from formats.compare import telling, within
 from formats.key_shape import gradings, key_students, problem_records
 from formats.serialize import decode_names, from_jsonable
 
+from .gradebook import omitted_reason
+
 OTHER_VARIANT, SHARED_WRONG = "other-variant", "shared-wrong"
 THRESHOLD = 0.1          # at most this share of the class may share the value
 MAX_PARTNERS = 3
@@ -77,8 +79,11 @@ class _PartIndex:
         a = _array(value)
         if a is None:
             return []
-        # |Σa − Σb| ≤ Σ|a − b| ≤ size·atol + rtol·Σ|b|: only sums within that can match
-        bound = a.size * self.atol + self.rtol * (float(np.abs(a).sum()) + 1.0) * 2 + 1e-9
+        # a matches b: |a − b| ≤ atol + rtol·|b| entrywise, so |Σa − Σb| ≤ size·atol + rtol·Σ|b|,
+        # and Σ|b| ≤ (Σ|a| + size·atol) / (1 − rtol): only sums that close can match
+        spread = a.size * self.atol
+        bound = spread + self.rtol * (float(np.abs(a).sum()) + spread) / max(1 - self.rtol, 1e-12)
+        bound += 1e-9 * (1 + float(np.abs(a).sum()))       # the sums' own rounding
         s = float(a.sum())
         lo, hi = bisect.bisect_left(self.sums, s - bound), bisect.bisect_right(self.sums, s + bound)
         return [sid for _, sid, b in self.rows[lo:hi]
@@ -116,8 +121,7 @@ def other_variant_flags(key: dict, answers: dict, threshold: float = THRESHOLD) 
     students = key_students(key)
     records = {sid: dict(problem_records(key["students"][sid])) for sid in students}
     flags = []
-    parts = sorted({(p, q) for _, p, q in answers})
-    for problem, part in parts:
+    for (problem, part), given in _by_part(answers).items():
         expected, grading = {}, None
         for sid in students:
             record = records[sid].get(problem)
@@ -131,10 +135,9 @@ def other_variant_flags(key: dict, answers: dict, threshold: float = THRESHOLD) 
         index = _PartIndex(expected, rtol, atol)
         twins = _PartIndex({(sid, name): v for sid in expected
                             for name, v in _twin_values(records[sid][problem], part).items()}, rtol, atol)
-        for (sid, p, q), stored in answers.items():
-            if (p, q) != (problem, part) or sid not in expected:
+        for sid, value in given.items():
+            if sid not in expected:
                 continue
-            value = from_jsonable(stored) if isinstance(stored, (dict, list)) else stored
             matches = index.matching(value)
             twin_matches = twins.matching(value)
             if sid in matches or any(owner == sid for owner, _ in twin_matches):
@@ -164,13 +167,11 @@ def shared_wrong_flags(key: dict, answers: dict) -> list[Flag]:
     slip. Only telling values (an array of four or more real numbers) count; a value that
     is some variant's expected or listed-mistake answer is other-variant evidence instead."""
     flags = []
-    parts = sorted({(p, q) for _, p, q in answers})
     students = key_students(key)
-    for problem, part in parts:
-        given = {sid: (from_jsonable(v) if isinstance(v, (dict, list)) else v)
-                 for (sid, p, q), v in answers.items() if (p, q) == (problem, part)}
+    entries = {s: dict(problem_records(key["students"][s])) for s in students}
+    for (problem, part), given in _by_part(answers).items():
         given = {sid: v for sid, v in given.items() if telling(v)}
-        records = {s: dict(problem_records(key["students"][s])).get(problem) for s in students}
+        records = {s: entries[s].get(problem) for s in students}
         record = next((r for r in records.values() if r), None)
         grading = next((g for g in gradings(record) if g.get("id") == part), None) if record else None
         if grading is None or len(given) < 2:
@@ -194,6 +195,21 @@ def shared_wrong_flags(key: dict, answers: dict) -> list[Flag]:
                               f"the same wrong answer to {problem}/{part} as {', '.join(group)}, "
                               "on a different variant", len(group) / max(len(students) - 1, 1)))
     return flags
+
+
+def _by_part(answers: dict) -> dict:
+    """(problem, part) → student → the decoded answer, in part order. An answer the gradebook
+    left out (too large to store) or cannot decode is no evidence, and is skipped."""
+    out: dict = {}
+    for (sid, problem, part), stored in sorted(answers.items()):
+        if omitted_reason(stored) is not None:
+            continue
+        try:
+            value = from_jsonable(stored) if isinstance(stored, (dict, list)) else stored
+        except (TypeError, ValueError):
+            continue
+        out.setdefault((problem, part), {})[sid] = value
+    return out
 
 
 def counted_answers(grades) -> dict:

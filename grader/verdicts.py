@@ -100,7 +100,9 @@ def numeric_part(grading: dict, expected, value, twins: dict, variable: str,
     """A numeric part: ``grading`` is the key's entry for the part (points, rtol, atol,
     misconceptions), ``twins`` maps each twin's name to what it gives for this part,
     ``lookalikes`` each other twin the build's mistake search stored for the part (see
-    ``diagnoses``)."""
+    ``diagnoses``). ``twins`` may instead be a function giving both, called only for a wrong
+    value: a key stores every searched mistake of every part, and decoding them for answers
+    that pass would be most of a submission's work."""
     points = points_of(grading)
     if isinstance(value, Missing):
         because = f" ({value.cause})" if value.cause else ""
@@ -113,6 +115,8 @@ def numeric_part(grading: dict, expected, value, twins: dict, variable: str,
     result = compare(value, expected, rtol, atol)
     if result.ok:
         return Verdict(points, points, PASSED)
+    if callable(twins):                  # decoded only now: most answers pass (problem_verdicts)
+        twins, lookalikes = twins()
     names = diagnoses(value, twins, grading.get("misconceptions", ()), rtol, atol, lookalikes,
                       nameable=telling(expected))
     if len(names) == 1:
@@ -322,8 +326,16 @@ def problem_verdicts(record: dict, values: dict, outcomes: dict, free_text: dict
                 record.get("lookalikes", {}))
         return verdicts
     answers = decode_names(record["answers"]) if kind != "free_response" else {}
-    twins = {name: from_jsonable(v) for name, v in record.get("twins", {}).items()}
-    lookalikes = {name: from_jsonable(v) for name, v in record.get("lookalikes", {}).items()}
+    decoded: dict = {}
+
+    def stored(part: str):
+        """(twins, lookalikes) of ``part``, the record's stored mistakes decoded once, on first use."""
+        if not decoded:
+            for field in ("twins", "lookalikes"):
+                decoded[field] = {name: from_jsonable(v) for name, v in record.get(field, {}).items()}
+        return tuple({name: by_part[part] for name, by_part in decoded[field].items()
+                      if isinstance(by_part, dict) and part in by_part} for field in ("twins", "lookalikes"))
+
     for grading in gradings(record):
         part = grading["id"]
         if kind == "free_response":
@@ -335,10 +347,6 @@ def problem_verdicts(record: dict, values: dict, outcomes: dict, free_text: dict
             verdicts[part] = choice_part(grading, record["options"][part], int(answers[part]), value,
                                          variable)
         else:
-            part_twins = {name: answers_by_part[part] for name, answers_by_part in twins.items()
-                          if isinstance(answers_by_part, dict) and part in answers_by_part}
-            part_lookalikes = {name: by_part[part] for name, by_part in lookalikes.items()
-                               if isinstance(by_part, dict) and part in by_part}
-            verdicts[part] = numeric_part(grading, answers[part], value, part_twins, variable,
-                                          part_lookalikes)
+            verdicts[part] = numeric_part(grading, answers[part], value,
+                                          lambda part=part: stored(part), variable)
     return verdicts

@@ -124,3 +124,12 @@ def test_two_students_with_the_same_wrong_numbers_are_flagged_as_a_pair(graded_c
     flags = shared_wrong_flags(key, answers)
     assert {(f.student, f.partners, f.kind) for f in flags} == {
         (students[4], (students[5],), SHARED_WRONG), (students[5], (students[4],), SHARED_WRONG)}
+
+
+def test_an_answer_the_gradebook_left_out_or_cannot_decode_is_no_evidence(graded_class):
+    build, key, gradebook_path, secret = graded_class(12)
+    students = key_students(key)
+    pid, part, _ = _a_telling_part(key, students[0])
+    answers = {(students[0], pid, part): {"omitted": "too large to store"},
+               (students[1], pid, part): {"not": "an encoded value"}}
+    assert other_variant_flags(key, answers) == []
