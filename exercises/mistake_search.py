@@ -23,7 +23,7 @@ from solutions.misconceptions import twins_of
 
 from . import references
 from .schema import TemplateError
-from .variant import (Rejected, VariantError, _RAISED, _affected_by, _answers_where_defined,
+from .variant import (Rejected, VariantError, _RAISED, _affected_by, _answers_with,
                       _needed_by, _too_close, _twin_output, make_variant)
 
 
@@ -191,7 +191,7 @@ def _answers_distinguishable(template, variant, evaluator, redraws: _Redraws) ->
             unlisted = [p for p in parts if alt not in p.misconceptions]
             if not unlisted:
                 continue
-            wrong = _answers_where_defined(template, variant, evaluator, shadows, function, unlisted)
+            wrong = _answers_with(template, variant, evaluator, shadows, function, unlisted, where_defined=True)
             for part in unlisted:
                 if part.id in wrong:
                     _keep_searched(variant, part, alt, wrong[part.id], redraws)

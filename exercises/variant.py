@@ -593,45 +593,37 @@ def _misconceptions_caught(template, variant, evaluator) -> None:
         variant.twins[name] = wrong
 
 
-def _answers_with(template, variant, evaluator, shadows: str, function, parts) -> dict:
+def _answers_with(template, variant, evaluator, shadows: str, function, parts,
+                  where_defined: bool = False) -> dict:
     """part id → the answer of each of ``parts`` with ``function`` in place of the reference
     function ``shadows`` (a twin, or a lookalike). Values the swap cannot change are reused;
-    only what these parts need and the swapped call can change is recomputed."""
+    only what these parts need and the swapped call can change is recomputed. A swapped call
+    that raises raises, unless ``where_defined``: then it leaves out only the parts that need
+    it (QK needs a square K, and a template may call the function on other shapes elsewhere)."""
     functions = {**references.FUNCTIONS, shadows: function}
     redo = _affected_by(template, shadows) & _needed_by(template, parts)
     unchanged = {k: v for k, v in variant.values.items() if k not in redo}
     scope = _scope(template, unchanged, variant.rng_seed, strict=False, functions=functions)
-    evaluator.derive([d for d in template.derived if d.name in redo], scope, "derived")
-    return {part.id: _plain(part.answer.evaluate(scope)) for part in parts}
-
-
-def _answers_where_defined(template, variant, evaluator, shadows: str, function, parts) -> dict:
-    """``_answers_with``, for the parts a mistake can be made in: a derived value the swapped
-    function cannot compute (QK needs a square K; a template may call the function on other
-    shapes elsewhere) leaves out only the parts that need it, not the mistake everywhere."""
-    functions = {**references.FUNCTIONS, shadows: function}
-    redo = _affected_by(template, shadows) & _needed_by(template, parts)
-    unchanged = {k: v for k, v in variant.values.items() if k not in redo}
-    scope = _scope(template, unchanged, variant.rng_seed, strict=False, functions=functions)
+    if not where_defined:
+        evaluator.derive([d for d in template.derived if d.name in redo], scope, "derived")
+        return {part.id: _plain(part.answer.evaluate(scope)) for part in parts}
     broken: set[str] = set()
     for d in template.derived:
-        if d.name not in redo:
-            continue
-        if d.expression.names & broken:
-            broken.add(d.name)
-            continue
-        try:
-            scope.values[d.name] = d.expression.evaluate(scope)
-        except Exception:  # noqa: BLE001 — the mistake cannot be made here: no value to name
+        if d.name in redo and not d.expression.names & broken:
+            try:
+                scope.values[d.name] = d.expression.evaluate(scope)
+                continue
+            except Exception:  # noqa: BLE001 — the mistake cannot be made here: no value to name
+                pass
+        if d.name in redo:
             broken.add(d.name)
     out = {}
     for part in parts:
-        if _needed_by(template, [part]) & broken:
-            continue
-        try:
-            out[part.id] = _plain(part.answer.evaluate(scope))
-        except Exception:  # noqa: BLE001
-            continue
+        if not _needed_by(template, [part]) & broken:
+            try:
+                out[part.id] = _plain(part.answer.evaluate(scope))
+            except Exception:  # noqa: BLE001
+                pass
     return out
 
 
