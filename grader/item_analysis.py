@@ -28,6 +28,8 @@ from __future__ import annotations
 import math
 from dataclasses import dataclass
 
+import numpy as np
+
 LOW_DISCRIMINATION = 0.15
 LOW_FACILITY, HIGH_FACILITY = 0.30, 0.95
 
@@ -95,22 +97,21 @@ def cronbach_alpha(columns: list[list[float]]) -> dict:
     """α, its standard error, the error ratio and the SEM for items given as columns (one list
     of the students' scores per item, all of the same length)."""
     p, n = len(columns), len(columns[0]) if columns else 0
+    none = {"alpha": None, "se": None, "error_ratio": None, "sem": None, "items": p, "n": n}
     if p < 2 or n < 2:
-        return {"alpha": None, "se": None, "error_ratio": None, "sem": None, "items": p, "n": n}
-    sigma = [[_cov(a, b) for b in columns] for a in columns]
-    total = sum(map(sum, sigma))                                   # jᵀΣj = Var(X)
+        return none
+    sigma = np.cov(np.asarray(columns, dtype=float))               # p × p, divides by s − 1
+    j = np.ones(p)
+    total, trace = float(j @ sigma @ j), float(np.trace(sigma))    # jᵀΣj = Var(X)
     if total <= 0:
-        return {"alpha": None, "se": None, "error_ratio": None, "sem": None, "items": p, "n": n}
-    trace = sum(sigma[i][i] for i in range(p))
+        return none
     alpha = p / (p - 1) * (1 - trace / total)
-    sigma2 = [[sum(sigma[i][k] * sigma[k][j] for k in range(p)) for j in range(p)] for i in range(p)]
-    trace2, total2 = sum(sigma2[i][i] for i in range(p)), sum(map(sum, sigma2))
+    sigma2 = sigma @ sigma
     var_alpha = (2 * p * p / ((p - 1) ** 2 * total ** 3)
-                 * (total * (trace2 + trace * trace) - 2 * trace * total2) / n)
+                 * (total * (np.trace(sigma2) + trace ** 2) - 2 * trace * float(j @ sigma2 @ j)) / n)
     ratio = math.sqrt(1 - alpha) if alpha <= 1 else None
-    return {"alpha": alpha, "se": math.sqrt(var_alpha) if var_alpha >= 0 else None,
-            "error_ratio": ratio, "sem": None if ratio is None else ratio * math.sqrt(total),
-            "items": p, "n": n}
+    return {**none, "alpha": alpha, "se": math.sqrt(var_alpha) if var_alpha >= 0 else None,
+            "error_ratio": ratio, "sem": None if ratio is None else ratio * math.sqrt(total)}
 
 
 def from_summary(summary: dict) -> dict:
@@ -118,30 +119,22 @@ def from_summary(summary: dict) -> dict:
     α for the assignment (over the parts). A part still waiting for a hand grade for some
     student is left out (its 0 is not a score yet); ``waiting`` lists those parts."""
     students = [s for s in summary["students"] if s["status"] == "graded"]
-    keys, waiting = [], []
-    for s in students:
-        for p in s["parts"]:
-            k = (p["problem"], p["part"])
-            if p.get("waiting") and k not in waiting:
-                waiting.append(k)
-            if k not in keys:
-                keys.append(k)
-    keys = [k for k in keys if k not in waiting]
     by_student = [{(p["problem"], p["part"]): p for p in s["parts"]} for s in students]
-    totals = [sum(p["score"] for p in parts.values()) for parts in by_student]
+    waiting = list(dict.fromkeys(k for parts in by_student for k, p in parts.items() if p.get("waiting")))
+    keys = [k for k in dict.fromkeys(k for parts in by_student for k in parts) if k not in waiting]
     maxima = {k: max((parts[k]["max_score"] for parts in by_student if k in parts), default=0.0) for k in keys}
     columns = {k: [parts[k]["score"] if k in parts else 0.0 for parts in by_student] for k in keys}
+    totals = [sum(column[i] for column in columns.values()) for i in range(len(students))]
     parts = [item(pid, part, columns[(pid, part)], totals, maxima[(pid, part)]) for pid, part in keys]
     problems = []
     for pid in dict.fromkeys(pid for pid, _ in keys):
         mine = [k for k in keys if k[0] == pid]
         scores = [sum(columns[k][i] for k in mine) for i in range(len(students))]
         problems.append(item(pid, None, scores, totals, sum(maxima[k] for k in mine)))
-    alpha = cronbach_alpha([columns[k] for k in keys]) if keys else cronbach_alpha([])
+    alpha = cronbach_alpha([columns[k] for k in keys])
     flagged = [x for x in parts + problems if x.flags]
     return {"students": len(students), "waiting": [{"problem": a, "part": b} for a, b in waiting],
             "parts": [x.as_json() for x in parts],
             "problems": [x.as_json() for x in problems],
-            "assignment": {k: (None if v is None else round(v, 6)) if isinstance(v, float) or v is None else v
-                           for k, v in alpha.items()},
+            "assignment": {k: round(v, 6) if isinstance(v, float) else v for k, v in alpha.items()},
             "flagged": len(flagged)}
