@@ -51,35 +51,27 @@ def names_given(verdict, alternatives=()) -> list[str]:
 def _part_alternatives(record: dict, part: str, value) -> list[str]:
     """Every explanation the grader finds for ``value`` on this part, as ``problem_verdicts``
     computes it (the twins and lookalikes the key stores for the part)."""
-    diagnoses = getattr(grader_verdicts, "diagnoses", None)
-    if diagnoses is None:
-        return []
     grading = next(g for g in shape.gradings(record) if shape.part_id(g) == part)
     def for_part(stored):
         return {name: by_part[part] for name, by_part in
                 ((n, from_jsonable(v)) for n, v in stored.items())
                 if isinstance(by_part, dict) and part in by_part}
     expected = decode_names(record["answers"])[part]
-    return diagnoses(value, for_part(record.get("twins", {})), grading.get("misconceptions", ()),
-                     float(grading["rtol"]), float(grading["atol"]),
-                     for_part(record.get("lookalikes", {})), nameable=telling(expected))
+    return grader_verdicts.diagnoses(value, for_part(record.get("twins", {})),
+                                     grading.get("misconceptions", ()), float(grading["rtol"]),
+                                     float(grading["atol"]), for_part(record.get("lookalikes", {})),
+                                     nameable=telling(expected))
 
 
 def _family_alternatives(record: dict, family: str, outcomes: dict) -> list[str]:
     """The same for an implement family: every twin or lookalike that gives what the
     function gave on each case it failed."""
-    diagnose = getattr(grader_verdicts, "_diagnose_function", None)
-    if diagnose is None:
-        return []
     rtol, atol = float(record["rtol"]), float(record["atol"])
     failed = [i for i, t in enumerate(record["tests"]) if t["family"] == family
               and not _passes(outcomes.get(i), from_jsonable(t["expected"]), rtol, atol)]
-    try:
-        return diagnose(outcomes, failed, record.get("twins", {}), record.get("misconceptions", ()),
-                        rtol, atol, record.get("lookalikes", {}))
-    except TypeError:           # an older grader without lookalikes
-        return diagnose(outcomes, failed, record.get("twins", {}), record.get("misconceptions", ()),
-                        rtol, atol)
+    return grader_verdicts._diagnose_function(outcomes, failed, record.get("twins", {}),
+                                              record.get("misconceptions", ()), rtol, atol,
+                                              record.get("lookalikes", {}))
 
 
 def _passes(outcome, expected, rtol, atol) -> bool:
