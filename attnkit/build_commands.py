@@ -78,7 +78,7 @@ def _build(args) -> int:
                       answer_key=str(result.key_path) if result.key_path else None,
                       failures=result.failures,
                       stale=[p for p in result.stale if p not in result.removed],
-                      removed=result.removed, new_variants=result.changed)
+                      removed=result.removed, new_variants=result.changed, pools=result.pools)
     if args.nbgrader:
         try:
             course = build_nbgrader(assignment, Path(args.nbgrader))
@@ -86,6 +86,8 @@ def _build(args) -> int:
             return _fail(str(err).splitlines())
         except OSError as err:
             return _fail([f"{args.nbgrader}: {err.strerror or err}"])
+        if course.failures:
+            return _fail(course.failures)
         report["nbgrader"] = {"course": str(args.nbgrader),
                               "source": str(Path(args.nbgrader) / "source" / assignment.id),
                               "answer_key": str(course.key_path)}
@@ -112,6 +114,9 @@ def _print(report: dict, args) -> None:
             print(f"  printable sets:       {os.path.join(out, 'print', '<student>.html')}")
             print(f"  answer-key pages:     {os.path.join(out, 'instructor', 'print', '<student>.html')}")
         print(f"  answer key (private): {report['answer_key']}")
+        for pid, members in report["pools"].items():
+            print(f"  pool {pid}: " + ", ".join(f"{m} {n}" for m, n in members.items())
+                  + " students")
         _print_stale(report)
     if "nbgrader" in report:
         print(f"nbgrader source notebook: {report['nbgrader']['source']} "

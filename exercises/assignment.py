@@ -32,9 +32,18 @@ from .yaml_lines import LineDict, LineList
 TOP_KEYS = {"id": "required", "title": "required", "instructions": "optional",
             "secret": "required", "bank": "optional", "problems": "required",
             "due": "optional", "timezone": "optional", "late": "optional", "extensions": "optional"}
-PROBLEM_KEYS = {"template": "required", "id": "optional", "title": "optional",
+PROBLEM_KEYS = {"template": "required", "pool": "optional", "id": "optional", "title": "optional",
                 "points": "optional", "parts": "optional", "tests": "optional",
                 "rtol": "optional", "atol": "optional", "follow_credit": "optional"}
+# A pool: several templates of the same objective and points, one drawn per student
+# (exercises.pools); its members have parts of their own, so only whole-problem settings.
+POOL_KEYS = {"pool": "required", "id": "required", "title": "optional", "points": "optional",
+             "follow_credit": "optional"}
+POOL_REFUSED = {name: f"a pool's members have parts (and tests) of their own: '{name}' cannot "
+                      f"apply to all of them; give the whole problem's 'points', or override "
+                      f"the member in a template file of its own"
+                for name in ("parts", "tests", "rtol", "atol")}
+POOL_REFUSED["template"] = "give either 'template' (one template) or 'pool' (several), not both"
 SECRET_KEYS = {"env": "optional", "file": "optional"}
 PART_OVERRIDE_KEYS = {"points": "optional", "rtol": "optional", "atol": "optional",
                       "rubric": "optional"}   # rubric: {item id: points}
@@ -54,13 +63,24 @@ class AssignmentError(ProblemsError):
 @dataclass(frozen=True)
 class Problem:
     id: str
-    template: Template                # with the spec's overrides applied
+    template: Template                # with the spec's overrides applied (a pool: its first member)
     title: str
     line: int
+    pool: tuple[Template, ...] = ()   # a pool's members, in the spec's order; () for one template
+    own_titles: bool = False          # a pool without a title: each member shows its own
 
     @property
     def points(self) -> float:
         return self.template.points
+
+    @property
+    def members(self) -> tuple[Template, ...]:
+        """The templates a student may get: the pool's members, or the one template."""
+        return self.pool or (self.template,)
+
+    def title_of(self, template: Template) -> str:
+        """The title a student with this member sees."""
+        return template.title if self.own_titles else self.title
 
 
 @dataclass(frozen=True)
@@ -208,7 +228,10 @@ class _Templates:
     def get(self, entry: LineDict, key: str) -> Template | None:
         if "template" not in entry:
             return None
-        value, line, key = entry["template"], entry.line_of("template"), key_path(key, "template")
+        return self.named(entry["template"], entry.line_of("template"), key_path(key, "template"))
+
+    def named(self, value, line: int, key: str) -> Template | None:
+        """The template a spec names by bank id or by path (None after reporting why not)."""
         if not isinstance(value, str) or not value.strip():
             self.load.error(line, key, f"expected a template id or a path ending in .yaml, "
                                        f"got {describe(value)}")
@@ -269,7 +292,14 @@ def _problems(load: LoadProblems, data: LineDict, templates: _Templates) -> tupl
         return ()
     out: list[Problem] = []
     seen: dict[str, int] = {}   # problem id → line
-    for i, key, entry in load.mappings(raw, "problems", PROBLEM_KEYS):
+    for i, key, entry in load.mappings(raw, "problems"):
+        if "pool" in entry:
+            load.keys(entry, POOL_KEYS, key, refused=POOL_REFUSED)
+            problem = _pool_problem(load, entry, key, templates, seen)
+            if problem is not None:
+                out.append(problem)
+            continue
+        load.keys(entry, PROBLEM_KEYS, key)
         template = templates.get(entry, key)
         pid = _problem_id(load, entry, key, template, seen)
         title = load.text(entry, "title", key_path(key, "title"),
@@ -282,6 +312,55 @@ def _problems(load: LoadProblems, data: LineDict, templates: _Templates) -> tupl
         if template is not None and pid is not None and title is not None:
             out.append(Problem(pid, template, title, entry.line))
     return tuple(out)
+
+
+def _pool_problem(load: LoadProblems, entry: LineDict, key: str, templates: _Templates,
+                  seen: dict[str, int]) -> Problem | None:
+    """A pool: at least two different templates of one objective and the same points (or
+    scaled to the entry's ``points``), each with the entry's follow-through credit."""
+    before = len(load.problems)
+    pid = _problem_id(load, entry, key, None, seen) if "id" in entry else None
+    raw, line, pkey = entry["pool"], entry.line_of("pool"), key_path(key, "pool")
+    if not isinstance(raw, LineList) or len(raw) < 2:
+        load.error(line, pkey, f"expected a list of at least two templates (bank ids or paths), "
+                               f"got {describe(raw)}")
+        return None
+    members = [templates.named(value, raw.line_of(i), f"{pkey}[{i}]") for i, value in enumerate(raw)]
+    if None in members:
+        return None
+    ids = [t.id for t in members]
+    if len(set(ids)) < len(ids):
+        twice = next(t for t in ids if ids.count(t) > 1)
+        load.error(line, pkey, f"'{twice}' is in the pool twice (a pool draws among different templates)")
+    objectives = {t.objective for t in members}
+    if len(objectives) > 1:
+        load.error(line, pkey, "a pool's members must serve the same objective: "
+                   + ", ".join(f"{t.id} ({t.objective})" for t in members))
+    total = _amount(load, entry, "points", key_path(key, "points")) if "points" in entry else None
+    if total is not None and total == 0:
+        load.error(entry.line_of("points"), key_path(key, "points"), "must be more than 0")
+    elif total is None and len({t.points for t in members}) > 1:
+        load.error(line, pkey, "a pool's members must be worth the same: "
+                   + ", ".join(f"{t.id} ({t.points:g} points)" for t in members)
+                   + "; give the problem's 'points' to scale each member to it")
+    hand = {}
+    for t in members:
+        for part in (t.parts if t.kind == "free_response" else ()):
+            if part.id in hand:
+                load.error(line, pkey, f"'{hand[part.id]}' and '{t.id}' both have a hand-graded part "
+                           f"'{part.id}': a pool's hand-graded parts need ids of their own (one "
+                           f"rubric sheet column each); rename one in a copy of its template")
+            hand.setdefault(part.id, t.id)
+    credit = load_credit(load, entry, key_path(key, "follow_credit"))
+    title = load.text(entry, "title", key_path(key, "title")) if "title" in entry else ""
+    if len(load.problems) > before or pid is None or title is None:
+        return None
+    if total is not None:
+        members = [t if t.points == total else _scaled(t, total) for t in members]
+    if credit is not None:
+        members = [replace(t, follow_credit=credit) for t in members]
+    return Problem(pid, members[0], title or members[0].title, entry.line, pool=tuple(members),
+                   own_titles=not title)
 
 
 def _problem_id(load, entry: LineDict, key: str, template: Template | None,

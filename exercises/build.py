@@ -38,6 +38,7 @@ from formats.version import KIT_VERSION
 from formats.key_shape import CLASS_STUDENT, issued_before, issued_digest
 from .notebook import (Header, ProblemVariant, answer_names, build_notebook, notebook_bytes,
                        student_and_instructor)
+from . import pools
 from .seeds import variant_seed
 from formats.textfile import write_atomic
 from .schema import TemplateError
@@ -60,6 +61,8 @@ class BuildResult:
     # file of theirs written, the old key kept) unless ``new_variants``.
     changed: dict = field(default_factory=dict)
     refused: bool = False
+    # pool problem → member template → how many of the students built got it
+    pools: dict = field(default_factory=dict)
 
     @property
     def ok(self) -> bool:
@@ -74,12 +77,26 @@ class BuildResult:
         return sorted({_student_of(path) for path in self.stale})
 
 
-def problem_variants(assignment, secret: bytes, student_id: str) -> list[ProblemVariant]:
+def problem_variants(assignment, secret: bytes, student_id: str,
+                     members: dict[str, str] | None = None) -> list[ProblemVariant]:
     """The student's variant of every problem, from the seed HMAC(secret, assignment,
-    student, problem)."""
-    return [ProblemVariant(p.id, p.title,
-                           make_variant(p.template, variant_seed(secret, assignment.id, student_id, p.id)))
-            for p in assignment.problems]
+    student, problem). ``members``: pool problem → the member template the class draw gave
+    this student (``exercises.pools.draws``); an assignment with pools needs it."""
+    out = []
+    for p in assignment.problems:
+        template = _member(p, (members or {}).get(p.id))
+        seed = variant_seed(secret, assignment.id, student_id, p.id)
+        out.append(ProblemVariant(p.id, p.title_of(template), make_variant(template, seed)))
+    return out
+
+
+def _member(problem, member: str | None):
+    if not problem.pool:
+        return problem.template
+    if member is None:
+        raise ValueError(f"problem {problem.id} is a pool: the class draw (exercises.pools.draws) "
+                         f"says which member each student gets")
+    return next(t for t in problem.pool if t.id == member)
 
 
 def header(assignment, student=None) -> Header:
@@ -121,13 +138,20 @@ def _changed(problems: list[ProblemVariant], issued: dict[str, list[str]]) -> li
 def assignment_summary(assignment) -> dict:
     """The key's head. ``parts``: each problem's graded parts (implement: test families) and
     their points, which come from the template alone, so the grader can list a submission's
-    parts without reading its entry."""
+    parts without reading its entry. A pool lists its members instead (each with its parts):
+    whose parts a student has, their entry says."""
     return {"id": assignment.id, "title": assignment.title, "digest": assignment.source_digest,
             "points": assignment.points,
-            "problems": [{"id": p.id, "template": p.template.id, "title": p.title,
-                          "kind": p.template.kind, "points": p.template.points,
-                          "parts": _parts(p.template)}
-                         for p in assignment.problems]}
+            "problems": [_head_problem(p) for p in assignment.problems]}
+
+
+def _head_problem(p) -> dict:
+    if p.pool:
+        return {"id": p.id, "title": p.title, "points": p.points,
+                "pool": [{"template": t.id, "title": p.title_of(t), "kind": t.kind,
+                          "points": t.points, "parts": _parts(t)} for t in p.pool]}
+    return {"id": p.id, "template": p.template.id, "title": p.title, "kind": p.template.kind,
+            "points": p.template.points, "parts": _parts(p.template)}
 
 
 def _parts(template) -> list[list]:
@@ -147,7 +171,8 @@ def _build_student(student) -> tuple[str, str | None, str, int, list[str]]:
     encoding is done in parallel too."""
     assignment, secret, out = _CONTEXT["assignment"], _CONTEXT["secret"], _CONTEXT["out"]
     try:
-        problems = problem_variants(assignment, secret, student.id)
+        problems = problem_variants(assignment, secret, student.id,
+                                    _CONTEXT.get("drawn", {}).get(student.id))
     except (VariantError, TemplateError) as err:
         return student.id, None, f"{student.id}: {err}", 0, []
     issued = _CONTEXT.get("issued", {}).get(student.id, {})
@@ -215,8 +240,9 @@ def build(assignment, roster, out: Path, jobs: int = 1, formats=("notebook",),
     # record of what was issued (notebooks rewritten meanwhile have the same variants, or,
     # with new_variants, are flagged as not the key's until the build completes).
     issued = issued_variants(earlier) if earlier else {}
+    drawn = pools.draws(assignment, secret, [s.id for s in roster], earlier or None)
     context = {"assignment": assignment, "secret": secret, "out": out, "formats": tuple(formats),
-               "issued": issued, "new_variants": new_variants}
+               "issued": issued, "new_variants": new_variants, "drawn": drawn}
     chunks = [roster[i:i + chunk] for i in range(0, len(roster), chunk)]
     results = []
     if jobs <= 1 or len(chunks) <= 1:
@@ -246,6 +272,7 @@ def build(assignment, roster, out: Path, jobs: int = 1, formats=("notebook",),
         else:
             entries[student_id] = entry
     result.failures.sort()
+    result.pools = pools.counts(assignment, {s: d for s, d in drawn.items() if s in entries})
     if result.changed and not new_variants:
         result.refused = True                     # the earlier key stands: nothing issued changed
         result.seconds = time.perf_counter() - started
@@ -347,6 +374,13 @@ def build_nbgrader(assignment, course_dir: Path) -> BuildResult:
     ``attnkit/<assignment>/answer_key.json`` (outside ``source/``, which nbgrader releases)."""
     started = time.perf_counter()
     course_dir = Path(course_dir)
+    pooled = [p.id for p in assignment.problems if p.pool]
+    if pooled:
+        result = BuildResult(students=1, seconds=time.perf_counter() - started)
+        result.failures.append(f"{assignment.path}: {', '.join(pooled)}: a pool draws one member per "
+                               "student, but an nbgrader course build makes one notebook for the whole "
+                               "class; build per-student notebooks (attnkit build --roster) instead")
+        return result
     secret = assignment.secret()
     problems = problem_variants(assignment, secret, CLASS_STUDENT)
     name = f"{assignment.id}.ipynb"

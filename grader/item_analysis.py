@@ -21,17 +21,27 @@ on one item (a part, or a problem: the sum of its parts), X their total and X �
 Every variance and covariance divides by s − 1. An item is flagged when its discrimination
 is below 0.15, or its facility below 0.3 or above 0.95 (``FLAGS``). Pure functions of the
 numbers: ``from_summary`` reads ``reports.summary_json``'s students.
+
+A *pool* problem (``exercises.pools``) gives each student one of its member templates, whose
+parts are not each other's: its parts are items per member (``template`` says which), over
+the students who got that member, and the assignment's α counts the pool as one item, the
+problem's score, which every student has. The *fairness check* asks whether the members are
+equally hard: the Kruskal–Wallis test (Kruskal & Wallis 1952, JASA 47; with the correction
+for ties) on the problem's score share, H = [12/(N(N+1)) Σ R_i²/n_i − 3(N+1)] / [1 −
+Σ(t³ − t)/(N³ − N)], against χ² with k − 1 degrees of freedom. Ranks, not means, since scores
+pile up at full marks; members are drawn at random, so a difference is the members' own.
 """
 
 from __future__ import annotations
 
 import math
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 
 import numpy as np
 
 LOW_DISCRIMINATION = 0.15
 LOW_FACILITY, HIGH_FACILITY = 0.30, 0.95
+FAIRNESS_LEVEL = 0.05          # a pool is flagged when its members differ at this level
 
 
 @dataclass(frozen=True)
@@ -47,11 +57,13 @@ class Item:
     discrimination: float | None
     efficiency: float | None
     flags: tuple[str, ...]
+    template: str | None = None   # a pool member's part: the member it belongs to
 
     def as_json(self) -> dict:
         def r(x):
             return None if x is None else round(x, 6)
-        return {"problem": self.problem, "part": self.part, "max_score": self.max_score, "n": self.n,
+        return {"problem": self.problem, "part": self.part, "template": self.template,
+                "max_score": self.max_score, "n": self.n,
                 "facility": r(self.facility), "sd": r(self.sd), "discrimination": r(self.discrimination),
                 "efficiency": r(self.efficiency), "flags": list(self.flags)}
 
@@ -77,6 +89,9 @@ def item(problem: str, part: str | None, scores: list[float], totals: list[float
         return Item(problem, part, max_score, n, facility, None, None, None, ("one submission",))
     rest = [t - x for t, x in zip(totals, scores)]
     var_x, var_rest, cov = _cov(scores, scores), _cov(rest, rest), _cov(scores, rest)
+    # Scores are stored rounded (6 decimals): a variance at that level is rounding, not spread.
+    tiny = 1e-10 * max(max_score, max(map(abs, totals), default=0.0), 1.0) ** 2
+    var_x, var_rest = (0.0 if v < tiny else v for v in (var_x, var_rest))
     sd = math.sqrt(var_x) / max_score
     discrimination = cov / math.sqrt(var_x * var_rest) if var_x > 0 and var_rest > 0 else None
     cov_max = _cov(sorted(scores), sorted(rest))
@@ -114,27 +129,146 @@ def cronbach_alpha(columns: list[list[float]]) -> dict:
             "error_ratio": ratio, "sem": None if ratio is None else ratio * math.sqrt(total)}
 
 
+def chi2_sf(x: float, df: int) -> float:
+    """P(χ²_df ≥ x) for a whole number of degrees of freedom, in closed form (Abramowitz &
+    Stegun 26.4.4–5): even df sum a Poisson tail, odd df add erfc."""
+    if x <= 0:
+        return 1.0
+    half = x / 2
+    if df % 2 == 0:
+        term, total = 1.0, 1.0
+        for i in range(1, df // 2):
+            term *= half / i
+            total += term
+        return min(1.0, math.exp(-half) * total)
+    term = math.sqrt(half) / math.gamma(1.5)         # (x/2)^(1/2) / Γ(3/2)
+    total = 0.0
+    for i in range(1, (df + 1) // 2):
+        total += term
+        term *= half / (i + 0.5)
+    return min(1.0, math.erfc(math.sqrt(half)) + math.exp(-half) * total)
+
+
+def _ranks(values: list[float]) -> list[float]:
+    """Ranks 1…N, ties sharing their mean rank."""
+    order = sorted(range(len(values)), key=values.__getitem__)
+    ranks = [0.0] * len(values)
+    i = 0
+    while i < len(order):
+        j = i
+        while j + 1 < len(order) and values[order[j + 1]] == values[order[i]]:
+            j += 1
+        for k in order[i:j + 1]:
+            ranks[k] = (i + j) / 2 + 1
+        i = j + 1
+    return ranks
+
+
+def kruskal_wallis(groups: dict[str, list[float]]) -> dict:
+    """The Kruskal–Wallis H (tie-corrected), its degrees of freedom and p-value, over the
+    groups with at least one value; H and p are None when every value ties."""
+    groups = {g: v for g, v in groups.items() if v}
+    values = [x for v in groups.values() for x in v]
+    n, k = len(values), len(groups)
+    out = {"test": "Kruskal-Wallis", "statistic": None, "df": k - 1, "p_value": None}
+    if k < 2 or n < 3:
+        return out
+    ranks, start, sums = _ranks(values), 0, {}
+    for g, v in groups.items():
+        sums[g] = sum(ranks[start:start + len(v)])
+        start += len(v)
+    ties = sum(t ** 3 - t for t in _tie_sizes(values))
+    correction = 1 - ties / (n ** 3 - n)
+    if correction <= 0:
+        return out
+    h = (12 / (n * (n + 1)) * sum(sums[g] ** 2 / len(v) for g, v in groups.items())
+         - 3 * (n + 1)) / correction
+    return {**out, "statistic": h, "p_value": chi2_sf(h, k - 1)}
+
+
+def _tie_sizes(values: list[float]) -> list[int]:
+    counts: dict[float, int] = {}
+    for x in values:
+        counts[x] = counts.get(x, 0) + 1
+    return [c for c in counts.values() if c > 1]
+
+
+def _columns(by_student: list[dict], keys: list) -> tuple[dict, dict]:
+    """Per item key its maximum and the students' scores (None: the student has no such item)."""
+    maxima = {k: max((parts[k]["max_score"] for parts in by_student if k in parts), default=0.0)
+              for k in keys}
+    columns = {k: [parts[k]["score"] if k in parts else None for parts in by_student] for k in keys}
+    return maxima, columns
+
+
+def _item_over(problem, part, column, totals, max_score, template=None) -> Item:
+    """An item over the students who have it (a pool member's students)."""
+    pairs = [(x, t) for x, t in zip(column, totals) if x is not None]
+    return replace(item(problem, part, [x for x, _ in pairs], [t for _, t in pairs], max_score),
+                   template=template)
+
+
 def from_summary(summary: dict) -> dict:
     """Item analysis of ``reports.summary_json``'s graded students: per part, per problem, and
-    α for the assignment (over the parts). A part still waiting for a hand grade for some
-    student is left out (its 0 is not a score yet); ``waiting`` lists those parts."""
+    α for the assignment (over the parts, a pool's score counted as one item), and per pool
+    its members side by side with the fairness check. A part still waiting for a hand grade
+    for some student is left out (its 0 is not a score yet); ``waiting`` lists those parts."""
     students = [s for s in summary["students"] if s["status"] == "graded"]
-    by_student = [{(p["problem"], p["part"]): p for p in s["parts"]} for s in students]
+    pooled = {pid for s in students for pid in s.get("pools", {})}
+    by_student = [{(p["problem"], s.get("pools", {}).get(p["problem"]), p["part"]): p
+                   for p in s["parts"]} for s in students]
     waiting = list(dict.fromkeys(k for parts in by_student for k, p in parts.items() if p.get("waiting")))
     keys = [k for k in dict.fromkeys(k for parts in by_student for k in parts) if k not in waiting]
-    maxima = {k: max((parts[k]["max_score"] for parts in by_student if k in parts), default=0.0) for k in keys}
-    columns = {k: [parts[k]["score"] if k in parts else 0.0 for parts in by_student] for k in keys}
-    totals = [sum(column[i] for column in columns.values()) for i in range(len(students))]
-    parts = [item(pid, part, columns[(pid, part)], totals, maxima[(pid, part)]) for pid, part in keys]
-    problems = []
-    for pid in dict.fromkeys(pid for pid, _ in keys):
+    maxima, columns = _columns(by_student, keys)
+    totals = [sum(c[i] or 0.0 for c in columns.values()) for i in range(len(students))]
+    parts = [_item_over(pid, part, columns[k], totals, maxima[k], template)
+             for k in keys for pid, template, part in [k]]
+    problems, scores = [], {}
+    for pid in dict.fromkeys(k[0] for k in keys):
         mine = [k for k in keys if k[0] == pid]
-        scores = [sum(columns[k][i] for k in mine) for i in range(len(students))]
-        problems.append(item(pid, None, scores, totals, sum(maxima[k] for k in mine)))
-    alpha = cronbach_alpha([columns[k] for k in keys])
+        scores[pid] = [sum(columns[k][i] or 0.0 for k in mine) for i in range(len(students))]
+        # (a pool member's points are the pool's: every member is worth the same)
+        worth = max(sum(maxima[k] for k in mine if k[1] == t) for t in {k[1] for k in mine})
+        problems.append(item(pid, None, scores[pid], totals, worth))
+    alpha = cronbach_alpha([columns[k] for k in keys if k[0] not in pooled]
+                           + [scores[pid] for pid in scores if pid in pooled])
+    pools = [_pool(pid, students, scores[pid], totals, problems) for pid in scores if pid in pooled]
     flagged = [x for x in parts + problems if x.flags]
-    return {"students": len(students), "waiting": [{"problem": a, "part": b} for a, b in waiting],
+    return {"students": len(students), "waiting": [{"problem": a, "part": c, "template": b}
+                                                   for a, b, c in waiting],
             "parts": [x.as_json() for x in parts],
             "problems": [x.as_json() for x in problems],
             "assignment": {k: round(v, 6) if isinstance(v, float) else v for k, v in alpha.items()},
-            "flagged": len(flagged)}
+            "pools": pools, "flagged": len(flagged) + sum(p["fairness"]["flag"] for p in pools)}
+
+
+def _pool(pid: str, students: list[dict], scores: list[float], totals: list[float],
+          problems: list[Item]) -> dict:
+    """One pool's members side by side (each member's problem item over its students) and
+    the fairness check on the score share."""
+    worth = next(x.max_score for x in problems if x.problem == pid)
+    members: dict[str, list[int]] = {}
+    for i, s in enumerate(students):
+        members.setdefault(s["pools"][pid], []).append(i)
+    side = []
+    for template, rows in sorted(members.items()):
+        x = item(pid, None, [scores[i] for i in rows], [totals[i] for i in rows], worth).as_json()
+        side.append({"template": template, "graded": len(rows), "facility": x["facility"],
+                     "mean": round(sum(scores[i] for i in rows) / len(rows), 6), "sd": x["sd"], "discrimination": x["discrimination"],
+                     "flags": x["flags"]})
+    shares = {t: [scores[i] / worth if worth else 0.0 for i in rows] for t, rows in members.items()}
+    test = kruskal_wallis(shares)
+    lowest = min(side, key=lambda m: m["facility"] if m["facility"] is not None else 1.0)["template"] \
+        if len(side) > 1 else None
+    flag = test["p_value"] is not None and test["p_value"] < FAIRNESS_LEVEL
+    if test["p_value"] is None:
+        message = "too few graded students (or every score the same) to compare the members"
+    elif flag:
+        message = (f"the members differ in difficulty (Kruskal-Wallis p = {test['p_value']:.3g} < "
+                   f"{FAIRNESS_LEVEL:g}): {lowest} scores lowest; consider adjusting its points or "
+                   f"dropping it from the pool")
+    else:
+        message = f"no significant difference between the members (p = {test['p_value']:.3g})"
+    fairness = {**{k: (round(v, 6) if isinstance(v, float) else v) for k, v in test.items()},
+                "lowest": lowest, "flag": flag, "level": FAIRNESS_LEVEL, "message": message}
+    return {"problem": pid, "members": side, "fairness": fairness}

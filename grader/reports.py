@@ -477,6 +477,11 @@ def summary_json(gradebook: Gradebook, key: dict, deadline: Deadline | None = No
                            for p in s.parts]}
                 for s in grades]
     statuses = Counter(s.status for s in grades)
+    pools = pool_members(key)
+    for s in students:
+        entry = entry_for(key, s["id"]) or {}
+        s["pools"] = {pid: problem_record(entry, pid, {}).get("template") for pid in pools
+                      if problem_record(entry, pid, None) is not None}
     from .item_analysis import from_summary
     items = from_summary({"students": students})
     return {
@@ -486,7 +491,9 @@ def summary_json(gradebook: Gradebook, key: dict, deadline: Deadline | None = No
         "problems": problems,
         "totals": _statistics([s.total for s in graded]),
         "misconceptions": misconceptions,
+        "misconceptions_by_part": misconceptions_by_part(students),
         "item_analysis": items,
+        "pools": _pools_json(items["pools"], key, students),
         "needs_a_look": needs_a_look((s.id, s.path, s.look) for s in grades),
         "counts": {"students": len(grades), "graded": statuses[GRADED], "missing": statuses[MISSING],
                    "error": statuses[ERROR],
@@ -494,6 +501,60 @@ def summary_json(gradebook: Gradebook, key: dict, deadline: Deadline | None = No
                    "manual_parts": sum(s.waiting for s in grades if s.status != MISSING),
                    "needs_a_look": sum(bool(s.look) for s in grades)},
     }
+
+
+def pool_members(key: dict) -> dict[str, dict[str, str]]:
+    """pool problem → member template → its title, from the key's head (exercises.pools)."""
+    return {p["id"]: {m["template"]: str(m.get("title", m["template"])) for m in p["pool"]}
+            for p in head_problems(key) if p.get("pool")}
+
+
+def _pools_json(analysed: list[dict], key: dict, students: list[dict]) -> list[dict]:
+    """Each pool's members side by side: how many students got each (of those with a key
+    entry) and, over the graded ones, item_analysis's statistics and fairness check."""
+    by_problem = {p["problem"]: p for p in analysed}
+    titles = {p["id"]: str(p.get("title", p["id"])) for p in head_problems(key)}
+    out = []
+    for pid, members in pool_members(key).items():
+        stats = {m["template"]: m for m in by_problem.get(pid, {}).get("members", [])}
+        drawn = Counter(s["pools"].get(pid) for s in students)
+        out.append({"problem": pid, "title": titles[pid],
+                    "members": [{"template": t, "title": title, "students": drawn[t],
+                                 **{k: v for k, v in stats.get(t, {"graded": 0}).items() if k != "template"}}
+                                for t, title in members.items()],
+                    "fairness": by_problem.get(pid, {}).get("fairness")})
+    return out
+
+
+def misconceptions_by_part(students: list[dict]) -> list[dict]:
+    """Per part (a pool member's parts per member): how many graded students lost points on
+    it, how many of those a known misconception explains, and which — the answer-note
+    frequencies of Moodle's and STACK's reports. A part waiting for a hand grade is not
+    wrong yet."""
+    counts: dict[tuple, Counter] = {}
+    wrong: Counter = Counter()
+    for s in students:
+        if s["status"] != GRADED:
+            continue
+        for p in s["parts"]:
+            k = (p["problem"], s.get("pools", {}).get(p["problem"]), p["part"])
+            counts.setdefault(k, Counter())
+            if p["waiting"] or p["status"] == MANUAL or p["score"] >= p["max_score"] * (1 - 1e-6):
+                continue
+            wrong[k] += 1
+            if p["misconception"]:
+                counts[k][p["misconception"]] += 1
+    out = []
+    for (pid, template, part), codes in counts.items():
+        explained = sum(codes.values())
+        out.append({"problem": pid, "template": template, "part": part, "wrong": wrong[(pid, template, part)],
+                    "explained": explained,
+                    "share_explained": round(explained / wrong[(pid, template, part)], 6)
+                    if wrong[(pid, template, part)] else None,
+                    "misconceptions": [{"code": c, "count": n, "share_of_wrong": round(n / wrong[(pid, template, part)], 6),
+                                        "summary": MISCONCEPTIONS[c].summary if c in MISCONCEPTIONS else ""}
+                                       for c, n in sorted(codes.items(), key=lambda kv: (-kv[1], kv[0]))]})
+    return out
 
 
 def _mark_json(p: Part) -> dict | None:
@@ -581,7 +642,9 @@ def class_table(gradebook: Gradebook, key: dict, colour: bool = False, summary: 
                        f"{_shown(m['code'])}{what} ({_shown(', '.join(m['problems']))})")
     else:
         out.append("No misconception was diagnosed.")
+    out += _explained_lines(summary.get("misconceptions_by_part", []))
     out += _item_lines(summary.get("item_analysis"))
+    out += _pool_lines(summary.get("pools", []))
     out.append(f"Submissions: {counts['graded']} graded, {counts['missing']} missing, "
                f"{counts['error']} with errors.")
     if counts["manual_parts"]:
@@ -605,11 +668,11 @@ def _item_lines(items: dict | None) -> list[str]:
     alpha = ("–" if a["alpha"] is None else f"{a['alpha']:.2f}"
              + ("" if a["se"] is None else f" ± {a['se']:.2f}"))
     out = [f"Item analysis over {items['students']} graded submissions: Cronbach's α = {alpha} "
-           f"({a['items']} parts); {_counted(items['flagged'], 'dubious item')} "
+           f"({_counted(a['items'], 'item')}); {_counted(items['flagged'], 'dubious item')} "
            "(report --json has every part's facility, SD, discrimination and efficiency)."]
     flagged = [x for x in [*items["problems"], *items["parts"]] if x["flags"]]
     for x in flagged[:ITEM_LINES]:
-        where = _shown(x["problem"] + ("" if x["part"] is None else "/" + x["part"]))
+        where = _part_name(x)
         facts = f"facility {x['facility']:.2f}" + (
             "" if x["discrimination"] is None else f", discrimination {x['discrimination']:.2f}")
         out.append(f"  {where}: {facts} — {'; '.join(x['flags'])}")
@@ -621,6 +684,40 @@ def _item_lines(items: dict | None) -> list[str]:
 
 
 ITEM_LINES = 8          # dubious items listed in the terminal (all of them in --json)
+
+
+def _part_name(x: dict) -> str:
+    """problem/part, with a pool member's template: problem[template]/part."""
+    member = f"[{x['template']}]" if x.get("template") else ""
+    return _shown(x["problem"] + member + ("" if x.get("part") is None else "/" + x["part"]))
+
+
+def _explained_lines(rows: list[dict]) -> list[str]:
+    """The parts most students lost points on, with the share a known misconception explains."""
+    worst = sorted((r for r in rows if r["wrong"]), key=lambda r: (-r["wrong"], r["problem"], r["part"]))
+    if not worst:
+        return []
+    out = ["Parts most often wrong, and how much of it a known misconception explains:"]
+    for r in worst[:ITEM_LINES]:
+        top = r["misconceptions"][0] if r["misconceptions"] else None
+        most = f"; most often {_shown(top['code'])} ({top['count']})" if top else ""
+        out.append(f"  {_part_name(r)}: {r['wrong']} wrong, {100 * (r['share_explained'] or 0):.0f} % "
+                   f"explained{most}")
+    return out
+
+
+def _pool_lines(pools: list[dict]) -> list[str]:
+    """Each pool's members side by side, and the fairness check's verdict."""
+    out = []
+    for pool in pools:
+        members = ", ".join(f"{_shown(m['template'])} {m['students']} students"
+                            + ("" if m.get("facility") is None else f" (facility {m['facility']:.2f})")
+                            for m in pool["members"])
+        fairness = pool.get("fairness") or {}
+        out.append(f"Pool {_shown(pool['problem'])}: {members}.")
+        if fairness.get("message"):
+            out.append(f"  {'Not fair? ' if fairness.get('flag') else ''}{_shown(fairness['message'])}")
+    return out
 
 
 def _counted(n: int, word: str) -> str:

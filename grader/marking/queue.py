@@ -101,24 +101,50 @@ class PartQueue:
 
 # --- which parts ---------------------------------------------------------------------------
 
-def sample_record(key: dict, problem: str) -> dict:
-    """The problem's record in the first entry that has it: every student has the same parts
-    and rubric items (only their texts and numbers differ). The entries are read lazily from
-    the key file, so this stops at the first."""
+def sample_record(key: dict, problem: str, template: str | None = None) -> dict:
+    """The problem's record in the first entry that has it (for a pool, of that member
+    ``template``): every student with the same template has the same parts and rubric items
+    (only their texts and numbers differ). The entries are read lazily from the key file, so
+    this stops at the first."""
     return next((problem_record(e, problem) for e in key["students"].values()
-                 if problem in e.get("problems", {})), {})
+                 if problem in e.get("problems", {})
+                 and (template is None or problem_record(e, problem).get("template") == template)), {})
+
+
+def _records(key: dict, problem: dict) -> list[dict]:
+    """One representative record per template the problem can have (a pool: per member)."""
+    if not problem.get("pool"):
+        return [sample_record(key, problem["id"])]
+    return [r for m in problem["pool"] if (r := sample_record(key, problem["id"], m["template"]))]
 
 
 def markable_parts(key: dict) -> list[tuple[str, str, str, float, str]]:
-    """(problem, part, title, points, kind) of every graded part, in the key's order."""
-    out = []
+    """(problem, part, title, points, kind) of every graded part, in the key's order. A pool's
+    parts are its members' together (a part id two members share is listed once: each
+    student's own record gives its prompt, rubric and points)."""
+    out, seen = [], set()
     for problem in head_problems(key):
         pid = problem["id"]
-        record = sample_record(key, pid)
-        kind = HAND if is_free_response(record) else OVERRIDE
-        out += [(pid, part, str(problem.get("title", pid)), points, kind)
-                for part, points in graded_parts(record)]
+        for record in _records(key, problem):
+            kind = HAND if is_free_response(record) else OVERRIDE
+            for part, points in graded_parts(record):
+                if (pid, part) not in seen:
+                    seen.add((pid, part))
+                    out.append((pid, part, str(problem.get("title", pid)), points, kind))
     return out
+
+
+def part_record(key: dict, problem: str, part: str) -> dict:
+    """A representative record of the template that has the part (a pool: the first member
+    with a part of that id)."""
+    head = next((p for p in head_problems(key) if p["id"] == problem), {"id": problem})
+    return next((r for r in _records(key, head) if part in dict(graded_parts(r))), {})
+
+
+def _has_part(key: dict, student: str, problem: str, part: str) -> bool:
+    """Whether the student's variant has the part (a pool member may not)."""
+    record = problem_record(entry_for(key, student) or {}, problem, {})
+    return part in dict(graded_parts(record))
 
 
 def counted_handins(gb: Gradebook, key: dict, deadline: Deadline | None = None) -> dict[str, str]:
@@ -229,7 +255,8 @@ def part_queue(gb: Gradebook, key: dict, problem: str, part: str,
     results = _results(gb, assignment, problem, part, handins)
     current = {k[0]: m for k, m in all_marks(gb, assignment, active_only=False, problem=problem,
                                              part=part).items()}
-    students = sorted(handins, key=lambda sid: order_key(assignment, problem, part, sid))
+    students = sorted((sid for sid in handins if _has_part(key, sid, problem, part)),
+                      key=lambda sid: order_key(assignment, problem, part, sid))
     answers = [_answer(key, kind, sid, i, results.get(sid), current.get(sid))
                for i, sid in enumerate(students, 1)]
     return PartQueue(problem, part, title, points, kind, tuple(answers), _groups(answers))

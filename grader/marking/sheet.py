@@ -40,7 +40,7 @@ from ..exports import csv_text, safe_cell
 from ..gradebook import Gradebook, ResultRow
 from ..marks import (COMMENT_LIMIT, HAND, OVERRIDE, Conflict, Edit, MarkError, Target, history,
                      part_rubric, save)
-from .queue import Answer, markable_parts, normalised, part_queue, sample_record
+from .queue import Answer, markable_parts, normalised, part_queue, part_record
 
 HEAD = ("submission", "problem", "part", "version", "rubric_version", "answer")
 TAIL = ("adjustment", "comment", "reason", "score", "max_score")
@@ -99,7 +99,7 @@ def _key_parts(key: dict) -> list[tuple[str, str, Rubric, bool]]:
     """(problem, part, a representative rubric, free response) of every graded part in the
     key's order, read from the first entry that has the problem (the parts and the rubric's
     items come from the template: the same for every student; only their texts differ)."""
-    return [(pid, part, rubric_of(sample_record(key, pid), part, points), kind == HAND)
+    return [(pid, part, rubric_of(part_record(key, pid, part), part, points), kind == HAND)
             for pid, part, _title, points, kind in markable_parts(key)]
 
 

@@ -28,7 +28,7 @@ bank: bank
 problems:
 """
 TOP_KEYS = "id, title, instructions, secret, bank, problems, due, timezone, late, extensions"
-PROBLEM_KEYS = "template, id, title, points, parts, tests, rtol, atol, follow_credit"
+PROBLEM_KEYS = "template, pool, id, title, points, parts, tests, rtol, atol, follow_credit"
 SDPA_PARTS = "raw_scores, scaled_scores, weights, output"
 MASKED_FAMILIES = "basic, batched, masked, batched_masked, non_square, large_logits"
 NEW_SECRET = "python -c 'import secrets; print(secrets.token_hex(32))'"

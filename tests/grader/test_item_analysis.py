@@ -14,7 +14,7 @@ import math
 import numpy as np
 import pytest
 
-from grader.item_analysis import cronbach_alpha, from_summary, item
+from grader.item_analysis import chi2_sf, cronbach_alpha, from_summary, item, kruskal_wallis
 
 I1, I2, I3 = [1, 1, 0, 1, 0], [1, 0, 1, 0, 0], [2, 2, 1, 0, 0]
 TOTALS = [4, 3, 2, 1, 0]
@@ -94,7 +94,7 @@ def test_a_part_waiting_for_a_hand_grade_is_left_out():
         s["parts"].append({"problem": "p3", "part": "essay", "score": 0.0, "max_score": 3.0,
                            "waiting": s["id"] == "s2"})
     result = from_summary(summary)
-    assert result["waiting"] == [{"problem": "p3", "part": "essay"}]
+    assert result["waiting"] == [{"problem": "p3", "part": "essay", "template": None}]
     assert ("p3", "essay") not in {(p["problem"], p["part"]) for p in result["parts"]}
     assert result["assignment"]["alpha"] == pytest.approx(0.54)      # as without it
 
@@ -110,3 +110,67 @@ def test_the_class_summary_and_table_carry_the_item_analysis(graded_class):
     assert items["students"] == summary["counts"]["graded"]
     assert {p["problem"] for p in items["problems"]} <= {p["id"] for p in summary["problems"]}
     assert "Item analysis over" in table and "Cronbach" in table
+
+
+# --- pools: the members side by side and the fairness check ---------------------------------
+
+@pytest.mark.parametrize("x, df", [(3.841459, 1), (5.991465, 2), (7.814728, 3), (9.487729, 4),
+                                   (11.070498, 5), (6.634897, 1), (13.276704, 4)])
+def test_the_chi_square_tail_matches_the_tables(x, df):
+    # the 0.05 points of χ² with 1–5 degrees of freedom, and the 0.01 points of 1 and 4
+    assert chi2_sf(x, df) == pytest.approx(0.01 if x in (6.634897, 13.276704) else 0.05, abs=2e-7)
+
+
+def test_kruskal_wallis_by_hand():
+    # no ties: ranks 1 2 3 | 4 5 6, H = 12/42 · (6²/3 + 15²/3) − 21 = 27/7
+    test = kruskal_wallis({"A": [1, 2, 3], "B": [4, 5, 6]})
+    assert test["statistic"] == pytest.approx(27 / 7) and test["df"] == 1
+    assert test["p_value"] == pytest.approx(math.erfc(math.sqrt(27 / 14)))
+    # ties: 0 | 1 1 ‖ 1 1 1 → ranks 1 4 4 | 4 4 4; H0 = 12/42 · (9²/3 + 12²/3) − 21 = 3/7,
+    # corrected by 1 − (5³ − 5)/(6³ − 6) = 3/7: H = 1
+    tied = kruskal_wallis({"A": [0, 1, 1], "B": [1, 1, 1]})
+    assert tied["statistic"] == pytest.approx(1.0)
+    assert tied["p_value"] == pytest.approx(math.erfc(math.sqrt(0.5)))
+    assert kruskal_wallis({"A": [1, 1], "B": [1, 1]})["p_value"] is None     # nothing to rank
+
+
+def _pool_summary(low: list[float], high: list[float]) -> dict:
+    """A pool problem "q" (member X: part x, member Y: parts y1, y2; 2 points each) and a
+    plain problem "p" (part a, 1 point)."""
+    students = []
+    for i, score in enumerate(low):
+        students.append({"id": f"x{i}", "status": "graded", "pools": {"q": "X"}, "parts": [
+            {"problem": "p", "part": "a", "score": i % 2, "max_score": 1.0},
+            {"problem": "q", "part": "x", "score": score, "max_score": 2.0}]})
+    for i, score in enumerate(high):
+        students.append({"id": f"y{i}", "status": "graded", "pools": {"q": "Y"}, "parts": [
+            {"problem": "p", "part": "a", "score": i % 2, "max_score": 1.0},
+            {"problem": "q", "part": "y1", "score": score / 2, "max_score": 1.0},
+            {"problem": "q", "part": "y2", "score": score / 2, "max_score": 1.0}]})
+    return {"students": students}
+
+
+def test_a_pools_parts_are_items_per_member_and_the_pool_one_item_of_alpha():
+    result = from_summary(_pool_summary([0, 2, 2, 0], [2, 2, 0, 2]))
+    parts = {(p["problem"], p["template"], p["part"]): p for p in result["parts"]}
+    assert set(parts) == {("p", None, "a"), ("q", "X", "x"), ("q", "Y", "y1"), ("q", "Y", "y2")}
+    assert parts[("q", "X", "x")]["n"] == 4 and parts[("q", "X", "x")]["facility"] == pytest.approx(0.5)
+    assert parts[("q", "Y", "y1")]["n"] == 4 and parts[("q", "Y", "y1")]["facility"] == pytest.approx(0.75)
+    problems = {p["problem"]: p for p in result["problems"]}
+    assert problems["q"]["max_score"] == 2.0 and problems["q"]["n"] == 8
+    assert problems["q"]["facility"] == pytest.approx((4 + 6) / 8 / 2)
+    # α over two items that every student has: part a and the pool's score
+    a = [0, 1, 0, 1] * 2
+    q = [0, 2, 2, 0, 2, 2, 0, 2]
+    assert result["assignment"]["alpha"] == pytest.approx(cronbach_alpha([a, q])["alpha"], abs=1e-6)
+    assert result["assignment"]["items"] == 2
+
+
+def test_the_fairness_check_flags_a_member_that_scores_lower():
+    unfair = from_summary(_pool_summary([0, 0, 0, 0, 0, 1], [2, 2, 2, 2, 1, 2]))["pools"][0]
+    assert unfair["problem"] == "q" and [m["template"] for m in unfair["members"]] == ["X", "Y"]
+    assert unfair["fairness"]["flag"] and unfair["fairness"]["lowest"] == "X"
+    assert unfair["fairness"]["p_value"] < 0.05 and "X scores lowest" in unfair["fairness"]["message"]
+    assert unfair["members"][0]["mean"] == pytest.approx(1 / 6, abs=1e-6)
+    fair = from_summary(_pool_summary([0, 2, 2, 0, 2], [2, 0, 2, 0, 2]))["pools"][0]
+    assert not fair["fairness"]["flag"] and fair["fairness"]["p_value"] > 0.5
