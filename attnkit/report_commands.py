@@ -114,6 +114,11 @@ def _write_reports(gradebook, key: dict, out: Path, args, deadline=None) -> tupl
                 lambda: exports.write_gradescope(grades(), key, out / "gradescope",
                                                  visibility=args.gradescope_visibility)),
                ("feedback", out / "feedback" / "<student>.html", feedback)]
+    if getattr(args, "dashboard", False):
+        # the instructors' page: beside the reports, never among the students' feedback pages
+        from grader import dashboard
+        outputs.append(("dashboard", out / "dashboard.html",
+                        lambda: dashboard.write_dashboard(gradebook, key, out / "dashboard.html", deadline)))
     lms = dict.fromkeys(args.lms or ())               # in the order asked, each once
     if "canvas" in lms:
         outputs.append(lms_file("canvas", exports.write_canvas_csv, title=args.canvas_title,
@@ -146,7 +151,8 @@ def add_report_command(commands) -> None:
                     "Import) and moodle.csv (Moodle: Grader report > Import > CSV file). A "
                     "missing student's grade is blank, and an LMS gets no grade for a student "
                     "whose hand-graded parts are pending, unless asked. Expected values appear "
-                    "only with --reveal.")
+                    "only with --reveal. With --dashboard, dashboard.html: the class on one offline "
+                    "page for instructors.")
     report.add_argument("assignment", metavar="ASSIGNMENT.yaml", help="the assignment spec (for its secret)")
     key_options(report)
     report.add_argument("--out", metavar="DIR", help="where to write (default: next to instructor/, in reports/)")
@@ -154,6 +160,10 @@ def add_report_command(commands) -> None:
                         help="show the expected values in the feedback pages (after the deadline)")
     report.add_argument("--table", action="store_true", help="also print the class table")
     report.add_argument("--json", action="store_true", help="machine-readable summary on stdout")
+    report.add_argument("--dashboard", action="store_true",
+                        help="also write dashboard.html, for instructors only: the score distribution, "
+                             "item analysis, misconceptions, pools, forensics and the commonest wrong "
+                             "matrices on one self-contained page (opens offline, makes no request)")
     lms = report.add_argument_group("LMS imports")
     lms.add_argument("--lms", action="append", choices=sorted(LMS_FILES), metavar="LMS",
                      help="also write the import file of this LMS: canvas (canvas.csv), moodle "

@@ -6,8 +6,13 @@ right, or with one of their own variant's listed mistakes on every part it chang
 twin in turn), or right except a few parts with a slip of their own. Planted colluders copy
 from a classmate: every numeric answer, some of them, the answers rounded to the shown
 decimals, or a pair that shares one invented wrong answer. Forensics (``grader.forensics``)
-then reads the failed answers the grader would have stored. Recall: the planted cases
-flagged with the right partner; false flags: flags on honest students.
+then reads the failed answers the grader would have stored. Similar code is planted too
+(``grader.code_similarity``, on code, no notebooks): honest students hand in the reference
+solution, the reference with one of the synthetic misconception edits (a large class hands in
+each edit several times), or an independent implementation of their own
+(``synthetic.colluders.ALTERNATIVES``); a planted pair is a student's own implementation and
+a classmate's renamed, reformatted and reordered copy of it (``disguise``). Recall: the
+planted cases flagged with the right partner; false flags: flags on honest students.
 
     python -m bench.forensics [--students N] [--json]
 """
@@ -26,7 +31,10 @@ from exercises.build import problem_variants
 from formats.compare import within
 from formats.key_shape import gradings
 from formats.serialize import decode_names, from_jsonable, to_jsonable
+from grader.code_similarity import fingerprints, similar_pairs
 from grader.forensics import other_variant_flags, shared_wrong_flags
+from synthetic.colluders import ALTERNATIVES, disguise
+from synthetic.misconceptions import CODE_EDITS, edit_code
 
 EXAMPLE = "problem_bank/assignments/example.yaml"
 SECRET = b"bench forensics secret"
@@ -110,6 +118,38 @@ def plant(key: dict, answers: dict, rng: random.Random, cases: int) -> list[dict
     return planted
 
 
+def _template_code() -> tuple[str, str]:
+    """(stub, reference) of the example's implement problem, as its notebooks hold them."""
+    assignment = load_assignment(EXAMPLE)
+    problem = next(p for p in problem_variants(assignment, SECRET, "b0000") if p.variant.record().get("kind") == "implement")
+    signature, body = problem.variant.template.reference_code()
+    return f"{signature}\n    raise NotImplementedError()\n", f"{signature}\n{body}\n"
+
+
+def code_cases(key: dict, busy: set, rng: random.Random, cases: int = 4) -> tuple[list[dict], list]:
+    """Planted similar code among an honest class (see the module's docstring), and the
+    pairs ``similar_pairs`` finds, with the stub and the reference left out."""
+    stub, reference = _template_code()
+    edits = [e for e in (edit_code(reference, t) for t in CODE_EDITS) if e]
+    free = [s for s in sorted(key["students"]) if s not in busy]
+    pairs = iter(rng.sample(free, min(len(free), 2 * cases + 1)))
+    planted, codes = [], {}
+    for i in range(min(cases, 5, len(free) // 4)):
+        author, copier = next(pairs), next(pairs)
+        codes[author], codes[copier] = ALTERNATIVES[i], disguise(ALTERNATIVES[i], rng)
+        planted.append({"student": copier, "with": author, "kind": "similar-code",
+                        "parts": [("implement", "masked_attention")]})
+    independent = next(pairs, None)
+    if independent is not None:
+        codes[independent] = ALTERNATIVES[5]
+    for n, sid in enumerate(s for s in free if s not in codes):
+        codes[sid] = reference if n % 2 else edits[n % len(edits)]
+    given = fingerprints(stub).hashes
+    found = similar_pairs({s: fingerprints(c) for s, c in codes.items()}, given,
+                          fingerprints(reference).hashes - given)[0]
+    return planted, found
+
+
 def measure(students: int = 200, cases: int = 24, seed: int = 0) -> dict:
     rng = random.Random(seed)
     started = time.perf_counter()
@@ -121,14 +161,27 @@ def measure(students: int = 200, cases: int = 24, seed: int = 0) -> dict:
     flags = other_variant_flags(key, answers) + shared_wrong_flags(key, answers)
     seconds = time.perf_counter() - started
     colluders = {p["student"] for p in planted} | {p["with"] for p in planted if p["kind"] == "shared-wrong"}
+    started = time.perf_counter()
+    code_planted, pairs = code_cases(key, colluders | {p["with"] for p in planted}, rng)
+    code_seconds = time.perf_counter() - started
+    flags += [f for pair in pairs for f in (_code_flag(pair.a, pair.b), _code_flag(pair.b, pair.a))]
+    planted += code_planted
+    colluders |= {p["student"] for p in code_planted} | {p["with"] for p in code_planted}
     found = [p for p in planted if p["parts"] and any(
         f.student == p["student"] and p["with"] in f.partners for f in flags)]
     false = [f for f in flags if f.student not in colluders]
     return {"students": students, "planted": len([p for p in planted if p["parts"]]),
             "found": len(found), "recall": len(found) / max(1, len([p for p in planted if p["parts"]])),
             "false_flags": len(false), "flags": len(flags), "forensics_seconds": round(seconds, 3),
+            "code_planted": len(code_planted), "code_found": len([p for p in found if p in code_planted]),
+            "code_seconds": round(code_seconds, 3),
             "variants_seconds": round(built, 1),
             "missed": [p for p in planted if p["parts"] and p not in found]}
+
+
+def _code_flag(student: str, partner: str):
+    from grader.forensics import SIMILAR_CODE, Flag
+    return Flag(student, SIMILAR_CODE, (partner,), "implement", "masked_attention", "", 0.0)
 
 
 def main(argv=None) -> int:
@@ -143,7 +196,8 @@ def main(argv=None) -> int:
     print(f"answer forensics on {r['students']} students with {r['planted']} planted colluders: "
           f"recall {r['found']} of {r['planted']} ({100 * r['recall']:.1f} %), "
           f"{r['false_flags']} false flags among honest students "
-          f"({r['flags']} flags in all; forensics took {r['forensics_seconds']} s)")
+          f"({r['flags']} flags in all; forensics took {r['forensics_seconds']} s; similar code "
+          f"{r['code_found']} of {r['code_planted']} in {r['code_seconds']} s)")
     for p in r["missed"]:
         print(f"  missed: {p['student']} copying {p['with']} ({p['kind']}, {len(p['parts'])} parts)")
     return 0

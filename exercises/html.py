@@ -324,7 +324,7 @@ def heatmap_svg(matrix, row_labels=None, col_labels=None, title: str = "") -> st
 # draws the brackets of a tall matrix at text size. STIX Two Math (macOS), Cambria Math
 # (Windows) and Latin Modern Math follow, then the browser's own.
 
-_CSS = """
+PAGE_CSS = """
 @page { size: A4; margin: 18mm 16mm 20mm; }
 html { font-family: "Charter", "Georgia", "Times New Roman", serif; font-size: 11pt;
        line-height: 1.45; color: #000; background: #fff; }
@@ -363,5 +363,5 @@ def page(title: str, body_html: str, lang: str = "en") -> str:
     fetched from anywhere: it opens and prints the same offline."""
     return (f'<!DOCTYPE html>\n<html lang="{escape(lang)}">\n<head>\n<meta charset="utf-8">\n'
             f'<meta name="viewport" content="width=device-width, initial-scale=1">\n'
-            f'<title>{escape(title)}</title>\n<style>{_CSS}</style>\n</head>\n'
+            f'<title>{escape(title)}</title>\n<style>{PAGE_CSS}</style>\n</head>\n'
             f'<body>\n{body_html}\n</body>\n</html>\n')

@@ -83,7 +83,7 @@ def write_gradescope(gradebook: Gradebook, key: dict, out_dir: str | Path,
 _ANCHOR = re.compile(r"<a\s[^>]*>|</a>")
 
 
-def _markdown(text: str) -> str:
+def markdown_html(text: str) -> str:
     """Markdown as HTML without links: the page opens offline and sends no one anywhere,
     whatever a student wrote in an answer. markdown-it escapes raw HTML (html=False), so an
     ``<a`` here can only be one it made itself."""
@@ -95,7 +95,7 @@ _STATUS_LABELS = {"passed": "✓ correct", "failed": "✗ not correct", "partial
                   "marked": "✎ graded by hand", "overridden": "✎ score changed by a grader"}
 
 
-def _word_lists(record: dict) -> list[list[str]]:
+def word_lists(record: dict) -> list[list[str]]:
     """Lists of words among the givens (tokens of a sentence): labels for a matrix's rows or
     columns when their number matches."""
     try:
@@ -106,12 +106,12 @@ def _word_lists(record: dict) -> list[list[str]]:
             if isinstance(v, list) and v and all(isinstance(x, str) for x in v)]
 
 
-def _labels_for(shape, words: list[list[str]]):
+def labels_for(shape, words: list[list[str]]):
     pick = lambda n: next((w for w in words if len(w) == n), None)  # noqa: E731
     return pick(shape[0]), pick(shape[1])
 
 
-def _as_array(value):
+def as_array(value):
     """A list of numbers (or of equally shaped arrays) as one array, else None."""
     if isinstance(value, np.ndarray):
         return value
@@ -128,12 +128,12 @@ def _is_float(value) -> bool:
     """Floats are compared with the part's tolerance; whole numbers, booleans and text exactly."""
     if isinstance(value, (float, np.floating)):
         return True
-    array = _as_array(value)
+    array = as_array(value)
     return array is not None and array.dtype.kind == "f"
 
 
 def _math(text: str) -> str:
-    return _markdown(text) if "$" in text else f"<p><code>{escape(text)}</code></p>"
+    return markdown_html(text) if "$" in text else f"<p><code>{escape(text)}</code></p>"
 
 
 def value_html(value, decimals: int = 4, words=()) -> str:
@@ -142,14 +142,14 @@ def value_html(value, decimals: int = 4, words=()) -> str:
     reason = omitted_reason(value)
     if reason is not None:
         return f"<p><em>{escape(reason)}</em></p>"
-    array = _as_array(value)
+    array = as_array(value)
     if array is not None and array.ndim >= 1:
         if array.size > MAX_CELLS or (array.size == 0 and array.ndim > 1):
             # (an empty array is judged by its shape: (21000, 0, 0) would be 21,000 drawings)
             what = "too large to show here" if array.size else "no entries to show"
             return f"<p>An array of shape {escape(array.shape)}: {what}.</p>"
         if array.ndim == 2 and array.dtype.kind in "iuf" and min(array.shape) > 1:
-            rows, cols = _labels_for(array.shape, list(words))
+            rows, cols = labels_for(array.shape, list(words))
             return f"<figure>{heatmap_svg(array, rows, cols)}</figure>"
         if array.ndim >= 3:
             return "".join(f"<p>[{i}]</p>" + value_html(array[i], decimals, words)
@@ -169,7 +169,7 @@ def value_html(value, decimals: int = 4, words=()) -> str:
         return f"<p><code>{escape(repr(value))}</code></p>"
 
 
-def _decoded(answer):
+def decoded_answer(answer):
     if answer is None or omitted_reason(answer) is not None:
         return answer
     try:
@@ -181,17 +181,17 @@ def _decoded(answer):
 def _option_html(options: list[dict], index: int) -> str:
     letter = LETTERS[index] if 0 <= index < len(LETTERS) else "?"
     text = options[index]["text"] if 0 <= index < len(options) else ""
-    return f'<div class="option"><p><strong>{letter}.</strong></p>{_markdown(text)}</div>'
+    return f'<div class="option"><p><strong>{letter}.</strong></p>{markdown_html(text)}</div>'
 
 
 def _student_answer_html(record: dict, part: Part, words) -> str:
     result = part.result
     if result is None or result.answer is None:
         return "<p><em>No answer recorded.</em></p>"
-    value = _decoded(result.answer)
+    value = decoded_answer(result.answer)
     kind = record.get("kind")
     if kind == "free_response" and isinstance(value, str):
-        return f'<div class="free-text">{_markdown(value)}</div>'
+        return f'<div class="free-text">{markdown_html(value)}</div>'
     if kind == "choice" and isinstance(value, str):
         options = record.get("options", {}).get(part.part, [])
         letter = value.strip().upper()
@@ -241,8 +241,8 @@ def _rubric_html(rubric) -> str:
     """What a full answer contains, for a student's page: the guide and each item's points
     and text — never the graders' notes."""
     items = "".join(f"<li><strong>{'+' if i.points > 0 else '−'}{_points(abs(i.points))}</strong> "
-                    f"{_markdown(i.text)}</li>" for i in rubric.items)
-    return (_markdown(rubric.guide) if rubric.guide.strip() else "") + (f"<ul class=\"rubric\">{items}</ul>"
+                    f"{markdown_html(i.text)}</li>" for i in rubric.items)
+    return (markdown_html(rubric.guide) if rubric.guide.strip() else "") + (f"<ul class=\"rubric\">{items}</ul>"
                                                                        if items else "")
 
 
@@ -297,7 +297,7 @@ def _part_html(record: dict, part: Part, index: int, reveal: bool, words) -> str
         body.append("<p>Not graded.</p>")
     elif result is not None and (part.mark is None or part.mark.kind != "hand"):
         if result.message:
-            body.append(_markdown(result.message))
+            body.append(markdown_html(result.message))
         body.append(_diagnosis_html(result))
     body.append(_mark_html(record, part))
     if record.get("kind") == "free_response":
@@ -359,7 +359,7 @@ def feedback_page(s: StudentGrades, key: dict, reveal: bool = False, fallbacks=N
     for n, problem in enumerate(problems, 1):
         pid = problem["id"]
         record = problem_record(entry, pid, {})
-        words = _word_lists(record)
+        words = word_lists(record)
         parts = [p for p in s.parts if p.problem == pid]
         section = [f'<section class="problem"><h2>Problem {n}. {escape(problem.get("title", pid))} '
                    f"({_points(s.problem_scores[pid])} / {_points(problem['points'])})</h2>"]

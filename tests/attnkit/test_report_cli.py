@@ -163,3 +163,25 @@ def test_each_file_is_written_whatever_another_does(course, tmp_path, monkeypatc
     what = {"write_grades_csv": "csv", "write_canvas_csv": "canvas", "write_moodle_csv": "moodle"}[broken]
     assert set(summary["written"]) == {"csv", "gradescope", "feedback", "canvas", "moodle"} - {what}
     assert "No space left on device" in summary["not_written"][what] and f"{what} not written" in err
+
+
+def test_the_dashboard_is_written_beside_the_reports_and_fails_on_its_own(course, tmp_path, monkeypatch):
+    code, out, err = report(course, tmp_path, "--dashboard", "--json")
+    assert code == 0, err
+    summary = json.loads(out)
+    assert summary["written"]["dashboard"] == str(tmp_path / "dashboard.html")
+    assert set(summary["written"]) == {"csv", "gradescope", "feedback", "dashboard"}
+    html = (tmp_path / "dashboard.html").read_text(encoding="utf-8")
+    assert html.startswith("<!DOCTYPE html>") and "instructors&#x27; dashboard</h1>" in html and "<script" not in html
+    assert not (tmp_path / "feedback" / "dashboard.html").exists()      # never among the students' pages
+    code, out, err = report(course, tmp_path / "text", "--dashboard")
+    assert code == 0 and "dashboard:" in out and str(tmp_path / "text" / "dashboard.html") in out
+
+    def full_disk(*_args, **_kwargs):
+        raise OSError(28, "No space left on device", str(tmp_path / "dashboard.html"))
+    monkeypatch.setattr("grader.dashboard.write_dashboard", full_disk)
+    code, out, err = report(course, tmp_path / "full", "--dashboard", "--json")
+    assert code == 1
+    summary = json.loads(out)
+    assert set(summary["written"]) == {"csv", "gradescope", "feedback"}
+    assert "No space left on device" in summary["not_written"]["dashboard"] and "dashboard not written" in err

@@ -133,3 +133,40 @@ def test_an_answer_the_gradebook_left_out_or_cannot_decode_is_no_evidence(graded
     answers = {(students[0], pid, part): {"omitted": "too large to store"},
                (students[1], pid, part): {"not": "an encoded value"}}
     assert other_variant_flags(key, answers) == []
+
+
+def test_the_failed_answers_are_read_from_the_gradebook_for_the_counted_handins(graded_class):
+    """class_grades reads no answers: forensics reads each failed part's for the counted
+    handins, or it would never see one."""
+    from grader.forensics import counted_answers
+    from grader.grades import class_grades
+    build, key, gradebook_path, secret = graded_class(12)
+    with Gradebook(gradebook_path) as gradebook:
+        grades = class_grades(gradebook, key)
+        assert counted_answers(grades) == {}
+        answers = counted_answers(grades, gradebook)
+    failed = {(s.id, p.problem, p.part) for s in grades for p in s.parts
+              if p.result is not None and p.result.status in ("failed", "partial")}
+    assert answers and set(answers) <= failed | {
+        (s.id, p.problem, p.part) for s in grades for p in s.parts
+        if p.result is not None and p.result.message.startswith("Follow-through:")}
+
+
+def test_code_is_compared_only_in_the_notebook_that_was_graded(graded_class, tmp_path):
+    import dataclasses
+    import shutil
+    from grader.forensics import similar_code_flags
+    from grader.grades import class_grades
+    build, key, gradebook_path, secret = graded_class(12)
+    with Gradebook(gradebook_path) as gradebook:
+        grades = class_grades(gradebook, key)
+    flags, info = similar_code_flags(key, grades, build)
+    assert flags == [] and info["compared"] == {"implement": 12} and info["skipped"] == []
+    changed = tmp_path / "changed.ipynb"
+    shutil.copy(grades[0].path, changed)
+    changed.write_bytes(changed.read_bytes() + b"\n")             # the same notebook, other bytes
+    grades = [dataclasses.replace(grades[0], path=str(changed)), *grades[1:]]
+    flags, info = similar_code_flags(key, grades, build)
+    assert [s["student"] for s in info["skipped"]] == [grades[0].id] and info["compared"] == {"implement": 11}
+    flags, info = similar_code_flags(key, grades, None)
+    assert flags == [] and "no build folder" in info["notes"][0]

@@ -411,7 +411,7 @@ def test_a_page_that_cannot_be_made_is_a_minimal_page_never_a_missing_one(tmp_pa
 
     def broken(_record):
         raise RuntimeError("a bug outside any part")
-    monkeypatch.setattr("grader.reports._word_lists", broken)
+    monkeypatch.setattr("grader.reports.word_lists", broken)
     with Gradebook(tmp_path / "g.sqlite") as gb:
         gb.record(sub("s1", rows), rows)
         written = write_feedback(gb, KEY, tmp_path / "fb")
