@@ -8,6 +8,8 @@ import os
 import sys
 from pathlib import Path
 
+from formats.textfile import terminal_safe
+
 from .progress import Progress
 
 
@@ -115,8 +117,8 @@ def _print(report: dict, args) -> None:
             print(f"  answer-key pages:     {os.path.join(out, 'instructor', 'print', '<student>.html')}")
         print(f"  answer key (private): {report['answer_key']}")
         for pid, members in report["pools"].items():
-            print(f"  pool {pid}: " + ", ".join(f"{m} {n}" for m, n in members.items())
-                  + " students")
+            print(terminal_safe(f"  pool {pid}: " + ", ".join(f"{m} {n}" for m, n in members.items())
+                                + " students"))
         _print_stale(report)
     if "nbgrader" in report:
         print(f"nbgrader source notebook: {report['nbgrader']['source']} "

@@ -339,7 +339,7 @@ def _pool_problem(load: LoadProblems, entry: LineDict, key: str, templates: _Tem
     total = _amount(load, entry, "points", key_path(key, "points")) if "points" in entry else None
     if total is not None and total == 0:
         load.error(entry.line_of("points"), key_path(key, "points"), "must be more than 0")
-    elif total is None and len({t.points for t in members}) > 1:
+    elif "points" not in entry and len({t.points for t in members}) > 1:
         load.error(line, pkey, "a pool's members must be worth the same: "
                    + ", ".join(f"{t.id} ({t.points:g} points)" for t in members)
                    + "; give the problem's 'points' to scale each member to it")

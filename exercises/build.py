@@ -135,21 +135,25 @@ def _changed(problems: list[ProblemVariant], issued: dict[str, list[str]]) -> li
             if p.id in issued and issued[p.id] and issued_digest(p.variant.record()) != issued[p.id][-1]]
 
 
-def assignment_summary(assignment) -> dict:
+def assignment_summary(assignment, drawn: dict | None = None) -> dict:
     """The key's head. ``parts``: each problem's graded parts (implement: test families) and
     their points, which come from the template alone, so the grader can list a submission's
     parts without reading its entry. A pool lists its members instead (each with its parts):
-    whose parts a student has, their entry says."""
+    whose parts a student has, their entry says; ``drawn`` (pool → student → member,
+    ``pools.recorded``) is kept with it, so a rebuild can give everyone the same member."""
     return {"id": assignment.id, "title": assignment.title, "digest": assignment.source_digest,
             "points": assignment.points,
-            "problems": [_head_problem(p) for p in assignment.problems]}
+            "problems": [_head_problem(p, (drawn or {}).get(p.id)) for p in assignment.problems]}
 
 
-def _head_problem(p) -> dict:
+def _head_problem(p, drawn: dict | None = None) -> dict:
     if p.pool:
-        return {"id": p.id, "title": p.title, "points": p.points,
+        # untitled, the pool is named by its members' titles (each student sees their own)
+        title = " / ".join(t.title for t in p.pool) if p.own_titles else p.title
+        return {"id": p.id, "title": title, "points": p.points,
                 "pool": [{"template": t.id, "title": p.title_of(t), "kind": t.kind,
-                          "points": t.points, "parts": _parts(t)} for t in p.pool]}
+                          "points": t.points, "parts": _parts(t)} for t in p.pool],
+                **({"drawn": drawn} if drawn is not None else {})}
     return {"id": p.id, "template": p.template.id, "title": p.title, "kind": p.template.kind,
             "points": p.template.points, "parts": _parts(p.template)}
 
@@ -280,7 +284,8 @@ def build(assignment, roster, out: Path, jobs: int = 1, formats=("notebook",),
     if entries:          # no student built: no new key (a key of nobody grades nobody)
         result.key_path = out / "instructor" / "answer_key.json"
         write_atomic(result.key_path, answer_key.key_bytes(
-            assignment_summary(assignment), entries, KIT_VERSION, context["secret"]), private=True)
+            assignment_summary(assignment, pools.recorded(assignment, drawn, earlier or None)), entries,
+            KIT_VERSION, context["secret"]), private=True)
         result.files += 1
         result.stale = stale_files(out, assignment.id, set(entries))
         if remove_stale:

@@ -11,9 +11,12 @@ earlier key: students are ordered by HMAC(secret, assignment, student, "<problem
 (ties go to the members in an order the same HMAC fixes). So the counts per member differ by
 at most one, and no student can work out a classmate's member without the secret.
 
-A rebuild keeps what was issued: a student the earlier key gave a member keeps it, and the
-students new to the roster fill the emptiest members, so a course that adds late enrolments
-never sees an issued notebook change (``build``'s refusal would otherwise stop it).
+A rebuild keeps what was issued: a student the earlier key gave a member keeps it (the key's
+head records every draw, also of students since removed from the roster, so one who comes
+back gets the same problem), and the students new to the roster fill the emptiest members,
+so a course that adds late enrolments never sees an issued notebook change. The counts
+differ by at most one on a first build and stay so while students are only added; removals
+can leave them further apart, since issued members are never moved to even them out.
 """
 
 from __future__ import annotations
@@ -31,7 +34,8 @@ def draw(secret: bytes, assignment_id: str, pid: str, members: list[str], studen
          earlier: dict[str, str] | None = None) -> dict[str, str]:
     """student → the member (template id) they get, for one pool. ``earlier``: student →
     the member an earlier key gave them (kept when it is still in the pool)."""
-    kept = {s: m for s, m in (earlier or {}).items() if m in members and s in set(students)}
+    roster = set(students)
+    kept = {s: m for s, m in (earlier or {}).items() if m in members and s in roster}
     counts = Counter({m: 0 for m in members})
     counts.update(kept.values())
     rank = {m: i for i, m in enumerate(_order(secret, assignment_id, pid + "#members", members))}
@@ -46,17 +50,44 @@ def draw(secret: bytes, assignment_id: str, pid: str, members: list[str], studen
 def draws(assignment, secret: bytes, students: list[str],
           earlier_key: dict | None = None) -> dict[str, dict[str, str]]:
     """student → {pool problem id → member template id} for every pool of ``assignment``
-    (an assignment without pools: every student maps to {})."""
+    (an assignment without pools: every student maps to {}). ``earlier_key``: a student it
+    gave a member keeps it — their entry's, or for a student since removed from the roster
+    and now back, the draw its head recorded (``recorded``)."""
     out: dict[str, dict[str, str]] = {s: {} for s in students}
     for problem in assignment.problems:
         if not problem.pool:
             continue
-        earlier = {s: e["problems"][problem.id].get("template")
-                   for s, e in (earlier_key or {}).get("students", {}).items()
-                   if problem.id in e.get("problems", {})}
-        drawn = draw(secret, assignment.id, problem.id, [t.id for t in problem.pool], students, earlier)
+        drawn = draw(secret, assignment.id, problem.id, [t.id for t in problem.pool], students,
+                     _earlier(earlier_key, problem.id))
         for student, member in drawn.items():
             out[student][problem.id] = member
+    return out
+
+
+def _earlier(key: dict | None, pid: str) -> dict[str, str]:
+    """student → the member an earlier key gave them for pool ``pid``."""
+    if not key:
+        return {}
+    head = next((p for p in key.get("assignment", {}).get("problems", []) if p.get("id") == pid), {})
+    out = dict(head.get("drawn", {})) if isinstance(head.get("drawn"), dict) else {}
+    for sid, entry in key.get("students", {}).items():
+        record = entry.get("problems", {}).get(pid)
+        if isinstance(record, dict) and isinstance(record.get("template"), str):
+            out[sid] = record["template"]
+    return out
+
+
+def recorded(assignment, drawn: dict[str, dict[str, str]], earlier_key: dict | None) -> dict[str, dict[str, str]]:
+    """pool problem → student → member, for the key's head: this build's draws and every
+    earlier one of a student no longer in the roster, so one who comes back gets the same
+    problem again."""
+    out = {}
+    for problem in assignment.problems:
+        if problem.pool:
+            members = {t.id for t in problem.pool}
+            kept = {s: m for s, m in _earlier(earlier_key, problem.id).items() if m in members}
+            kept.update({s: d[problem.id] for s, d in drawn.items() if problem.id in d})
+            out[problem.id] = dict(sorted(kept.items()))
     return out
 
 

@@ -48,6 +48,16 @@ def head_problems(key: dict) -> list[dict]:
     return list(key["assignment"]["problems"])
 
 
+def problem_title(problem: dict, record: dict | None = None) -> str:
+    """A head problem's title as the student with this ``record`` saw it: for a pool, their
+    member's own title (the head's title names the pool, for instructors)."""
+    if problem.get("pool") and record:
+        member = next((m for m in problem["pool"] if m.get("template") == record.get("template")), None)
+        if member is not None and "title" in member:
+            return str(member["title"])
+    return str(problem.get("title", problem["id"]))
+
+
 def problem_order(key: dict) -> list[str]:
     """Problem ids in the assignment's order (an entry's own mapping is sorted by id)."""
     return [p["id"] for p in key["assignment"]["problems"]]

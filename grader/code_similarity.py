@@ -239,43 +239,93 @@ def candidate_pairs(own: dict[str, frozenset], max_holders: int) -> dict[tuple[s
     return shared
 
 
-def similar_pairs(codes: dict[str, Fingerprints], given=frozenset(), reference=frozenset(),
-                  max_holders: int | None = None) -> tuple[list[Pair], list[float]]:
-    """The pairs of students whose code is similar, and every compared pair's similarity.
+MAX_HOLDERS = 50         # a posting list longer than this is common code, whatever the class size
+
+
+@dataclass(frozen=True)
+class Similar:
+    """Two groups of students whose code is similar (``a == b``: the students of one group,
+    whose own code is identical); the lines are those of each group's first student."""
+    a: tuple[str, ...]
+    b: tuple[str, ...]
+    similarity: float
+    shared: frozenset[int]
+    lines_a: tuple[int, ...]
+    lines_b: tuple[int, ...]
+
+    @property
+    def pairs(self) -> int:
+        """How many pairs of students this stands for."""
+        n = len(self.a)
+        return n * (n - 1) // 2 if self.a == self.b else n * len(self.b)
+
+
+def similar_groups(codes: dict[str, Fingerprints], given=frozenset(), reference=frozenset(),
+                   max_holders: int | None = None) -> tuple[list[Similar], list[tuple[float, int]]]:
+    """The similar groups of students, and every compared pair's similarity as (score, how
+    many student pairs have it).
 
     ``codes``: student → fingerprints of their implement cell; ``given``: the stub's (the
     signature and docstring every notebook holds); ``reference``: the instructor's solution's.
-    A student's *own* code is what is left of theirs without the given code and fingerprints
-    held by more than ``max_holders`` (default: a tenth of the class, at least 4) that are not
-    the reference's (most of a class may hand in the reference: it stays their own code). Two
-    students who both wrote the reference solution (or the reference with the same small
-    edit) share it because they share its source, not each other: reference fingerprints are
-    in their own code but never count as shared, so such a pair's similarity stays low. A pair
-    is similar when its similarity is at least ``MIN_SIMILARITY``, at least ``MIN_SHARED``
-    fingerprints outside the reference carry it, and they lie in ``MIN_STATEMENTS`` distinct
-    statements on each side (one long line copied is not a function copied), and neither side
-    is mostly the reference (``reference_share`` below ``MAX_REFERENCE``): two edits of the
-    reference share what they changed because both started from it, and that is no
-    evidence that one copied the other (the synthetic misconceptions are exactly that)."""
-    n = len(codes)
-    max_holders = max(4, n // 10) if max_holders is None else max_holders
-    common = common_hashes(codes, max_holders) - reference
-    own = {sid: fp.hashes - given - common for sid, fp in codes.items()}
+    Students whose code is the same once the stub is left out form one group, compared once
+    (a ring of 100 students handing in one solution costs what one student does). A
+    student's *own* code is what is left of theirs without the given code and fingerprints
+    held by more than ``max_holders`` groups (default: a tenth of them, at least 4, at most
+    ``MAX_HOLDERS``, so the inverted index costs at most MAX_HOLDERS × the class's
+    fingerprints) that are not the reference's (most of a class may hand in the reference:
+    it stays their own code). Two students who both wrote the reference solution (or the
+    reference with the same small edit) share it because they share its source, not each
+    other: reference fingerprints are in their own code but never count as shared, so such
+    a pair's similarity stays low. A pair is similar when its similarity is at least
+    ``MIN_SIMILARITY``, at least ``MIN_SHARED`` fingerprints outside the reference carry it,
+    and they lie in ``MIN_STATEMENTS`` distinct statements on each side (one long line
+    copied is not a function copied), and neither side is mostly the reference
+    (``reference_share`` below ``MAX_REFERENCE``): two edits of the reference share what they
+    changed because both started from it, and that is no evidence that one copied the other
+    (the synthetic misconceptions are exactly that)."""
+    groups: dict[frozenset, list[str]] = {}
+    for sid in sorted(codes):
+        groups.setdefault(frozenset(codes[sid].hashes - given), []).append(sid)
+    firsts = {members[0]: tuple(members) for members in groups.values()}
+    n = len(firsts)
+    if max_holders is None:
+        max_holders = min(MAX_HOLDERS, max(4, n // 10))
+    common = common_hashes({sid: codes[sid] for sid in firsts}, max_holders) - reference
+    own = {sid: codes[sid].hashes - given - common for sid in firsts}
     distinctive = {sid: hashes - reference for sid, hashes in own.items()}
-    pairs, seen = [], []
-    for a, b in sorted(candidate_pairs(distinctive, max_holders)):
+    found, seen = [], []
+    candidates = [(a, b) for a, b in sorted(candidate_pairs(distinctive, max_holders))]
+    candidates += [(a, a) for a, members in firsts.items() if len(members) > 1]
+    for a, b in candidates:
         shared = distinctive[a] & distinctive[b]
         score = 2 * len(shared) / max(1, len(own[a]) + len(own[b]))
-        seen.append(score)
-        if score < MIN_SIMILARITY or len(shared) < MIN_SHARED:
-            continue
-        if min(_statements_holding(codes[a], shared), _statements_holding(codes[b], shared)) < MIN_STATEMENTS:
-            continue
-        if max(reference_share(codes[a], reference, given), reference_share(codes[b], reference, given)) >= MAX_REFERENCE:
-            continue
-        pairs.append(Pair(a, b, score, frozenset(shared), tuple(codes[a].lines(shared)),
-                          tuple(codes[b].lines(shared))))
-    return pairs, seen
+        similar = Similar(firsts[a], firsts[b], score, frozenset(shared),
+                          tuple(codes[a].lines(shared)), tuple(codes[b].lines(shared)))
+        seen.append((score, similar.pairs))
+        if _similar_enough(codes[a], codes[b], shared, score, reference, given):
+            found.append(similar)
+    return found, seen
+
+
+def _similar_enough(a: Fingerprints, b: Fingerprints, shared, score, reference, given) -> bool:
+    if score < MIN_SIMILARITY or len(shared) < MIN_SHARED:
+        return False
+    if min(_statements_holding(a, shared), _statements_holding(b, shared)) < MIN_STATEMENTS:
+        return False
+    return max(reference_share(a, reference, given), reference_share(b, reference, given)) < MAX_REFERENCE
+
+
+def similar_pairs(codes: dict[str, Fingerprints], given=frozenset(), reference=frozenset(),
+                  max_holders: int | None = None) -> tuple[list[Pair], list[float]]:
+    """``similar_groups`` pair by pair (for a few students: the list grows with the square of
+    a group's size): the similar pairs, and every compared pair's similarity."""
+    groups, seen = similar_groups(codes, given, reference, max_holders)
+    pairs = []
+    for g in groups:
+        twins = combinations(g.a, 2) if g.a == g.b else ((x, y) for x in g.a for y in g.b)
+        pairs += [Pair(x, y, g.similarity, g.shared, tuple(codes[x].lines(g.shared)),
+                       tuple(codes[y].lines(g.shared))) for x, y in twins]
+    return pairs, [score for score, count in seen for _ in range(count)]
 
 
 def _statements_holding(fp: Fingerprints, hashes) -> int:

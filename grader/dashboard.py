@@ -304,7 +304,7 @@ def _items(summary: dict) -> str:
     alpha = _number(a["alpha"]) + ("" if a["se"] is None else f" ± {_number(a['se'])} (SE)")
     figures = _figures([("Cronbach's α", alpha), ("Error ratio", _number(a["error_ratio"])),
                         ("SEM", "–" if a["sem"] is None else f"{_number(a['sem'])} points"),
-                        ("Parts", str(a["items"])), ("Students", str(items["students"])),
+                        ("Items", str(a["items"])), ("Students", str(items["students"])),
                         ("Dubious items", str(items["flagged"]))])
     rows = []
     for problem in items["problems"]:
@@ -517,6 +517,11 @@ class Mistake:
     expected: object              # their expected answer, from the key
     message: str                  # the grader's message to them
     commonest: str | None = None  # the commonest mistake when it cannot be drawn (this one is)
+    template: str | None = None   # a pool's member (its parts are its own)
+
+    @property
+    def where(self) -> str:
+        return f"{self.problem}[{self.template}]/{self.part}" if self.template else f"{self.problem}/{self.part}"
 
 
 def _record(key: dict, student: str, problem: str) -> dict:
@@ -540,17 +545,26 @@ def _matrix(value) -> np.ndarray | None:
     return array.astype(float)
 
 
-def _matrix_parts(key: dict, students: list[str]) -> list[tuple[str, str]]:
-    """(problem, part) of every numeric part whose expected answer is a matrix (for the first
-    student whose variant has the problem), in the assignment's order."""
+def _matrix_parts(key: dict, students: list[str]) -> list[tuple[str, str | None, str]]:
+    """(problem, template, part) of every numeric part whose expected answer is a matrix, in
+    the assignment's order; ``template`` names a pool's member (None for a plain problem),
+    read from the first student whose variant has it."""
     out = []
     for problem in head_problems(key):
         pid = problem["id"]
-        record = next((r for r in (_record(key, s, pid) for s in students) if r), {})
-        if record.get("kind") != "numeric":
-            continue
-        out += [(pid, g["id"]) for g in gradings(record, []) if _matrix(_expected(record, g["id"])) is not None]
+        members = [m["template"] for m in problem["pool"]] if problem.get("pool") else [None]
+        for template in members:
+            record = next((r for r in (_record(key, s, pid) for s in students)
+                           if r and (template is None or r.get("template") == template)), {})
+            if record.get("kind") == "numeric":
+                out += [(pid, template, g["id"]) for g in gradings(record, [])
+                        if _matrix(_expected(record, g["id"])) is not None]
     return out
+
+
+def _has_member(key: dict, student: str, problem: str, template: str | None) -> bool:
+    """Whether the student's variant of the problem is that pool member (always, for None)."""
+    return template is None or _record(key, student, problem).get("template") == template
 
 
 def _error_shape(answer, expected, rtol: float, atol: float) -> str:
@@ -583,16 +597,25 @@ def _error_shape(answer, expected, rtol: float, atol: float) -> str:
 
 
 def _failing_counts(gradebook: Gradebook, key: dict, counted: dict, parts: list) -> Counter:
-    """(problem, part) → how many counted handins failed it, without reading any answer."""
-    wanted = set(parts)
-    return Counter((problem, part) for student, handin, problem, part, status in
-                   gradebook.part_statuses(assignment_id(key))
-                   if status in FAILING and counted.get(student) == handin and (problem, part) in wanted)
+    """(problem, template, part) → how many counted handins failed it, without reading any answer."""
+    wanted: dict = {}
+    for pid, template, part in parts:
+        wanted.setdefault((pid, part), []).append(template)
+    out: Counter = Counter()
+    for student, handin, problem, part, status in gradebook.part_statuses(assignment_id(key)):
+        if status in FAILING and counted.get(student) == handin and (problem, part) in wanted:
+            for template in wanted[(problem, part)]:
+                if _has_member(key, student, problem, template):
+                    out[(problem, template, part)] += 1
+    return out
 
 
-def _commonest_mistake(gradebook: Gradebook, key: dict, problem: str, part: str, counted: dict) -> Mistake | None:
-    """The part's failing answers grouped by the misconception diagnosed (or, lacking one, by
-    the shape of the error); the largest group that can be drawn, and one of its students."""
+def _commonest_mistake(gradebook: Gradebook, key: dict, problem: str, template: str | None, part: str,
+                       counted: dict) -> Mistake | None:
+    """The part's failing answers (of the pool member ``template``'s students) grouped by the
+    misconception diagnosed (or, lacking one, by the shape of the error); the largest group
+    that can be drawn, and one of its students."""
+    counted = {sid: h for sid, h in counted.items() if _has_member(key, sid, problem, template)}
     groups: dict[tuple[bool, str], list] = {}
     wrong = 0
     for _, r in sorted(gradebook.part_results(assignment_id(key), problem, part, handins=counted),
@@ -620,7 +643,7 @@ def _commonest_mistake(gradebook: Gradebook, key: dict, problem: str, part: str,
         first = ranked[0][0]
         commonest = None if (named, label) == first else f"{first[1]} ({_counted(len(ranked[0][1]), 'student')})"
         return Mistake(problem, part, label, named, tuple(m[0].student for m in members), wrong, r.student,
-                       answer, expected, r.message or "", commonest)
+                       answer, expected, r.message or "", commonest, template)
     return None
 
 
@@ -633,7 +656,8 @@ def _matrices(gradebook: Gradebook, key: dict, grades) -> str:
         return "<p>The assignment has no by-hand matrix part.</p>"
     failing = _failing_counts(gradebook, key, counted, parts)
     chosen = sorted((p for p in parts if failing[p]), key=lambda p: -failing[p])[:MATRIX_PARTS]
-    mistakes = [m for m in (_commonest_mistake(gradebook, key, pid, part, counted) for pid, part in chosen) if m]
+    mistakes = [m for m in (_commonest_mistake(gradebook, key, pid, template, part, counted)
+                            for pid, template, part in chosen) if m]
     if not mistakes:
         return "<p>No by-hand matrix part has a wrong matrix to show.</p>"
     names = {s.id: s.name for s in grades}
@@ -660,8 +684,8 @@ def _mistake_html(m: Mistake, key: dict, names: dict) -> str:
     # as their feedback page shows it: Markdown without raw HTML or links (reports.markdown_html)
     quote = (f'<div class="quote"><p><small>The grader told them:</small></p>{markdown_html(message)}</div>'
              if message else "")
-    return (f'<section class="part" aria-label="{escape(m.problem)}/{escape(m.part)}">'
-            f"<h3>{escape(m.problem)}/{escape(m.part)}: {what}</h3><p>{made}</p>{note}"
+    return (f'<section class="part" aria-label="{escape(m.where)}">'
+            f"<h3>{escape(m.where)}: {what}</h3><p>{made}</p>{note}"
             f'<div class="pair">{_figure(m.answer, f"Wrong: {who}’s answer", words)}'
             f'{_figure(m.expected, f"Expected on {m.student}’s variant", words)}</div>'
             f"{quote}</section>")

@@ -35,7 +35,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from formats.key_shape import (assignment_id, assignment_title, entry_for, head_problems, problem_record,
-                              rubric_of, total_points)
+                               problem_title, rubric_of, total_points)
 from formats.textfile import printable, write_atomic
 
 from .grades import NOT_ACCEPTED, StudentGrades, score_text
@@ -290,7 +290,9 @@ def moodle_feedback(row: ExportRow, key: dict) -> str:
     head = assignment_title(key, assignment_id(key))
     if row.earned is None:
         return f"{head}: no submission was received."
-    parts = [f"{p.get('title', p['id'])} {number(row.problem_scores.get(p['id'], 0.0))}/{number(p['points'])}"
+    entry = entry_for(key, row.id) or {}
+    parts = [f"{problem_title(p, problem_record(entry, p['id'], {}))} "
+             f"{number(row.problem_scores.get(p['id'], 0.0))}/{number(p['points'])}"
              for p in head_problems(key)]
     text = f"{head}: {number(row.earned)} of {number(row.max_score)} points"
     if row.status == INCOMPLETE:
@@ -347,7 +349,9 @@ def gradescope_results(s: StudentGrades, key: dict, visibility: str = "visible")
     if visibility not in GRADESCOPE_VISIBILITIES:
         raise ExportError(f"Gradescope visibility is one of {', '.join(GRADESCOPE_VISIBILITIES)}, "
                           f"not {visibility!r}")
-    titles = {p["id"]: (n, str(p.get("title", p["id"]))) for n, p in enumerate(head_problems(key), 1)}
+    entry = entry_for(key, s.id) or {}
+    titles = {p["id"]: (n, problem_title(p, problem_record(entry, p["id"], {})))
+              for n, p in enumerate(head_problems(key), 1)}
     status, pending = export_status(s), _pending(s)
     tests, counter = [], {}
     for part in s.parts:

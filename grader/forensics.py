@@ -23,14 +23,18 @@ flagged: two variants' arrays do not agree by chance. A value many variants can 
 number, a small count, a shape, an index) flags only when ``p_coincidence`` is at most
 ``THRESHOLD``, so a small-integer answer that many variants share never flags on its own.
 
-Cost: each part's expected answers are sorted once by their sum; a student's value is then
-compared in full only with those whose sum lies within what the tolerance allows (a binary
-search), so a class of n costs O(n log n) per part, not O(n²).
+Cost: each part's distinct expected answers are sorted once by a weighted sum (fixed weights
+in [1, 2), not the plain sum, which is the same for every softmax matrix); a student's value is
+then compared in full only with those whose projection lies within what the tolerance allows
+(a binary search), and the listing stops once more than MAX_PARTNERS owners match (a value
+the class shares is no evidence), so a class of n costs O(n log n) per part for answers
+spread as variants are. A pool's members are compared each on its own.
 """
 
 from __future__ import annotations
 
 import bisect
+from itertools import accumulate
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -41,7 +45,7 @@ from formats.compare import telling, within
 from formats.key_shape import IMPLEMENT, entry_for, gradings, key_students, problem_records
 from formats.serialize import decode_names, from_jsonable
 
-from .code_similarity import fingerprints, line_ranges, plain, similar_pairs
+from .code_similarity import fingerprints, line_ranges, plain, similar_groups
 from .follow_through import FOLLOW_THROUGH
 from .gradebook import omitted_reason
 from .intake import Found, read_submission
@@ -75,32 +79,50 @@ def _array(value):
     return a if np.isfinite(a).all() else None
 
 
+def _weights(size: int) -> np.ndarray:
+    """Fixed weights in [1, 2) for the index's projection (the golden-ratio sequence): a
+    plain sum would put every softmax matrix at its row count, the whole class in one place."""
+    return 1 + np.mod(np.arange(1, size + 1) * 0.6180339887498949, 1.0)
+
+
 class _PartIndex:
-    """One part's expected answers of the whole class, sorted by their sums."""
+    """One part's values of the whole class (expected answers, twins' answers or students'
+    answers), equal values stored once with their owners, sorted by a weighted sum."""
 
-    def __init__(self, expected: dict, rtol: float, atol: float):
+    def __init__(self, values: dict, rtol: float, atol: float):
         self.rtol, self.atol = rtol, atol
-        rows = [(float(a.sum()), sid, a) for sid, a in ((s, _array(v)) for s, v in expected.items())
-                if a is not None]
+        unique: dict = {}
+        for owner, v in values.items():
+            a = _array(v)
+            if a is not None:
+                unique.setdefault((a.shape, a.tobytes()), (a, []))[1].append(owner)
+        rows = [(float(_weights(a.size) @ a.ravel()), a, owners) for a, owners in unique.values()]
         rows.sort(key=lambda r: r[0])
-        self.sums = [r[0] for r in rows]
+        self.keys = [r[0] for r in rows]
         self.rows = rows
-        self.n = len(expected)
+        self.n = len(values)
 
-    def matching(self, value) -> list[str]:
-        """The students whose expected answer ``value`` matches within the tolerance."""
+    def matching(self, value, limit: int | None = None) -> list | None:
+        """The owners of the values ``value`` matches within the tolerance; None when there are
+        more than ``limit`` of them (no need to list a value the whole class shares)."""
         a = _array(value)
         if a is None:
             return []
-        # a matches b: |a − b| ≤ atol + rtol·|b| entrywise, so |Σa − Σb| ≤ size·atol + rtol·Σ|b|,
-        # and Σ|b| ≤ (Σ|a| + size·atol) / (1 − rtol): only sums that close can match
+        # a matches b: |a − b| ≤ atol + rtol·|b| entrywise, so with weights w < 2,
+        # |w·a − w·b| ≤ 2 (size·atol + rtol·Σ|b|), and Σ|b| ≤ (Σ|a| + size·atol) / (1 − rtol):
+        # only projections that close can match
         spread = a.size * self.atol
-        bound = spread + self.rtol * (float(np.abs(a).sum()) + spread) / max(1 - self.rtol, 1e-12)
-        bound += 1e-9 * (1 + float(np.abs(a).sum()))       # the sums' own rounding
-        s = float(a.sum())
-        lo, hi = bisect.bisect_left(self.sums, s - bound), bisect.bisect_right(self.sums, s + bound)
-        return [sid for _, sid, b in self.rows[lo:hi]
-                if b.shape == a.shape and within(a, b, self.rtol, self.atol)]
+        bound = 2 * (spread + self.rtol * (float(np.abs(a).sum()) + spread) / max(1 - self.rtol, 1e-12))
+        bound += 1e-9 * (1 + 2 * float(np.abs(a).sum()))       # the sums' own rounding
+        x = float(_weights(a.size) @ a.ravel())
+        lo, hi = bisect.bisect_left(self.keys, x - bound), bisect.bisect_right(self.keys, x + bound)
+        out: list = []
+        for _, b, owners in self.rows[lo:hi]:
+            if b.shape == a.shape and within(a, b, self.rtol, self.atol):
+                out += owners
+                if limit is not None and len(out) > limit:
+                    return None
+        return out
 
 
 def _twin_values(record: dict, part: str) -> dict:
@@ -122,8 +144,29 @@ def _mostly_the_same(expected: dict, rtol: float, atol: float) -> bool:
     """Is one expected value shared by more than THRESHOLD of the class (the lecture's own
     numbers, given to everyone)?"""
     index = _PartIndex(expected, rtol, atol)
-    values = list(expected.values())
-    return any(len(index.matching(v)) > THRESHOLD * len(values) for v in values[:50])
+    limit = max(1, int(THRESHOLD * len(expected)))          # (a value always matches itself)
+    return any(index.matching(v, limit) is None for v in list(expected.values())[:50])
+
+
+def _members(records: dict, problem: str, part: str):
+    """(grading item, {student: record}) per template that has the part: a pool's members
+    are different problems, compared each on its own (with its own tolerance)."""
+    groups: dict = {}
+    for sid, by_problem in records.items():
+        record = by_problem.get(problem)
+        if record is None or record.get("kind") != "numeric":
+            continue
+        grading = next((g for g in gradings(record, []) if g.get("id") == part), None)
+        if grading is not None:
+            groups.setdefault(record.get("template"), (grading, {}))[1][sid] = record
+    return list(groups.values())
+
+
+def _is_own(value, record: dict, part: str, rtol: float, atol: float) -> bool:
+    """The student's own expected answer, or what one of their own variant's mistakes gives."""
+    own = decode_names(record["answers"]).get(part)
+    return _close(value, own, rtol, atol) or any(
+        _close(value, t, rtol, atol) for t in _twin_values(record, part).values())
 
 
 def other_variant_flags(key: dict, answers: dict, threshold: float = THRESHOLD) -> list[Flag]:
@@ -131,46 +174,42 @@ def other_variant_flags(key: dict, answers: dict, threshold: float = THRESHOLD) 
     numeric parts that did not pass. One flag per student and part whose value is some
     classmates' expected answer — or what a listed mistake gives on a classmate's variant (a
     copied *wrong* answer) — and neither the student's own answer nor their own mistake."""
-    students = key_students(key)
-    records = {sid: dict(problem_records(key["students"][sid])) for sid in students}
+    records = {sid: dict(problem_records(key["students"][sid])) for sid in key_students(key)}
     flags = []
     for (problem, part), given in _by_part(answers).items():
-        expected, grading = {}, None
-        for sid in students:
-            record = records[sid].get(problem)
-            if record is None or record.get("kind") != "numeric":
-                continue
-            grading = grading or next((g for g in gradings(record) if g.get("id") == part), None)
-            expected[sid] = decode_names(record["answers"]).get(part)
-        if grading is None or not expected:
+        for grading, members in _members(records, problem, part):
+            flags += _other_variant(problem, part, grading, members, given, threshold)
+    return flags
+
+
+def _other_variant(problem, part, grading, records: dict, given: dict, threshold) -> list[Flag]:
+    rtol, atol = float(grading["rtol"]), float(grading["atol"])
+    expected = {sid: decode_names(r["answers"]).get(part) for sid, r in records.items()}
+    index = _PartIndex(expected, rtol, atol)
+    twins = _PartIndex({(sid, name): v for sid, r in records.items()
+                        for name, v in _twin_values(r, part).items()}, rtol, atol)
+    flags = []
+    for sid, value in given.items():
+        if sid not in records or _is_own(value, records[sid], part, rtol, atol):
+            continue                         # right for its owner, or its owner's own mistake
+        matches = index.matching(value, MAX_PARTNERS)
+        twin_matches = twins.matching(value, MAX_PARTNERS)
+        if matches is None or twin_matches is None:
+            continue                         # a value too many variants share: no evidence
+        partners = tuple(dict.fromkeys([*matches, *(owner for owner, _ in twin_matches)]))
+        if not partners or len(partners) > MAX_PARTNERS:
             continue
-        rtol, atol = float(grading["rtol"]), float(grading["atol"])
-        index = _PartIndex(expected, rtol, atol)
-        twins = _PartIndex({(sid, name): v for sid in expected
-                            for name, v in _twin_values(records[sid][problem], part).items()}, rtol, atol)
-        for sid, value in given.items():
-            if sid not in expected:
+        share = len(partners) / max(index.n - 1, 1)
+        if not telling(value):
+            # one number (or a few) lands within the tolerance of *some* classmate's by
+            # chance in a large class: the chance of hitting at least one of n − 1
+            share = 1 - (1 - share) ** max(index.n - 1, 1)
+            if share > threshold:
                 continue
-            matches = index.matching(value)
-            twin_matches = twins.matching(value)
-            if sid in matches or any(owner == sid for owner, _ in twin_matches):
-                continue                         # right for its owner, or its owner's own mistake
-            partners = tuple(dict.fromkeys([*(m for m in matches if m != sid),
-                                            *(owner for owner, _ in twin_matches)]))
-            if not partners or len(partners) > MAX_PARTNERS:
-                continue
-            share = len(partners) / max(index.n - 1, 1)
-            if not telling(value):
-                # one number (or a few) lands within the tolerance of *some* classmate's by
-                # chance in a large class: the chance of hitting at least one of n − 1
-                share = 1 - (1 - share) ** max(index.n - 1, 1)
-                if share > threshold:
-                    continue
-            what = ("the expected answer" if matches else
-                    f"what the mistake {twin_matches[0][1]} gives")
-            flags.append(Flag(sid, OTHER_VARIANT, partners, problem, part,
-                              f"the answer to {problem}/{part} is {what} on {', '.join(partners)}'s "
-                              "variant (within the part's tolerance), not on this student's own", share))
+        what = "the expected answer" if matches else f"what the mistake {twin_matches[0][1]} gives"
+        flags.append(Flag(sid, OTHER_VARIANT, partners, problem, part,
+                          f"the answer to {problem}/{part} is {what} on {', '.join(partners)}'s "
+                          "variant (within the part's tolerance), not on this student's own", share))
     return flags
 
 
@@ -179,34 +218,38 @@ def shared_wrong_flags(key: dict, answers: dict) -> list[Flag]:
     their variants differ, so the same wrong numbers did not come from the same honest
     slip. Only telling values (an array of four or more real numbers) count; a value that
     is some variant's expected or listed-mistake answer is other-variant evidence instead."""
+    records = {sid: dict(problem_records(key["students"][sid])) for sid in key_students(key)}
     flags = []
-    students = key_students(key)
-    entries = {s: dict(problem_records(key["students"][s])) for s in students}
     for (problem, part), given in _by_part(answers).items():
         given = {sid: v for sid, v in given.items() if telling(v)}
-        records = {s: entries[s].get(problem) for s in students}
-        record = next((r for r in records.values() if r), None)
-        grading = next((g for g in gradings(record) if g.get("id") == part), None) if record else None
-        if grading is None or len(given) < 2:
+        for grading, members in _members(records, problem, part):
+            flags += _shared_wrong(problem, part, grading, members, given, len(records))
+    return flags
+
+
+def _shared_wrong(problem, part, grading, records: dict, given: dict, students: int) -> list[Flag]:
+    rtol, atol = float(grading["rtol"]), float(grading["atol"])
+    expected = {s: decode_names(r["answers"]).get(part) for s, r in records.items()}
+    # a student's own listed mistake is an honest answer, however many classmates share it
+    given = {sid: v for sid, v in given.items() if sid in records and not any(
+        _close(v, t, rtol, atol) for t in _twin_values(records[sid], part).values())}
+    if len(given) < 2 or _mostly_the_same(expected, rtol, atol):
+        return []               # a part the same for (nearly) everyone: equal answers prove nothing
+    index = _PartIndex(given, rtol, atol)
+    flags = []
+    for sid, value in given.items():
+        same = index.matching(value, MAX_PARTNERS + 1)
+        if same is None:
             continue
-        rtol, atol = float(grading["rtol"]), float(grading["atol"])
-        expected = {s: decode_names(r["answers"]).get(part) for s, r in records.items() if r}
-        if _mostly_the_same(expected, rtol, atol):
-            continue            # a part the same for (nearly) everyone: equal answers prove nothing
-        # a student's own listed mistake is an honest answer, however many classmates share it
-        given = {sid: v for sid, v in given.items()
-                 if not any(_close(v, t, rtol, atol) for t in _twin_values(records[sid], part).values())}
-        index = _PartIndex(given, rtol, atol)
-        for sid, value in given.items():
-            # the same wrong numbers on the same numbers (two variants that agree on this
-            # part) are the same honest slip; only different givens make them evidence
-            group = tuple(m for m in index.matching(value) if m != sid
-                          and not _close(expected.get(m), expected.get(sid), rtol, atol))
-            if not group or len(group) > MAX_PARTNERS:
-                continue
-            flags.append(Flag(sid, SHARED_WRONG, group, problem, part,
-                              f"the same wrong answer to {problem}/{part} as {', '.join(group)}, "
-                              "on a different variant", len(group) / max(len(students) - 1, 1)))
+        # the same wrong numbers on the same numbers (two variants that agree on this
+        # part) are the same honest slip; only different givens make them evidence
+        group = tuple(m for m in same if m != sid
+                      and not _close(expected.get(m), expected.get(sid), rtol, atol))
+        if not group or len(group) > MAX_PARTNERS:
+            continue
+        flags.append(Flag(sid, SHARED_WRONG, group, problem, part,
+                          f"the same wrong answer to {problem}/{part} as {', '.join(group)}, "
+                          "on a different variant", len(group) / max(students - 1, 1)))
     return flags
 
 
@@ -355,23 +398,37 @@ def _handin_codes(grades, key: dict, gids: dict, skipped: list) -> dict:
 
 
 def _code_flags(pid: str, function: str, codes: dict, given, reference) -> list[Flag]:
-    """Two flags per similar pair (one on each student). ``p_coincidence``: the share of the
-    class's pairs (n(n − 1)/2, a pair sharing nothing has similarity 0) at least this
-    similar, this pair included: how unusual the pair is in this class, an empirical upper
-    bound rather than a model's probability."""
-    pairs, seen = similar_pairs(codes, given, reference)
+    """One flag per student whose code is similar to some classmates' (``with``: the
+    MAX_PARTNERS most similar; the evidence counts the rest). ``p_coincidence``: the share of
+    the n(n − 1)/2 pairs of students who handed in this function (a pair sharing nothing has
+    similarity 0) at least this similar, this pair included: how unusual the pair is in this
+    class, an empirical upper bound rather than a model's probability."""
+    groups, seen = similar_groups(codes, given, reference)
     total = max(1, len(codes) * (len(codes) - 1) // 2)
+    seen.sort()
+    keys = [score for score, _ in seen]
+    at_least = list(accumulate(count for _, count in reversed(seen)))[::-1]   # pairs ≥ keys[i]
+    partners: dict[str, list] = {}   # student → [(similarity, the other group, shared, own group)]
+    for g in groups:
+        for side, other in ((g.a, g.b), (g.b, g.a)) if g.a != g.b else ((g.a, g.a),):
+            for sid in side:
+                partners.setdefault(sid, []).append((g.similarity, other, g.shared, g.a == g.b))
     flags = []
-    for pair in pairs:
-        share = sum(score >= pair.similarity for score in seen) / total
-        for me, other, mine, theirs in ((pair.a, pair.b, pair.lines_a, pair.lines_b),
-                                        (pair.b, pair.a, pair.lines_b, pair.lines_a)):
-            evidence = (f"similar code in {function}: {len(pair.shared)} fingerprints of normalised "
-                        f"tokens outside the given stub and the reference solution are shared "
-                        f"(similarity {pair.similarity:.2f}, renamed variables, layout and statement "
-                        f"order aside); lines {line_ranges(mine)} of this student's cell match lines "
-                        f"{line_ranges(theirs)} of {other}'s")
-            flags.append(Flag(me, SIMILAR_CODE, (other,), pid, function, plain(evidence), share))
+    for sid, found in sorted(partners.items()):
+        # (a group of identical code is listed once per student: never a list of n² pairs)
+        found.sort(key=lambda f: -f[0])
+        similarity, shared = found[0][0], found[0][2]
+        best = next(o for o in found[0][1] if o != sid)
+        top = tuple(dict.fromkeys(o for f in found for o in f[1][:MAX_PARTNERS + 1] if o != sid))[:MAX_PARTNERS]
+        others = sum(len(f[1]) - f[3] for f in found)       # (sid is in its own group)
+        more = f"; {others - len(top)} more students' code is as similar" if others > len(top) else ""
+        evidence = (f"similar code in {function}: {len(shared)} fingerprints of normalised tokens "
+                    f"outside the given stub and the reference solution are shared with {best} "
+                    f"(similarity {similarity:.2f}, renamed variables, layout and statement order "
+                    f"aside); lines {line_ranges(codes[sid].lines(shared))} of this student's cell "
+                    f"match lines {line_ranges(codes[best].lines(shared))} of {best}'s{more}")
+        share = at_least[bisect.bisect_left(keys, similarity)] / total
+        flags.append(Flag(sid, SIMILAR_CODE, top, pid, function, plain(evidence), share))
     return flags
 
 

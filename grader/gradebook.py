@@ -245,7 +245,7 @@ def answer_digest(answer) -> str:
 
 
 def _sql_answer_digest(text):
-    return answer_digest(None if text is None else json.loads(text))
+    return answer_digest(_stored_answer(text))
 
 
 def omitted_reason(answer) -> str | None:
@@ -311,8 +311,19 @@ def _submission_row(values) -> SubmissionRow:
 def _result_row(values) -> ResultRow:
     row = dict(zip(_RESULT_COLUMNS, values))
     del row["position"]
-    row["answer"] = None if row["answer"] is None else json.loads(row["answer"])
+    row["answer"] = _stored_answer(row["answer"])
     return ResultRow(**row)
+
+
+def _stored_answer(text: str | None):
+    """A stored answer decoded; one the file holds damaged (edited by hand, a disk error) is
+    read as left out, with why, so a report or forensics goes on with the rest of the class."""
+    if text is None:
+        return None
+    try:
+        return json.loads(text)
+    except (ValueError, RecursionError):
+        return {OMITTED: "the stored answer is damaged (not JSON)"}
 
 
 class Gradebook:

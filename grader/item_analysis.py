@@ -223,16 +223,17 @@ def from_summary(summary: dict) -> dict:
     totals = [sum(c[i] or 0.0 for c in columns.values()) for i in range(len(students))]
     parts = [_item_over(pid, part, columns[k], totals, maxima[k], template)
              for k in keys for pid, template, part in [k]]
-    problems, scores = [], {}
+    problems, scores, worths = [], {}, {}
     for pid in dict.fromkeys(k[0] for k in keys):
         mine = [k for k in keys if k[0] == pid]
         scores[pid] = [sum(columns[k][i] or 0.0 for k in mine) for i in range(len(students))]
-        # (a pool member's points are the pool's: every member is worth the same)
-        worth = max(sum(maxima[k] for k in mine if k[1] == t) for t in {k[1] for k in mine})
-        problems.append(item(pid, None, scores[pid], totals, worth))
+        # what each member's graded parts are worth (the same for all, unless a part of one
+        # still waits for a hand grade and is left out)
+        worths[pid] = {t: sum(maxima[k] for k in mine if k[1] == t) for t in dict.fromkeys(k[1] for k in mine)}
+        problems.append(item(pid, None, scores[pid], totals, max(worths[pid].values())))
     alpha = cronbach_alpha([columns[k] for k in keys if k[0] not in pooled]
                            + [scores[pid] for pid in scores if pid in pooled])
-    pools = [_pool(pid, students, scores[pid], totals, problems) for pid in scores if pid in pooled]
+    pools = [_pool(pid, students, scores[pid], totals, worths[pid]) for pid in scores if pid in pooled]
     flagged = [x for x in parts + problems if x.flags]
     return {"students": len(students), "waiting": [{"problem": a, "part": c, "template": b}
                                                    for a, b, c in waiting],
@@ -243,20 +244,21 @@ def from_summary(summary: dict) -> dict:
 
 
 def _pool(pid: str, students: list[dict], scores: list[float], totals: list[float],
-          problems: list[Item]) -> dict:
+          worths: dict[str, float]) -> dict:
     """One pool's members side by side (each member's problem item over its students) and
-    the fairness check on the score share."""
-    worth = next(x.max_score for x in problems if x.problem == pid)
+    the fairness check on the score share (of what the member's graded parts are worth)."""
     members: dict[str, list[int]] = {}
     for i, s in enumerate(students):
         members.setdefault(s["pools"][pid], []).append(i)
-    side = []
+    side, shares = [], {}
     for template, rows in sorted(members.items()):
+        worth = worths.get(template, 0.0)
         x = item(pid, None, [scores[i] for i in rows], [totals[i] for i in rows], worth).as_json()
         side.append({"template": template, "graded": len(rows), "facility": x["facility"],
-                     "mean": round(sum(scores[i] for i in rows) / len(rows), 6), "sd": x["sd"], "discrimination": x["discrimination"],
-                     "flags": x["flags"]})
-    shares = {t: [scores[i] / worth if worth else 0.0 for i in rows] for t, rows in members.items()}
+                     "mean": round(sum(scores[i] for i in rows) / len(rows), 6), "sd": x["sd"],
+                     "discrimination": x["discrimination"], "flags": x["flags"]})
+        # (rounded: the same share reached through different parts is a tie, not two ranks)
+        shares[template] = [round(scores[i] / worth, 9) if worth else 0.0 for i in rows]
     test = kruskal_wallis(shares)
     lowest = min(side, key=lambda m: m["facility"] if m["facility"] is not None else 1.0)["template"] \
         if len(side) > 1 else None
@@ -269,6 +271,6 @@ def _pool(pid: str, students: list[dict], scores: list[float], totals: list[floa
                    f"dropping it from the pool")
     else:
         message = f"no significant difference between the members (p = {test['p_value']:.3g})"
-    fairness = {**{k: (round(v, 6) if isinstance(v, float) else v) for k, v in test.items()},
+    fairness = {**{k: (float(f"{v:.6g}") if isinstance(v, float) else v) for k, v in test.items()},
                 "lowest": lowest, "flag": flag, "level": FAIRNESS_LEVEL, "message": message}
     return {"problem": pid, "members": side, "fairness": fairness}

@@ -33,7 +33,7 @@ from exercises.html import code_block, escape, heatmap_svg, markdown_to_html, pa
 from exercises.preview import _decimals_for, value_text
 from formats.serialize import decode_names, from_jsonable
 from formats.key_shape import (assignment_id, assignment_title, entry_for, head_problems, problem_record,
-                              total_points, rubric_of)
+                               problem_title, total_points, rubric_of)
 from formats.textfile import terminal_safe, write_atomic
 
 from formats.deadline import Deadline
@@ -345,7 +345,7 @@ def feedback_page(s: StudentGrades, key: dict, reveal: bool = False, fallbacks=N
     elif any(p.waiting for p in s.parts):
         body.append("<p>A grader will look at some parts again: their points may change.</p>")
     problems = head_problems(key)
-    rows = "".join(f"<tr><td>{n}. {escape(p.get('title', p['id']))}</td>"
+    rows = "".join(f"<tr><td>{n}. {escape(problem_title(p, problem_record(entry or {}, p['id'], {})))}</td>"
                    f"<td>{_points(s.problem_scores[p['id']])} / {_points(p['points'])}</td></tr>"
                    for n, p in enumerate(problems, 1))
     if s.penalty:
@@ -361,7 +361,7 @@ def feedback_page(s: StudentGrades, key: dict, reveal: bool = False, fallbacks=N
         record = problem_record(entry, pid, {})
         words = word_lists(record)
         parts = [p for p in s.parts if p.problem == pid]
-        section = [f'<section class="problem"><h2>Problem {n}. {escape(problem.get("title", pid))} '
+        section = [f'<section class="problem"><h2>Problem {n}. {escape(problem_title(problem, record))} '
                    f"({_points(s.problem_scores[pid])} / {_points(problem['points'])})</h2>"]
         section += [_drawn_part(record, p, i, reveal, words, fallbacks) for i, p in enumerate(parts)]
         body.append("".join(section) + "</section>")

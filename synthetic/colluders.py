@@ -323,6 +323,13 @@ def _evidence_parts(copier: _Notebook, partner: _Notebook, chosen, rounded: bool
 _FLOAT = re.compile(r"(?<![\w.])-?\d+\.\d+(?:[eE][-+]?\d+)?")
 
 
+def _same_member(a: dict, b: dict, pid: str) -> bool:
+    """Whether two entries have the same template for the problem (a pool's members are
+    different problems: a part id they share names different cells and numbers)."""
+    return (shape.problem_record(a, pid, {}).get("template")
+            == shape.problem_record(b, pid, {}).get("template"))
+
+
 def _rounded(source: str) -> str:
     return _FLOAT.sub(lambda m: f"{round(float(m.group()), 3):g}", source)
 
@@ -331,7 +338,8 @@ def _copy_numbers(copier: _Notebook, partner: _Notebook, kind: str, rng: random.
     """The copier's numeric answer cells (all, about a third, or all rounded) take the
     partner's, assigning the copier's own variable names (the same as the partner's)."""
     parts = [(pid, part) for pid, part, *_ in _numeric_parts(copier.entry)
-             if (pid, part) in copier.cells and (pid, part) in partner.cells]
+             if (pid, part) in copier.cells and (pid, part) in partner.cells
+             and _same_member(copier.entry, partner.entry, pid)]
     if kind == "numbers-some":
         parts = rng.sample(parts, max(1, len(parts) // 3))
     for pid, part in parts:
@@ -348,6 +356,7 @@ def _share_wrong(a: _Notebook, b: _Notebook, rng: random.Random) -> Planted:
     for pid, part, value, rtol, atol, _ in _numeric_parts(a.entry):
         other = theirs.get((pid, part))
         if (pid, part) in a.cells and other is not None and telling(value) \
+                and _same_member(a.entry, b.entry, pid) \
                 and np.shape(value) == np.shape(other[0]) and not _close(value, other[0], rtol, atol):
             invented = np.round(np.asarray([rng.uniform(-3, 3) for _ in range(np.size(value))]), 3)
             invented = invented.reshape(np.shape(value))

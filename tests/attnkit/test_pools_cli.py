@@ -11,6 +11,8 @@ from pathlib import Path
 
 import pytest
 
+from exercises.html import escape
+
 from formats.answer_key import load_key
 from grader.gradebook import Gradebook
 from grader.marking.queue import markable_parts, part_queue
@@ -99,3 +101,22 @@ def test_the_marking_queue_lists_each_members_parts_for_its_students(pooled_clas
         queue = part_queue(gb, key, "by_hand", "slide_scaled")      # a part of dog_ran_fast only
     dog = {s for s, e in key["students"].items() if e["problems"]["by_hand"]["template"] == "dog_ran_fast"}
     assert {a.student for a in queue.answers} == dog
+
+
+def test_each_student_reads_their_own_members_title(pooled_class):
+    _, _, key, out = pooled_class
+    head = {p["id"]: p for p in key["assignment"]["problems"]}
+    titles = {m["template"]: m["title"] for m in head["heads_and_masks"]["pool"]}
+    for sid, entry in key["students"].items():
+        mine = titles[entry["problems"]["heads_and_masks"]["template"]]
+        other = next(t for m, t in titles.items() if m != entry["problems"]["heads_and_masks"]["template"])
+        page = (out / "reports" / "feedback" / f"{sid}.html").read_text(encoding="utf-8")
+        assert escape(mine) in page and escape(other) not in page
+
+
+def test_the_dashboards_matrix_parts_are_per_member(pooled_class):
+    from grader.dashboard import _matrix_parts
+    _, _, key, _ = pooled_class
+    parts = _matrix_parts(key, sorted(key["students"]))
+    assert ("heads_and_masks", "causal_mask_by_hand", "combined") in parts
+    assert all(template is not None for pid, template, _ in parts if pid != "motivation")

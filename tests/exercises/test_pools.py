@@ -142,3 +142,24 @@ def test_an_nbgrader_build_refuses_a_pool(tmp_path, monkeypatch):
     result = build_nbgrader(a, tmp_path / "course")
     assert not result.ok and "one notebook for the whole class" in result.failures[0]
     assert not (tmp_path / "course").exists()
+
+
+def test_a_student_removed_and_later_back_gets_the_same_member(tmp_path, monkeypatch):
+    monkeypatch.setenv("ATTNKIT_TEST_SECRET", SECRET)
+    a = load_assignment(spec(tmp_path, "  - pool: [nsp_loss, mlm_selection_loss, wordpiece_to_mlm]\n"
+                                       "    id: bert\n    points: 5\n"))
+    out = tmp_path / "out"
+    first = load_key(build(a, _roster(12), out).key_path, SECRET.encode())
+    members = {s: e["problems"]["bert"]["template"] for s, e in first["students"].items()}
+    smaller = build(a, _roster(12)[:6], out)
+    assert smaller.ok and not smaller.refused
+    back = load_key(build(a, _roster(12), out).key_path, SECRET.encode())
+    assert {s: e["problems"]["bert"]["template"] for s, e in back["students"].items()} == members
+    head = back["assignment"]["problems"][0]
+    assert head["drawn"] == dict(sorted(members.items()))
+
+
+@pytest.mark.parametrize("points", ["ten", "-3", "true"])
+def test_a_bad_points_value_is_the_only_complaint(tmp_path, points):
+    found = problems(tmp_path, f"  - pool: [sdpa_four_tokens, dog_ran_fast]\n    id: p\n    points: {points}\n")
+    assert len(found) == 1 and found[0].startswith("problems[0].points: "), found

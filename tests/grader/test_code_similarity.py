@@ -132,3 +132,26 @@ def test_evidence_is_plain_text_and_capped():
     assert line_ranges([1, 2, 3, 7, 9, 10]) == "1–3, 7, 9–10"
     text = plain("a\x1b[31mb\nc" + "x" * 5000)
     assert "\x1b" not in text and "\n" not in text and len(text) <= MAX_EVIDENCE
+
+
+def test_rings_of_identical_code_are_compared_once_and_flag_each_student_once():
+    """1,200 students in 10 rings, each ring handing in one solution: one comparison per
+    ring and per pair of rings (not per pair of students), one flag per student."""
+    from grader.code_similarity import similar_groups
+    from grader.forensics import MAX_PARTNERS, _code_flags
+    body = ("def f(Q, K, V):\n    s = Q @ K.T / np.sqrt(Q.shape[-1])\n    e = np.exp(s - s.max(-1, keepdims=True))\n"
+            "    w = e / e.sum(-1, keepdims=True)\n    out = w @ V\n")
+    codes = {}
+    for i in range(1200):
+        ring = i % 10
+        fn = ("tanh", "sin", "cos", "exp", "log1p", "abs", "sqrt", "square", "sign", "floor")[ring]
+        extra = "".join(f"    t{j} = np.{fn}(out {op} {j}) {op} np.{fn}(out)\n"
+                        for j, op in enumerate(("+", "-", "*", "/", "**", "%")))
+        codes[f"s{i:04d}"] = fingerprints(body + extra + "    return out\n")
+    groups, seen = similar_groups(codes)
+    assert len(seen) <= 10 + 45 and len(groups) == 10
+    assert sum(count for _, count in seen) <= 1200 * 1199 // 2
+    flags = _code_flags("p", "f", codes, frozenset(), frozenset())
+    assert len(flags) == 1200 and len({f.student for f in flags}) == 1200
+    assert all(len(f.partners) == MAX_PARTNERS and "more students' code is as similar" in f.evidence
+               for f in flags)

@@ -116,7 +116,7 @@ def test_distribution_figures_are_the_graded_totals(graded):
 
 
 def _failing_matrix_rows(gb, key):
-    parts = set(dashboard._matrix_parts(key, key_students(key)))
+    parts = {(pid, part) for pid, _, part in dashboard._matrix_parts(key, key_students(key))}
     return [r for r in gb.results(assignment_id(key)) if (r.problem, r.part) in parts and r.status == "failed"]
 
 

@@ -170,3 +170,83 @@ def test_code_is_compared_only_in_the_notebook_that_was_graded(graded_class, tmp
     assert [s["student"] for s in info["skipped"]] == [grades[0].id] and info["compared"] == {"implement": 11}
     flags, info = similar_code_flags(key, grades, None)
     assert flags == [] and "no build folder" in info["notes"][0]
+
+
+# --- pools and cost -------------------------------------------------------------------------
+
+def _record(template: str, part: str, value, rtol=1e-3, atol=1e-6):
+    from formats.serialize import encode_names
+    return {"kind": "numeric", "template": template, "answers": encode_names({part: value}),
+            "grading": [{"id": part, "points": 1.0, "rtol": rtol, "atol": atol}]}
+
+
+def _softmax_rows(rng, n=4):
+    import numpy as np
+    x = rng.normal(size=(n, n))
+    e = np.exp(x - x.max(axis=1, keepdims=True))
+    return e / e.sum(axis=1, keepdims=True)
+
+
+def test_each_pool_member_is_compared_on_its_own():
+    """Shared wrong numbers on a part only the second member has are found, whichever member
+    the key's first student got."""
+    import numpy as np
+    from grader.forensics import SHARED_WRONG, shared_wrong_flags
+    rng = np.random.default_rng(1)
+    students = {"a0": _record("A", "x", _softmax_rows(rng))}
+    students.update({f"b{i}": _record("B", "y", _softmax_rows(rng)) for i in range(6)})
+    key = {"students": {s: {"problems": {"p": r}} for s, r in students.items()}}
+    invented = to_jsonable(np.full((4, 4), 0.31))
+    flags = shared_wrong_flags(key, {("b1", "p", "y"): invented, ("b2", "p", "y"): invented})
+    assert {(f.student, f.partners, f.kind) for f in flags} == {("b1", ("b2",), SHARED_WRONG),
+                                                                ("b2", ("b1",), SHARED_WRONG)}
+
+
+def test_softmax_matrices_all_summing_to_their_row_count_are_not_all_compared(monkeypatch):
+    """Every attention-weights matrix sums to its row count: the index must not put the whole
+    class in one window (that made a class of n cost n² comparisons)."""
+    import numpy as np
+    import grader.forensics as forensics_module
+    rng = np.random.default_rng(2)
+    n = 600
+    key = {"students": {f"s{i:03d}": {"problems": {"p": _record("A", "w", _softmax_rows(rng))}}
+                        for i in range(n)}}
+    answers = {(f"s{i:03d}", "p", "w"): to_jsonable(_softmax_rows(rng)) for i in range(n)}
+    calls = []
+    real = forensics_module.within
+    monkeypatch.setattr(forensics_module, "within", lambda *a: calls.append(1) or real(*a))
+    assert other_variant_flags(key, answers) == []
+    assert len(calls) < 20 * n, len(calls)       # near-linear: a few candidates per answer
+
+
+def test_a_class_handing_in_one_wrong_matrix_costs_one_comparison_each(monkeypatch):
+    """The same wrong value from every student (a shared online answer) is one index entry:
+    listing stops once more than MAX_PARTNERS hold it, and nobody is flagged on it alone."""
+    import numpy as np
+    import grader.forensics as forensics_module
+    from grader.forensics import shared_wrong_flags
+    rng = np.random.default_rng(3)
+    n = 500
+    key = {"students": {f"s{i:03d}": {"problems": {"p": _record("A", "w", _softmax_rows(rng))}}
+                        for i in range(n)}}
+    same = to_jsonable(np.full((4, 4), 0.2))
+    answers = {(f"s{i:03d}", "p", "w"): same for i in range(n)}
+    calls = []
+    real = forensics_module.within
+    monkeypatch.setattr(forensics_module, "within", lambda *a: calls.append(1) or real(*a))
+    assert shared_wrong_flags(key, answers) == [] and other_variant_flags(key, answers) == []
+    assert len(calls) < 20 * n, len(calls)
+
+
+def test_a_damaged_stored_answer_does_not_stop_forensics(graded_class, tmp_path):
+    import shutil
+    import sqlite3
+    build, key, gradebook_path, secret = graded_class(12)
+    copy = tmp_path / "gradebook.sqlite"
+    shutil.copy(gradebook_path, copy)
+    with sqlite3.connect(copy) as db:
+        db.execute("UPDATE results SET answer = '{not json' WHERE rowid IN "
+                   "(SELECT rowid FROM results WHERE status != 'passed' AND answer IS NOT NULL LIMIT 3)")
+    with Gradebook(copy) as gradebook:
+        result = forensics(gradebook, key)
+    assert result["students"] == 12

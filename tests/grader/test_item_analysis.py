@@ -174,3 +174,18 @@ def test_the_fairness_check_flags_a_member_that_scores_lower():
     assert unfair["members"][0]["mean"] == pytest.approx(1 / 6, abs=1e-6)
     fair = from_summary(_pool_summary([0, 2, 2, 0, 2], [2, 0, 2, 0, 2]))["pools"][0]
     assert not fair["fairness"]["flag"] and fair["fairness"]["p_value"] > 0.5
+
+
+def test_a_members_part_still_waiting_is_not_counted_against_it():
+    """Both members score 80 % of their graded parts, but X's essay (0.5 of its 2 points)
+    still waits for a hand grade: the shares are of what is graded (1.2 of 1.5 against 1.6
+    of 2), so the check does not flag X."""
+    summary = _pool_summary([1.2] * 10, [1.6] * 9 + [2.0])
+    for s in summary["students"]:
+        if s["pools"]["q"] == "X":
+            s["parts"][1]["max_score"] = 1.5
+            s["parts"].append({"problem": "q", "part": "essay", "score": 0.0, "max_score": 0.5,
+                               "waiting": True})
+    pool = from_summary(summary)["pools"][0]
+    assert not pool["fairness"]["flag"], pool["fairness"]
+    assert [m["facility"] for m in pool["members"]] == [pytest.approx(0.8), pytest.approx(0.82)]
