@@ -9,6 +9,7 @@ from __future__ import annotations
 import os
 import sys
 import time
+from contextlib import contextmanager
 from pathlib import Path
 
 from formats.textfile import terminal_json, terminal_safe
@@ -52,6 +53,41 @@ INTERRUPTED = ("attnkit grade: interrupted; what was graded is in the gradebook,
                "picks up the rest")
 
 
+class ClusterUnavailable(Exception):
+    """--cluster named a cluster that cannot be had (Dask missing, no scheduler there)."""
+
+
+@contextmanager
+def _grading_place(args):
+    """(sandbox, None) on this machine, or (None, Dask client) with --cluster."""
+    if not args.cluster:
+        from grader.sandbox.client import Limits, Sandbox
+        with Sandbox(args.jobs, Limits(wall_seconds=args.timeout)) as sandbox:
+            yield sandbox, None
+        return
+    try:
+        from grader.cluster import connect
+        client, local = connect(args.cluster)
+    except ImportError:
+        raise ClusterUnavailable("--cluster needs Dask's distributed: pip install "
+                                 "'attention-kit[cluster]'") from None
+    except (OSError, ValueError, TimeoutError) as err:
+        raise ClusterUnavailable(f"--cluster {args.cluster}: {err}") from None
+    try:
+        from grader.cluster import workers_unprotected
+        exposed = [] if args.insecure else workers_unprotected(client)
+        if exposed:
+            raise ClusterUnavailable(
+                f"refusing to run student code on {', '.join(exposed)}: neither Landlock nor a uid "
+                "of its own can keep it from the worker's files there (attnkit grade --explain-sandbox "
+                "on that machine says why); --insecure grades anyway (only for code you trust)")
+        yield None, client
+    finally:
+        client.close()
+        if local is not None:
+            local.close()
+
+
 def _grade(args) -> int:
     if args.explain_sandbox:
         return _explain()
@@ -75,7 +111,6 @@ def _grade(args) -> int:
 
     from grader.gradebook import Gradebook, GradebookError
     from grader.pipeline import grade_folder
-    from grader.sandbox.client import Limits, Sandbox
 
     started = time.perf_counter()
     refused = _unprotected(args)
@@ -83,15 +118,18 @@ def _grade(args) -> int:
         return refused
     pytest_args = (["-k", args.k] if args.k else []) + \
         (["--junitxml", str(args.junitxml)] if args.junitxml else [])
+    if args.cluster and pytest_args:
+        return fail(["--cluster grades whole submissions on the workers: -k and --junitxml (pytest's "
+                     "items) work only without it"])
     bar = (lambda total: Progress(total, "grade", enabled=None if not args.json else False))
     try:
-        with Gradebook(gradebook_path) as gradebook, \
-                Sandbox(args.jobs, Limits(wall_seconds=args.timeout)) as sandbox:
+        with Gradebook(gradebook_path) as gradebook, _grading_place(args) as (sandbox, client):
             summary = grade_folder(key, Path(args.submissions), gradebook, sandbox,
                                    servers=args.jobs, regrade=args.regrade, pytest_args=pytest_args,
                                    verbose=args.verbose, progress=bar, deadline=assignment.deadline,
                                    roster=roster, receipts=receipts,
-                                   review=args.json)     # (the table below reads the class anyway)
+                                   review=args.json,     # (the table below reads the class anyway)
+                                   cluster=client, shard_size=args.shard_size, wall_seconds=args.timeout)
             # a rebuilt key may carry a changed rubric: its hand grades follow (and the log says so)
             from grader.marks import rescore
             rescored = rescore(gradebook, key, grader="attnkit grade")
@@ -101,6 +139,8 @@ def _grade(args) -> int:
                 class_summary = summary_json(gradebook, key, assignment.deadline)
                 table, look = class_table(gradebook, key, summary=class_summary), look_list(class_summary)
     except GradebookError as err:
+        return fail([str(err)])
+    except ClusterUnavailable as err:
         return fail([str(err)])
     except KeyboardInterrupt:
         print(INTERRUPTED, file=sys.stderr)
@@ -127,13 +167,16 @@ def _grade(args) -> int:
     if look:
         print(look)
     graded, missing = shown["graded"], summary.missing
-    print(f"graded {graded} submission{'s' if graded != 1 else ''} in "
-          f"{summary.seconds:.2f} s ({shown['submissions_per_second']:g}/s, {args.jobs} server"
-          f"{'s' if args.jobs != 1 else ''}); {len(summary.skipped)} unchanged since the last run"
+    where_run = (f"on the cluster {args.cluster}, {summary.run.cluster.shards} shards"
+                 if args.cluster and summary.run.cluster else
+                 f"{args.jobs} server{'s' if args.jobs != 1 else ''}")
+    print(terminal_safe(f"graded {graded} submission{'s' if graded != 1 else ''} in "
+          f"{summary.seconds:.2f} s ({shown['submissions_per_second']:g}/s, {where_run}); "
+          f"{len(summary.skipped)} unchanged since the last run"
           + ("" if args.regrade else " (--regrade grades them again)")
           + (f"; {len(summary.absent)} not in this folder (their earlier grades stand)"
              if summary.absent else "")
-          + (f"; {len(missing)} missing" if missing else ""))
+          + (f"; {len(missing)} missing" if missing else "")))
     if summary.not_recorded:
         print(f"-k chose only some parts of {len(summary.not_recorded)} submission(s): their results "
               "are in pytest's report, not in the gradebook")
@@ -176,5 +219,12 @@ def add_grade_command(commands) -> None:
     grade.add_argument("--insecure", action="store_true",
                        help="grade even where the sandbox cannot protect the grader's files "
                             "(no Landlock and not root): only for code you trust")
+    cluster = grade.add_argument_group("grading on a Dask cluster (pip install 'attention-kit[cluster]')")
+    cluster.add_argument("--cluster", metavar="WHERE",
+                         help="grade on Dask workers: local:N (a LocalCluster of N worker processes on "
+                              "loopback, no dashboard), tcp://HOST:PORT or tls://HOST:PORT (a running "
+                              "scheduler; TLS as Dask's configuration sets it), or a scheduler file")
+    cluster.add_argument("--shard-size", type=_positive, default=100, metavar="N",
+                         help="submissions per task sent to a worker (default %(default)s)")
     grade.add_argument("--json", action="store_true", help="machine-readable summary on stdout")
     grade.set_defaults(handler=_grade, command="grade")

@@ -24,9 +24,11 @@ class Progress:
             width = 30
             filled = int(width * self.done / max(self.total, 1))
             rate = self.done / max(now - self.start, 1e-9)
+            left = max(self.total - self.done, 0) / rate if rate > 0 else 0.0
+            eta = f"ETA {int(left) // 60:d}:{int(left) % 60:02d}"
             note = terminal_safe(note, newlines=False)[:30]   # a name, say: shown, never run
             self.stream.write(f"\r{self.label} [{'█' * filled}{'·' * (width - filled)}] "
-                              f"{self.done}/{self.total}  {rate:6.0f}/s  {note:<30}")
+                              f"{self.done}/{self.total}  {rate:6.0f}/s  {eta}  {note:<30}")
             self.stream.flush()
 
     def close(self) -> None:

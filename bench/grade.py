@@ -18,7 +18,11 @@ correct submissions of the class-wide notebook, and ``attnkit grade`` grades the
 files against the class key: the ratio compares notebooks per second. Times drift on
 these shared machines: read the ratios.
 
-    python -m bench.grade [--submissions N] [--large N] [--nbgrader N] [--jobs N] [--json]
+With ``--cluster local:2`` the batch is also graded on a Dask cluster (``attnkit grade
+--cluster``), twice, with shards of 100 and of 50: the first run's rate against ``--jobs``
+on this machine, and one shard's overhead from the difference.
+
+    python -m bench.grade [--submissions N] [--large N] [--nbgrader N] [--jobs N] [--cluster WHERE] [--json]
 """
 
 from __future__ import annotations
@@ -102,19 +106,26 @@ def _peak_rss_mb(pid: int) -> float | None:
     return None
 
 
-def grade(key: Path, submissions: Path, gradebook: Path, jobs: int) -> dict:
-    """Run ``attnkit grade`` on ``submissions``; its figures and the gradebook's latencies."""
+def grade(key: Path, submissions: Path, gradebook: Path, jobs: int, extra: tuple = ()) -> dict:
+    """Run ``attnkit grade`` on ``submissions``; its figures and the gradebook's latencies
+    (``extra``: more options, e.g. ``--cluster local:2``)."""
     command = [sys.executable, "-m", "attnkit", "grade", str(EXAMPLE), str(submissions),
-               "--key", str(key), "--gradebook", str(gradebook), "--jobs", str(jobs), "--json"]
+               "--key", str(key), "--gradebook", str(gradebook), "--jobs", str(jobs), "--json", *extra]
     with tempfile.TemporaryFile() as out, tempfile.TemporaryFile() as err:   # (a pipe could fill)
         started = time.perf_counter()
         process = subprocess.Popen(command, cwd=ROOT, stdout=out, stderr=err,
                                    env={**os.environ, "ATTNKIT_SECRET": BENCH_SECRET})
-        peak = 0.0
-        while process.poll() is None:        # VmHWM only grows: the last reading is the peak
-            peak = max(peak, _peak_rss_mb(process.pid) or 0.0)
+        peak, own_cpu = 0.0, 0.0
+        while True:        # (os.wait4, not poll: the process's CPU, its children's included, when it ends)
+            pid, status, usage = os.wait4(process.pid, os.WNOHANG)
+            if pid:
+                break
+            peak = max(peak, _peak_rss_mb(process.pid) or 0.0)   # VmHWM only grows: the last is the peak
+            own_cpu = _own_cpu_seconds(process.pid) or own_cpu
             time.sleep(0.05)
+        process.returncode = os.waitstatus_to_exitcode(status)
         seconds = time.perf_counter() - started
+        total_cpu = usage.ru_utime + usage.ru_stime
         out.seek(0)
         err.seek(0)
         if process.returncode != 0:
@@ -124,10 +135,23 @@ def grade(key: Path, submissions: Path, gradebook: Path, jobs: int) -> dict:
     with sqlite3.connect(f"file:{gradebook}?mode=ro", uri=True) as con:
         durations = sorted(r[0] for r in con.execute("SELECT duration_ms FROM submissions"))
     graded = summary["graded"]
+    per = 1000 / max(graded, 1)
     return {"submissions": graded, "seconds": seconds, "per_second": graded / seconds,
             "in_run_per_second": summary["submissions_per_second"],
             "p50_ms": _percentile(durations, 50), "p99_ms": _percentile(durations, 99),
-            "peak_rss_mb": peak}
+            "peak_rss_mb": peak,
+            # CPU per submission: the grading process itself (start-up included), and its
+            # children (sandbox servers and the forks that run student code; Dask's workers)
+            "cpu_ms": {"grader": own_cpu * per, "children": max(total_cpu - own_cpu, 0.0) * per}}
+
+
+def _own_cpu_seconds(pid: int) -> float | None:
+    """User + system CPU of the process itself (not its children), from /proc."""
+    try:
+        fields = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()
+    except OSError:
+        return None
+    return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
 
 
 def _percentile(values: list[float], q: float) -> float:
@@ -171,12 +195,33 @@ def nbgrader_baseline(assignment, count: int, folder: Path, jobs: int) -> dict:
 
 # --- the run ----------------------------------------------------------------------------------
 
-def run(submissions: int = 1000, large: int = 10000, with_nbgrader: int = 20, jobs: int = 2) -> dict:
+def run(submissions: int = 1000, large: int = 10000, with_nbgrader: int = 20, jobs: int = 2,
+        cluster: str | None = None) -> dict:
     with _secret(BENCH_SECRET):
-        return _run(submissions, large, with_nbgrader, jobs)
+        return _run(submissions, large, with_nbgrader, jobs, cluster)
 
 
-def _run(submissions, large, with_nbgrader, jobs) -> dict:
+SHARD_SIZES = (100, 50)      # the cluster runs: their difference in time per extra shard is its overhead
+
+
+def on_cluster(key: Path, folder: Path, scratch: Path, jobs: int, cluster: str, batch: dict) -> dict:
+    """The batch graded on ``cluster`` with two shard sizes (each run starts its cluster, as
+    ``attnkit grade --cluster`` does): the rate against local grading's in the same run, and
+    the overhead of one shard, (T(small shards) − T(large shards)) / the shards added."""
+    runs = {size: grade(key, folder, scratch / f"cluster-{size}.sqlite", jobs,
+                        ("--cluster", cluster, "--shard-size", str(size))) for size in SHARD_SIZES}
+    count = batch["submissions"]
+    shards = {size: -(-count // size) for size in SHARD_SIZES}
+    big, small = SHARD_SIZES
+    overhead = (runs[small]["seconds"] - runs[big]["seconds"]) / max(shards[small] - shards[big], 1)
+    return {"cluster": cluster, "runs": {str(k): v for k, v in runs.items()},
+            "shards": {str(k): v for k, v in shards.items()},
+            "ratio_to_local": runs[big]["per_second"] / batch["per_second"],
+            "in_run_ratio_to_local": runs[big]["in_run_per_second"] / batch["in_run_per_second"],
+            "shard_overhead_s": overhead}
+
+
+def _run(submissions, large, with_nbgrader, jobs, cluster=None) -> dict:
     assignment = load_assignment(EXAMPLE)
     scratch = Path(tempfile.mkdtemp(prefix="attnkit-bench-grade-"))
     try:
@@ -184,6 +229,8 @@ def _run(submissions, large, with_nbgrader, jobs) -> dict:
                   "cpus": os.cpu_count(), "jobs": jobs}
         key, folder = prepare(assignment, submissions, scratch / "small", jobs)
         result["batch"] = grade(key, folder, scratch / "small" / "gradebook.sqlite", jobs)
+        if cluster:
+            result["cluster"] = on_cluster(key, folder, scratch / "small", jobs, cluster, result["batch"])
         if large:
             factor = max(1, round(large / submissions))
             big_key, big_folder = enlarge(key, folder, factor, scratch / "large")
@@ -199,13 +246,23 @@ def _run(submissions, large, with_nbgrader, jobs) -> dict:
 def _line(name: str, r: dict) -> str:
     return (f"  {name}: {r['submissions']} submissions in {r['seconds']:.1f} s = {r['per_second']:.1f}/s "
             f"({r['in_run_per_second']:.1f}/s once started); latency p50 {r['p50_ms']:.0f} ms, "
-            f"p99 {r['p99_ms']:.0f} ms; peak grader RSS {r['peak_rss_mb']:.0f} MB")
+            f"p99 {r['p99_ms']:.0f} ms; peak grader RSS {r['peak_rss_mb']:.0f} MB"
+            + (f"; CPU per submission {r['cpu_ms']['grader']:.1f} ms grader + "
+               f"{r['cpu_ms']['children']:.1f} ms children" if "cpu_ms" in r else ""))
 
 
 def report(r: dict) -> str:
     lines = [f"example assignment {r['assignment']}: {r['problems']} problems; {r['cpus']} CPUs, "
              f"{r['jobs']} sandbox servers; attnkit grade as a user runs it (sandbox on, new gradebook)",
              _line("batch", r["batch"])]
+    if "cluster" in r:
+        c = r["cluster"]
+        big, small = (str(x) for x in SHARD_SIZES)
+        lines.append(_line(f"cluster {c['cluster']}, shards of {big}", c["runs"][big]))
+        lines.append(f"  cluster / --jobs {r['jobs']} on this machine: {c['ratio_to_local']:.2f}× "
+                     f"({c['in_run_ratio_to_local']:.2f}× once started); one shard's overhead "
+                     f"{1000 * c['shard_overhead_s']:.0f} ms ({c['shards'][small]} shards of {small}: "
+                     f"{c['runs'][small]['seconds']:.1f} s, against {c['shards'][big]} of {big})")
     if "large" in r:
         lines.append(_line("large", r["large"]) + " (copies of the batch's variants under new ids)")
         lines.append(f"  peak RSS, large / batch: {r['large']['peak_rss_mb'] / r['batch']['peak_rss_mb']:.2f}×")
@@ -226,9 +283,11 @@ def main(argv=None) -> int:
     parser.add_argument("--nbgrader", type=int, default=20,
                         help="submissions nbgrader autograde grades (default 20; 0: skip)")
     parser.add_argument("--jobs", type=int, default=2, help="sandbox servers (default 2)")
+    parser.add_argument("--cluster", metavar="WHERE",
+                        help="also grade the batch on a Dask cluster (e.g. local:2), beside --jobs")
     parser.add_argument("--json", action="store_true", help="machine-readable output")
     args = parser.parse_args(argv)
-    result = run(args.submissions, args.large, args.nbgrader, args.jobs)
+    result = run(args.submissions, args.large, args.nbgrader, args.jobs, args.cluster)
     print(json.dumps(result, indent=2) if args.json else report(result))
     return 0
 

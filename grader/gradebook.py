@@ -301,6 +301,25 @@ def _result_values(position: int, handin: str, r: ResultRow) -> tuple:
             r.content_hash)
 
 
+def encoded(submission: SubmissionRow, results: list[ResultRow]) -> tuple[tuple, tuple, list]:
+    """(who, the submission's column values, the results' column values) as ``record``
+    stores them; ValueError or TypeError for what the gradebook refuses (a part twice, a
+    result of another student, a value it cannot store), before anything is written."""
+    results = list(results)
+    for r in results:
+        if (r.assignment, r.student) != (submission.assignment, submission.student):
+            raise ValueError(f"a result of {r.assignment}/{r.student} recorded with the "
+                             f"submission of {submission.assignment}/{submission.student}")
+    seen: set[tuple[str, str]] = set()
+    for r in results:
+        if (r.problem, r.part) in seen:
+            raise ValueError(f"{r.student}: part {r.problem}/{r.part} recorded twice")
+        seen.add((r.problem, r.part))
+    who = (submission.assignment, submission.student, submission.handin)
+    return who, _submission_values(submission), [_result_values(i, submission.handin, r)
+                                                 for i, r in enumerate(results)]
+
+
 def _submission_row(values) -> SubmissionRow:
     row = dict(zip(_SUBMISSION_COLUMNS, values))
     row["notes"] = tuple(json.loads(row["notes"]))
@@ -522,44 +541,42 @@ class Gradebook:
         handin's previous rows (a part no longer graded leaves no stale row; a crash mid-way
         leaves the previous grading whole) and touches no other handin and no other student.
         Recording exactly what is stored already changes nothing, not even ``graded_at``."""
-        results = list(results)
-        for r in results:
-            if (r.assignment, r.student) != (submission.assignment, submission.student):
-                raise ValueError(f"a result of {r.assignment}/{r.student} recorded with the "
-                                 f"submission of {submission.assignment}/{submission.student}")
-        seen: set[tuple[str, str]] = set()
-        for r in results:
-            if (r.problem, r.part) in seen:
-                raise ValueError(f"{r.student}: part {r.problem}/{r.part} recorded twice")
-            seen.add((r.problem, r.part))
-        new_submission = _submission_values(submission)
-        new_results = [_result_values(i, submission.handin, r) for i, r in enumerate(results)]
-        who = (submission.assignment, submission.student, submission.handin)
+        self.record_many([(submission, results)])
+
+    def record_many(self, graded: list[tuple[SubmissionRow, list[ResultRow]]]) -> None:
+        """``record`` for several handins in one transaction (a cluster's shard: all of its
+        results or none). Every handin is checked (``encoded``) before anything is written."""
+        rows = [encoded(submission, results) for submission, results in graded]
         with self._lock, self._errors():
             c = self._connection()
             c.execute("BEGIN IMMEDIATE")
             try:
-                if self._stored(who) != (new_submission, new_results):
-                    # (to the microsecond: the order of two handins with no receipt time)
-                    now = datetime.now(timezone.utc).isoformat(timespec="microseconds")
-                    columns = ", ".join(_SUBMISSION_COLUMNS) + ", first_seen, graded_at"
-                    updates = ", ".join(f"{k} = excluded.{k}" for k in _SUBMISSION_COLUMNS[3:])
-                    c.execute(f"INSERT INTO submissions ({columns}) VALUES "
-                              f"({', '.join('?' * (len(_SUBMISSION_COLUMNS) + 2))}) "
-                              f"ON CONFLICT (assignment, student, handin) DO UPDATE SET {updates}, "
-                              "graded_at = excluded.graded_at", (*new_submission, now, now))
-                    c.execute("DELETE FROM results WHERE assignment = ? AND student = ? AND handin = ?", who)
-                    # A schema-1 row is named by what was graded, not by the notebook: the same
-                    # notebook graded again replaces it rather than becoming a second handin.
-                    c.execute("DELETE FROM submissions WHERE assignment = ? AND student = ? AND handin != ? "
-                              "AND received_from = ? AND path = ?", (*who, MIGRATED, new_submission[3]))
-                    c.executemany(f"INSERT INTO results ({', '.join(_RESULT_INSERT)}) VALUES "
-                                  f"({', '.join('?' * len(_RESULT_INSERT))})", new_results)
+                for who, new_submission, new_results in rows:
+                    self._replace(c, who, new_submission, new_results)
                 c.execute("COMMIT")
             except BaseException:
                 if c.in_transaction:
                     c.execute("ROLLBACK")
                 raise
+
+    def _replace(self, c, who: tuple, new_submission: tuple, new_results: list) -> None:
+        if self._stored(who) == (new_submission, new_results):
+            return
+        # (to the microsecond: the order of two handins with no receipt time)
+        now = datetime.now(timezone.utc).isoformat(timespec="microseconds")
+        columns = ", ".join(_SUBMISSION_COLUMNS) + ", first_seen, graded_at"
+        updates = ", ".join(f"{k} = excluded.{k}" for k in _SUBMISSION_COLUMNS[3:])
+        c.execute(f"INSERT INTO submissions ({columns}) VALUES "
+                  f"({', '.join('?' * (len(_SUBMISSION_COLUMNS) + 2))}) "
+                  f"ON CONFLICT (assignment, student, handin) DO UPDATE SET {updates}, "
+                  "graded_at = excluded.graded_at", (*new_submission, now, now))
+        c.execute("DELETE FROM results WHERE assignment = ? AND student = ? AND handin = ?", who)
+        # A schema-1 row is named by what was graded, not by the notebook: the same
+        # notebook graded again replaces it rather than becoming a second handin.
+        c.execute("DELETE FROM submissions WHERE assignment = ? AND student = ? AND handin != ? "
+                  "AND received_from = ? AND path = ?", (*who, MIGRATED, new_submission[3]))
+        c.executemany(f"INSERT INTO results ({', '.join(_RESULT_INSERT)}) VALUES "
+                      f"({', '.join('?' * len(_RESULT_INSERT))})", new_results)
 
     def _stored(self, who: tuple[str, str, str]):
         c = self._conn

@@ -285,6 +285,7 @@ class GradingRun:
         self._parts: dict[str, list] = {}     # student → parts_of, until recorded
         self._entries: dict[str, dict] = {}   # student → key entry, until recorded
         self._hashes: dict[str, str] = {}     # student → their notebook's content hash
+        self.cluster = None                   # grader.cluster.ClusterStats, graded on a cluster
 
     # --- what to grade ---------------------------------------------------------------
 
@@ -423,6 +424,25 @@ class GradingRun:
         if not record or self.gradebook is None:
             self.not_recorded.append(student)
             return
+        row, rows = self.rows(student, graded, parts)
+        try:
+            self.gradebook.record(row, rows)
+        except (ValueError, TypeError) as err:
+            # Something of the student's that the gradebook refuses (an answer it cannot
+            # store): keep the scores and messages, drop the answers, and say so.
+            note = f"answers not stored: {type(err).__name__}: {str(err)[:200]}"
+            try:
+                self.gradebook.record(replace(row, notes=(*row.notes, note)),
+                                      [replace(r, answer=None) for r in rows])
+            except (ValueError, TypeError) as again:       # never stop the batch for one
+                self.failed.append(f"{student}: not recorded: {type(again).__name__}: "
+                                   f"{printable(str(again))[:200]}")
+                return
+        self.recorded.append(student)
+
+    def rows(self, student: str, graded: Graded, parts=None) -> tuple[SubmissionRow, list[ResultRow]]:
+        """The gradebook rows of one graded submission (``parts``: its ``parts_of``)."""
+        parts = self.parts_of(student) if parts is None else parts
         submission = self.submissions[student]
         if graded.content_hash is None:        # the grader failed before reading it: grade it again next time
             graded.content_hash = ""
@@ -447,17 +467,4 @@ class GradingRun:
                             handin=handin, received_at=received_at,
                             received_from=received_from,
                             issues=tuple((i.code, i.message) for i in graded.issues))
-        try:
-            self.gradebook.record(row, rows)
-        except (ValueError, TypeError) as err:
-            # Something of the student's that the gradebook refuses (an answer it cannot
-            # store): keep the scores and messages, drop the answers, and say so.
-            note = f"answers not stored: {type(err).__name__}: {str(err)[:200]}"
-            try:
-                self.gradebook.record(replace(row, notes=(*row.notes, note)),
-                                      [replace(r, answer=None) for r in rows])
-            except (ValueError, TypeError) as again:       # never stop the batch for one
-                self.failed.append(f"{student}: not recorded: {type(again).__name__}: "
-                                   f"{printable(str(again))[:200]}")
-                return
-        self.recorded.append(student)
+        return row, rows

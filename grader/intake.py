@@ -947,6 +947,15 @@ def givens_edits(source: str, givens: dict, issued: str | None = None) -> str:
 
 # --- matching files and students -----------------------------------------------------------
 
+def notebook_bytes(found: Found) -> tuple[bytes, str] | None:
+    """(bytes, SHA-256) of the file read the way ``read_submission`` reads it (bounded,
+    symbolic links refused), or None when it cannot be read so: ``read_submission`` says why."""
+    try:
+        return _read_bytes(found)
+    except _Unread:
+        return None
+
+
 def file_hash(found: Found) -> str:
     """SHA-256 of the file's bytes, read the way ``read_submission`` reads them ('' when the
     file cannot be read at all): what tells a submission graded before from a changed one."""

@@ -62,7 +62,8 @@ def grade_folder(key: dict, folder: Path, gradebook, sandbox, *, servers: int = 
                  progress: Callable[[int], object] | None = None,
                  kit_version: str | None = None, deadline: Deadline | None = None,
                  roster=None, receipts: tuple[dict, str] | None = None,
-                 review: bool = True) -> GradeSummary:
+                 review: bool = True, cluster=None, shard_size: int | None = None,
+                 wall_seconds: float | None = None, before_each=None) -> GradeSummary:
     """Grade every submission in ``folder`` against ``key`` into ``gradebook``, running
     student code only in ``sandbox`` (``servers`` of its servers at once).
 
@@ -75,7 +76,11 @@ def grade_folder(key: dict, folder: Path, gradebook, sandbox, *, servers: int = 
     ``roster`` (``exercises.roster`` students) maps LMS ids in Canvas and Moodle file names;
     ``receipts`` (``grader.receipts.read_receipts``) are when the LMS says each handed in;
     ``review``: list what needs a human look over the class (a read of the class's grades;
-    a caller that reads them anyway, for a table, passes False and takes it from there)."""
+    a caller that reads them anyway, for a table, passes False and takes it from there).
+    ``cluster``: a Dask client; the submissions are graded on its workers in shards of
+    ``shard_size`` with ``wall_seconds`` per run (grader.cluster; ``sandbox`` is then unused
+    and may be None, and ``pytest_args`` must be empty: no pytest items run at the client);
+    ``before_each(student)`` runs on the worker before each is recorded (tests lose workers)."""
     started = time.perf_counter()
     assignment = assignment_id(key)
     found = find_submissions(Path(folder), assignment)
@@ -91,7 +96,10 @@ def grade_folder(key: dict, folder: Path, gradebook, sandbox, *, servers: int = 
                      progress=bar, cpu_seconds=cpu_seconds,
                      kit_version=grader_version() if kit_version is None else kit_version)
     try:
-        code = run_pytest(run, assignment, list(pytest_args), verbose=verbose)
+        if cluster is not None:
+            code = _on_cluster(run, cluster, shard_size, wall_seconds, bar, before_each)
+        else:
+            code = run_pytest(run, assignment, list(pytest_args), verbose=verbose)
     finally:
         if bar is not None:
             bar.close()
@@ -103,3 +111,21 @@ def grade_folder(key: dict, folder: Path, gradebook, sandbox, *, servers: int = 
     return GradeSummary(assignment, len(submissions), list(run.recorded), list(run.skipped),
                         list(run.not_recorded), list(run.failed), never, list(issues),
                         code, run.interrupted, time.perf_counter() - started, run, absent, look)
+
+
+def _on_cluster(run: GradingRun, client, shard_size: int | None, wall_seconds: float | None,
+                bar, before_each=None) -> int:
+    """The run's changed submissions graded on a Dask cluster (grader.cluster); 0, pytest's
+    exit code when every item passed or failed as a result."""
+    from .cluster import SHARD_SIZE, grade_on_cluster
+    chosen = run.students_to_grade()
+    if bar is not None and run.skipped:
+        bar.advance(len(run.skipped))
+    recorded, stats = grade_on_cluster(run.key, [run.submissions[s] for s in chosen], run.gradebook,
+                                       client, kit_version=run.kit_version, cpu_seconds=run.cpu_seconds,
+                                       wall_seconds=wall_seconds or 10.0,
+                                       shard_size=shard_size or SHARD_SIZE, progress=bar,
+                                       before_each=before_each)
+    run.recorded += recorded
+    run.cluster = stats
+    return 0

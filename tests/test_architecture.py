@@ -25,6 +25,8 @@ MAY_IMPORT = {
     "grader": {"grader", "formats", "solutions.misconceptions", "solutions",
                "exercises.html", "exercises.preview", "exercises.expressions", "exercises.references"},
     "grader.sandbox": {"grader.sandbox", "grader.budget"},
+    # grading on a Dask cluster: the grader's own run on the workers, Dask to get there
+    "grader.cluster": {"grader", "formats"},
     # the server side of the sandbox: what a student's child process holds
     "grader.sandbox.server": {"grader.sandbox.frames", "grader.sandbox.walls", "grader.sandbox.protocol"},
     "grader.sandbox.walls": {"grader.sandbox.protocol"},
@@ -38,7 +40,7 @@ MAY_IMPORT = {
 THIRD_PARTY = {
     "solutions": set(), "formats": set(),
     "exercises": {"yaml", "jinja2", "markdown_it", "mdit_py_plugins", "latex2mathml", "nbformat"},
-    "grader": {"pytest", "_pytest"},
+    "grader": {"pytest", "_pytest"}, "grader.cluster": {"dask", "distributed"},
     "grader.sandbox": set(), "grader.sandbox.server": set(), "grader.sandbox.walls": set(),
     "grader.sandbox.frames": set(), "grader.sandbox.protocol": set(),
     "attnkit": set(), "synthetic": {"yaml"}, "bench": None,       # None: anything

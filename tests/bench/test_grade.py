@@ -14,9 +14,11 @@ def test_run_grades_every_submission_of_both_batches_and_the_nbgrader_baseline()
     assert batch["submissions"] == 6 and large["submissions"] == 18   # copies verify and are graded
     for r in (batch, large, nb["attnkit"]):
         assert r["per_second"] > 0 and 0 < r["p50_ms"] <= r["p99_ms"] and r["peak_rss_mb"] > 20
+        assert r["cpu_ms"]["grader"] > 0 and r["cpu_ms"]["children"] > 0     # the sandbox's forks
     assert nb["submissions"] == 1 and nb["attnkit"]["submissions"] == 1 and nb["nbgrader_seconds"] > 0
     text = grade.report(result)
     assert "batch: 6 submissions" in text and "large: 18 submissions" in text
+    assert "ms grader + " in text and "ms children" in text
     assert "nbgrader autograde, 1 correct" in text
 
 
@@ -32,3 +34,13 @@ def test_the_report_gives_rates_latencies_memory_and_the_ratio():
     assert "1000 submissions in 10.0 s = 100.0/s" in text and "p99 40 ms" in text
     assert "peak RSS, large / batch: 1.05×" in text
     assert "against nbgrader's: 100×" in text and "the same files 30.0/s (30×)" in text
+
+
+def test_the_cluster_runs_beside_local_grading_and_report_a_shards_overhead():
+    import pytest
+    pytest.importorskip("distributed", reason="Dask's distributed is not installed")
+    result = grade.run(submissions=6, large=0, with_nbgrader=0, jobs=2, cluster="local:2")
+    c = result["cluster"]
+    assert c["runs"]["100"]["submissions"] == 6 and c["runs"]["50"]["submissions"] == 6
+    assert c["shards"] == {"100": 1, "50": 1} and c["ratio_to_local"] > 0
+    assert "cluster local:2, shards of 100: 6 submissions" in grade.report(result)

@@ -1,0 +1,272 @@
+"""Grading on a Dask cluster, for a batch one machine cannot grade in time.
+
+    the client (trusted, holds the secret)          each Dask worker (trusted, no secret)
+    ───────────────────────────────────────         ─────────────────────────────────────
+    verify the key, find the notebooks, skip the    write the shard's notebooks to a private
+    unchanged ones, cut the rest in shards of       temporary folder; grade them with the
+    ~SHARD_SIZE: each carries the key's head, its   kit's own GradingRun: student code in the
+    students' entries and their notebooks' bytes    worker's sandbox servers, every verdict
+         ── shard ──────────────────────────────▶   decided in the worker's trusted process
+    record each shard's rows in one transaction     ◀── rows (SubmissionRow, [ResultRow]) ──
+    (the only gradebook writer; recording what is
+    stored already changes nothing)
+
+The key is verified at the client and the course secret never leaves it: a shard holds its
+students' entries only (their givens, expected values, hidden cases), which a worker needs to
+judge them, and the rows come back as data. Dask recomputes the shard of a worker that is
+lost; a shard whose task fails otherwise, or that Dask gives up on because workers running
+it kept dying (``KilledWorker``), is split into one shard per submission, and a submission
+that still fails on its own is recorded as the grader's error for that submission alone
+(graded again by the next run, as every grader error is). Student failures are results,
+never retries: they are decided inside GradingRun like on one machine, so the gradebook is
+row for row the one local grading writes (the timing columns aside).
+
+``cluster``: ``local:N`` starts a ``LocalCluster`` of N single-threaded worker processes on
+loopback with no dashboard; ``tcp://HOST:PORT`` or ``tls://HOST:PORT`` connects to a running
+scheduler (TLS as Dask's configuration sets it: ``distributed.comm.tls.*``); a path names a
+scheduler file.
+"""
+
+from __future__ import annotations
+
+import atexit
+import hashlib
+import tempfile
+import threading
+import time
+from dataclasses import dataclass, replace
+from pathlib import Path
+
+from formats.answer_key import entry_digest
+from formats.key_shape import entry_for
+
+from .budget import CPU_SECONDS
+from .grading import Graded, GradingRun, fingerprint, grader_version
+from .gradebook import ResultRow, SubmissionRow, encoded
+from .intake import Found, notebook_bytes
+from .verdicts import ERROR, Verdict
+
+SHARD_SIZE = 100
+SERVERS_PER_WORKER = 1
+
+
+@dataclass(frozen=True)
+class Shard:
+    """What travels to a worker: the key's head, this shard's entries and notebooks."""
+    head: dict
+    entries: dict                      # student → their key entry (parsed, verified at the client)
+    notebooks: dict                    # student → (Found as the client found it, the file's bytes)
+    kit_version: str
+    cpu_seconds: float
+    wall_seconds: float
+    servers: int = SERVERS_PER_WORKER
+
+    @property
+    def students(self) -> list[str]:
+        return sorted(self.notebooks)
+
+
+# --- on a worker --------------------------------------------------------------------------
+
+_SANDBOXES: dict = {}
+_ONE_SHARD_AT_A_TIME = threading.Lock()
+
+
+def _sandbox(servers: int, wall_seconds: float):
+    """This worker process's sandbox servers, started for its first shard and kept."""
+    from .sandbox.client import Limits, Sandbox
+    key = (servers, wall_seconds)
+    if key not in _SANDBOXES:
+        sandbox = Sandbox(servers, Limits(wall_seconds=wall_seconds)).__enter__()
+        atexit.register(sandbox.close)
+        _SANDBOXES[key] = sandbox
+    return _SANDBOXES[key]
+
+
+class _Collected:
+    """Where a worker's GradingRun records: the rows, checked as the gradebook checks them
+    (``encoded``), kept to go back to the client."""
+
+    def __init__(self):
+        self.graded: list[tuple[SubmissionRow, list[ResultRow]]] = []
+
+    def record(self, submission: SubmissionRow, results: list[ResultRow]) -> None:
+        encoded(submission, results)            # refused here as the gradebook would refuse it
+        self.graded.append((submission, list(results)))
+
+
+def grade_shard(shard: Shard, before_each=None) -> list[tuple[SubmissionRow, list[ResultRow]]]:
+    """Grade one shard (a Dask task): its notebooks run in this worker's sandbox and are
+    judged here. ``before_each(student)``: called before each submission is recorded (tests
+    use it to lose a worker mid-shard)."""
+    key = {"assignment": shard.head, "students": shard.entries}
+    collected = _Collected()
+    with _ONE_SHARD_AT_A_TIME, tempfile.TemporaryDirectory(prefix="attnkit-shard-") as folder:
+        found = []
+        for i, student in enumerate(shard.students):
+            original, data = shard.notebooks[student]
+            path = Path(folder) / str(i) / Path(original.path).name
+            path.parent.mkdir()
+            path.write_bytes(data)
+            found.append(replace(original, path=path))
+        run = GradingRun(key, found, collected, _sandbox(shard.servers, shard.wall_seconds),
+                         servers=shard.servers, regrade=True, kit_version=shard.kit_version,
+                         cpu_seconds=shard.cpu_seconds)
+        try:
+            run.start(shard.students)
+            for student in shard.students:
+                if before_each is not None:
+                    before_each(student)
+                run.finished(student)
+        finally:
+            run.stop()
+    if run.failed:
+        raise RuntimeError("; ".join(run.failed))
+    return collected.graded
+
+
+# --- on the client ------------------------------------------------------------------------
+
+@dataclass
+class ClusterStats:
+    shards: int = 0
+    split: int = 0                  # shards split into single submissions after a failure
+    lost: list = None               # students recorded as the grader's error after their own failure
+    seconds: float = 0.0
+
+
+def connect(cluster: str):
+    """A Dask ``Client`` for ``local:N``, a scheduler address or a scheduler file (and the
+    LocalCluster it started, to close, or None)."""
+    import dask
+    from distributed import Client, LocalCluster
+    if cluster.startswith("local:"):
+        workers = int(cluster.split(":", 1)[1])
+        if workers < 1:
+            raise ValueError(f"--cluster {cluster}: give at least one worker")
+        # a task whose worker died once more is given up (KilledWorker): the client splits it
+        with dask.config.set({"distributed.scheduler.allowed-failures": 1}):
+            local = LocalCluster(n_workers=workers, threads_per_worker=1, processes=True,
+                                 host="127.0.0.1", dashboard_address=None, silence_logs=40)
+        return Client(local), local
+    if "://" in cluster:
+        return Client(cluster), None
+    return Client(scheduler_file=cluster), None
+
+
+def workers_unprotected(client) -> list[str]:
+    """The workers where the sandbox's walls cannot keep student code from the worker's own
+    files (``walls.protected``): a cluster grades only where one machine would."""
+    return sorted(address for address, ok in client.run(_protected).items() if not ok)
+
+
+def _protected() -> bool:
+    from .sandbox.client import explain
+    from .sandbox.walls import protected
+    return protected(explain())
+
+
+def shards_of(key: dict, submissions: list[Found], *, kit_version: str, cpu_seconds: float,
+              wall_seconds: float, size: int = SHARD_SIZE) -> tuple[list[Shard], list[Found]]:
+    """(the shards, the notebooks that cannot be read: graded at the client, no code runs)."""
+    shards, unread, current = [], [], {}
+    head = key["assignment"]
+    for found in sorted(submissions, key=lambda f: f.student):
+        data = notebook_bytes(found)
+        if data is None:
+            unread.append(found)
+            continue
+        current[found.student] = (found, data[0])
+        if len(current) == size:
+            shards.append(_shard(key, head, current, kit_version, cpu_seconds, wall_seconds))
+            current = {}
+    if current:
+        shards.append(_shard(key, head, current, kit_version, cpu_seconds, wall_seconds))
+    return shards, unread
+
+
+def _shard(key, head, notebooks, kit_version, cpu_seconds, wall_seconds) -> Shard:
+    return Shard(head, {s: entry_for(key, s) for s in notebooks}, dict(notebooks), kit_version,
+                 cpu_seconds, wall_seconds)
+
+
+def _task_name(shard: Shard) -> str:
+    names = hashlib.sha256("\n".join(shard.students).encode("utf-8")).hexdigest()[:16]
+    return f"attnkit-shard-{len(shard.students)}-{names}"
+
+
+def as_recorded(key: dict, shard: Shard, graded) -> list[tuple[SubmissionRow, list[ResultRow]]]:
+    """A worker's rows as local grading would have written them: the notebook's own path,
+    and the content hash taken with the client's key entry digest."""
+    out = []
+    for row, rows in graded:
+        found = shard.notebooks[row.student][0]
+        graded_hash = fingerprint(row.handin, entry_digest(key, row.student))
+        out.append((replace(row, path=str(found.path), content_hash=graded_hash),
+                    [replace(r, content_hash=graded_hash) for r in rows]))
+    return out
+
+
+def error_rows(key: dict, found: Found, why: str, kit_version: str):
+    """The rows of a submission the cluster could not grade: every part the grader's error."""
+    run = GradingRun(key, [found], None, None, kit_version=kit_version)
+    graded = Graded({}, {}, [why])
+    for problem, parts in run.parts_of(found.student):
+        for part, points in parts:
+            graded.verdicts[(problem, part)] = Verdict(0.0, points, ERROR, why)
+    return run.rows(found.student, graded)
+
+
+def grade_on_cluster(key: dict, submissions: list[Found], gradebook, client, *,
+                     kit_version: str | None = None, cpu_seconds: float = CPU_SECONDS,
+                     wall_seconds: float = 10.0, shard_size: int = SHARD_SIZE, progress=None,
+                     before_each=None) -> tuple[list[str], ClusterStats]:
+    """Grade ``submissions`` (``intake.match``'s, unread) on the cluster ``client`` into
+    ``gradebook``; (the students recorded, what the cluster did)."""
+    from distributed import as_completed
+    started = time.perf_counter()
+    kit_version = grader_version() if kit_version is None else kit_version
+    shards, unread = shards_of(key, submissions, kit_version=kit_version, cpu_seconds=cpu_seconds,
+                               wall_seconds=wall_seconds, size=shard_size)
+    stats = ClusterStats(shards=len(shards), lost=[])
+    recorded = []
+    if unread:                                   # nothing of theirs runs: judged here
+        local = GradingRun(key, unread, gradebook, None, regrade=True, kit_version=kit_version)
+        try:
+            local.start([f.student for f in unread])
+            for found in unread:
+                local.finished(found.student)
+        finally:
+            local.stop()
+        recorded += local.recorded
+    futures = {client.submit(grade_shard, shard, before_each, key=_task_name(shard), pure=False): shard
+               for shard in shards}
+    pending = as_completed(list(futures))
+    for future in pending:
+        shard = futures.pop(future)
+        try:
+            graded = future.result()
+        except Exception as err:  # noqa: BLE001 — a lost shard is split, never the batch lost
+            if len(shard.students) > 1:
+                stats.split += 1
+                for student in shard.students:
+                    single = replace(shard, entries={student: shard.entries[student]},
+                                     notebooks={student: shard.notebooks[student]})
+                    more = client.submit(grade_shard, single, before_each, key=_task_name(single) + "-alone",
+                                         pure=False)
+                    futures[more] = single
+                    pending.add(more)
+                continue
+            student = shard.students[0]
+            why = (f"internal grader error: the cluster could not grade this submission "
+                   f"({type(err).__name__}: {str(err)[:200]}); it is graded again on the next run")
+            graded_rows = [error_rows(key, shard.notebooks[student][0], why, kit_version)]
+            stats.lost.append(student)
+        else:
+            graded_rows = as_recorded(key, shard, graded)
+        gradebook.record_many(graded_rows)
+        recorded += [row.student for row, _ in graded_rows]
+        if progress is not None:
+            progress.advance(len(graded_rows))
+    stats.seconds = time.perf_counter() - started
+    return recorded, stats

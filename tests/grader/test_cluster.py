@@ -1,0 +1,119 @@
+"""Grading on a real Dask LocalCluster on loopback (grader/cluster.py): the gradebook is row
+for row the one local grading writes, also when a worker is killed mid-run, and a submission
+that kills its worker costs only itself."""
+
+import functools
+import os
+import signal
+import sqlite3
+import sys
+from pathlib import Path
+
+import pytest
+
+distributed = pytest.importorskip("distributed", reason="Dask's distributed is not installed")
+
+from grader.cluster import connect                                    # noqa: E402
+from grader.gradebook import Gradebook                                # noqa: E402
+from grader.pipeline import grade_folder                              # noqa: E402
+
+TIMING = {"duration_ms", "first_seen", "graded_at"}
+
+
+def _rows(path: Path) -> dict:
+    """Every table's rows without the timing columns, sorted."""
+    with sqlite3.connect(path) as db:
+        out = {}
+        for table in ("submissions", "results"):
+            columns = [c[1] for c in db.execute(f"PRAGMA table_info({table})") if c[1] not in TIMING]
+            out[table] = sorted(db.execute(f"SELECT {', '.join(columns)} FROM {table}").fetchall(), key=repr)
+    return out
+
+
+@pytest.fixture(scope="module")
+def cluster():
+    import cloudpickle
+    cloudpickle.register_pickle_by_value(sys.modules[__name__])   # (workers cannot import tests)
+    client, local = connect("local:2")
+    try:
+        yield client
+    finally:
+        client.close()
+        local.close()
+
+
+def _graded(graded_class, client, tmp_path, **options) -> tuple[Path, Path, dict, object]:
+    build, key, local, _ = graded_class(12)
+    path = tmp_path / "cluster.sqlite"
+    with Gradebook(path) as gradebook:
+        summary = grade_folder(key, build / "submissions" / "submitted", gradebook, None, cluster=client,
+                               review=False, wall_seconds=5.0, **options)
+    return local, path, key, summary
+
+
+def test_a_two_worker_cluster_writes_what_local_grading_writes(graded_class, cluster, tmp_path):
+    local, path, key, summary = _graded(graded_class, cluster, tmp_path, shard_size=5)
+    assert len(summary.recorded) == 12 and summary.run.cluster.shards == 3
+    assert _rows(path) == _rows(local)
+    # graded again: nothing changed, so nothing is sent
+    with Gradebook(path) as gradebook:
+        again = grade_folder(key, Path(local).parent.parent / "submissions" / "submitted", gradebook, None,
+                             cluster=cluster, review=False, wall_seconds=5.0)
+    assert again.recorded == [] and len(again.skipped) == 12
+    assert _rows(path) == _rows(local)
+
+
+def _kill_worker(marker: Path, student: str, seen: str, always: bool = False) -> None:
+    """Kill this worker process (SIGKILL, as a crash or the OOM killer would) before ``student``
+    is recorded: once (``marker`` remembers it), or every time."""
+    if seen == student and (always or not marker.exists()):
+        marker.touch()
+        os.kill(os.getpid(), signal.SIGKILL)
+
+
+def test_a_worker_killed_mid_run_loses_no_row(graded_class, cluster, tmp_path):
+    build, key, local, _ = graded_class(12)
+    target = sorted(key["students"])[4]
+    kill = functools.partial(_kill_worker, tmp_path / "killed", target)
+    path = tmp_path / "cluster.sqlite"
+    with Gradebook(path) as gradebook:
+        summary = grade_folder(key, build / "submissions" / "submitted", gradebook, None, cluster=cluster,
+                               review=False, wall_seconds=5.0, shard_size=3, before_each=kill)
+    assert (tmp_path / "killed").exists()                # a worker did die mid-shard
+    assert len(summary.recorded) == 12 and summary.run.cluster.lost == []
+    assert _rows(path) == _rows(local)
+
+
+def test_a_submission_that_kills_its_worker_costs_only_itself(graded_class, cluster, tmp_path):
+    build, key, local, _ = graded_class(12)
+    target = sorted(key["students"])[7]
+    kill = functools.partial(_kill_worker, tmp_path / "killed", target, always=True)
+    path = tmp_path / "cluster.sqlite"
+    with Gradebook(path) as gradebook:
+        summary = grade_folder(key, build / "submissions" / "submitted", gradebook, None, cluster=cluster,
+                               review=False, wall_seconds=5.0, shard_size=4, before_each=kill)
+    assert summary.run.cluster.lost == [target] and summary.run.cluster.split == 1
+    rows, expected = _rows(path), _rows(local)
+    assert [r for r in rows["results"] if target not in r] == [r for r in expected["results"] if target not in r]
+    assert [r for r in rows["submissions"] if target not in r] == [r for r in expected["submissions"] if target not in r]
+    with Gradebook(path) as gradebook:
+        mine = gradebook.submission(key["assignment"]["id"], target)
+    assert mine.status == "error" and "the cluster could not grade this submission" in mine.notes[0]
+
+
+def test_the_command_grades_on_a_local_cluster_and_refuses_pytest_options(graded_class, tmp_path):
+    import json
+    import subprocess
+    build, key, local, secret = graded_class(12)
+    root = Path(__file__).resolve().parents[2]
+    example = root / "problem_bank" / "assignments" / "example.yaml"
+    env = {**os.environ, "ATTNKIT_SECRET": secret}
+    command = [sys.executable, "-m", "attnkit", "grade", str(example), str(build / "submissions" / "submitted"),
+               "--key", str(build / "instructor" / "answer_key.json"), "--gradebook", str(tmp_path / "g.sqlite"),
+               "--timeout", "5", "--cluster", "local:2", "--shard-size", "5"]
+    out = subprocess.run(command + ["--json"], env=env, cwd=root, capture_output=True, text=True, timeout=300)
+    assert out.returncode == 0, out.stderr
+    assert json.loads(out.stdout)["graded"] == 12
+    assert _rows(tmp_path / "g.sqlite") == _rows(local)
+    refused = subprocess.run(command + ["-k", "weights"], env=env, cwd=root, capture_output=True, text=True)
+    assert refused.returncode == 1 and "-k and --junitxml" in refused.stderr
