@@ -204,6 +204,16 @@ class Entries(Mapping):
         """SHA-256 of the entry's canonical text, without parsing it."""
         return self._digests[sid]
 
+    def text(self, sid: str) -> bytes:
+        """The entry's canonical text as the key holds it, checked against its digest and
+        not parsed (what a cluster sends a worker: it parses its own entries)."""
+        start, size = self._spans[sid]
+        text = os.pread(self._fd, size, start)
+        if hashlib.sha256(text).hexdigest() != self._digests[sid]:
+            raise AnswerKeyError(f"{self._path}: the key changed on disk after it was verified "
+                                 f"(the entry of {sid!r} differs); load it again")
+        return text
+
     def __iter__(self):
         return iter(self._spans)
 

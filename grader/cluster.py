@@ -31,13 +31,15 @@ from __future__ import annotations
 
 import atexit
 import hashlib
+import itertools
+import json
 import tempfile
 import threading
 import time
 from dataclasses import dataclass, replace
 from pathlib import Path
 
-from formats.answer_key import entry_digest
+from formats.answer_key import canonical, entry_digest
 from formats.key_shape import entry_for
 
 from .budget import CPU_SECONDS
@@ -48,13 +50,14 @@ from .verdicts import ERROR, Verdict
 
 SHARD_SIZE = 100
 SERVERS_PER_WORKER = 1
+IN_FLIGHT = 2                  # shards out per worker: one running, one on its way
 
 
 @dataclass(frozen=True)
 class Shard:
     """What travels to a worker: the key's head, this shard's entries and notebooks."""
     head: dict
-    entries: dict                      # student → their key entry (parsed, verified at the client)
+    entries: dict                      # student → their key entry's canonical text (verified at the client)
     notebooks: dict                    # student → (Found as the client found it, the file's bytes)
     kit_version: str
     cpu_seconds: float
@@ -99,7 +102,8 @@ def grade_shard(shard: Shard, before_each=None) -> list[tuple[SubmissionRow, lis
     """Grade one shard (a Dask task): its notebooks run in this worker's sandbox and are
     judged here. ``before_each(student)``: called before each submission is recorded (tests
     use it to lose a worker mid-shard)."""
-    key = {"assignment": shard.head, "students": shard.entries}
+    key = {"assignment": shard.head,
+           "students": {s: json.loads(text) for s, text in shard.entries.items()}}
     collected = _Collected()
     with _ONE_SHARD_AT_A_TIME, tempfile.TemporaryDirectory(prefix="attnkit-shard-") as folder:
         found = []
@@ -129,7 +133,7 @@ def grade_shard(shard: Shard, before_each=None) -> list[tuple[SubmissionRow, lis
 
 @dataclass
 class ClusterStats:
-    shards: int = 0
+    shards: int = 0                 # sent (not counting the single-submission ones of a split)
     split: int = 0                  # shards split into single submissions after a failure
     lost: list = None               # students recorded as the grader's error after their own failure
     seconds: float = 0.0
@@ -167,26 +171,35 @@ def _protected() -> bool:
 
 
 def shards_of(key: dict, submissions: list[Found], *, kit_version: str, cpu_seconds: float,
-              wall_seconds: float, size: int = SHARD_SIZE) -> tuple[list[Shard], list[Found]]:
-    """(the shards, the notebooks that cannot be read: graded at the client, no code runs)."""
-    shards, unread, current = [], [], {}
-    head = key["assignment"]
+              wall_seconds: float, size: int = SHARD_SIZE, unread: list | None = None):
+    """The shards, one at a time (each read when it is about to be sent, so the client holds
+    only the shards in flight); the notebooks that cannot be read go to ``unread`` (graded at
+    the client: no code of theirs runs)."""
+    head, current = key["assignment"], {}
     for found in sorted(submissions, key=lambda f: f.student):
         data = notebook_bytes(found)
         if data is None:
-            unread.append(found)
+            if unread is not None:
+                unread.append(found)
             continue
         current[found.student] = (found, data[0])
         if len(current) == size:
-            shards.append(_shard(key, head, current, kit_version, cpu_seconds, wall_seconds))
+            yield _shard(key, head, current, kit_version, cpu_seconds, wall_seconds)
             current = {}
     if current:
-        shards.append(_shard(key, head, current, kit_version, cpu_seconds, wall_seconds))
-    return shards, unread
+        yield _shard(key, head, current, kit_version, cpu_seconds, wall_seconds)
+
+
+def _entry_text(key: dict, student: str) -> bytes:
+    """The entry's canonical text: as the verified key file holds it, or written out."""
+    students = key["students"]
+    if hasattr(students, "text"):
+        return students.text(student)
+    return canonical(entry_for(key, student)).encode("utf-8")
 
 
 def _shard(key, head, notebooks, kit_version, cpu_seconds, wall_seconds) -> Shard:
-    return Shard(head, {s: entry_for(key, s) for s in notebooks}, dict(notebooks), kit_version,
+    return Shard(head, {s: _entry_text(key, s) for s in notebooks}, dict(notebooks), kit_version,
                  cpu_seconds, wall_seconds)
 
 
@@ -222,51 +235,66 @@ def grade_on_cluster(key: dict, submissions: list[Found], gradebook, client, *,
                      wall_seconds: float = 10.0, shard_size: int = SHARD_SIZE, progress=None,
                      before_each=None) -> tuple[list[str], ClusterStats]:
     """Grade ``submissions`` (``intake.match``'s, unread) on the cluster ``client`` into
-    ``gradebook``; (the students recorded, what the cluster did)."""
+    ``gradebook``; (the students recorded, what the cluster did). At most IN_FLIGHT shards
+    per worker are out at once, so the client's memory does not grow with the batch."""
     from distributed import as_completed
     started = time.perf_counter()
     kit_version = grader_version() if kit_version is None else kit_version
-    shards, unread = shards_of(key, submissions, kit_version=kit_version, cpu_seconds=cpu_seconds,
-                               wall_seconds=wall_seconds, size=shard_size)
-    stats = ClusterStats(shards=len(shards), lost=[])
-    recorded = []
-    if unread:                                   # nothing of theirs runs: judged here
-        local = GradingRun(key, unread, gradebook, None, regrade=True, kit_version=kit_version)
-        try:
-            local.start([f.student for f in unread])
-            for found in unread:
-                local.finished(found.student)
-        finally:
-            local.stop()
-        recorded += local.recorded
-    futures = {client.submit(grade_shard, shard, before_each, key=_task_name(shard), pure=False): shard
-               for shard in shards}
-    pending = as_completed(list(futures))
+    unread: list[Found] = []
+    shards = shards_of(key, submissions, kit_version=kit_version, cpu_seconds=cpu_seconds,
+                       wall_seconds=wall_seconds, size=shard_size, unread=unread)
+    stats = ClusterStats(lost=[])
+    recorded: list[str] = []
+    futures: dict = {}
+    pending = as_completed()
+
+    def send(shard: Shard, alone: bool = False) -> None:
+        name = _task_name(shard) + ("-alone" if alone else "")
+        future = client.submit(grade_shard, shard, before_each, key=name, pure=False)
+        futures[future] = shard
+        pending.add(future)
+
+    limit = IN_FLIGHT * max(1, len(client.scheduler_info().get("workers", {})))
+    for shard in itertools.islice(shards, limit):
+        send(shard)
+        stats.shards += 1
     for future in pending:
         shard = futures.pop(future)
         try:
-            graded = future.result()
+            graded = as_recorded(key, shard, future.result())
         except Exception as err:  # noqa: BLE001 — a lost shard is split, never the batch lost
             if len(shard.students) > 1:
                 stats.split += 1
                 for student in shard.students:
-                    single = replace(shard, entries={student: shard.entries[student]},
-                                     notebooks={student: shard.notebooks[student]})
-                    more = client.submit(grade_shard, single, before_each, key=_task_name(single) + "-alone",
-                                         pure=False)
-                    futures[more] = single
-                    pending.add(more)
+                    send(replace(shard, entries={student: shard.entries[student]},
+                                 notebooks={student: shard.notebooks[student]}), alone=True)
                 continue
             student = shard.students[0]
             why = (f"internal grader error: the cluster could not grade this submission "
                    f"({type(err).__name__}: {str(err)[:200]}); it is graded again on the next run")
-            graded_rows = [error_rows(key, shard.notebooks[student][0], why, kit_version)]
+            graded = [error_rows(key, shard.notebooks[student][0], why, kit_version)]
             stats.lost.append(student)
-        else:
-            graded_rows = as_recorded(key, shard, graded)
-        gradebook.record_many(graded_rows)
-        recorded += [row.student for row, _ in graded_rows]
+        gradebook.record_many(graded)
+        recorded += [row.student for row, _ in graded]
         if progress is not None:
-            progress.advance(len(graded_rows))
+            progress.advance(len(graded))
+        for more in itertools.islice(shards, 1):     # one out, one in
+            send(more)
+            stats.shards += 1
+    recorded += _grade_unread(key, unread, gradebook, kit_version)
     stats.seconds = time.perf_counter() - started
     return recorded, stats
+
+
+def _grade_unread(key: dict, unread: list[Found], gradebook, kit_version: str) -> list[str]:
+    """The notebooks the client could not read, judged here: nothing of theirs runs."""
+    if not unread:
+        return []
+    local = GradingRun(key, unread, gradebook, None, regrade=True, kit_version=kit_version)
+    try:
+        local.start([f.student for f in unread])
+        for found in unread:
+            local.finished(found.student)
+    finally:
+        local.stop()
+    return list(local.recorded)
