@@ -51,6 +51,37 @@ def _graded(graded_class, client, tmp_path, **options) -> tuple[Path, Path, dict
     return local, path, key, summary
 
 
+def _listening(port: int) -> list[str]:
+    """The addresses (as /proc/net/tcp* writes them) listening on ``port``."""
+    found = []
+    for table in ("/proc/net/tcp", "/proc/net/tcp6"):
+        try:
+            lines = Path(table).read_text().splitlines()[1:]
+        except OSError:
+            continue
+        for line in lines:
+            local, state = line.split()[1], line.split()[3]
+            address, hex_port = local.rsplit(":", 1)
+            if state == "0A" and int(hex_port, 16) == port:
+                found.append(address)
+    return found
+
+
+def test_the_local_cluster_listens_on_loopback_only_and_serves_no_dashboard(cluster):
+    info = cluster.scheduler_info()
+    assert info["address"].startswith("tcp://127.0.0.1:") and len(info["workers"]) == 2
+    assert all(address.startswith("tcp://127.0.0.1:") for address in info["workers"])
+    # Dask keeps an HTTP server for /health and /metrics: on loopback, and with no dashboard
+    import urllib.error
+    import urllib.request
+    port = info.get("services", {}).get("dashboard")
+    if port is not None:
+        assert _listening(port) == ["0100007F"]          # 127.0.0.1, and no other address
+        with pytest.raises(urllib.error.HTTPError) as missing:
+            urllib.request.urlopen(f"http://127.0.0.1:{port}/status", timeout=5)
+        assert missing.value.code == 404
+
+
 def test_a_two_worker_cluster_writes_what_local_grading_writes(graded_class, cluster, tmp_path):
     local, path, key, summary = _graded(graded_class, cluster, tmp_path, shard_size=5)
     assert len(summary.recorded) == 12 and summary.run.cluster.shards == 3
