@@ -205,11 +205,17 @@ SHARD_SIZES = (100, 50)      # the cluster runs: their difference in time per ex
 
 
 def on_cluster(key: Path, folder: Path, scratch: Path, jobs: int, cluster: str, batch: dict) -> dict:
-    """The batch graded on ``cluster`` with two shard sizes (each run starts its cluster, as
-    ``attnkit grade --cluster`` does): the rate against local grading's in the same run, and
-    the overhead of one shard, (T(small shards) − T(large shards)) / the shards added."""
-    runs = {size: grade(key, folder, scratch / f"cluster-{size}.sqlite", jobs,
-                        ("--cluster", cluster, "--shard-size", str(size))) for size in SHARD_SIZES}
+    """The batch graded on ``cluster`` with two shard sizes, twice each, interleaved (each run
+    starts its cluster, as ``attnkit grade --cluster`` does): the rate against local grading's
+    in the same run, and the overhead of one shard, (T(small shards) − T(large shards)) / the
+    shards added, from the faster run of each size."""
+    runs: dict = {}
+    for attempt in range(2):      # interleaved, the faster of two each: the machine is shared
+        for size in SHARD_SIZES:
+            r = grade(key, folder, scratch / f"cluster-{size}-{attempt}.sqlite", jobs,
+                      ("--cluster", cluster, "--shard-size", str(size)))
+            if size not in runs or r["seconds"] < runs[size]["seconds"]:
+                runs[size] = r
     count = batch["submissions"]
     shards = {size: -(-count // size) for size in SHARD_SIZES}
     big, small = SHARD_SIZES
