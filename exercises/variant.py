@@ -22,6 +22,7 @@ from __future__ import annotations
 
 import functools
 import inspect
+import math
 from collections import Counter
 from dataclasses import dataclass, field, replace
 
@@ -35,7 +36,7 @@ from . import follow, references, rubrics
 from .checks import CHECKS
 from formats.compare import compare, is_numeric, within
 from .distributions import DISTRIBUTIONS
-from .expressions import Expression, ExpressionError, IllPosed, Scope
+from .expressions import BUILTINS as _BUILTINS, Expression, ExpressionError, IllPosed, Scope
 from .render import RenderError, render
 from .schema import MAX_OPTIONS, Parameter, Template, TemplateError
 from .seeds import generator
@@ -158,7 +159,8 @@ class Variant:
             **({"lookalikes": _jsonable_twins(self.lookalikes)} if self.lookalikes else {}),
             **self._follow_fields(),
         }
-        return {**body, "digest": serialize.digest(body)}
+        # the values' texts are remembered: the key entry holding this record reuses them
+        return {**body, "digest": serialize.digest_text(serialize.canonical_parts(body))}
 
     def _follow_fields(self) -> dict:
         """The follow-through recipes and their credit (nothing for a template without one,
@@ -245,8 +247,18 @@ class _Evaluator:
         except Exception as err:  # noqa: BLE001 — bad options are the template's
             self.fail(p.line, key, ValueError(f"{p.distribution}: {err}"))
 
-    def derive(self, derived, scope: Scope, key: str) -> None:
+    def derive(self, derived, scope: Scope, key: str, cached=None) -> None:
+        """Evaluate ``derived`` in order. ``cached``: a per-template table (``_constants``)
+        of the values that are the same on every draw, reused instead of recomputed."""
         for d in derived:
+            if cached is not None and d.name in cached.names:
+                hit = cached.values.get(d.name, _MISSING)
+                if hit is not _MISSING:
+                    scope.values[d.name] = hit
+                    continue
+                value = scope.values[d.name] = self.evaluate(d.expression, scope, d.line, f"{key}.{d.name}")
+                cached.values[d.name] = value
+                continue
             scope.values[d.name] = self.evaluate(d.expression, scope, d.line, f"{key}.{d.name}")
 
 
@@ -323,7 +335,7 @@ def _draw(template, evaluator, rng, rng_seed, seed, attempt, validate=True, coll
     early = [(i, c) for i, c in enumerate(template.constraints) if c.expression.names <= sampled]
     # Constraints on parameters alone run first, so they can guard the derived values.
     _check_constraints(template, evaluator, early, scope)
-    evaluator.derive(template.derived, scope, "derived")
+    evaluator.derive(template.derived, scope, "derived", _constants(template, scope.functions))
     answers, options = {}, {}
     for i, part in enumerate(template.parts):
         key = f"parts[{i}]"
@@ -599,32 +611,117 @@ def _answers_with(template, variant, evaluator, shadows: str, function, parts,
     function ``shadows`` (a twin, or a lookalike). Values the swap cannot change are reused;
     only what these parts need and the swapped call can change is recomputed. A swapped call
     that raises raises, unless ``where_defined``: then it leaves out only the parts that need
-    it (QK needs a square K, and a template may call the function on other shapes elsewhere)."""
+    it (QK needs a square K, and a template may call the function on other shapes elsewhere).
+
+    What the swap changes in a value that is the same on every draw (the lecture's own
+    numbers: ``_constants``) is the same on every draw too: computed once per template,
+    twin and process."""
+    plan = _plan(template, shadows, parts)
     functions = {**references.FUNCTIONS, shadows: function}
-    redo = _affected_by(template, shadows) & _needed_by(template, parts)
+    redo = plan.redo
     unchanged = {k: v for k, v in variant.values.items() if k not in redo}
     scope = _scope(template, unchanged, variant.rng_seed, strict=False, functions=functions)
+    cached = _constants(template, functions, (shadows, function))
+    values = scope.values
     if not where_defined:
-        evaluator.derive([d for d in template.derived if d.name in redo], scope, "derived")
+        evaluator.derive(plan.derived, scope, "derived", cached)
         return {part.id: _plain(part.answer.evaluate(scope)) for part in parts}
     broken: set[str] = set()
-    for d in template.derived:
-        if d.name in redo and not d.expression.names & broken:
+    for d in plan.derived:
+        if not d.expression.names & broken:
+            name = d.name
+            if name in cached.names:
+                hit = cached.values.get(name, _MISSING)
+                if hit is not _MISSING:
+                    values[name] = hit
+                    continue
             try:
-                scope.values[d.name] = d.expression.evaluate(scope)
+                value = values[name] = d.expression.evaluate(scope)
+                if name in cached.names:
+                    cached.values[name] = value
                 continue
             except Exception:  # noqa: BLE001 — the mistake cannot be made here: no value to name
                 pass
-        if d.name in redo:
-            broken.add(d.name)
+        broken.add(d.name)
     out = {}
-    for part in parts:
-        if not _needed_by(template, [part]) & broken:
+    for part, needs in zip(parts, plan.needs):
+        if not needs & broken:
             try:
                 out[part.id] = _plain(part.answer.evaluate(scope))
             except Exception:  # noqa: BLE001
                 pass
     return out
+
+
+_MISSING = object()
+
+
+@dataclass
+class _Plan:
+    redo: frozenset           # the derived values to recompute
+    derived: list             # those, in the template's order
+    needs: list               # per part: the derived values its answer reads
+
+
+_PLANS: dict[int, tuple] = {}
+
+
+def _plan(template, shadows: str, parts) -> _Plan:
+    """What ``_answers_with`` recomputes for a swap of ``shadows`` on ``parts``: a function
+    of the template alone, so worked out once per (template, function, parts) and process."""
+    cached = _PLANS.get(id(template))
+    if cached is None or cached[0] is not template:
+        cached = _PLANS[id(template)] = (template, {})
+    key = (shadows, tuple(id(p) for p in parts))
+    plan = cached[1].get(key)
+    if plan is None:
+        redo = frozenset(_affected_by(template, shadows) & _needed_by(template, parts))
+        plan = _Plan(redo, [d for d in template.derived if d.name in redo],
+                     [_needed_by(template, [p]) for p in parts])
+        cached[1][key] = (parts, plan)
+    else:
+        plan = plan[1]
+    return plan
+
+
+@dataclass
+class _Constant:
+    names: frozenset          # derived values that read only constants (no draw, no rng)
+    values: dict              # name → value, filled on first use
+
+
+_CONSTANT: dict[int, tuple] = {}
+
+
+def constant_names(template) -> frozenset:
+    """The derived values that are the same on every draw of ``template``: they read only
+    constant parameters, other such values and built-in constants (never ``rng``, never a
+    drawn parameter). Their values with any one function table are therefore the same on
+    every draw too."""
+    parameters = {p.name: p for p in template.parameters}
+    derived = {d.name for d in template.derived}
+    constant = {name for name, p in parameters.items() if p.distribution is None}
+    for d in template.derived:
+        names = d.expression.names
+        if all(n in constant or (n not in parameters and n not in derived and n != "rng"
+                                 and (n in references.CONSTANTS
+                                      or (n in _BUILTINS and not callable(_BUILTINS[n]))))
+               for n in names):
+            constant.add(d.name)
+    return frozenset(constant & derived)
+
+
+def _constants(template, functions: dict, swap=None) -> _Constant:
+    """The cache of ``constant_names(template)`` for one function table: the template's own
+    (``swap`` None) or the reference table with ``swap`` = (name, function) in place."""
+    cached = _CONSTANT.get(id(template))
+    if cached is None or cached[0] is not template:
+        cached = _CONSTANT[id(template)] = (template, constant_names(template), {})
+    key = (swap, id(functions.get(swap[0])) if swap else id(functions))
+    table = cached[2].get(key)
+    if table is None:
+        table = cached[2][key] = _Constant(cached[1], {})
+    return table
 
 
 def _affected_by(template, function_name: str) -> set[str]:
@@ -639,7 +736,25 @@ def _affected_by(template, function_name: str) -> set[str]:
 def _too_close(wrong, expected, rtol, atol) -> bool:
     """A twin's answer must lie outside twice the tolerance, so that no answer the grader
     accepts is also within tolerance of the mistake (diagnosis is never ambiguous)."""
-    return within(wrong, expected, 2 * rtol, 2 * atol)
+    return quick_within(wrong, expected, 2 * rtol, 2 * atol)
+
+
+_FLOATS = (float, np.float64)
+_INTS = (int, np.int64)
+
+
+def quick_within(actual, expected, rtol, atol) -> bool:
+    """``formats.compare.within``, with the answer to the commonest question of validation
+    — two finite floats, or two whole numbers — given without building arrays: the same
+    rule, the same IEEE arithmetic (|a − e| ≤ atol + rtol·|e|; whole numbers exactly), so
+    the same verdict. Everything else goes to ``within``."""
+    ta, te = type(actual), type(expected)
+    if ta in _FLOATS and te in _FLOATS:
+        if math.isfinite(actual) and math.isfinite(expected):
+            return abs(actual - expected) <= atol + rtol * abs(expected)
+    elif ta in _INTS and te in _INTS and -2**62 < actual < 2**62 and -2**62 < expected < 2**62:
+        return actual == expected
+    return within(actual, expected, rtol, atol)
 
 
 def _needed_by(template, parts) -> set[str]:
@@ -657,8 +772,11 @@ _RAISED = object()
 def _twin_output(template, evaluator, twin, case, variant):
     """The twin's output on a hidden case, or _RAISED (a function that raises fails it)."""
     try:
+        result = twin(**_fresh(case.args))
+        if template.output is None:
+            return _plain(result)
         scope = _scope(template, dict(variant.values), variant.rng_seed, strict=False)
-        return _output(template, evaluator, twin(**_fresh(case.args)), scope)
+        return _output(template, evaluator, result, scope)
     except Exception:  # noqa: BLE001 — a student function that raises fails the case
         return _RAISED
 

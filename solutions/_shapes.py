@@ -8,6 +8,8 @@ batch dimensions, which must be identical across the arrays checked together.
 
 from __future__ import annotations
 
+import functools
+
 import numpy as np
 
 
@@ -35,10 +37,8 @@ def check_shapes(**named: tuple[np.ndarray, str]) -> dict[str, int]:
     bound: dict[str, tuple[int, str]] = {}
     batch: tuple[tuple[int, ...], str] | None = None
     for name, (array, spec) in named.items():
-        symbols = spec.split()
-        has_batch = bool(symbols) and symbols[0] == "..."
-        core = symbols[1:] if has_batch else symbols
-        shape = np.shape(array)
+        symbols, has_batch, core = _parse_spec(spec)
+        shape = array.shape if isinstance(array, np.ndarray) else np.shape(array)
         if len(shape) < len(core) or (not has_batch and len(shape) != len(core)):
             raise ValueError(f"{name}: expected shape {_pretty(symbols)}, got {shape}")
         core_shape = shape[len(shape) - len(core):]
@@ -46,14 +46,15 @@ def check_shapes(**named: tuple[np.ndarray, str]) -> dict[str, int]:
             if symbol.isdigit():
                 if size != int(symbol):
                     raise ValueError(f"{name}: expected shape {_pretty(symbols)}, got {shape}")
-            elif symbol in bound and bound[symbol][0] != size:
-                known, source = bound[symbol]
-                raise ValueError(
-                    f"{name}: expected shape {_pretty(symbols)} with {symbol}={known} "
-                    f"(from {source}), got {shape}"
-                )
+            elif symbol in bound:
+                if bound[symbol][0] != size:
+                    known, source = bound[symbol]
+                    raise ValueError(
+                        f"{name}: expected shape {_pretty(symbols)} with {symbol}={known} "
+                        f"(from {source}), got {shape}"
+                    )
             else:
-                bound.setdefault(symbol, (size, name))
+                bound[symbol] = (size, name)
         if has_batch:
             lead = tuple(shape[: len(shape) - len(core)])
             if batch is None:
@@ -64,3 +65,11 @@ def check_shapes(**named: tuple[np.ndarray, str]) -> dict[str, int]:
                     f"(got shape {shape}); batch dimensions are never broadcast"
                 )
     return {symbol: size for symbol, (size, _) in bound.items()}
+
+
+@functools.lru_cache(maxsize=None)
+def _parse_spec(spec: str) -> tuple[list[str], bool, tuple[str, ...]]:
+    """"... L d_k" → (its symbols, whether it starts with "...", the symbols after it)."""
+    symbols = spec.split()
+    has_batch = bool(symbols) and symbols[0] == "..."
+    return symbols, has_batch, tuple(symbols[1:] if has_batch else symbols)

@@ -34,7 +34,21 @@ def layer_norm_forward(x, gamma, beta, eps: float = 1e-5) -> tuple[np.ndarray, L
 
 def layer_norm(x, gamma, beta, eps: float = 1e-5) -> np.ndarray:
     """LayerNorm(x) = γ ⊙ (x − μ)/√(σ² + ε) + β per token. Shapes: x (..., D) → (..., D)."""
-    return layer_norm_forward(x, gamma, beta, eps)[0]
+    return layer_norm_in_place(as_float(x, "x").copy(), gamma, beta, eps)
+
+
+def layer_norm_in_place(x: np.ndarray, gamma, beta, eps: float = 1e-5) -> np.ndarray:
+    """``layer_norm`` computed in x's own memory (x: a float64 array the caller owns and no
+    longer needs, e.g. a fresh residual sum). Returns x; the same steps as ``layer_norm_forward``:
+    x − μ, ÷ √(σ² + ε), ⊙ γ, + β, each overwriting x."""
+    gamma, beta = as_float(gamma, "gamma"), as_float(beta, "beta")
+    check_shapes(x=(x, "... D"), gamma=(gamma, "D"), beta=(beta, "D"))
+    x -= x.mean(axis=-1, keepdims=True)
+    var = np.mean(x * x, axis=-1, keepdims=True)  # biased: divides by D
+    x *= 1.0 / np.sqrt(var + eps)
+    x *= gamma
+    x += beta
+    return x
 
 
 def layer_norm_backward(dy, cache) -> tuple[np.ndarray, np.ndarray, np.ndarray]:

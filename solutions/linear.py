@@ -21,6 +21,12 @@ def linear(x, W, b=None) -> np.ndarray:
     else:
         b = as_float(b, "b")
         check_shapes(x=(x, "... d_in"), W=(W, "d_in d_out"), b=(b, "d_out"))
+    return affine(x, W, b)
+
+
+def affine(x: np.ndarray, W: np.ndarray, b=None) -> np.ndarray:
+    """y = xW + b on float64 arrays whose shapes the caller has already checked (``linear``
+    without its checks, for layers that check all their weights at once)."""
     # One (tokens × d_in) GEMM: a stacked (B, L, d_in) @ W runs B small matmuls instead.
     y = (x.reshape(-1, W.shape[0]) @ W).reshape(*x.shape[:-1], W.shape[1])
     if b is not None:

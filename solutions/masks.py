@@ -92,14 +92,34 @@ def apply_mask(scores: np.ndarray, mask) -> np.ndarray:
     """
     if mask is None:
         return scores
+    mask = _checked_mask(scores, mask)
+    if mask.dtype == bool:
+        return np.where(mask, scores, -np.inf)
+    return scores + mask
+
+
+def apply_mask_in_place(scores: np.ndarray, mask) -> np.ndarray:
+    """``apply_mask`` overwriting ``scores`` (a float64 array the caller owns). Returns scores."""
+    if mask is None:
+        return scores
+    mask = _checked_mask(scores, mask)
+    if mask.dtype == bool:
+        np.copyto(scores, -np.inf, where=~mask)
+    else:
+        scores += mask
+    return scores
+
+
+def _checked_mask(scores: np.ndarray, mask) -> np.ndarray:
+    """The mask as an array, after checking its shape against the scores and its values."""
     mask = np.asarray(mask)
     check_mask_shape(mask, scores.shape)
     if mask.dtype == bool:
-        return np.where(mask, scores, -np.inf)
+        return mask
     if not np.issubdtype(mask.dtype, np.floating):
         raise ValueError(f"mask: expected bool (True = may attend) or a float additive mask, "
                          f"got dtype {mask.dtype}")
     if (mask > 0).any() or np.isnan(mask).any():
         raise ValueError("mask: an additive float mask holds 0 (may attend) and −inf (blocked); "
                          "it has positive or NaN entries — a 0/1 mask must be given as bool")
-    return scores + mask
+    return mask

@@ -22,7 +22,7 @@ from .linear import linear
 from .masks import causal_mask, padding_mask
 from .multihead import MHA_PARAM_NAMES
 from .positional import embed, positional_encoding
-from .softmax import log_softmax
+from .softmax import log_softmax_in_place
 from .torch_layout import linear_from_torch, transformer_weights_from_torch
 from .transformer_layers import decoder_layer, encoder_layer
 
@@ -103,9 +103,13 @@ def encoder_stack(x, encoder, config: TransformerConfig, mask=None, return_weigh
     a list with each layer's {"self_attn": (..., h, S, S)}."""
     weights = []
     for i in range(config.num_encoder_layers):
-        x, layer_weights = encoder_layer(x, encoder["layers"][str(i)], config.num_heads, mask,
-                                         config.layer_norm_eps, return_weights=True)
-        weights.append(layer_weights)
+        layer = encoder["layers"][str(i)]
+        if return_weights:
+            x, layer_weights = encoder_layer(x, layer, config.num_heads, mask,
+                                             config.layer_norm_eps, return_weights=True)
+            weights.append(layer_weights)
+        else:
+            x = encoder_layer(x, layer, config.num_heads, mask, config.layer_norm_eps)
     if config.final_layer_norm:
         x = layer_norm(x, **encoder["norm"], eps=config.layer_norm_eps)
     return (x, weights) if return_weights else x
@@ -118,10 +122,15 @@ def decoder_stack(y, memory, decoder, config: TransformerConfig, self_mask=None,
     also returns each layer's {"self_attn": (..., h, T, T), "cross_attn": (..., h, T, S)}."""
     weights = []
     for i in range(config.num_decoder_layers):
-        y, layer_weights = decoder_layer(y, memory, decoder["layers"][str(i)], config.num_heads,
-                                         self_mask, memory_mask, config.layer_norm_eps,
-                                         return_weights=True)
-        weights.append(layer_weights)
+        layer = decoder["layers"][str(i)]
+        if return_weights:
+            y, layer_weights = decoder_layer(y, memory, layer, config.num_heads, self_mask,
+                                             memory_mask, config.layer_norm_eps,
+                                             return_weights=True)
+            weights.append(layer_weights)
+        else:
+            y = decoder_layer(y, memory, layer, config.num_heads, self_mask, memory_mask,
+                              config.layer_norm_eps)
     if config.final_layer_norm:
         y = layer_norm(y, **decoder["norm"], eps=config.layer_norm_eps)
     return (y, weights) if return_weights else y
@@ -190,7 +199,8 @@ class Transformer:
         """src (B, S) token ids → memory (B, S, d_model). ``src_lengths`` (B,) masks padding.
         With ``return_weights`` also returns each layer's self-attention weights."""
         S = np.shape(src)[-1]
-        x = embed(src, self.weights["src_embedding"]) + positional_encoding(S, self.config.d_model)
+        x = embed(src, self.weights["src_embedding"])
+        x += positional_encoding(S, self.config.d_model)
         return encoder_stack(x, self._tree["encoder"], self.config,
                              self._source_mask(src_lengths, S), return_weights)
 
@@ -199,11 +209,13 @@ class Transformer:
         → log-probabilities (B, T, V_tgt) of the next token at every position. With
         ``return_weights`` also returns each layer's self- and cross-attention weights."""
         T, S = np.shape(tgt)[-1], np.shape(memory)[-2]
-        y = embed(tgt, self.weights["tgt_embedding"]) + positional_encoding(T, self.config.d_model)
-        y, weights = decoder_stack(y, memory, self._tree["decoder"], self.config, causal_mask(T),
-                                   self._source_mask(src_lengths, S), return_weights=True)
+        y = embed(tgt, self.weights["tgt_embedding"])
+        y += positional_encoding(T, self.config.d_model)
+        decoded = decoder_stack(y, memory, self._tree["decoder"], self.config, causal_mask(T),
+                                self._source_mask(src_lengths, S), return_weights)
+        y, weights = decoded if return_weights else (decoded, None)
         logits = linear(y, self.weights["generator.W"], self.weights["generator.b"])
-        log_probs = log_softmax(logits, axis=-1)
+        log_probs = log_softmax_in_place(logits, axis=-1)  # the logits are not needed again
         return (log_probs, weights) if return_weights else log_probs
 
     def log_probs(self, src, tgt, src_lengths=None) -> np.ndarray:

@@ -3,20 +3,22 @@ head_i = Attention(Q W_Q^i, K W_K^i, V W_V^i).
 
 The per-head projections W_Q^i are the column blocks i·d_k:(i+1)·d_k of one (d_model, h·d_k)
 matrix, so all heads are projected with one matmul and then split — the same layout as
-``nn.MultiheadAttention``. Parameters are a dict with keys
+``nn.MultiheadAttention``; in self-attention Q, K and V even share one matmul with
+[W_Q | W_K | W_V] (its ``in_proj_weight``), see ``project_qkv``. Parameters are a dict with keys
 W_Q, b_Q, W_K, b_K, W_V, b_V (projections) and W_O, b_O (output), every W in (d_in, d_out) layout.
 The biases are optional (the lecture's equations have none; PyTorch's layers do).
 """
 
 from __future__ import annotations
 
+from itertools import accumulate
 from typing import NamedTuple
 
 import numpy as np
 
 from ._shapes import as_float, check_shapes
-from .attention import AttentionCache, attention_backward, attention_forward
-from .linear import LinearCache, linear_backward, linear_forward
+from .attention import AttentionCache, attention_backward, attention_forward, attention_weights
+from .linear import LinearCache, affine, linear_backward, linear_forward
 from .masks import check_mask_shape
 
 MHA_PARAM_NAMES = ("W_Q", "b_Q", "W_K", "b_K", "W_V", "b_V", "W_O", "b_O")
@@ -121,15 +123,56 @@ def mha_weights(cache) -> np.ndarray:
     return cache.attention.P
 
 
+def project_qkv(query, key, value, params) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """Q = query W_Q + b_Q,  K = key W_K + b_K,  V = value W_V + b_V  (shapes as in
+    ``mha_forward``; float64 arrays already checked by the caller).
+
+    Inputs that are one array share one matmul: self-attention (query = key = value = x) is
+    x [W_Q | W_K | W_V] + [b_Q | b_K | b_V] split back into its column blocks, and
+    cross-attention (key = value = memory) computes K and V together — one wide GEMM instead
+    of two or three narrow ones. Each column block holds the same dot products either way.
+    """
+    if query is key is value:
+        return stacked_projection(query, params, "QKV")
+    Q = affine(query, params["W_Q"], params.get("b_Q"))
+    if key is value:
+        return (Q, *stacked_projection(key, params, "KV"))
+    return Q, affine(key, params["W_K"], params.get("b_K")), affine(value, params["W_V"],
+                                                                     params.get("b_V"))
+
+
+def stacked_projection(x, params, names: str) -> list[np.ndarray]:
+    """x [W_a | W_b | …] + [b_a | b_b | …] split into x W_a + b_a, x W_b + b_b, … for the
+    letters a, b, … of ``names`` (e.g. "KV"); a missing bias counts as 0."""
+    Ws = [params["W_" + name] for name in names]
+    biases = [params.get("b_" + name) for name in names]
+    b = None if all(b is None for b in biases) else np.concatenate(
+        [np.zeros(W.shape[1]) if b is None else b for W, b in zip(Ws, biases)])
+    y = affine(x, np.concatenate(Ws, axis=1), b)
+    ends = accumulate(W.shape[1] for W in Ws)
+    return [y[..., end - W.shape[1]:end] for W, end in zip(Ws, ends)]
+
+
 def multi_head_attention(query, key, value, params, num_heads: int, mask=None):
     """Concat(head_1, …, head_h) W_O + b_O with head_i = softmax(Q_i K_iᵀ/√d_k) V_i.
 
     Self-attention: ``query = key = value = x``. Cross-attention: query from the decoder,
     key = value = the encoder output. Returns ``(out, weights)``: out (..., L, d_model),
     weights (..., h, L, S) per head (not averaged, unlike PyTorch's default).
+
+    The evaluation pass: what ``mha_forward`` computes, without keeping a cache for backprop.
     """
-    out, cache = mha_forward(query, key, value, params, num_heads, mask)
-    return out, mha_weights(cache)
+    query, key, value = as_float(query, "query"), as_float(key, "key"), as_float(value, "value")
+    _check_mha(query, key, value, params, num_heads)
+    if mask is not None:  # checked before the head axis is added, so errors show the user's shape
+        check_mask_shape(np.asarray(mask), query.shape[:-1] + key.shape[-2:-1])
+    params = {name: as_float(array, name) for name, array in params.items() if array is not None}
+    Q, K, V = (split_heads(x, num_heads) for x in project_qkv(query, key, value, params))
+    weights = attention_weights(Q, K, head_mask(mask))
+    concat = np.empty(query.shape[:-1] + (num_heads * V.shape[-1],))  # Concat(head_1, …, head_h)
+    np.matmul(weights, V, out=split_heads(concat, num_heads))        # head_i = P_i V_i, in place
+    out = affine(concat, params["W_O"], params.get("b_O"))
+    return out, weights
 
 
 def mha_backward(dout, cache):

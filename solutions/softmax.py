@@ -21,18 +21,27 @@ def softmax(x, axis: int = -1) -> np.ndarray:
     Raises ValueError on NaN or +inf input: neither has a meaningful softmax.
     """
     x = as_float(x, "x")
+    return softmax_in_place(x.copy(), axis)
+
+
+def softmax_in_place(x: np.ndarray, axis: int = -1) -> np.ndarray:
+    """``softmax(x, axis)`` computed in x's own memory (x: a float64 array the caller owns and
+    no longer needs, e.g. freshly computed scores). Returns x. Same results and errors as
+    ``softmax``; no full-size temporary is made: x − max, exp and the division all overwrite x.
+    """
     row_max = np.max(x, axis=axis, keepdims=True)  # NaN and +inf propagate into the max
     if not np.isfinite(row_max).all():
         if np.isnan(row_max).any() or np.isposinf(row_max).any():
             raise ValueError("softmax: input contains NaN or +inf")
         row_max = np.where(np.isneginf(row_max), 0.0, row_max)  # fully masked: exp(−inf) = 0
-    e = x - row_max
-    np.exp(e, out=e)  # in place: large temporaries are costly
-    total = np.sum(e, axis=axis, keepdims=True)
+    x -= row_max
+    np.exp(x, out=x)
+    total = np.sum(x, axis=axis, keepdims=True)
     if (total > 0).all():
-        e /= total
-        return e
-    return np.divide(e, total, out=np.zeros_like(e), where=total > 0)
+        x /= total
+        return x
+    # A fully masked slice holds exp(−inf) = 0 everywhere and a total of 0: it stays 0.
+    return np.divide(x, total, out=x, where=total > 0)
 
 
 def log_softmax(x, axis: int = -1) -> np.ndarray:
@@ -43,13 +52,36 @@ def log_softmax(x, axis: int = -1) -> np.ndarray:
     NaN, +inf or an all −inf slice raise ValueError.
     """
     x = as_float(x, "x")
+    return log_softmax_in_place(x.copy(), axis)
+
+
+def log_softmax_in_place(x: np.ndarray, axis: int = -1) -> np.ndarray:
+    """``log_softmax(x, axis)`` computed in x's own memory (x: a float64 array the caller owns
+    and no longer needs, e.g. freshly computed logits). Returns x; same results and errors."""
     row_max = np.max(x, axis=axis, keepdims=True)
     if not np.isfinite(row_max).all():
         raise ValueError("log_softmax: every slice needs a finite maximum (got NaN, +inf or all −inf)")
-    shifted = x - row_max
-    exp_shifted = np.exp(shifted)
-    shifted -= np.log(np.sum(exp_shifted, axis=axis, keepdims=True))
-    return shifted
+    x -= row_max
+    x -= np.log(_sum_exp(x, axis))
+    return x
+
+
+def _sum_exp(x: np.ndarray, axis: int) -> np.ndarray:
+    """Σ_j exp(x_j) along ``axis``, keepdims. Along the last axis of a C-contiguous array it
+    exponentiates a block of rows at a time into one small buffer: a full-size exp(x) would be
+    a second (..., V) array — megabytes of fresh memory pages for the output log-softmax —
+    only to be summed. The sums are the same either way (each row is summed on its own)."""
+    if axis not in (-1, x.ndim - 1) or x.ndim < 2 or not x.flags.c_contiguous:
+        return np.sum(np.exp(x), axis=axis, keepdims=True)
+    rows = x.reshape(-1, x.shape[-1])
+    total = np.empty((rows.shape[0], 1))
+    block = max(1, 32768 // rows.shape[1])  # rows per block: a buffer of at most 256 kB
+    buffer = np.empty((min(block, rows.shape[0]), rows.shape[1]))
+    for start in range(0, rows.shape[0], block):
+        chunk = rows[start:start + block]
+        e = np.exp(chunk, out=buffer[:len(chunk)])
+        np.sum(e, axis=-1, keepdims=True, out=total[start:start + block])
+    return total.reshape(*x.shape[:-1], 1)
 
 
 def softmax_forward(x) -> tuple[np.ndarray, np.ndarray]:

@@ -11,13 +11,13 @@ from __future__ import annotations
 import numpy as np
 
 from .feed_forward import ffn
-from .layer_norm import layer_norm
+from .layer_norm import layer_norm_in_place
 from .multihead import multi_head_attention
 
 
 def add_and_norm(x, sublayer_out, norm, eps: float = 1e-5) -> np.ndarray:
     """LayerNorm(x + Sublayer(x)): the residual connection, then layer normalization."""
-    return layer_norm(x + sublayer_out, norm["gamma"], norm["beta"], eps)
+    return layer_norm_in_place(x + sublayer_out, norm["gamma"], norm["beta"], eps)
 
 
 def encoder_layer(x, params, num_heads: int, mask=None, eps: float = 1e-5,

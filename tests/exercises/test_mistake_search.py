@@ -49,3 +49,64 @@ def test_a_structural_look_alike_is_found_once_and_never_redrawn(bank):
 ])
 def test_telling_values(value, expected):
     assert telling(value) is expected
+
+
+# --- the caches of issue 19: what does not depend on the draw is worked out once ----------
+
+def test_values_the_same_on_every_draw_are_known_and_only_those(bank):
+    from exercises.variant import constant_names
+    names = constant_names(bank["dog_ran_fast"])
+    assert {"e768", "slide", "head", "printed_gap"} <= names     # the slide's own numbers
+    assert not names & {"X", "Q", "K", "V", "steps"}               # drawn: x_rows, W_Q …
+    assert "sim" not in constant_names(bank["why_sqrt_dk"])         # reads rng: a draw of its own
+    assert "pair" in constant_names(bank["why_sqrt_dk"])
+
+
+def test_cached_values_give_the_variants_a_fresh_process_gives(bank):
+    """A variant made with the per-template caches filled by earlier variants (and by other
+    twins) is the variant made with them empty: the same record, digest and draws."""
+    from exercises import variant as variant_module
+    for template_id in ("dog_ran_fast", "why_sqrt_dk", "causal_mask_by_hand"):
+        template = bank[template_id]
+        warm = [make_variant(template, seed) for seed in range(6)]
+        for seed in (5, 3):
+            variant_module._CONSTANT.clear()
+            variant_module._PLANS.clear()
+            mistake_search._TWINS.clear()
+            cold = make_variant(template, seed)
+            assert cold.digest == warm[seed].digest and cold.attempts == warm[seed].attempts
+            assert cold.rejections == warm[seed].rejections
+
+
+@pytest.mark.parametrize("actual, expected, rtol, atol", [
+    (1.0, 1.0 + 1e-9, 0.0, 1e-9), (1.0, 1.0 + 2e-9, 0.0, 1e-9), (0.3, 0.1 + 0.2, 0, 0),
+    (1e-12, 0.0, 0.05, 1e-20), (-2.5, -2.45, 0.01, 0.0), (np.float64(2.0), 2.0000001, 1e-7, 0),
+    (float("nan"), 1.0, 0.1, 0.1), (float("inf"), float("inf"), 0, 0), (1.0, float("-inf"), 0, 1),
+    (3, 3, 0.5, 1.0), (3, 4, 0.5, 1.0), (np.int64(7), 7, 0, 0), (True, 1, 0, 0), (2**70, 2**70, 0, 0),
+    (1, 1.0, 0, 0), (1.0, 1, 0, 0), (np.array([1.0]), 1.0, 0, 0.1), ("a", "A", 0, 0)])
+def test_quick_within_says_what_compare_says(actual, expected, rtol, atol):
+    from exercises.variant import quick_within
+    from formats.compare import within
+    assert quick_within(actual, expected, rtol, atol) == within(actual, expected, rtol, atol)
+
+
+@pytest.mark.parametrize("a, b", [(1.0, 1.0 + 3e-9), (1.0, 1.0 + 5e-9), (-0.5, 0.5), (1e300, 1e300 * (1 + 1e-16))])
+def test_two_numbers_are_alike_as_two_arrays_are(a, b):
+    rtol, atol = 1e-9, 1e-9
+    as_arrays = mistake_search._alike(np.array([a]), np.array([b]), rtol, atol)
+    assert mistake_search._alike(a, b, rtol, atol) == as_arrays
+
+
+def test_a_record_is_encoded_once_and_the_key_entry_reuses_the_same_bytes(bank):
+    import json
+    from formats import serialize
+    record = make_variant(bank["sdpa_four_tokens"], 1).record()
+    entry = {"name": "N", "notebook": "release/x.ipynb",
+             "problems": {"p": {**record, "answer_names": {"weights": "weights"}}}}
+    plain = json.dumps(entry, sort_keys=True, separators=(",", ":"), ensure_ascii=False, allow_nan=False)
+    assert serialize.canonical_json(entry) == plain
+    body = {k: v for k, v in record.items() if k != "digest"}
+    assert record["digest"] == serialize.digest_text(json.dumps(
+        body, sort_keys=True, separators=(",", ":"), ensure_ascii=False, allow_nan=False))
+    with pytest.raises(ValueError):             # NaN is still refused, as json.dumps refuses it
+        serialize.canonical_json({**entry, "x": float("nan")})
