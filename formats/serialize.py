@@ -92,16 +92,61 @@ def from_jsonable(data):
     return data
 
 
-def canonical_json(data) -> str:
-    """One text per value: sorted keys, no spaces, exact floats — what digests are taken of
-    and what the answer key stores."""
+def _dumps(data) -> str:
     return json.dumps(data, sort_keys=True, separators=(",", ":"), ensure_ascii=False,
                       allow_nan=False)
 
 
+def canonical_json(data) -> str:
+    """One text per value: sorted keys, no spaces, exact floats — what digests are taken of
+    and what the answer key stores.
+
+    A value whose text was already written (``canonical_parts``: a variant record's values,
+    encoded for its digest) is not encoded again: a mapping is written as json.dumps writes
+    it — ``{`` key ``:`` value, … ``}`` in key order, keys as ``json`` escapes text — from
+    its values' texts, the remembered ones as they were remembered (the same bytes)."""
+    if _KNOWN and isinstance(data, dict):
+        return _assembled(data, 0)
+    return _dumps(data)
+
+
+_KNOWN: dict[int, tuple[object, str]] = {}     # id → (value, its canonical text)
+_KNOWN_LIMIT = 4096
+_STRING = json.encoder.encode_basestring       # what json.dumps uses with ensure_ascii=False
+
+
+def _assembled(data, depth: int) -> str:
+    known = _KNOWN.get(id(data))
+    if known is not None and known[0] is data:
+        return known[1]
+    if not isinstance(data, dict) or depth > 3 or not all(type(k) is str for k in data):
+        return _dumps(data)
+    return "{" + ",".join(f"{_STRING(k)}:{_assembled(data[k], depth + 1)}" for k in sorted(data)) + "}"
+
+
+def canonical_parts(data: dict) -> str:
+    """``canonical_json(data)`` of a mapping with text keys, each value's text remembered so
+    that a later ``canonical_json`` of anything holding these very values (an answer-key
+    entry holding a record) reuses it. The values must not change afterwards (records are
+    never changed: their digest is of these texts). Only the latest few thousand are kept."""
+    texts = {k: _dumps(v) for k, v in data.items()}
+    if len(_KNOWN) + len(data) > _KNOWN_LIMIT:
+        for key in list(_KNOWN)[:len(_KNOWN) // 2]:      # oldest first
+            del _KNOWN[key]
+    for k, v in data.items():
+        if isinstance(v, (dict, list)):
+            _KNOWN[id(v)] = (v, texts[k])
+    return "{" + ",".join(f"{_STRING(k)}:{texts[k]}" for k in sorted(data)) + "}"
+
+
 def digest(data) -> str:
     """SHA-256 of the canonical JSON of already-jsonable ``data``."""
-    return hashlib.sha256(canonical_json(data).encode("utf-8")).hexdigest()
+    return digest_text(canonical_json(data))
+
+
+def digest_text(text: str) -> str:
+    """SHA-256 of a canonical text (``canonical_json``, ``canonical_parts``)."""
+    return hashlib.sha256(text.encode("utf-8")).hexdigest()
 
 
 def same_value(a, b) -> bool:
