@@ -9,6 +9,7 @@ with mode 0600, and it must never be shipped to students.
 
 from __future__ import annotations
 
+import copy
 import hashlib
 import hmac
 import json
@@ -16,7 +17,7 @@ import os
 import threading
 import weakref
 from collections import OrderedDict
-from collections.abc import Mapping
+from collections.abc import ItemsView, Mapping, ValuesView
 from pathlib import Path
 
 from .key_shape import grading_student
@@ -200,14 +201,23 @@ class Entries(Mapping):
         return self._digests[sid]
 
     def text(self, sid: str) -> bytes:
-        """The entry's canonical text as the key holds it, checked against its digest and
-        not parsed (what a cluster sends a worker: it parses its own entries)."""
-        start, size = self._spans[sid]
+        """The entry's canonical text as the verified file holds it (checked again against its
+        digest), unparsed: what travels to a cluster worker."""
+        start, size = self._spans[sid]          # KeyError for a student not in the key
         text = os.pread(self._fd, size, start)
         if hashlib.sha256(text).hexdigest() != self._digests[sid]:
             raise AnswerKeyError(f"{self._path}: the key changed on disk after it was verified "
                                  f"(the entry of {sid!r} differs); load it again")
         return text
+
+    def items(self):
+        """(student id, entry) for every student, each entry read only as far as it is used
+        (``LazyEntry``): a pass over the class that wants the students' names or LMS ids
+        (intake pairs LMS downloads by them) does not parse every variant record."""
+        return _LazyItems(self)
+
+    def values(self):
+        return _LazyValues(self)
 
     def __iter__(self):
         return iter(self._spans)
@@ -217,6 +227,87 @@ class Entries(Mapping):
 
     def __contains__(self, sid) -> bool:
         return sid in self._spans
+
+
+class _LazyItems(ItemsView):
+    def __iter__(self):
+        for sid in self._mapping:
+            yield sid, LazyEntry(self._mapping, sid)
+
+
+class _LazyValues(ValuesView):
+    def __iter__(self):
+        for sid in self._mapping:
+            yield LazyEntry(self._mapping, sid)
+
+
+_PROBLEMS = '"problems":'
+
+
+class LazyEntry(Mapping):
+    """A student's entry as a read-only mapping that parses only what is asked of it. The
+    entry's canonical text has its keys sorted, so every key before ``"problems"`` (name,
+    email, LMS ids, notebook) is in the text ahead of the variant records: those are read
+    from that head alone (checked to be a whole JSON object, else the entry is parsed whole);
+    anything else parses the whole entry once (``Entries[sid]``, its digest checked)."""
+
+    __slots__ = ("_entries", "_sid", "_head", "_whole")
+
+    def __init__(self, entries: Entries, sid: str):
+        self._entries, self._sid, self._head, self._whole = entries, sid, None, None
+
+    def _all(self) -> dict:
+        if self._whole is None:
+            self._whole = self._entries[self._sid]
+        return self._whole
+
+    def _front(self) -> dict | None:
+        """The keys before "problems", or None when the head cannot be read on its own."""
+        if self._head is None:
+            raw = self._entries.text(self._sid)        # (AnswerKeyError: changed on disk)
+            self._head = False
+            try:
+                text = raw.decode("utf-8")
+                cut = text.find("," + _PROBLEMS)
+                if cut < 0 and text.startswith("{" + _PROBLEMS):
+                    self._head = {}
+                elif cut > 0:
+                    head = json.loads(text[:cut] + "}")     # balanced only if the cut is at the top
+                    if isinstance(head, dict) and all(k < "problems" for k in head):
+                        self._head = head
+            except (ValueError, UnicodeDecodeError):
+                pass
+        return None if self._head is False else self._head
+
+    def __getitem__(self, name):
+        if self._whole is None and isinstance(name, str) and name < "problems":
+            head = self._front()
+            if head is not None:
+                return head[name]
+        return self._all()[name]
+
+    def __contains__(self, name) -> bool:
+        try:
+            self[name]
+        except KeyError:
+            return False
+        return True
+
+    def __iter__(self):
+        return iter(self._all())
+
+    def __len__(self) -> int:
+        return len(self._all())
+
+    # Copied or pickled, it is the plain entry it stands for (no open file travels).
+    def __copy__(self) -> dict:
+        return dict(self._all())
+
+    def __deepcopy__(self, memo) -> dict:
+        return copy.deepcopy(self._all(), memo)
+
+    def __reduce__(self):
+        return dict, (self._all(),)
 
 
 def entry_digest(key: dict, student: str) -> str:

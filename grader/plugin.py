@@ -33,6 +33,17 @@ from .verdicts import MANUAL, PASSED, Verdict
 MANIFEST_SUFFIX = ".attnkit"
 
 
+def _safe(text: str, newlines: bool = True) -> str:
+    """``terminal_safe(text, newlines)``, with its answer for the common case found in C: a
+    text whose every character but newlines is printable holds nothing a terminal would act
+    on or hide (``str.isprintable`` is False for every category terminal_safe escapes), so it
+    comes back as it is. Feedback is rarely plain ASCII (×, ≈, —), and the character-by-character
+    pass cost a failed part more than the rest of its report."""
+    if (text.replace("\n", "") if newlines else text).isprintable():
+        return text
+    return terminal_safe(text, newlines=newlines)
+
+
 class PartFailed(Exception):
     """A part that did not earn its full points; the verdict says why."""
 
@@ -172,6 +183,7 @@ class PartItem(pytest.Item):
         self.student = self.parent.parent.name
         self.problem = self.parent.name
         self.verdict: Verdict | None = None
+        self._location = None
 
     def judge(self) -> Verdict:
         """This part's verdict (waiting for its submission's run), kept with its points as
@@ -198,7 +210,7 @@ class PartItem(pytest.Item):
         except Exception as error:  # noqa: BLE001 — the grader's own failure, shown as one
             verdict, trace = None, "".join(traceback.format_exception(error))
         if verdict is None:
-            outcome, longrepr = "failed", terminal_safe(f"internal grader error:\n{trace}")
+            outcome, longrepr = "failed", _safe(f"internal grader error:\n{trace}")
         elif verdict.status == PASSED:
             outcome, longrepr = "passed", None
         elif verdict.status == MANUAL:
@@ -218,8 +230,8 @@ class PartItem(pytest.Item):
     def failure_text(verdict: Verdict) -> str:
         """What pytest prints (``-v``) and junitxml keeps for a failed part. The message can
         hold a student's exception message, escape sequences and all: shown, never run."""
-        return terminal_safe(f"{verdict.score:g}/{verdict.max_score:g} points ({verdict.status}): "
-                             f"{verdict.message}")
+        return _safe(f"{verdict.score:g}/{verdict.max_score:g} points ({verdict.status}): "
+                     f"{verdict.message}")
 
     def repr_failure(self, excinfo, style=None):
         if isinstance(excinfo.value, PartFailed):
@@ -231,13 +243,16 @@ class PartItem(pytest.Item):
 
     @property
     def location(self) -> tuple[str, int | None, str]:
-        # What pytest derives from reportinfo, without resolving the same path for every part.
-        return self.parent.parent.parent.nodeid, None, self._domain()   # the manifest, relative to the rootdir
+        # What pytest derives from reportinfo, without resolving the same path for every part
+        # (made once: pytest asks for it several times per item).
+        if self._location is None:       # the manifest, relative to the rootdir
+            self._location = (self.parent.parent.parent.nodeid, None, self._domain())
+        return self._location
 
     def _domain(self) -> str:
         # The headline of a failure in pytest's report; a class key's student is a folder name.
-        return terminal_safe(f"{self.student}::{self.problem}::{self.name} ({self.points:g} points)",
-                             newlines=False)
+        return _safe(f"{self.student}::{self.problem}::{self.name} ({self.points:g} points)",
+                     newlines=False)
 
 
 SESSION_SIZE = 100      # submissions per pytest session (see run_pytest)

@@ -199,6 +199,34 @@ def encode(obj) -> bytes:
     return b"".join([_PREFIX.pack(len(header)), header, *encoder.buffers])
 
 
+# --- small events: two numbers, no JSON -------------------------------------------------
+#
+# The child announces every step before it runs it (``start``) and asks for each hidden case
+# (``need``): dozens of frames per job that hold an event name and two integers. They cross as
+# a fixed 10-byte body instead of a JSON header: a marker byte that no JSON body can begin with
+# (it would give a header length ≥ 0xFF000000, far over MAX_HEADER), the event's code, the step
+# and the case (-1: none). ``decode`` turns one into the very dict the JSON form gives, so the
+# checks after it are the same; it refuses a small body with an unknown code or a negative step.
+
+SMALL_MARK = 0xFF
+_SMALL = struct.Struct(">BBii")
+SMALL_EVENTS = {1: "start", 2: "need"}
+_SMALL_CODES = {name: code for code, name in SMALL_EVENTS.items()}
+
+
+def small_event(event: str, step: int, case: int | None = None) -> bytes:
+    """The body of a small event frame (``event``: "start" or "need")."""
+    return _SMALL.pack(SMALL_MARK, _SMALL_CODES[event], step, -1 if case is None else case)
+
+
+def _small(data) -> dict:
+    _, code, step, case = _SMALL.unpack_from(data)
+    name = SMALL_EVENTS.get(code)
+    if name is None or step < 0 or case < -1:
+        raise FrameError("a malformed small event")
+    return {"event": name, "step": step} if case < 0 else {"event": name, "step": step, "case": case}
+
+
 # --- decoding (the trusted side reads what the untrusted side wrote) ----------------------
 
 def _text(text: str) -> str:
@@ -312,6 +340,8 @@ def _decode(data: bytes, limit: int):
         raise FrameTooLarge(f"frame of {len(data)} bytes (limit {limit})")
     if len(data) < _PREFIX.size:
         raise FrameError("frame shorter than its header length")
+    if data[0] == SMALL_MARK and len(data) == _SMALL.size:
+        return _small(data)
     (header_length,) = _PREFIX.unpack_from(data)
     if header_length > MAX_HEADER or header_length > len(data) - _PREFIX.size:
         raise FrameError(f"header length {header_length} impossible for this frame")

@@ -60,6 +60,8 @@ Child → grader on the data pipe, in order:
   "step": i, "case": k}`` before each case of a call, so a crash can always be placed. The
   grader knows the one order of starts a job allows, and takes nothing else: a start out of
   turn fails the stream and the crash is charged to the last valid start.
+  Sent as a small frame (``frames.small_event``: ten bytes, no JSON), as is ``need``; the
+  grader decodes either form to the same dict.
 - ``{"event": "need", "step": i, "case": k}`` — asks for the arguments of case k of call step i
   (see ``call``), once that case's start is the next one due and the previous case's output came.
 - ``{"event": "error", "step": i, "label", "type": "NameError", "message": str (≤ 2000 chars),

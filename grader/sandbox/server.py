@@ -77,6 +77,12 @@ class _Emitter:
             os.set_blocking(self.fd, True)
         frames.write_all(self.fd, data)
 
+    def small(self, event: str, step: int, case: int | None = None) -> None:
+        """A start or need event, as a small frame (``frames.small_event``)."""
+        if not os.get_blocking(self.fd):
+            os.set_blocking(self.fd, True)
+        frames.write_all(self.fd, frames.framed(frames.small_event(event, step, case)))
+
     def _try(self, event: dict) -> bytes | None:
         try:
             body = frames.encode(event)
@@ -174,9 +180,9 @@ def _call_step(index: int, step: dict, namespace: dict, emit) -> None:
     name = step.get("function", "")
     for case in range(int(step.get("first", 0)), int(step.get("count", 0))):
         problem = step.get("problem")
-        emit(protocol.need_event(index, case))
+        emit.small(protocol.NEED, index, case)
         args = _read_case(problem, case)
-        emit(protocol.start_event(index, case))
+        emit.small(protocol.START, index, case)
         function = namespace.get(name)
         if name not in namespace:
             event = protocol.failed_output_event(problem, case, f"NameError: name '{name}' is not defined")
@@ -261,7 +267,7 @@ def run_child(job: dict, walls: Walls, result_fd: int, job_fd: int | None = None
     for index, step in enumerate(job.get("steps", [])):
         op = step.get("op")
         if op != protocol.CALL:
-            emit(protocol.start_event(index))
+            emit.small(protocol.START, index)
         if op == protocol.EXEC:
             _exec_step(index, step, namespace, emit)
         elif op == protocol.SET:

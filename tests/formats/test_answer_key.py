@@ -106,3 +106,44 @@ def test_a_key_replaced_on_disk_while_grading_leaves_the_loaded_one_whole(key_pa
                                      "9.9.9", SECRET), private=True)
     assert key["students"]['s"1']["problems"]["p"]["answers"]["x"] == 0.1
     assert sorted(load_key(key_path, SECRET)["students"]) == ["other"]
+
+
+def test_a_pass_over_the_class_reads_the_heads_alone_and_gives_the_same_entries(tmp_path):
+    from formats.answer_key import LazyEntry
+    students = entries(**{
+        "a": {"email": "a@x", "lms_id": "42", "name": 'Zoë ,"problems":{ “Q”', "notebook": "a.ipynb",
+              "problems": {"p": {"answers": {"x": 0.1}, "twins": {"t": [1, 2]}}}},
+        "b": {"name": "B", "problems": {}, "zz_after": [1]},
+        "c": {"problems": {"p": {"answers": {"problems": 1}}}},
+    })
+    path = tmp_path / "key.json"
+    write_atomic(path, key_bytes(ASSIGNMENT, students, "0.1.0", SECRET), private=True)
+    key = load_key(path, SECRET)
+    seen = {}
+    for sid, entry in key["students"].items():
+        assert isinstance(entry, LazyEntry)
+        seen[sid] = (entry.get("lms_id"), entry.get("name"), "email" in entry)
+        assert entry._whole is None                  # the head answered: no record was parsed
+    assert seen == {"a": ("42", 'Zoë ,"problems":{ “Q”', True), "b": (None, "B", False),
+                    "c": (None, None, False)}
+    for sid, entry in key["students"].items():     # anything else: the whole entry, the same
+        assert dict(entry) == json.loads(students[sid]) == key["students"][sid]
+        assert entry.get("zz_after") == json.loads(students[sid]).get("zz_after")
+    assert [dict(e) for e in key["students"].values()] == [json.loads(students[s]) for s in "abc"]
+    assert key["students"].text("a") == students["a"].encode()
+    import copy
+    import pickle
+    lazy = next(iter(key["students"].values()))
+    for plain in (copy.copy(lazy), copy.deepcopy(lazy), pickle.loads(pickle.dumps(lazy))):
+        assert type(plain) is dict and plain == json.loads(students["a"])
+
+
+def test_a_lazy_entry_changed_on_disk_is_refused(key_path):
+    key = load_key(key_path, SECRET)
+    data = key_path.read_bytes()
+    key_path.write_bytes(data.replace("Zoë".encode(), b"ZoeX"))         # the same length, in place
+    changed = dict(key["students"].items())['s"1']
+    with pytest.raises(AnswerKeyError, match="changed on disk"):
+        changed.get("name")
+    with pytest.raises(AnswerKeyError, match="changed on disk"):
+        changed["problems"]

@@ -410,3 +410,25 @@ def test_the_lists_of_many_arrays_count_together():
     header = {"l": [{"a": ["<f8", [frames.MAX_ITEMS // 2, 0]]}] * 60}
     with pytest.raises(FrameError, match="values"):
         decode(body(header))
+
+
+@pytest.mark.parametrize("event, step, case", [("start", 0, None), ("start", 46, 3), ("need", 7, 0),
+                                               ("need", 2**31 - 1, 2**31 - 1)])
+def test_small_events_decode_to_what_their_json_form_gives(event, step, case):
+    small = frames.small_event(event, step, case)
+    assert len(small) == 10 and small[0] == frames.SMALL_MARK
+    expected = {"event": event, "step": step} if case is None else {"event": event, "step": step, "case": case}
+    assert decode(small) == expected == decode(encode(expected))
+
+
+@pytest.mark.parametrize("raw", [
+    struct.pack(">BBii", 0xFF, 3, 0, -1),          # an unknown code
+    struct.pack(">BBii", 0xFF, 0, 0, -1),
+    struct.pack(">BBii", 0xFF, 1, -1, -1),          # a negative step
+    struct.pack(">BBii", 0xFF, 2, 0, -2),           # a case below "none"
+    struct.pack(">BBii", 0xFF, 1, 0, 0) + b"\0",    # not ten bytes: read as a JSON body (and refused)
+    struct.pack(">BBii", 0xFF, 1, 0, 0)[:9],
+])
+def test_a_malformed_small_event_is_refused(raw):
+    with pytest.raises(FrameError):
+        decode(raw)
