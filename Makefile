@@ -46,7 +46,7 @@ bench: $(STAMP)
 	$(PY) -m bench.model_forward
 	$(PY) -m bench.variants
 	$(PY) -m bench.build
-	$(PY) -m bench.grade
+	$(PY) -m bench.grade --cluster local:2
 	$(PY) -m bench.hostile
 	$(PY) -m bench.mark_page
 	$(PY) -m bench.diagnosis
