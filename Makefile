@@ -34,7 +34,7 @@ demo: $(STAMP)
 	$(DEMO_ENV) $(VENV)/bin/attnkit grade $(DEMO_HW) build/demo/submissions/submitted \
 		--build build/demo --timeout 3
 	@printf '\n== 5. reports ==\n'
-	$(DEMO_ENV) $(VENV)/bin/attnkit report $(DEMO_HW) --build build/demo
+	$(DEMO_ENV) $(VENV)/bin/attnkit report $(DEMO_HW) --build build/demo --dashboard
 	@printf '\n== 6. next: grade the free-response parts by hand, in a browser ==\n'
 	@printf '%s\n' "$(DEMO_ENV) $(VENV)/bin/attnkit mark $(DEMO_HW) --build build/demo" \
 		'(a page on 127.0.0.1 with a one-time token; Ctrl-C stops it; then attnkit report again)'

@@ -36,14 +36,15 @@ import json
 import tempfile
 import threading
 import time
-from dataclasses import dataclass, replace
+from collections.abc import Mapping
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 
-from formats.answer_key import canonical, entry_digest
+from formats.answer_key import canonical
 from formats.key_shape import entry_for
 
 from .budget import CPU_SECONDS
-from .grading import Graded, GradingRun, fingerprint, grader_version
+from .grading import Graded, GradingRun, grader_version
 from .gradebook import ResultRow, SubmissionRow, encoded
 from .intake import Found, notebook_bytes
 from .verdicts import ERROR, Verdict
@@ -86,6 +87,27 @@ def _sandbox(servers: int, wall_seconds: float):
     return _SANDBOXES[key]
 
 
+class _ShardEntries(Mapping):
+    """A shard's entries on the worker: each parsed when its submission is graded (GradingRun
+    keeps it while the submission is in flight), its digest that of the text it came as (the
+    key's own canonical text, so the rows' content hashes are the client's)."""
+
+    def __init__(self, texts: dict[str, bytes]):
+        self._texts = texts
+
+    def __getitem__(self, sid: str) -> dict:
+        return json.loads(self._texts[sid])
+
+    def digest(self, sid: str) -> str:
+        return hashlib.sha256(self._texts[sid]).hexdigest()
+
+    def __iter__(self):
+        return iter(self._texts)
+
+    def __len__(self) -> int:
+        return len(self._texts)
+
+
 class _Collected:
     """Where a worker's GradingRun records: the rows, checked as the gradebook checks them
     (``encoded``), kept to go back to the client."""
@@ -102,8 +124,7 @@ def grade_shard(shard: Shard, before_each=None) -> list[tuple[SubmissionRow, lis
     """Grade one shard (a Dask task): its notebooks run in this worker's sandbox and are
     judged here. ``before_each(student)``: called before each submission is recorded (tests
     use it to lose a worker mid-shard)."""
-    key = {"assignment": shard.head,
-           "students": {s: json.loads(text) for s, text in shard.entries.items()}}
+    key = {"assignment": shard.head, "students": _ShardEntries(shard.entries)}
     collected = _Collected()
     with _ONE_SHARD_AT_A_TIME, tempfile.TemporaryDirectory(prefix="attnkit-shard-") as folder:
         found = []
@@ -135,7 +156,7 @@ def grade_shard(shard: Shard, before_each=None) -> list[tuple[SubmissionRow, lis
 class ClusterStats:
     shards: int = 0                 # sent (not counting the single-submission ones of a split)
     split: int = 0                  # shards split into single submissions after a failure
-    lost: list = None               # students recorded as the grader's error after their own failure
+    lost: list = field(default_factory=list)   # students recorded as the grader's error alone
     seconds: float = 0.0
 
 
@@ -208,16 +229,10 @@ def _task_name(shard: Shard) -> str:
     return f"attnkit-shard-{len(shard.students)}-{names}"
 
 
-def as_recorded(key: dict, shard: Shard, graded) -> list[tuple[SubmissionRow, list[ResultRow]]]:
-    """A worker's rows as local grading would have written them: the notebook's own path,
-    and the content hash taken with the client's key entry digest."""
-    out = []
-    for row, rows in graded:
-        found = shard.notebooks[row.student][0]
-        graded_hash = fingerprint(row.handin, entry_digest(key, row.student))
-        out.append((replace(row, path=str(found.path), content_hash=graded_hash),
-                    [replace(r, content_hash=graded_hash) for r in rows]))
-    return out
+def as_recorded(shard: Shard, graded) -> list[tuple[SubmissionRow, list[ResultRow]]]:
+    """A worker's rows as local grading would have written them: with the notebook's own
+    path, not the worker's copy's."""
+    return [(replace(row, path=str(shard.notebooks[row.student][0].path)), rows) for row, rows in graded]
 
 
 def error_rows(key: dict, found: Found, why: str, kit_version: str):
@@ -243,7 +258,7 @@ def grade_on_cluster(key: dict, submissions: list[Found], gradebook, client, *,
     unread: list[Found] = []
     shards = shards_of(key, submissions, kit_version=kit_version, cpu_seconds=cpu_seconds,
                        wall_seconds=wall_seconds, size=shard_size, unread=unread)
-    stats = ClusterStats(lost=[])
+    stats = ClusterStats()
     recorded: list[str] = []
     futures: dict = {}
     pending = as_completed()
@@ -261,7 +276,7 @@ def grade_on_cluster(key: dict, submissions: list[Found], gradebook, client, *,
     for future in pending:
         shard = futures.pop(future)
         try:
-            graded = as_recorded(key, shard, future.result())
+            graded = as_recorded(shard, future.result())
         except Exception as err:  # noqa: BLE001 — a lost shard is split, never the batch lost
             if len(shard.students) > 1:
                 stats.split += 1

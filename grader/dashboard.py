@@ -104,7 +104,7 @@ def dashboard_html(gradebook: Gradebook, key: dict, deadline: Deadline | None = 
                 ("pools", "Pools of templates", lambda: _pools(summary)),
                 ("forensics", "Answer forensics", lambda: _forensics(gradebook, key, summary, deadline)),
                 ("matrices", "The commonest wrong matrices",
-                 lambda: _matrices(gradebook, key, grades))]
+                 lambda: _matrices(gradebook, key, grades, _members(summary)))]
     title = f"{assignment_title(key, default=assignment_id(key))} — instructors' dashboard"
     body = [_header(title, summary), _navigation(sections)]
     body += [_section(anchor, heading, make) for anchor, heading, make in sections]
@@ -562,9 +562,14 @@ def _matrix_parts(key: dict, students: list[str]) -> list[tuple[str, str | None,
     return out
 
 
-def _has_member(key: dict, student: str, problem: str, template: str | None) -> bool:
+def _members(summary: dict) -> dict[str, dict[str, str]]:
+    """student → pool problem → the member they got (summary_json has it: no entry read again)."""
+    return {s["id"]: s.get("pools", {}) for s in summary["students"]}
+
+
+def _has_member(members: dict, student: str, problem: str, template: str | None) -> bool:
     """Whether the student's variant of the problem is that pool member (always, for None)."""
-    return template is None or _record(key, student, problem).get("template") == template
+    return template is None or members.get(student, {}).get(problem) == template
 
 
 def _error_shape(answer, expected, rtol: float, atol: float) -> str:
@@ -596,7 +601,7 @@ def _error_shape(answer, expected, rtol: float, atol: float) -> str:
         else "most entries wrong"
 
 
-def _failing_counts(gradebook: Gradebook, key: dict, counted: dict, parts: list) -> Counter:
+def _failing_counts(gradebook: Gradebook, key: dict, counted: dict, parts: list, members: dict) -> Counter:
     """(problem, template, part) → how many counted handins failed it, without reading any answer."""
     wanted: dict = {}
     for pid, template, part in parts:
@@ -605,17 +610,17 @@ def _failing_counts(gradebook: Gradebook, key: dict, counted: dict, parts: list)
     for student, handin, problem, part, status in gradebook.part_statuses(assignment_id(key)):
         if status in FAILING and counted.get(student) == handin and (problem, part) in wanted:
             for template in wanted[(problem, part)]:
-                if _has_member(key, student, problem, template):
+                if _has_member(members, student, problem, template):
                     out[(problem, template, part)] += 1
     return out
 
 
 def _commonest_mistake(gradebook: Gradebook, key: dict, problem: str, template: str | None, part: str,
-                       counted: dict) -> Mistake | None:
+                       counted: dict, members: dict) -> Mistake | None:
     """The part's failing answers (of the pool member ``template``'s students) grouped by the
     misconception diagnosed (or, lacking one, by the shape of the error); the largest group
     that can be drawn, and one of its students."""
-    counted = {sid: h for sid, h in counted.items() if _has_member(key, sid, problem, template)}
+    counted = {sid: h for sid, h in counted.items() if _has_member(members, sid, problem, template)}
     groups: dict[tuple[bool, str], list] = {}
     wrong = 0
     for _, r in sorted(gradebook.part_results(assignment_id(key), problem, part, handins=counted),
@@ -647,16 +652,16 @@ def _commonest_mistake(gradebook: Gradebook, key: dict, problem: str, template: 
     return None
 
 
-def _matrices(gradebook: Gradebook, key: dict, grades) -> str:
+def _matrices(gradebook: Gradebook, key: dict, grades, members: dict) -> str:
     """For the by-hand matrix parts most often wrong, the commonest mistake: one student's
     wrong matrix beside their own expected one."""
     counted = {s.id: s.handin for s in grades if s.status == GRADED and s.handin}
     parts = _matrix_parts(key, sorted(counted) or [s.id for s in grades])
     if not parts:
         return "<p>The assignment has no by-hand matrix part.</p>"
-    failing = _failing_counts(gradebook, key, counted, parts)
+    failing = _failing_counts(gradebook, key, counted, parts, members)
     chosen = sorted((p for p in parts if failing[p]), key=lambda p: -failing[p])[:MATRIX_PARTS]
-    mistakes = [m for m in (_commonest_mistake(gradebook, key, pid, template, part, counted)
+    mistakes = [m for m in (_commonest_mistake(gradebook, key, pid, template, part, counted, members)
                             for pid, template, part in chosen) if m]
     if not mistakes:
         return "<p>No by-hand matrix part has a wrong matrix to show.</p>"

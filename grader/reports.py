@@ -478,8 +478,8 @@ def summary_json(gradebook: Gradebook, key: dict, deadline: Deadline | None = No
                 for s in grades]
     statuses = Counter(s.status for s in grades)
     pools = pool_members(key)
-    for s in students:
-        entry = entry_for(key, s["id"]) or {}
+    for s in students:          # (an entry is read only when the assignment has a pool)
+        entry = (entry_for(key, s["id"]) or {}) if pools else {}
         s["pools"] = {pid: problem_record(entry, pid, {}).get("template") for pid in pools
                       if problem_record(entry, pid, None) is not None}
     from .item_analysis import from_summary
@@ -546,14 +546,12 @@ def misconceptions_by_part(students: list[dict]) -> list[dict]:
                 counts[k][p["misconception"]] += 1
     out = []
     for (pid, template, part), codes in counts.items():
-        explained = sum(codes.values())
-        out.append({"problem": pid, "template": template, "part": part, "wrong": wrong[(pid, template, part)],
-                    "explained": explained,
-                    "share_explained": round(explained / wrong[(pid, template, part)], 6)
-                    if wrong[(pid, template, part)] else None,
-                    "misconceptions": [{"code": c, "count": n, "share_of_wrong": round(n / wrong[(pid, template, part)], 6),
+        n, explained = wrong[(pid, template, part)], sum(codes.values())
+        out.append({"problem": pid, "template": template, "part": part, "wrong": n, "explained": explained,
+                    "share_explained": round(explained / n, 6) if n else None,
+                    "misconceptions": [{"code": c, "count": k, "share_of_wrong": round(k / n, 6),
                                         "summary": MISCONCEPTIONS[c].summary if c in MISCONCEPTIONS else ""}
-                                       for c, n in sorted(codes.items(), key=lambda kv: (-kv[1], kv[0]))]})
+                                       for c, k in sorted(codes.items(), key=lambda kv: (-kv[1], kv[0]))]})
     return out
 
 

@@ -142,7 +142,10 @@ def part_record(key: dict, problem: str, part: str) -> dict:
 
 
 def _has_part(key: dict, student: str, problem: str, part: str) -> bool:
-    """Whether the student's variant has the part (a pool member may not)."""
+    """Whether the student's variant has the part (a pool member may not; every variant of
+    a plain problem has its parts, and no entry is read for it)."""
+    if not any(p["id"] == problem and p.get("pool") for p in head_problems(key)):
+        return True
     record = problem_record(entry_for(key, student) or {}, problem, {})
     return part in dict(graded_parts(record))
 
