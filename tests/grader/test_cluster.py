@@ -123,7 +123,8 @@ def test_a_submission_that_kills_its_worker_costs_only_itself(graded_class, clus
     with Gradebook(path) as gradebook:
         summary = grade_folder(key, build / "submissions" / "submitted", gradebook, None, cluster=cluster,
                                review=False, wall_seconds=5.0, shard_size=4, before_each=kill)
-    assert summary.run.cluster.lost == [target] and summary.run.cluster.split == 1
+    # (another shard in flight on a worker that died may be split too: its students are still graded)
+    assert summary.run.cluster.lost == [target] and summary.run.cluster.split >= 1
     rows, expected = _rows(path), _rows(local)
     assert [r for r in rows["results"] if target not in r] == [r for r in expected["results"] if target not in r]
     assert [r for r in rows["submissions"] if target not in r] == [r for r in expected["submissions"] if target not in r]
