@@ -14,11 +14,14 @@ import hashlib
 import hmac
 import json
 import os
+import re
 import threading
 import weakref
 from collections import OrderedDict
 from collections.abc import ItemsView, Mapping, ValuesView
 from pathlib import Path
+
+import orjson
 
 from .key_shape import grading_student
 from .serialize import canonical_json as canonical
@@ -29,6 +32,27 @@ _SIGNING_CONTEXT = b"attnkit answer key signature v1"
 
 class AnswerKeyError(ValueError):
     """An answer key that cannot be read, or whose signature does not verify."""
+
+
+def parse_entry(text: bytes) -> dict:
+    """A student's entry from its canonical text (UTF-8 bytes, as the key file holds it).
+
+    orjson, because entries are mostly floats and grading reads one per submission: it
+    parses them in half the time ``json`` takes (measured: 2.3 against 4.8 ms for the example
+    assignment's 173 kB entries), to the same values (a parsed entry's canonical text is the
+    text it came from: tested on every entry of a built key). orjson reads an integer beyond
+    64 bits as a float, so a text with a bare integer of 19 digits or more (canonical JSON
+    has no spaces: one stands between ``:``, ``,`` or ``[`` and ``,``, ``]`` or ``}``; the kit
+    writes none today) is read by ``json``, as is anything orjson refuses."""
+    if _LONG_INTEGER.search(text) is None:
+        try:
+            return orjson.loads(text)
+        except orjson.JSONDecodeError:
+            pass
+    return json.loads(text.decode("utf-8"))
+
+
+_LONG_INTEGER = re.compile(rb"[:,\[]-?[0-9]{19,}[,\]}]")
 
 
 def _signing_key(secret: bytes) -> bytes:
@@ -173,9 +197,12 @@ def _lines(file) -> tuple[dict, dict, dict] | None:
 class Entries(Mapping):
     """student id → key entry, each read from the verified key file when first asked for,
     and checked again against the digest its signature covers (an entry edited in place
-    since is refused, never half-trusted). The most recently used entries stay parsed."""
+    since is refused, never half-trusted). The last few entries used stay parsed: enough for
+    a caller that asks for one student's entry several times in a row; not more, because a
+    parsed entry is tens of thousands of objects the garbage collector walks (grader.garbage;
+    measured while grading: 32 kept made each young collection 50 ms, 4 kept 15 ms)."""
 
-    CACHED = 32
+    CACHED = 4
 
     def __init__(self, file, spans: dict[str, tuple[int, int]], digests: dict[str, str]):
         self._path, self._spans, self._digests = Path(file.name), spans, digests
@@ -189,7 +216,7 @@ class Entries(Mapping):
             if sid in self._recent:
                 self._recent.move_to_end(sid)
                 return self._recent[sid]
-        entry = json.loads(self.text(sid).decode("utf-8"))     # (KeyError: not in the key)
+        entry = parse_entry(self.text(sid))                 # (KeyError: not in the key)
         with self._lock:
             self._recent[sid] = entry
             if len(self._recent) > self.CACHED:

@@ -32,7 +32,6 @@ from __future__ import annotations
 import atexit
 import hashlib
 import itertools
-import json
 import tempfile
 import threading
 import time
@@ -40,9 +39,10 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field, replace
 from pathlib import Path
 
-from formats.answer_key import canonical
+from formats.answer_key import canonical, parse_entry
 from formats.key_shape import entry_for
 
+from . import garbage
 from .budget import CPU_SECONDS
 from .grading import Graded, GradingRun, grader_version
 from .gradebook import ResultRow, SubmissionRow, encoded
@@ -96,7 +96,7 @@ class _ShardEntries(Mapping):
         self._texts = texts
 
     def __getitem__(self, sid: str) -> dict:
-        return json.loads(self._texts[sid])
+        return parse_entry(self._texts[sid])
 
     def digest(self, sid: str) -> str:
         return hashlib.sha256(self._texts[sid]).hexdigest()
@@ -126,7 +126,8 @@ def grade_shard(shard: Shard, before_each=None) -> list[tuple[SubmissionRow, lis
     use it to lose a worker mid-shard)."""
     key = {"assignment": shard.head, "students": _ShardEntries(shard.entries)}
     collected = _Collected()
-    with _ONE_SHARD_AT_A_TIME, tempfile.TemporaryDirectory(prefix="attnkit-shard-") as folder:
+    with (_ONE_SHARD_AT_A_TIME, garbage.paced(),
+          tempfile.TemporaryDirectory(prefix="attnkit-shard-") as folder):
         found = []
         for i, student in enumerate(shard.students):
             original, data = shard.notebooks[student]

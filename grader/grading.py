@@ -24,6 +24,7 @@ from formats.serialize import NotSerializable, to_jsonable
 from formats.textfile import printable
 from formats.version import KIT_VERSION
 
+from . import garbage
 from .budget import CPU_SECONDS, UNLIMITED, Budget, OverBudget
 from .follow_through import carried
 from .verdicts import ERROR, MISSING, CaseOutcome, Missing, Verdict, code, problem_verdicts
@@ -419,6 +420,7 @@ class GradingRun:
     def finished(self, student: str, record: bool = True) -> None:
         graded, parts = self.wait(student), self.parts_of(student)
         self._release(student)            # a long run does not keep every value
+        garbage.submission_done()
         if self.progress is not None:
             self.progress.advance(1)
         if not record or self.gradebook is None:

@@ -5,7 +5,7 @@ import stat
 
 import pytest
 
-from formats.answer_key import AnswerKeyError, canonical, key_bytes, load_key
+from formats.answer_key import AnswerKeyError, canonical, key_bytes, load_key, parse_entry
 from formats.textfile import write_atomic
 
 SECRET = b"answer key test secret, 32 bytes"
@@ -147,3 +147,41 @@ def test_a_lazy_entry_changed_on_disk_is_refused(key_path):
         changed.get("name")
     with pytest.raises(AnswerKeyError, match="changed on disk"):
         changed["problems"]
+
+
+def test_entries_parse_to_the_values_their_text_holds(example_build):
+    """parse_entry (orjson) on every entry of a real build: each parsed entry's canonical
+    text is, byte for byte, the text it was read from (every float the same bits, -0.0
+    included), and it equals what ``json`` makes of that text."""
+    _, key = example_build(12, "parse entry test secret, 32 bytes")
+    students = key["students"]
+    for sid in students:
+        text = students.text(sid)
+        entry = parse_entry(text)
+        assert canonical(entry).encode("utf-8") == text
+        assert entry == json.loads(text)
+
+
+@pytest.mark.parametrize("text", [
+    b'{"big":123456789012345678901234567890,"name":"x"}',   # beyond 64 bits: orjson gives a float
+    b'{"big":[-9223372036854775809],"seed":"123456789012345678901234567890"}',
+    b'{"big":{"a":18446744073709551616},"x":0.00012345678901234567}',
+    b'{"name": "-0.0 and \\u00e9", "values": [-0.0, 1e-320, 5e-324, 1.7976931348623157e308]}',
+])
+def test_what_orjson_refuses_json_reads_and_values_are_json_s(text):
+    assert parse_entry(text) == json.loads(text)
+    assert [type(v) for v in _leaves(parse_entry(text))] == [type(v) for v in _leaves(json.loads(text))]
+    assert canonical(parse_entry(text)) == canonical(json.loads(text))
+
+
+def test_a_damaged_entry_text_is_an_error_not_a_value():
+    with pytest.raises(ValueError):
+        parse_entry(b'{"name": ')
+
+
+def _leaves(value):
+    if isinstance(value, dict):
+        return [leaf for v in value.values() for leaf in _leaves(v)]
+    if isinstance(value, list):
+        return [leaf for v in value for leaf in _leaves(v)]
+    return [value]

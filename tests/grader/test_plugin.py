@@ -136,3 +136,28 @@ def test_a_failure_report_shows_a_student_s_escape_sequences_and_never_runs_them
     assert text == ("0/2 points (missing): `w` is not defined (the cell raised ValueError: "
                     "\\x1b]0;pwned\\x07\\x1b[2J\\u202e\\x9b31m)\nsecond line")
     assert [c for c in text if c != "\n" and unicodedata.category(c) in ("Cc", "Cf")] == []
+
+
+def test_reports_are_pytests_own_and_setup_teardown_only_where_someone_listens(
+        batch, sandbox, tmp_path, monkeypatch):
+    """Each report's keywords are what pytest's runner would give (``dict.fromkeys`` over the
+    item's keywords); with no listener but pytest's session an item sends its call report
+    alone, and with junitxml listening all three."""
+    from grader.plugin import PartItem
+
+    made = []
+    original = PartItem.reports
+
+    def spied(self, only_call=False):
+        assert self.report_keywords() == dict.fromkeys(self.keywords, 1)
+        reports = original(self, only_call)
+        made.append([r.when for r in reports])
+        return reports
+
+    monkeypatch.setattr(PartItem, "reports", spied)
+    code, run, recorded = grade(batch, sandbox, tmp_path)
+    items = sum(run.item_count(s) for s in recorded)
+    assert len(recorded) == STUDENTS and made == [["call"]] * items
+    made.clear()
+    grade(batch, sandbox, tmp_path, f"--junitxml={tmp_path / 'j.xml'}")
+    assert made == [["setup", "call", "teardown"]] * items

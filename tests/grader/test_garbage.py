@@ -1,0 +1,128 @@
+"""The collector paced by submissions: off while a batch is graded, collecting on schedule,
+restored afterwards, and the garbage of a long batch still collected."""
+
+import gc
+import threading
+import weakref
+
+import pytest
+
+from grader import garbage
+
+
+@pytest.fixture(autouse=True)
+def collector_on():
+    was = gc.isenabled()
+    gc.enable()
+    yield
+    (gc.enable if was else gc.disable)()
+
+
+class Cycle:
+    def __init__(self):
+        self.me = self
+
+
+def test_paced_turns_the_collector_off_and_back_on_nested():
+    with garbage.paced():
+        assert not gc.isenabled()
+        with garbage.paced():
+            assert not gc.isenabled()
+        assert not gc.isenabled()          # the inner end is not the outermost
+    assert gc.isenabled()
+
+
+def test_a_collector_that_was_off_stays_off():
+    gc.disable()
+    with garbage.paced():
+        pass
+    assert not gc.isenabled()
+
+
+def test_an_error_in_the_block_still_restores_the_collector():
+    with pytest.raises(RuntimeError):
+        with garbage.paced():
+            raise RuntimeError("boom")
+    assert gc.isenabled()
+
+
+def _cycle_ref():
+    return weakref.ref(Cycle())
+
+
+def test_cyclic_garbage_waits_for_its_turn_and_is_then_collected():
+    with garbage.paced():
+        ref = _cycle_ref()
+        for _ in range(garbage.YOUNG_EVERY - 1):
+            garbage.submission_done()
+        assert ref() is not None           # not yet: the collector is off
+        garbage.submission_done()          # the young generations' turn
+        assert ref() is None
+
+
+def test_old_garbage_is_collected_by_the_full_turn():
+    with garbage.paced():
+        keep = Cycle()
+        gc.collect()                       # survives into the oldest generation
+        ref = weakref.ref(keep)
+        del keep
+        for _ in range(garbage.YOUNG_EVERY):
+            garbage.submission_done()      # a young collection does not reach it
+        assert ref() is not None
+        for _ in range(garbage.FULL_EVERY - garbage.YOUNG_EVERY):
+            garbage.submission_done()
+        assert ref() is None
+
+
+def test_outside_a_paced_block_submission_done_does_nothing():
+    gc.disable()                           # (no automatic collection to count)
+    before = [s["collections"] for s in gc.get_stats()]
+    for _ in range(garbage.FULL_EVERY):
+        garbage.submission_done()
+    assert [s["collections"] for s in gc.get_stats()] == before
+
+
+def test_paced_blocks_on_two_threads_leave_it_on_when_both_end():
+    inside, release = threading.Barrier(2), threading.Event()
+
+    def shard():
+        with garbage.paced():
+            inside.wait()
+            release.wait()
+
+    other = threading.Thread(target=shard)
+    other.start()
+    with garbage.paced():
+        inside.wait()
+    assert not gc.isenabled()              # the other thread's block is still running
+    release.set()
+    other.join()
+    assert gc.isenabled()
+
+
+def test_a_grading_run_paces_the_collector_and_restores_it(example_build, tmp_path):
+    """grade_folder for real: the collector is off while submissions are recorded (the
+    progress bar's advance runs as each is) and on again once the run is over."""
+    from formats.key_shape import assignment_id
+    from grader.gradebook import Gradebook
+    from grader.pipeline import grade_folder
+    from grader.sandbox.client import Limits, Sandbox
+    from synthetic import synthesize
+
+    build_dir, key = example_build(3, "garbage pacing test secret, 32 bytes")
+    synthesize(build_dir, key, tmp_path / "made", profiles=["correct"])
+    states = []
+
+    class Bar:
+        def advance(self, n):
+            states.append(gc.isenabled())
+
+        def close(self):
+            pass
+
+    with Sandbox(1, Limits(wall_seconds=5)) as box, Gradebook(tmp_path / "g.sqlite") as gradebook:
+        summary = grade_folder(key, tmp_path / "made", gradebook, box, progress=lambda total: Bar(),
+                               kit_version="")
+        assert len(summary.recorded) == 3 and gradebook.submission(assignment_id(key), summary.recorded[0])
+    assert states == [False, False, False]
+    assert gc.isenabled()
