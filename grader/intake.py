@@ -606,8 +606,11 @@ def _json_type(value) -> str:
 def _source(raw) -> str | None:
     if isinstance(raw, str):
         return raw
-    if isinstance(raw, list) and all(isinstance(s, str) for s in raw):
-        return "".join(raw)
+    if isinstance(raw, list):
+        try:
+            return "".join(raw)          # (TypeError at the first line that is not text)
+        except TypeError:
+            return None
     return None
 
 

@@ -66,22 +66,40 @@ _PIPE_SIZE = 65536          # Linux's default pipe buffer
 class _Emitter:
     """Writes events to the result pipe. A value that cannot be encoded (a student object that
     raises from ``__iter__``) or that would make the frame too big becomes an Unsupported, the
-    biggest first, so the rest of the event still arrives."""
+    biggest first, so the rest of the event still arrives.
+
+    An event is written with the small frame that follows it (the next ``start`` or ``need``)
+    or by ``flush``: one write where there were two, and the grader woken once. The stream's
+    bytes are the same, and what the grader relies on holds: a ``start`` is in the pipe before
+    the student code it announces runs, and a ``need`` before the child waits for its case
+    (both are written at once, with whatever waited). Between an event and the small frame
+    that carries it no student code runs (encoding a student's value, which can, happens
+    before the event is held)."""
 
     def __init__(self, fd: int, limit: int):
         self.fd, self.limit = fd, limit
+        self._held: list[bytes] = []
 
     def __call__(self, event: dict) -> None:
-        data = self._encode(event)
-        if not os.get_blocking(self.fd):             # the student's own doing: wait, not fail
-            os.set_blocking(self.fd, True)
-        frames.write_all(self.fd, data)
+        self._held.append(self._encode(event))
 
     def small(self, event: str, step: int, case: int | None = None) -> None:
-        """A start or need event, as a small frame (``frames.small_event``)."""
-        if not os.get_blocking(self.fd):
+        """A start or need event, as a small frame (``frames.small_event``), written now with
+        the events held before it."""
+        self._held.append(frames.framed(frames.small_event(event, step, case)))
+        self.flush()
+
+    def flush(self) -> None:
+        held, self._held = self._held, []
+        if not held:
+            return
+        if not os.get_blocking(self.fd):             # the student's own doing: wait, not fail
             os.set_blocking(self.fd, True)
-        frames.write_all(self.fd, frames.framed(frames.small_event(event, step, case)))
+        if sum(map(len, held)) <= _PIPE_SIZE:
+            frames.write_all(self.fd, b"".join(held))
+        else:                                         # (a large frame is not copied to join it)
+            for data in held:
+                frames.write_all(self.fd, data)
 
     def _try(self, event: dict) -> bytes | None:
         try:
@@ -263,20 +281,23 @@ def run_child(job: dict, walls: Walls, result_fd: int, job_fd: int | None = None
         return EXIT_BROKEN                # the result pipe is not where it should be: run nothing
     emit = _Emitter(RESULT_FD, int(limits.get("frame_mb", 32)) * MIB)
     emit(protocol.ready_event(held))
-    namespace = _notebook_namespace()
-    for index, step in enumerate(job.get("steps", [])):
-        op = step.get("op")
-        if op != protocol.CALL:
-            emit.small(protocol.START, index)
-        if op == protocol.EXEC:
-            _exec_step(index, step, namespace, emit)
-        elif op == protocol.SET:
-            namespace.update(step.get("values", {}))
-        elif op == protocol.SEND:
-            _send_step(step, namespace, emit)
-        elif op == protocol.CALL:
-            _call_step(index, step, namespace, emit)
-    emit(protocol.done_event())
+    try:
+        namespace = _notebook_namespace()
+        for index, step in enumerate(job.get("steps", [])):
+            op = step.get("op")
+            if op != protocol.CALL:
+                emit.small(protocol.START, index)
+            if op == protocol.EXEC:
+                _exec_step(index, step, namespace, emit)
+            elif op == protocol.SET:
+                namespace.update(step.get("values", {}))
+            elif op == protocol.SEND:
+                _send_step(step, namespace, emit)
+            elif op == protocol.CALL:
+                _call_step(index, step, namespace, emit)
+        emit(protocol.done_event())
+    finally:
+        emit.flush()          # what is held goes out even if the child's own machinery fails
     return 0
 
 

@@ -40,6 +40,21 @@ def test_time_spent_waiting_is_not_charged():
     budget.check("waiting for the sandbox")
 
 
+def test_the_thread_clock_is_read_only_once_the_budget_could_be_spent(monkeypatch):
+    """Checked for every frame and part: while less than the budget has passed on the clock
+    no thread can have spent it, and the thread's CPU clock (a system call) is not read."""
+    import time
+    budget = Budget(cpu_seconds=0.2).start()
+    reads = []
+    monkeypatch.setattr(time, "thread_time", lambda real=time.thread_time: reads.append(1) or real())
+    for _ in range(1000):
+        budget.check("a frame")
+    assert reads == []
+    time.sleep(0.25)
+    budget.check("after the budget's time")       # read now, and not spent: no error
+    assert reads == [1]
+
+
 def test_notes_are_kept_once_each_short_and_few():
     notes = [f"cell {i}: note" for i in range(1000)] + ["again"] * 50 + ["x" * 100_000]
     kept = capped_notes(notes)
