@@ -32,7 +32,6 @@ from __future__ import annotations
 import atexit
 import hashlib
 import itertools
-import tempfile
 import threading
 import time
 from collections.abc import Mapping
@@ -43,6 +42,7 @@ from formats.answer_key import canonical, parse_entry
 from formats.key_shape import entry_for
 
 from . import garbage
+from .scratch import scratch
 from .budget import CPU_SECONDS
 from .grading import Graded, GradingRun, grader_version
 from .gradebook import ResultRow, SubmissionRow, encoded
@@ -127,7 +127,7 @@ def grade_shard(shard: Shard, before_each=None) -> list[tuple[SubmissionRow, lis
     key = {"assignment": shard.head, "students": _ShardEntries(shard.entries)}
     collected = _Collected()
     with (_ONE_SHARD_AT_A_TIME, garbage.paced(),
-          tempfile.TemporaryDirectory(prefix="attnkit-shard-") as folder):
+          scratch("shard") as folder):
         found = []
         for i, student in enumerate(shard.students):
             original, data = shard.notebooks[student]

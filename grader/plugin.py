@@ -29,6 +29,7 @@ from pytest import TestReport
 from formats.textfile import terminal_safe
 
 from . import garbage
+from .scratch import scratch
 from .verdicts import MANUAL, PASSED, Verdict
 
 MANIFEST_SUFFIX = ".attnkit"
@@ -307,7 +308,6 @@ def run_pytest(run, assignment_id: str, extra_args=(), verbose: bool = False,
     so the terminal report and the XML file are one each (junitxml keeps every report in
     memory until it writes the file anyway)."""
     import os
-    import tempfile
 
     students = run.students_to_grade()
     whole = verbose or any(str(a).startswith(("--junitxml", "--junit-xml")) for a in extra_args)
@@ -316,8 +316,8 @@ def run_pytest(run, assignment_id: str, extra_args=(), verbose: bool = False,
     selective = any(str(a).startswith(("-k", "-m", "--deselect")) for a in extra_args)
     size = max(1, len(students) if whole else session_size)
     sessions = [students[i:i + size] for i in range(0, len(students), size)] or [[]]
-    with tempfile.TemporaryDirectory(prefix="attnkit-grade-") as scratch:
-        root = Path(scratch)
+    with scratch("grade") as folder:
+        root = Path(folder)
         (root / "pytest.ini").write_text("[pytest]\n")
         manifest = root / f"{assignment_id}{MANIFEST_SUFFIX}"
         manifest.write_text(f"attnkit grading run for {assignment_id}\n")

@@ -37,8 +37,8 @@ ROOT = Path(__file__).resolve().parents[2]
 EXAMPLE = ROOT / "problem_bank" / "assignments" / "example.yaml"
 ASSIGNMENT = "attention-hw1"
 SECRET = "grade-cli test secret: long enough, never a real one"
-# Ids with a dash: nothing else in a pytest node id (the scratch folder is attnkit-grade-<random
-# letters and digits>) can contain "st-01", so `-k "st-01 and …"` selects one student.
+# Ids with a dash: nothing else in a pytest node id (the scratch folder is attnkit-grade-<pid>-
+# <random letters and digits>) can contain "st-01", so `-k "st-01 and …"` selects one student.
 STUDENTS = [f"st-{n:02d}" for n in range(1, 9)]
 JOBS, TIMEOUT = "2", "2"
 
