@@ -38,7 +38,8 @@ MAY_IMPORT = {
 }
 # third-party packages beyond NumPy, where they are allowed
 THIRD_PARTY = {
-    "solutions": set(), "formats": set(),
+    # formats: orjson parses answer-key entries (one per graded submission; twice json's speed)
+    "solutions": set(), "formats": {"orjson"},
     "exercises": {"yaml", "jinja2", "markdown_it", "mdit_py_plugins", "latex2mathml", "nbformat"},
     "grader": {"pytest", "_pytest"}, "grader.cluster": {"dask", "distributed"},
     "grader.sandbox": set(), "grader.sandbox.server": set(), "grader.sandbox.walls": set(),
