@@ -42,11 +42,11 @@ from formats.answer_key import canonical, parse_entry
 from formats.key_shape import entry_for
 
 from . import garbage
-from .scratch import scratch
 from .budget import CPU_SECONDS
 from .grading import Graded, GradingRun, grader_version
 from .gradebook import ResultRow, SubmissionRow, encoded
 from .intake import Found, notebook_bytes
+from .scratch import scratch
 from .verdicts import ERROR, Verdict
 
 SHARD_SIZE = 100
@@ -126,8 +126,7 @@ def grade_shard(shard: Shard, before_each=None) -> list[tuple[SubmissionRow, lis
     use it to lose a worker mid-shard)."""
     key = {"assignment": shard.head, "students": _ShardEntries(shard.entries)}
     collected = _Collected()
-    with (_ONE_SHARD_AT_A_TIME, garbage.paced(),
-          scratch("shard") as folder):
+    with _ONE_SHARD_AT_A_TIME, garbage.paced(), scratch("shard") as folder:
         found = []
         for i, student in enumerate(shard.students):
             original, data = shard.notebooks[student]

@@ -7,11 +7,11 @@ would leave copies of students' notebooks behind, one folder for each killed sha
 
 So a run holds a lock on a file in its folder (``flock``, which the kernel releases when
 the process dies, however it dies), and making a folder first removes the folders of the
-same kind whose lock can be taken: their run is gone. The lock is used rather than the pid in
-the name (kept there for people), because a pid means nothing in another pid namespace
-(containers sharing a /tmp). Only folders named ``attnkit-<kind>-<pid>-<random>``, owned
-by this user and holding a lock file, are ever removed. A folder whose lock file is not
-there yet (a run that is just starting) is left alone.
+same kind whose lock can be taken: their run is gone. The lock file gets its name only once
+it is locked, so a run that is just starting is never taken for one that died. The lock
+decides, not the pid in the name (kept there for people): a pid means nothing in another pid
+namespace (containers sharing a /tmp). Only folders named ``attnkit-<kind>-<pid>-<random>``,
+owned by this user and holding a lock file, are ever removed.
 """
 
 from __future__ import annotations
@@ -74,9 +74,11 @@ def scratch(kind: str):
     removed when it ends; the folders killed runs of this ``kind`` left are removed first."""
     sweep(kind)
     with tempfile.TemporaryDirectory(prefix=f"attnkit-{kind}-{os.getpid()}-") as folder:
-        fd = os.open(Path(folder) / LOCK, os.O_RDWR | os.O_CREAT | os.O_NOFOLLOW, 0o600)
+        # locked before it takes its name: a sweep never sees this lock file free
+        fd = os.open(Path(folder) / (LOCK + ".new"), os.O_RDWR | os.O_CREAT | os.O_NOFOLLOW, 0o600)
         try:
             fcntl.flock(fd, fcntl.LOCK_EX)
+            os.rename(Path(folder) / (LOCK + ".new"), Path(folder) / LOCK)
             yield folder
         finally:
             os.close(fd)

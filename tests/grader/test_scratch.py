@@ -30,8 +30,9 @@ def _killed_run(tmp_path, kind: str) -> Path:
 def test_a_killed_runs_folder_is_removed_by_the_next_sweep_and_nothing_else(tmp_path):
     left = _killed_run(tmp_path, "shard")
     other_kind = _killed_run(tmp_path, "grade")
-    starting = tmp_path / f"attnkit-shard-{os.getpid()}-nolockyet"       # no lock file yet
+    starting = tmp_path / f"attnkit-shard-{os.getpid()}-nolockyet"       # its lock not named yet
     starting.mkdir()
+    (starting / (LOCK + ".new")).write_text("")
     lookalike = tmp_path / "attnkit-shard-12-abc.d"                        # not the pattern
     lookalike.mkdir()
     (lookalike / LOCK).write_text("")
