@@ -62,7 +62,8 @@ def _grading_place(args):
     """(sandbox, None) on this machine, or (None, Dask client) with --cluster."""
     if not args.cluster:
         from grader.sandbox.client import Limits, Sandbox
-        with Sandbox(args.jobs, Limits(wall_seconds=args.timeout)) as sandbox:
+        # lazy: a run with judges (grader.judges) has each start a server of its own
+        with Sandbox(args.jobs, Limits(wall_seconds=args.timeout), lazy=True) as sandbox:
             yield sandbox, None
         return
     try:

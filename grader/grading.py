@@ -33,8 +33,9 @@ from .hidden import HiddenInputs, may_hold_numbers
 from .lookahead import LookAhead
 from .gradebook import ANSWER_LIMIT, OMITTED, ResultRow, SubmissionRow
 from .intake import Found, Submission, file_hash, read_submission
+from .judges import JudgeLost, Judges, can_fork
 from .program import job_for
-from .sandbox.client import send_label
+from .sandbox.client import Sandbox, send_label
 
 
 @dataclass
@@ -263,7 +264,7 @@ class GradingRun:
 
     def __init__(self, key: dict, submissions, gradebook, sandbox, *, servers: int = 1,
                  regrade: bool = False, progress=None, kit_version: str = "",
-                 cpu_seconds: float = CPU_SECONDS):
+                 cpu_seconds: float = CPU_SECONDS, judges: bool = False):
         self.key = key
         self.assignment = assignment_id(key)
         self.order = problem_order(key)
@@ -281,8 +282,13 @@ class GradingRun:
         self._head_parts = head_parts(key)
         # Submissions run on the sandbox threads in the order pytest will ask for them, at
         # most a window ahead of the one being recorded (grader.lookahead).
-        self.ahead = LookAhead(self.execute, servers, window=max(8, 4 * servers),
+        self.ahead = LookAhead(self._run_one, servers, window=max(8, 4 * servers),
                                thread_name="attnkit-sandbox")
+        # One judge process per server (grader.judges), forked when the run starts: the
+        # trusted work on every core. Off, or where forking is not safe: the sandbox threads.
+        self._want_judges = judges and sandbox is not None
+        self.judges = None
+        self.judges_used = 0                  # judge processes this run forked
         self._parts: dict[str, list] = {}     # student → parts_of, until recorded
         self._entries: dict[str, dict] = {}   # student → key entry, until recorded
         self._hashes: dict[str, str] = {}     # student → their notebook's content hash
@@ -339,6 +345,12 @@ class GradingRun:
 
     def start(self, students: list[str]) -> None:
         """Queue ``students`` (in the order their items will run) for the sandbox."""
+        if self._want_judges and students:
+            self._want_judges = False
+            if can_fork():
+                limits = self.sandbox.limits
+                self.judges = Judges(self, self.servers, lambda: Sandbox(1, limits))
+                self.judges_used = self.servers
         self.ahead.start(students)
 
     def discard(self, student: str) -> None:
@@ -360,6 +372,23 @@ class GradingRun:
 
     def stop(self) -> None:
         self.ahead.stop()
+        if self.judges is not None:
+            self.judges.close()
+            self.judges = None
+
+    def _run_one(self, student: str) -> Graded:
+        """``execute`` in a judge process if the run has them (a sandbox thread waits for it,
+        holding nothing), else here."""
+        if self.judges is not None:
+            started = time.perf_counter()
+            try:
+                return self.judges.execute(student)
+            except JudgeLost as err:
+                return self._failed(student, f"internal grader error: {err} (while grading this "
+                                    "submission); it is graded again on the next run", started)
+            except LookupError:         # every judge is gone: the rest is graded here
+                pass
+        return self.execute(student)
 
     def execute(self, student: str) -> Graded:
         """Run one submission in the sandbox and judge every part (a sandbox thread). Whatever
@@ -372,7 +401,14 @@ class GradingRun:
         except Exception as err:  # noqa: BLE001 — one submission must never stop the batch
             why = str(err) if isinstance(err, OverBudget) else \
                 f"internal grader error: {type(err).__name__}: {str(err)[:300]}"
-            graded = Graded({}, {}, [why], seconds=time.perf_counter() - started)    # (its entry may be what failed)
+            return self._failed(student, why, started)    # (its entry may be what failed)
+        return self._every_part(student, graded, why)
+
+    def _failed(self, student: str, why: str, started: float) -> Graded:
+        """Every part of ``student``'s the grader's error ``why`` (graded again next run)."""
+        return self._every_part(student, Graded({}, {}, [why], seconds=time.perf_counter() - started), why)
+
+    def _every_part(self, student: str, graded: Graded, why: str) -> Graded:
         for problem, parts in self.parts_of(student):
             for part, points in parts:
                 graded.verdicts.setdefault((problem, part), Verdict(0.0, points, ERROR, why))

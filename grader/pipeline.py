@@ -52,7 +52,8 @@ class GradeSummary:
                 "not_in_folder": sorted(self.absent), "needs_a_look": self.look,
                 "issues": [{"code": i.code, "message": i.message} for i in self.issues],
                 "gradebook": str(gradebook), "seconds": round(self.seconds, 3),
-                "submissions_per_second": round(len(self.recorded) / max(self.seconds, 1e-9), 1)}
+                "submissions_per_second": round(len(self.recorded) / max(self.seconds, 1e-9), 1),
+                "judges": self.run.judges_used if self.run is not None else 0}
 
 
 def grade_folder(key: dict, folder: Path, gradebook, sandbox, *, servers: int = 1,
@@ -63,7 +64,7 @@ def grade_folder(key: dict, folder: Path, gradebook, sandbox, *, servers: int = 
                  kit_version: str | None = None, deadline: Deadline | None = None,
                  roster=None, receipts: tuple[dict, str] | None = None,
                  review: bool = True, cluster=None, shard_size: int | None = None,
-                 wall_seconds: float | None = None, before_each=None) -> GradeSummary:
+                 wall_seconds: float | None = None, before_each=None, judges: bool = True) -> GradeSummary:
     """Grade every submission in ``folder`` against ``key`` into ``gradebook``, running
     student code only in ``sandbox`` (``servers`` of its servers at once).
 
@@ -80,7 +81,9 @@ def grade_folder(key: dict, folder: Path, gradebook, sandbox, *, servers: int = 
     ``cluster``: a Dask client; the submissions are graded on its workers in shards of
     ``shard_size`` with ``wall_seconds`` per run (grader.cluster; ``sandbox`` is then unused
     and may be None, and ``pytest_args`` must be empty: no pytest items run at the client);
-    ``before_each(student)`` runs on the worker before each is recorded (tests lose workers)."""
+    ``before_each(student)`` runs on the worker before each is recorded (tests lose workers).
+    ``judges``: the trusted work in one judge process per server (grader.judges), where this
+    process can fork safely; else on its sandbox threads."""
     started = time.perf_counter()
     assignment = assignment_id(key)
     found = find_submissions(Path(folder), assignment)
@@ -93,7 +96,7 @@ def grade_folder(key: dict, folder: Path, gradebook, sandbox, *, servers: int = 
                        if s.student in times else s for s in submissions]
     bar = progress(len(submissions)) if progress is not None else None
     run = GradingRun(key, submissions, gradebook, sandbox, servers=servers, regrade=regrade,
-                     progress=bar, cpu_seconds=cpu_seconds,
+                     progress=bar, cpu_seconds=cpu_seconds, judges=judges and cluster is None,
                      kit_version=grader_version() if kit_version is None else kit_version)
     try:
         if cluster is not None:

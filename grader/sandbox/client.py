@@ -566,9 +566,11 @@ class _Attempt:
 class Sandbox:
     """``servers`` sandbox servers; ``run(steps)`` from any number of threads."""
 
-    def __init__(self, servers: int = 1, limits: Limits = Limits(), started=()):
+    def __init__(self, servers: int = 1, limits: Limits = Limits(), started=(), lazy: bool = False):
         """``started``: servers already running (``processes.start_servers``, e.g. started
-        before NumPy was imported), used first; the rest are started here."""
+        before NumPy was imported), used first; the rest are started here, or, ``lazy``,
+        each when a run first finds no idle server (a grading run whose judges start
+        servers of their own may never need these: grader.judges)."""
         started = list(started)
         if servers < 1:
             for process in started:
@@ -582,10 +584,11 @@ class Sandbox:
         for process in started[servers:]:          # more than asked for: not needed
             process.kill()
         started = started[:servers]
+        self._unstarted = 0 if not lazy else servers - len(started)
         try:
             while started:
                 self._add(_Server(limits, started.pop(0)))
-            for _ in range(servers - len(self._servers)):
+            for _ in range(servers - len(self._servers) - self._unstarted):
                 self._add(_Server(limits))
         except BaseException:
             for process in started:                 # (those not yet wrapped)
@@ -613,6 +616,24 @@ class Sandbox:
     def _borrow(self) -> _Server:
         if self._closed:
             raise SandboxError("the sandbox is closed")
+        with self._lock:
+            start = self._unstarted > 0 and self._idle.empty()
+            self._unstarted -= start
+        if start:
+            try:
+                server = _Server(self.limits)
+            except BaseException:
+                with self._lock:
+                    self._unstarted += 1
+                raise
+            with self._lock:
+                closed = self._closed
+                if not closed:
+                    self._servers.append(server)
+            if closed:                              # closed while it started: not kept
+                server.close()
+                raise SandboxError("the sandbox is closed")
+            return server
         server = self._idle.get()
         if server.alive:
             return server

@@ -19,6 +19,18 @@ from pathlib import Path
 _PROJECT_ROOT = str(Path(__file__).resolve().parents[2])    # where `grader` is importable from
 _slots = itertools.count()        # one uid per server started by this process (see walls.Walls)
 _slots_lock = threading.Lock()
+_SLOTS = 1000
+_first_slot, _slot_span = 0, _SLOTS
+
+
+def share_slots(part: int, parts: int) -> None:
+    """From now on this process's servers take their slots from the ``part``-th of ``parts``
+    equal ranges: a grading process (part 0) and the judges it forks (grader.judges) start
+    servers of their own, and no two may share a slot's uid."""
+    global _first_slot, _slot_span
+    with _slots_lock:
+        _slot_span = _SLOTS // parts
+        _first_slot = part * _slot_span
 
 
 @dataclass(frozen=True)
@@ -65,7 +77,7 @@ class ServerProcess:
 
     def __init__(self, limits: Limits):
         with _slots_lock:
-            self.slot = next(_slots) % 1000
+            self.slot = _first_slot + next(_slots) % _slot_span
         control_read, control_write = os.pipe()
         stop_read, stop_write = os.pipe()
         try:

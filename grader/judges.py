@@ -1,0 +1,209 @@
+"""Judge processes: a run's trusted work on every core, not on one interpreter's.
+
+A submission's trusted work (read the notebook, parse its key entry, build the program, follow
+the sandbox's frames, judge every part) is Python holding the GIL: on sandbox threads in one
+process it caps a run at one core's worth of judging, however many servers it has. So a run
+with more than one server forks one *judge* per server when it starts:
+
+    grading process (pytest's items, the gradebook)      judge i (forked: the run's copy)
+    ────────────────────────────────────────────────      ───────────────────────────────
+    sandbox thread i ── student id ───────────────────▶  read, entry, program
+                                                          its own sandbox server ◀▶ child
+                     ◀── the Graded (verdicts, answers) ──  judge every part
+
+A judge is the grading process itself, forked before any thread of the run started: it holds
+the verified key and the submissions found, runs no student code (its sandbox server's
+children do) and sends back only what the grading thread would have computed. The gradebook
+stays the grading process's alone (a judge never touches the SQLite connection it inherited,
+and leaves with ``os._exit``, so nothing of the parent's is closed or flushed twice).
+
+A judge that dies (never a student's doing: a student's code runs in the sandbox) costs the
+submission it held, recorded as the grader's error and graded again on the next run; the
+rest of its work runs in the grading process, on its own sandbox, as without judges. A judge
+dies with the grading process (``PR_SET_PDEATHSIG``) and leaves at end of file.
+"""
+
+from __future__ import annotations
+
+import ctypes
+import os
+import pickle
+import queue
+import signal
+import socket
+import struct
+import sys
+import threading
+
+from . import garbage
+from .sandbox.processes import share_slots
+
+_LENGTH = struct.Struct("!Q")
+_PR_SET_PDEATHSIG = 1
+
+
+class JudgeLost(RuntimeError):
+    """The judge process died or stopped answering in step."""
+
+
+def _send(sock: socket.socket, payload: bytes) -> None:
+    sock.sendall(_LENGTH.pack(len(payload)) + payload)
+
+
+def _receive(sock: socket.socket) -> bytes | None:
+    """One message; None at end of file."""
+    head = _exactly(sock, _LENGTH.size)
+    if head is None:
+        return None
+    body = _exactly(sock, _LENGTH.unpack(head)[0])
+    if body is None:
+        raise JudgeLost("the judge's message ended early")
+    return body
+
+
+def _exactly(sock: socket.socket, size: int) -> bytes | None:
+    chunks, left = [], size
+    while left:
+        chunk = sock.recv(min(left, 1 << 20))
+        if not chunk:
+            if left == size:
+                return None
+            raise JudgeLost("a message ended early")
+        chunks.append(chunk)
+        left -= len(chunk)
+    return b"".join(chunks)
+
+
+def can_fork() -> bool:
+    """Forking is safe only where no other thread could hold a lock the child needs."""
+    return hasattr(os, "fork") and threading.active_count() == 1 and sys.platform == "linux"
+
+
+class Judge:
+    """One forked judge of ``run``; ``execute(student)`` from one thread at a time."""
+
+    def __init__(self, run, make_sandbox, others: list[Judge]):
+        ours, theirs = socket.socketpair()
+        pid = os.fork()
+        if pid == 0:                                # the judge: never returns
+            code = 70
+            try:
+                for sock in [ours] + [judge.sock for judge in others]:
+                    sock.close()                    # (an earlier judge's end of file is its own)
+                code = _serve(run, theirs, make_sandbox)
+            finally:
+                os._exit(code)
+        theirs.close()
+        self.pid, self.sock = pid, ours
+
+    def execute(self, student: str):
+        try:
+            _send(self.sock, student.encode("utf-8"))
+            reply = _receive(self.sock)
+        except OSError as err:
+            raise JudgeLost(f"the judge process is gone ({err})") from None
+        if reply is None:
+            raise JudgeLost("the judge process is gone")
+        return pickle.loads(reply)
+
+    def close(self) -> None:
+        """End of file to the judge (it finishes and leaves); wait for it."""
+        try:
+            self.sock.close()
+        finally:
+            try:
+                os.waitpid(self.pid, 0)
+            except ChildProcessError:
+                pass
+
+    def kill(self) -> None:
+        try:
+            os.kill(self.pid, signal.SIGKILL)
+        except ProcessLookupError:
+            pass
+        self.close()
+
+
+def _serve(run, sock: socket.socket, make_sandbox) -> int:
+    """The judge's loop: a student id in, their Graded out, until end of file."""
+    signal.signal(signal.SIGINT, signal.SIG_IGN)      # Ctrl-C is the grading process's to handle
+    _die_with_parent()
+    sandbox = make_sandbox()
+    try:
+        run.sandbox, run.progress = sandbox, None
+        while True:
+            message = _receive(sock)
+            if message is None:
+                return 0
+            student = message.decode("utf-8")
+            graded = run.execute(student)
+            run.discard(student)                        # (nothing of it kept here)
+            _send(sock, pickle.dumps(graded, protocol=pickle.HIGHEST_PROTOCOL))
+            del graded
+            garbage.submission_done()
+    except (OSError, JudgeLost):                        # the grading process is gone
+        return 0
+    finally:
+        sandbox.close()
+
+
+def _own_sandbox(part: int, parts: int, make_sandbox):
+    share_slots(part, parts)
+    return make_sandbox()
+
+
+def _die_with_parent() -> None:
+    parent = os.getppid()
+    try:
+        ctypes.CDLL(None, use_errno=True).prctl(_PR_SET_PDEATHSIG, signal.SIGKILL, 0, 0, 0)
+    except (OSError, AttributeError):
+        pass
+    if os.getppid() != parent:          # the parent died before the signal was asked for
+        os._exit(0)
+
+
+class Judges:
+    """``count`` judges of ``run``, lent to one sandbox thread at a time."""
+
+    def __init__(self, run, count: int, make_sandbox):
+        self._free: queue.SimpleQueue[Judge] = queue.SimpleQueue()
+        self._all: list[Judge] = []
+        self._lock = threading.Lock()
+        share_slots(0, count + 1)                        # (judge i: part i + 1)
+        for number in range(count):
+            judge = Judge(run, lambda part=number + 1: _own_sandbox(part, count + 1, make_sandbox), self._all)
+            self._all.append(judge)
+            self._free.put(judge)
+
+    @property
+    def alive(self) -> int:
+        with self._lock:
+            return len(self._all)
+
+    def execute(self, student: str):
+        """``student``'s Graded from a free judge; JudgeLost if the one it had died (it is
+        then dropped); LookupError if none is left."""
+        while True:
+            with self._lock:
+                if not self._all:
+                    raise LookupError("no judge left")
+            try:
+                judge = self._free.get(timeout=0.5)     # (one that dies meanwhile never comes back)
+                break
+            except queue.Empty:
+                continue
+        try:
+            graded = judge.execute(student)
+        except BaseException:
+            with self._lock:
+                self._all.remove(judge)
+            judge.kill()
+            raise
+        self._free.put(judge)
+        return graded
+
+    def close(self) -> None:
+        with self._lock:
+            judges, self._all = self._all, []
+        for judge in judges:
+            judge.close()
