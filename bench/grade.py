@@ -136,13 +136,18 @@ def grade(key: Path, submissions: Path, gradebook: Path, jobs: int, extra: tuple
         durations = sorted(r[0] for r in con.execute("SELECT duration_ms FROM submissions"))
     graded = summary["graded"]
     per = 1000 / max(graded, 1)
+    judged = summary.get("judges_cpu_seconds") or {}
     return {"submissions": graded, "seconds": seconds, "per_second": graded / seconds,
             "in_run_per_second": summary["submissions_per_second"],
             "p50_ms": _percentile(durations, 50), "p99_ms": _percentile(durations, 99),
             "peak_rss_mb": peak,
             # CPU per submission: the grading process itself (start-up included), and its
             # children (sandbox servers and the forks that run student code; Dask's workers)
-            "cpu_ms": {"grader": own_cpu * per, "children": max(total_cpu - own_cpu, 0.0) * per}}
+            "cpu_ms": {"grader": own_cpu * per, "children": max(total_cpu - own_cpu, 0.0) * per,
+                       # of the children: the judges' own work (grader.judges) and their sandboxes'
+                       **({"judges": judged["judge"] * per, "sandbox": judged["sandbox"] * per}
+                          if judged else {})},
+            "judges": summary.get("judges", 0)}
 
 
 def _own_cpu_seconds(pid: int) -> float | None:
@@ -253,8 +258,14 @@ def _line(name: str, r: dict) -> str:
     return (f"  {name}: {r['submissions']} submissions in {r['seconds']:.1f} s = {r['per_second']:.1f}/s "
             f"({r['in_run_per_second']:.1f}/s once started); latency p50 {r['p50_ms']:.0f} ms, "
             f"p99 {r['p99_ms']:.0f} ms; peak grader RSS {r['peak_rss_mb']:.0f} MB"
-            + (f"; CPU per submission {r['cpu_ms']['grader']:.1f} ms grader + "
-               f"{r['cpu_ms']['children']:.1f} ms children" if "cpu_ms" in r else ""))
+            + (_cpu(r["cpu_ms"]) if "cpu_ms" in r else ""))
+
+
+def _cpu(cpu: dict) -> str:
+    line = f"; CPU per submission {cpu['grader']:.1f} ms grader + {cpu['children']:.1f} ms children"
+    if "judges" in cpu:
+        line += f" ({cpu['judges']:.1f} ms judges, {cpu['sandbox']:.1f} ms their sandboxes)"
+    return line
 
 
 def report(r: dict) -> str:

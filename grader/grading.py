@@ -259,8 +259,9 @@ class GradingRun:
     """What the pytest plugin asks while it grades: which submissions, which parts, and each
     part's verdict; and what it reports back: a submission whose items have all run.
 
-    ``execute`` runs on the sandbox threads (one per server); everything else, including
-    every gradebook write, on pytest's main thread."""
+    ``execute`` runs in the judge processes (``judges``: one per server, grader.judges) or,
+    without them, on the sandbox threads (one per server); everything else, including every
+    gradebook write, on pytest's main thread."""
 
     def __init__(self, key: dict, submissions, gradebook, sandbox, *, servers: int = 1,
                  regrade: bool = False, progress=None, kit_version: str = "",
@@ -289,6 +290,7 @@ class GradingRun:
         self._want_judges = judges and sandbox is not None
         self.judges = None
         self.judges_used = 0                  # judge processes this run forked
+        self.judges_cpu: dict = {}            # what they spent: {"judge": s, "sandbox": s}
         self._parts: dict[str, list] = {}     # student → parts_of, until recorded
         self._entries: dict[str, dict] = {}   # student → key entry, until recorded
         self._hashes: dict[str, str] = {}     # student → their notebook's content hash
@@ -348,9 +350,9 @@ class GradingRun:
         if self._want_judges and students:
             self._want_judges = False
             if can_fork():
-                limits = self.sandbox.limits
-                self.judges = Judges(self, self.servers, lambda: Sandbox(1, limits))
-                self.judges_used = self.servers
+                limits, count = self.sandbox.limits, min(self.servers, len(students))
+                self.judges = Judges(self, count, lambda: Sandbox(1, limits, lazy=True))
+                self.judges_used = count
         self.ahead.start(students)
 
     def discard(self, student: str) -> None:
@@ -373,7 +375,7 @@ class GradingRun:
     def stop(self) -> None:
         self.ahead.stop()
         if self.judges is not None:
-            self.judges.close()
+            self.judges_cpu = self.judges.close()
             self.judges = None
 
     def _run_one(self, student: str) -> Graded:

@@ -26,6 +26,7 @@ dies with the grading process (``PR_SET_PDEATHSIG``) and leaves at end of file.
 from __future__ import annotations
 
 import ctypes
+import json
 import os
 import pickle
 import queue
@@ -39,6 +40,7 @@ from . import garbage
 from .sandbox.processes import share_slots
 
 _LENGTH = struct.Struct("!Q")
+_FAREWELL_SECONDS = 30.0           # for a judge to close its sandbox and say what it spent
 _PR_SET_PDEATHSIG = 1
 
 
@@ -106,22 +108,37 @@ class Judge:
             raise JudgeLost("the judge process is gone")
         return pickle.loads(reply)
 
-    def close(self) -> None:
-        """End of file to the judge (it finishes and leaves); wait for it."""
+    def close(self) -> dict:
+        """End of file to the judge (it finishes, closes its sandbox and leaves); wait for it.
+        What it spent: {"judge": its own CPU seconds, "sandbox": its sandbox's}, or {} if it
+        could not say."""
+        spent: dict = {}
         try:
-            self.sock.close()
+            self.sock.shutdown(socket.SHUT_WR)
+            self.sock.settimeout(_FAREWELL_SECONDS)
+            reply = _receive(self.sock)
+            if reply is not None:
+                spent = json.loads(reply)
+        except (OSError, ValueError, JudgeLost):
+            pass
         finally:
+            self.sock.close()
             try:
                 os.waitpid(self.pid, 0)
             except ChildProcessError:
                 pass
+        return spent if isinstance(spent, dict) else {}
 
     def kill(self) -> None:
         try:
             os.kill(self.pid, signal.SIGKILL)
         except ProcessLookupError:
             pass
-        self.close()
+        self.sock.close()
+        try:
+            os.waitpid(self.pid, 0)
+        except ChildProcessError:
+            pass
 
 
 def _serve(run, sock: socket.socket, make_sandbox) -> int:
@@ -134,6 +151,10 @@ def _serve(run, sock: socket.socket, make_sandbox) -> int:
         while True:
             message = _receive(sock)
             if message is None:
+                sandbox.close()                         # (its servers reaped: their CPU is counted)
+                times = os.times()
+                _send(sock, json.dumps({"judge": times.user + times.system,
+                                        "sandbox": times.children_user + times.children_system}).encode())
                 return 0
             student = message.decode("utf-8")
             graded = run.execute(student)
@@ -202,8 +223,16 @@ class Judges:
         self._free.put(judge)
         return graded
 
-    def close(self) -> None:
+    def close(self) -> dict:
+        """Every judge told to leave and waited for; the CPU seconds they spent, summed
+        ({"judge": …, "sandbox": …}; a judge that died says nothing)."""
         with self._lock:
             judges, self._all = self._all, []
+        spent = {"judge": 0.0, "sandbox": 0.0}
         for judge in judges:
-            judge.close()
+            said = judge.close()
+            for name in spent:
+                value = said.get(name)
+                if isinstance(value, (int, float)) and value >= 0:
+                    spent[name] += float(value)
+        return spent

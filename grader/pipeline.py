@@ -53,7 +53,9 @@ class GradeSummary:
                 "issues": [{"code": i.code, "message": i.message} for i in self.issues],
                 "gradebook": str(gradebook), "seconds": round(self.seconds, 3),
                 "submissions_per_second": round(len(self.recorded) / max(self.seconds, 1e-9), 1),
-                "judges": self.run.judges_used if self.run is not None else 0}
+                "judges": self.run.judges_used if self.run is not None else 0,
+                "judges_cpu_seconds": {k: round(v, 3) for k, v in
+                                       (self.run.judges_cpu if self.run is not None else {}).items()}}
 
 
 def grade_folder(key: dict, folder: Path, gradebook, sandbox, *, servers: int = 1,

@@ -15,10 +15,12 @@ def test_run_grades_every_submission_of_both_batches_and_the_nbgrader_baseline()
     for r in (batch, large, nb["attnkit"]):
         assert r["per_second"] > 0 and 0 < r["p50_ms"] <= r["p99_ms"] and r["peak_rss_mb"] > 20
         assert r["cpu_ms"]["grader"] > 0 and r["cpu_ms"]["children"] > 0     # the sandbox's forks
+        # the judges' share of the children, and their sandboxes' (a fresh process forks them)
+        assert r["judges"] == 2 and r["cpu_ms"]["judges"] > 0 and r["cpu_ms"]["sandbox"] > 0
     assert nb["submissions"] == 1 and nb["attnkit"]["submissions"] == 1 and nb["nbgrader_seconds"] > 0
     text = grade.report(result)
     assert "batch: 6 submissions" in text and "large: 18 submissions" in text
-    assert "ms grader + " in text and "ms children" in text
+    assert "ms grader + " in text and "ms children" in text and "ms judges, " in text
     assert "nbgrader autograde, 1 correct" in text
 
 
