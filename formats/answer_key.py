@@ -21,6 +21,7 @@ from collections import OrderedDict
 from collections.abc import ItemsView, Mapping, ValuesView
 from pathlib import Path
 
+import numpy as np
 import orjson
 
 from .key_shape import grading_student
@@ -44,7 +45,7 @@ def parse_entry(text: bytes) -> dict:
     64 bits as a float, so a text with a bare integer of 19 digits or more (canonical JSON
     has no spaces: one stands between ``:``, ``,`` or ``[`` and ``,``, ``]`` or ``}``; the kit
     writes none today) is read by ``json``, as is anything orjson refuses."""
-    if _LONG_INTEGER.search(text) is None:
+    if not _may_hold_a_long_integer(text):
         try:
             return orjson.loads(text)
         except orjson.JSONDecodeError:
@@ -53,6 +54,23 @@ def parse_entry(text: bytes) -> dict:
 
 
 _LONG_INTEGER = re.compile(rb"[:,\[]-?[0-9]{19,}[,\]}]")
+_RUN = 19
+
+
+def _may_hold_a_long_integer(text: bytes) -> bool:
+    """Does ``text`` hold a bare integer of 19 digits or more (``_LONG_INTEGER``)? The regex
+    alone answers, but it tries every comma of a float-heavy entry (0.9 ms for 162 kB), so
+    the runs of 19 digits or more are found first, in bulk (0.5 ms): most are a small
+    float's digits after its point, and only a run that is not is asked of the regex."""
+    data = np.frombuffer(text, dtype=np.uint8)
+    if len(data) < _RUN:
+        return False
+    digit = (data - np.uint8(48)) < 10                     # (uint8 wraps below "0")
+    bounds = np.concatenate(([0], np.flatnonzero(digit[1:] != digit[:-1]) + 1, [len(data)]))
+    starts, ends = bounds[:-1], bounds[1:]
+    long_runs = digit[starts] & (ends - starts >= _RUN)
+    return any(text[start - 1:start] != b"." and _LONG_INTEGER.search(text, max(start - 2, 0), end + 1)
+               for start, end in zip(starts[long_runs].tolist(), ends[long_runs].tolist()))
 
 
 def _signing_key(secret: bytes) -> bytes:

@@ -174,6 +174,23 @@ def test_what_orjson_refuses_json_reads_and_values_are_json_s(text):
     assert canonical(parse_entry(text)) == canonical(json.loads(text))
 
 
+def test_the_quick_search_for_long_integers_finds_what_the_regex_finds():
+    """``_may_hold_a_long_integer`` finds runs of digits in bulk and asks the regex only of
+    those not after a point: on random texts of digits and JSON's punctuation it answers as
+    the regex alone does."""
+    import random
+    from formats.answer_key import _LONG_INTEGER, _may_hold_a_long_integer
+    rng = random.Random(19)
+    punctuation, digits = b'.,:[]{}-e"a ', b"0123456789"
+    texts = [b"", b"[1]", b"[1234567890123456789]", b"[0.1234567890123456789]", b'["1234567890123456789"]',
+             b"[-1234567890123456789,1]", b"[1234567890123456789", b"1234567890123456789]"]
+    texts += [bytes(rng.choice(punctuation) if rng.random() < 0.08 else rng.choice(digits)
+                    for _ in range(rng.randint(0, 80))) for _ in range(5000)]
+    found = [_may_hold_a_long_integer(t) for t in texts]
+    assert found == [_LONG_INTEGER.search(t) is not None for t in texts]
+    assert found[:8] == [False, False, True, False, False, True, False, False] and sum(found) > 50
+
+
 def test_a_damaged_entry_text_is_an_error_not_a_value():
     with pytest.raises(ValueError):
         parse_entry(b'{"name": ')
