@@ -147,7 +147,7 @@ def grade(key: Path, submissions: Path, gradebook: Path, jobs: int, extra: tuple
                        # of the children: the judges' own work (grader.judges) and their sandboxes'
                        **({"judges": judged["judge"] * per, "sandbox": judged["sandbox"] * per}
                           if judged else {})},
-            "judges": summary.get("judges", 0)}
+            "judges": summary.get("judges", 0), "judges_peak_rss_mb": summary.get("judges_peak_rss_mb", 0.0)}
 
 
 def _own_cpu_seconds(pid: int) -> float | None:
@@ -258,6 +258,8 @@ def _line(name: str, r: dict) -> str:
     return (f"  {name}: {r['submissions']} submissions in {r['seconds']:.1f} s = {r['per_second']:.1f}/s "
             f"({r['in_run_per_second']:.1f}/s once started); latency p50 {r['p50_ms']:.0f} ms, "
             f"p99 {r['p99_ms']:.0f} ms; peak grader RSS {r['peak_rss_mb']:.0f} MB"
+            + (f" (each judge's {r['judges_peak_rss_mb']:.0f} MB, shared pages included)"
+               if r.get("judges_peak_rss_mb") else "")
             + (_cpu(r["cpu_ms"]) if "cpu_ms" in r else ""))
 
 

@@ -19,6 +19,12 @@ make cycles here (frames decode to arrays, numbers, text and lists of them), so 
 student sends changes how much that is. Pacing nests (two shards on one Dask worker, a test
 grading inside a test): the collector is turned back on when the outermost ends, and only if
 it was on before.
+
+The outermost block also freezes (``gc.freeze``) everything alive when it starts: the
+imports, pytest, the key's head, the submissions found. A full collection then walks only
+what the batch made, and a judge process forked from the grader (grader.judges) never walks
+(and so never copies, page by page) the memory it shares with its parent. The objects are
+unfrozen when the block ends, unless something else had frozen objects before.
 """
 
 from __future__ import annotations
@@ -34,24 +40,31 @@ _lock = threading.Lock()
 _depth = 0            # active paced() blocks
 _was_enabled = False  # the collector's state when the outermost began
 _done = 0             # submissions since the outermost began
+_froze = False        # the outermost froze what was alive (and unfreezes it)
 
 
 @contextmanager
 def paced():
     """The collector off for the block, ``submission_done()`` collecting instead."""
-    global _depth, _was_enabled, _done
+    global _depth, _was_enabled, _done, _froze
     with _lock:
         if _depth == 0:
             _was_enabled, _done = gc.isenabled(), 0
             gc.disable()
+            _froze = gc.get_freeze_count() == 0
+            if _froze:
+                gc.freeze()
         _depth += 1
     try:
         yield
     finally:
         with _lock:
             _depth -= 1
-            if _depth == 0 and _was_enabled:
-                gc.enable()
+            if _depth == 0:
+                if _froze:
+                    gc.unfreeze()
+                if _was_enabled:
+                    gc.enable()
 
 
 def submission_done() -> None:

@@ -30,6 +30,7 @@ import json
 import os
 import pickle
 import queue
+import resource
 import signal
 import socket
 import struct
@@ -110,8 +111,8 @@ class Judge:
 
     def close(self) -> dict:
         """End of file to the judge (it finishes, closes its sandbox and leaves); wait for it.
-        What it spent: {"judge": its own CPU seconds, "sandbox": its sandbox's}, or {} if it
-        could not say."""
+        What it spent: {"judge": its own CPU seconds, "sandbox": its sandbox's, "peak_rss_mb"},
+        or {} if it could not say."""
         spent: dict = {}
         try:
             self.sock.shutdown(socket.SHUT_WR)
@@ -152,9 +153,11 @@ def _serve(run, sock: socket.socket, make_sandbox) -> int:
             message = _receive(sock)
             if message is None:
                 sandbox.close()                         # (its servers reaped: their CPU is counted)
-                times = os.times()
-                _send(sock, json.dumps({"judge": times.user + times.system,
-                                        "sandbox": times.children_user + times.children_system}).encode())
+                mine = resource.getrusage(resource.RUSAGE_SELF)      # (not os.times: 10 ms ticks)
+                theirs = resource.getrusage(resource.RUSAGE_CHILDREN)
+                _send(sock, json.dumps({"judge": mine.ru_utime + mine.ru_stime,
+                                        "sandbox": theirs.ru_utime + theirs.ru_stime,
+                                        "peak_rss_mb": mine.ru_maxrss / 1024}).encode())   # (Linux: kB)
                 return 0
             student = message.decode("utf-8")
             graded = run.execute(student)
@@ -225,14 +228,15 @@ class Judges:
 
     def close(self) -> dict:
         """Every judge told to leave and waited for; the CPU seconds they spent, summed
-        ({"judge": …, "sandbox": …}; a judge that died says nothing)."""
+        ({"judge": …, "sandbox": …}), and the largest peak resident memory of one
+        ("peak_rss_mb", shared pages included); a judge that died says nothing."""
         with self._lock:
             judges, self._all = self._all, []
-        spent = {"judge": 0.0, "sandbox": 0.0}
+        spent = {"judge": 0.0, "sandbox": 0.0, "peak_rss_mb": 0.0}
         for judge in judges:
             said = judge.close()
             for name in spent:
                 value = said.get(name)
                 if isinstance(value, (int, float)) and value >= 0:
-                    spent[name] += float(value)
+                    spent[name] = max(spent[name], value) if name == "peak_rss_mb" else spent[name] + value
         return spent

@@ -46,6 +46,7 @@ class GradeSummary:
 
     def as_json(self, gradebook: Path | str) -> dict:
         """The summary ``attnkit grade --json`` prints."""
+        spent = self.run.judges_cpu if self.run is not None else {}
         return {"assignment": self.assignment, "submissions": self.submissions,
                 "graded": len(self.recorded), "unchanged": len(self.skipped),
                 "not_recorded": len(self.not_recorded), "missing": sorted(self.missing),
@@ -54,8 +55,8 @@ class GradeSummary:
                 "gradebook": str(gradebook), "seconds": round(self.seconds, 3),
                 "submissions_per_second": round(len(self.recorded) / max(self.seconds, 1e-9), 1),
                 "judges": self.run.judges_used if self.run is not None else 0,
-                "judges_cpu_seconds": {k: round(v, 3) for k, v in
-                                       (self.run.judges_cpu if self.run is not None else {}).items()}}
+                "judges_cpu_seconds": {k: round(v, 3) for k, v in spent.items() if k != "peak_rss_mb"},
+                "judges_peak_rss_mb": round(spent.get("peak_rss_mb", 0.0), 1)}
 
 
 def grade_folder(key: dict, folder: Path, gradebook, sandbox, *, servers: int = 1,

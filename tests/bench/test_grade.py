@@ -15,8 +15,8 @@ def test_run_grades_every_submission_of_both_batches_and_the_nbgrader_baseline()
     for r in (batch, large, nb["attnkit"]):
         assert r["per_second"] > 0 and 0 < r["p50_ms"] <= r["p99_ms"] and r["peak_rss_mb"] > 20
         assert r["cpu_ms"]["grader"] > 0 and r["cpu_ms"]["children"] > 0     # the sandbox's forks
-        # the judges' share of the children, and their sandboxes' (a fresh process forks them)
-        assert r["judges"] == 2 and r["cpu_ms"]["judges"] > 0 and r["cpu_ms"]["sandbox"] > 0
+        # the judges (one per server, no more than submissions) and their sandboxes: their CPU
+        assert r["judges"] == min(2, r["submissions"]) and r["cpu_ms"]["judges"] > 0 and r["cpu_ms"]["sandbox"] > 0
     assert nb["submissions"] == 1 and nb["attnkit"]["submissions"] == 1 and nb["nbgrader_seconds"] > 0
     text = grade.report(result)
     assert "batch: 6 submissions" in text and "large: 18 submissions" in text

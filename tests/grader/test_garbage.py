@@ -32,6 +32,31 @@ def test_paced_turns_the_collector_off_and_back_on_nested():
     assert gc.isenabled()
 
 
+def test_what_is_alive_when_the_batch_starts_is_frozen_and_then_unfrozen():
+    assert gc.get_freeze_count() == 0
+    before = Cycle()                          # alive before: never walked while the batch runs
+    with garbage.paced():
+        frozen = gc.get_freeze_count()
+        assert frozen > 0 and not any(before is o for o in gc.get_objects(2))
+        with garbage.paced():
+            assert gc.get_freeze_count() == frozen
+        during = _cycle_ref()                 # made during the batch: collected on schedule
+        gc.collect()
+        assert during() is None
+    assert gc.get_freeze_count() == 0 and any(before is o for o in gc.get_objects(2))
+
+
+def test_objects_someone_else_froze_stay_frozen():
+    gc.freeze()
+    try:
+        frozen = gc.get_freeze_count()
+        with garbage.paced():
+            pass
+        assert gc.get_freeze_count() == frozen
+    finally:
+        gc.unfreeze()
+
+
 def test_a_collector_that_was_off_stays_off():
     gc.disable()
     with garbage.paced():

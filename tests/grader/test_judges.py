@@ -117,7 +117,7 @@ def test_the_command_grades_with_one_judge_per_server(graded_class, tmp_path):
     summary = json.loads(out.stdout)
     assert summary["graded"] == 12 and summary["judges"] == 2
     spent = summary["judges_cpu_seconds"]     # each judge said what it and its sandbox spent
-    assert spent["judge"] > 0 and spent["sandbox"] > 0
+    assert spent["judge"] > 0 and spent["sandbox"] > 0 and summary["judges_peak_rss_mb"] > 20
     assert _rows(tmp_path / "g.sqlite") == _rows(local)
 
 
