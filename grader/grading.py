@@ -386,7 +386,7 @@ class GradingRun:
             try:
                 return self.judges.execute(student)
             except JudgeLost as err:
-                return self._failed(student, f"internal grader error: {err} (while grading this "
+                return self.as_error(student, f"internal grader error: {err} (while grading this "
                                     "submission); it is graded again on the next run", started)
             except LookupError:         # every judge is gone: the rest is graded here
                 pass
@@ -403,10 +403,10 @@ class GradingRun:
         except Exception as err:  # noqa: BLE001 — one submission must never stop the batch
             why = str(err) if isinstance(err, OverBudget) else \
                 f"internal grader error: {type(err).__name__}: {str(err)[:300]}"
-            return self._failed(student, why, started)    # (its entry may be what failed)
+            return self.as_error(student, why, started)    # (its entry may be what failed)
         return self._every_part(student, graded, why)
 
-    def _failed(self, student: str, why: str, started: float) -> Graded:
+    def as_error(self, student: str, why: str, started: float) -> Graded:
         """Every part of ``student``'s the grader's error ``why`` (graded again next run)."""
         return self._every_part(student, Graded({}, {}, [why], seconds=time.perf_counter() - started), why)
 

@@ -36,6 +36,7 @@ import socket
 import struct
 import sys
 import threading
+import time
 
 from . import garbage
 from .sandbox.processes import share_slots
@@ -87,12 +88,14 @@ class Judge:
 
     def __init__(self, run, make_sandbox, others: list[Judge]):
         ours, theirs = socket.socketpair()
+        grading = os.getpid()
         pid = os.fork()
         if pid == 0:                                # the judge: never returns
             code = 70
             try:
                 for sock in [ours] + [judge.sock for judge in others]:
                     sock.close()                    # (an earlier judge's end of file is its own)
+                _die_with(grading)
                 code = _serve(run, theirs, make_sandbox)
             finally:
                 os._exit(code)
@@ -145,7 +148,6 @@ class Judge:
 def _serve(run, sock: socket.socket, make_sandbox) -> int:
     """The judge's loop: a student id in, their Graded out, until end of file."""
     signal.signal(signal.SIGINT, signal.SIG_IGN)      # Ctrl-C is the grading process's to handle
-    _die_with_parent()
     sandbox = make_sandbox()
     try:
         run.sandbox, run.progress = sandbox, None
@@ -159,11 +161,16 @@ def _serve(run, sock: socket.socket, make_sandbox) -> int:
                                         "sandbox": theirs.ru_utime + theirs.ru_stime,
                                         "peak_rss_mb": mine.ru_maxrss / 1024}).encode())   # (Linux: kB)
                 return 0
-            student = message.decode("utf-8")
+            student, started = message.decode("utf-8"), time.perf_counter()
             graded = run.execute(student)
             run.discard(student)                        # (nothing of it kept here)
-            _send(sock, pickle.dumps(graded, protocol=pickle.HIGHEST_PROTOCOL))
-            del graded
+            try:
+                reply = pickle.dumps(graded, protocol=pickle.HIGHEST_PROTOCOL)
+            except Exception as err:  # noqa: BLE001 — never expected: it costs this submission only
+                reply = pickle.dumps(run.as_error(student, f"internal grader error: its verdicts could not "
+                                                  f"be sent back ({type(err).__name__})", started))
+            _send(sock, reply)
+            del graded, reply
             garbage.submission_done()
     except (OSError, JudgeLost):                        # the grading process is gone
         return 0
@@ -176,13 +183,13 @@ def _own_sandbox(part: int, parts: int, make_sandbox):
     return make_sandbox()
 
 
-def _die_with_parent() -> None:
-    parent = os.getppid()
+def _die_with(grading: int) -> None:
+    """SIGKILL when the grading process dies, even if it is killed (no clean-up runs there)."""
     try:
         ctypes.CDLL(None, use_errno=True).prctl(_PR_SET_PDEATHSIG, signal.SIGKILL, 0, 0, 0)
     except (OSError, AttributeError):
         pass
-    if os.getppid() != parent:          # the parent died before the signal was asked for
+    if os.getppid() != grading:         # it died before the signal was asked for
         os._exit(0)
 
 
@@ -198,11 +205,6 @@ class Judges:
             judge = Judge(run, lambda part=number + 1: _own_sandbox(part, count + 1, make_sandbox), self._all)
             self._all.append(judge)
             self._free.put(judge)
-
-    @property
-    def alive(self) -> int:
-        with self._lock:
-            return len(self._all)
 
     def execute(self, student: str):
         """``student``'s Graded from a free judge; JudgeLost if the one it had died (it is

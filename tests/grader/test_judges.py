@@ -60,7 +60,10 @@ GRADE = """
     def dying(run, student):          # the judge that takes the doomed submission dies with it
         if student == doomed and os.getpid() != grading:
             os.kill(os.getpid(), signal.SIGKILL)
-        return execute(run, student)
+        graded = execute(run, student)
+        if "unpicklable:" + student == doomed:
+            graded.answers["x"] = lambda: None      # (a judge's bug: its Graded cannot be sent)
+        return graded
 
     GradingRun.execute = dying
     with Gradebook(gradebook_path) as gradebook, Sandbox(2, Limits(wall_seconds=5.0), lazy=True) as sandbox:
@@ -105,6 +108,18 @@ def test_a_judge_that_dies_costs_its_submission_only_and_the_next_run_grades_it(
     again = _grade(build, path, secret, judges=True)
     assert again["recorded"] == 1
     assert _rows(path) == expected
+
+
+def test_verdicts_a_judge_cannot_send_cost_that_submission_only_and_the_judge_goes_on(graded_class, tmp_path):
+    build, key, _, secret = graded_class(12)
+    student = sorted(key["students"])[5]
+    path = tmp_path / "g.sqlite"
+    result = _grade(build, path, secret, judges=True, doomed="unpicklable:" + student)
+    assert result == {"recorded": 12, "judges": 2, "failed": []}
+    with sqlite3.connect(path) as db:
+        rows = dict(db.execute("SELECT student, notes FROM submissions WHERE status = 'error'").fetchall())
+    assert list(rows) == [student] and "its verdicts could not be sent back" in rows[student]
+    assert "the judge process is gone" not in rows[student]
 
 
 def test_the_command_grades_with_one_judge_per_server(graded_class, tmp_path):
