@@ -107,6 +107,10 @@ class _ShardEntries(Mapping):
     def __len__(self) -> int:
         return len(self._texts)
 
+    def __contains__(self, sid) -> bool:
+        # (Mapping's own would parse the entry to answer: the gradebook's hash asks per row)
+        return sid in self._texts
+
 
 class _Collected:
     """Where a worker's GradingRun records: the rows, checked as the gradebook checks them

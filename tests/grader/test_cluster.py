@@ -149,3 +149,12 @@ def test_the_command_grades_on_a_local_cluster_and_refuses_pytest_options(graded
     assert _rows(tmp_path / "g.sqlite") == _rows(local)
     refused = subprocess.run(command + ["-k", "weights"], env=env, cwd=root, capture_output=True, text=True)
     assert refused.returncode == 1 and "-k and --junitxml" in refused.stderr
+
+
+def test_a_shards_entries_answer_membership_without_parsing():
+    # the gradebook's hash asks "is this student's entry here?" for every row: never a parse
+    from grader.cluster import _ShardEntries
+    entries = _ShardEntries({"s1": b"{not parsed"})
+    assert "s1" in entries and "s2" not in entries
+    with pytest.raises(ValueError):
+        entries["s1"]
