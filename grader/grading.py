@@ -349,10 +349,13 @@ class GradingRun:
         """Queue ``students`` (in the order their items will run) for the sandbox."""
         if self._want_judges and students:
             self._want_judges = False
-            if can_fork():
-                limits, count = self.sandbox.limits, min(self.servers, len(students))
-                self.judges = Judges(self, count, lambda: Sandbox(1, limits, lazy=True))
-                self.judges_used = count
+            limits, count = self.sandbox.limits, min(self.servers, len(students))
+            try:
+                if can_fork():
+                    self.judges = Judges(self, count, lambda: Sandbox(1, limits, lazy=True))
+                    self.judges_used = count
+            except OSError:                 # the system refused a fork: the sandbox threads grade
+                self.judges = None
         self.ahead.start(students)
 
     def discard(self, student: str) -> None:

@@ -201,10 +201,15 @@ class Judges:
         self._all: list[Judge] = []
         self._lock = threading.Lock()
         share_slots(0, count + 1)                        # (judge i: part i + 1)
-        for number in range(count):
-            judge = Judge(run, lambda part=number + 1: _own_sandbox(part, count + 1, make_sandbox), self._all)
-            self._all.append(judge)
-            self._free.put(judge)
+        try:
+            for number in range(count):
+                judge = Judge(run, lambda part=number + 1: _own_sandbox(part, count + 1, make_sandbox),
+                              self._all)
+                self._all.append(judge)
+                self._free.put(judge)
+        except OSError:                                  # (fork refused: no judges at all)
+            self.close()
+            raise
 
     def execute(self, student: str):
         """``student``'s Graded from a free judge; JudgeLost if the one it had died (it is

@@ -68,3 +68,20 @@ def graded_class(example_build, tmp_path_factory):
             built[students] = out, key, out / "instructor" / "gradebook.sqlite", secret
         return built[students]
     return make
+
+
+@pytest.fixture(scope="session")
+def gradebook_rows():
+    """``gradebook_rows(path)`` → each table's rows (submissions, results) without the timing
+    columns, sorted: what "the same gradebook" means when two grading runs are compared."""
+    import sqlite3
+    timing = {"duration_ms", "first_seen", "graded_at"}
+
+    def rows(path) -> dict:
+        with sqlite3.connect(path) as db:
+            out = {}
+            for table in ("submissions", "results"):
+                columns = [c[1] for c in db.execute(f"PRAGMA table_info({table})") if c[1] not in timing]
+                out[table] = sorted(db.execute(f"SELECT {', '.join(columns)} FROM {table}").fetchall(), key=repr)
+        return out
+    return rows

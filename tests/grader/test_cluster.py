@@ -5,7 +5,6 @@ that kills its worker costs only itself."""
 import functools
 import os
 import signal
-import sqlite3
 import sys
 from pathlib import Path
 
@@ -17,17 +16,6 @@ from grader.cluster import connect                                    # noqa: E4
 from grader.gradebook import Gradebook                                # noqa: E402
 from grader.pipeline import grade_folder                              # noqa: E402
 
-TIMING = {"duration_ms", "first_seen", "graded_at"}
-
-
-def _rows(path: Path) -> dict:
-    """Every table's rows without the timing columns, sorted."""
-    with sqlite3.connect(path) as db:
-        out = {}
-        for table in ("submissions", "results"):
-            columns = [c[1] for c in db.execute(f"PRAGMA table_info({table})") if c[1] not in TIMING]
-            out[table] = sorted(db.execute(f"SELECT {', '.join(columns)} FROM {table}").fetchall(), key=repr)
-    return out
 
 
 @pytest.fixture(scope="module")
@@ -82,16 +70,16 @@ def test_the_local_cluster_listens_on_loopback_only_and_serves_no_dashboard(clus
         assert missing.value.code == 404
 
 
-def test_a_two_worker_cluster_writes_what_local_grading_writes(graded_class, cluster, tmp_path):
+def test_a_two_worker_cluster_writes_what_local_grading_writes(graded_class, cluster, tmp_path, gradebook_rows):
     local, path, key, summary = _graded(graded_class, cluster, tmp_path, shard_size=5)
     assert len(summary.recorded) == 12 and summary.run.cluster.shards == 3
-    assert _rows(path) == _rows(local)
+    assert gradebook_rows(path) == gradebook_rows(local)
     # graded again: nothing changed, so nothing is sent
     with Gradebook(path) as gradebook:
         again = grade_folder(key, Path(local).parent.parent / "submissions" / "submitted", gradebook, None,
                              cluster=cluster, review=False, wall_seconds=5.0)
     assert again.recorded == [] and len(again.skipped) == 12
-    assert _rows(path) == _rows(local)
+    assert gradebook_rows(path) == gradebook_rows(local)
 
 
 def _kill_worker(marker: Path, student: str, seen: str, always: bool = False) -> None:
@@ -102,7 +90,7 @@ def _kill_worker(marker: Path, student: str, seen: str, always: bool = False) ->
         os.kill(os.getpid(), signal.SIGKILL)
 
 
-def test_a_worker_killed_mid_run_loses_no_row(graded_class, cluster, tmp_path):
+def test_a_worker_killed_mid_run_loses_no_row(graded_class, cluster, tmp_path, gradebook_rows):
     build, key, local, _ = graded_class(12)
     target = sorted(key["students"])[4]
     kill = functools.partial(_kill_worker, tmp_path / "killed", target)
@@ -112,10 +100,10 @@ def test_a_worker_killed_mid_run_loses_no_row(graded_class, cluster, tmp_path):
                                review=False, wall_seconds=5.0, shard_size=3, before_each=kill)
     assert (tmp_path / "killed").exists()                # a worker did die mid-shard
     assert len(summary.recorded) == 12 and summary.run.cluster.lost == []
-    assert _rows(path) == _rows(local)
+    assert gradebook_rows(path) == gradebook_rows(local)
 
 
-def test_a_submission_that_kills_its_worker_costs_only_itself(graded_class, cluster, tmp_path):
+def test_a_submission_that_kills_its_worker_costs_only_itself(graded_class, cluster, tmp_path, gradebook_rows):
     build, key, local, _ = graded_class(12)
     target = sorted(key["students"])[7]
     kill = functools.partial(_kill_worker, tmp_path / "killed", target, always=True)
@@ -125,7 +113,7 @@ def test_a_submission_that_kills_its_worker_costs_only_itself(graded_class, clus
                                review=False, wall_seconds=5.0, shard_size=4, before_each=kill)
     # (another shard in flight on a worker that died may be split too: its students are still graded)
     assert summary.run.cluster.lost == [target] and summary.run.cluster.split >= 1
-    rows, expected = _rows(path), _rows(local)
+    rows, expected = gradebook_rows(path), gradebook_rows(local)
     assert [r for r in rows["results"] if target not in r] == [r for r in expected["results"] if target not in r]
     assert [r for r in rows["submissions"] if target not in r] == [r for r in expected["submissions"] if target not in r]
     with Gradebook(path) as gradebook:
@@ -133,7 +121,7 @@ def test_a_submission_that_kills_its_worker_costs_only_itself(graded_class, clus
     assert mine.status == "error" and "the cluster could not grade this submission" in mine.notes[0]
 
 
-def test_the_command_grades_on_a_local_cluster_and_refuses_pytest_options(graded_class, tmp_path):
+def test_the_command_grades_on_a_local_cluster_and_refuses_pytest_options(graded_class, tmp_path, gradebook_rows):
     import json
     import subprocess
     build, key, local, secret = graded_class(12)
@@ -146,7 +134,7 @@ def test_the_command_grades_on_a_local_cluster_and_refuses_pytest_options(graded
     out = subprocess.run(command + ["--json"], env=env, cwd=root, capture_output=True, text=True, timeout=300)
     assert out.returncode == 0, out.stderr
     assert json.loads(out.stdout)["graded"] == 12
-    assert _rows(tmp_path / "g.sqlite") == _rows(local)
+    assert gradebook_rows(tmp_path / "g.sqlite") == gradebook_rows(local)
     refused = subprocess.run(command + ["-k", "weights"], env=env, cwd=root, capture_output=True, text=True)
     assert refused.returncode == 1 and "-k and --junitxml" in refused.stderr
 

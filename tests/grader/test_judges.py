@@ -21,23 +21,13 @@ from grader.sandbox.client import Sandbox
 
 ROOT = Path(__file__).resolve().parents[2]
 EXAMPLE = ROOT / "problem_bank" / "assignments" / "example.yaml"
-TIMING = {"duration_ms", "first_seen", "graded_at"}
-
 pytestmark = pytest.mark.skipif(sys.platform != "linux", reason="judges are forked on Linux only")
 
 
-def _rows(path: Path) -> dict:
-    with sqlite3.connect(path) as db:
-        out = {}
-        for table in ("submissions", "results"):
-            columns = [c[1] for c in db.execute(f"PRAGMA table_info({table})") if c[1] not in TIMING]
-            out[table] = sorted(db.execute(f"SELECT {', '.join(columns)} FROM {table}").fetchall(), key=repr)
-    return out
-
-
-def _script(body: str, env: dict, timeout: float = 300) -> dict:
-    """Run ``body`` in a fresh interpreter at the project's root; the JSON it prints last."""
-    out = subprocess.run([sys.executable, "-c", textwrap.dedent(body)], cwd=ROOT, env=env,
+def _script(body: str, env: dict, *args: str, timeout: float = 300) -> dict:
+    """Run ``body`` with ``args`` in a fresh interpreter at the project's root; the JSON it
+    prints last."""
+    out = subprocess.run([sys.executable, "-c", textwrap.dedent(body), *args], cwd=ROOT, env=env,
                          capture_output=True, text=True, timeout=timeout)
     assert out.returncode == 0, out.stderr[-3000:]
     return json.loads(out.stdout.strip().splitlines()[-1])
@@ -66,6 +56,10 @@ GRADE = """
         return graded
 
     GradingRun.execute = dying
+    if doomed == "no-fork":            # the system refuses to fork (EAGAIN: too many processes)
+        def refused():
+            raise BlockingIOError(11, "Resource temporarily unavailable")
+        os.fork = refused
     with Gradebook(gradebook_path) as gradebook, Sandbox(2, Limits(wall_seconds=5.0), lazy=True) as sandbox:
         summary = grade_folder(key, build / "submissions" / "submitted", gradebook, sandbox, servers=2,
                                judges=judges, review=False)
@@ -76,21 +70,19 @@ GRADE = """
 
 def _grade(build: Path, gradebook: Path, secret: str, judges: bool, doomed: str = "") -> dict:
     env = {**os.environ, "ATTNKIT_SECRET": secret, "PYTHONPATH": str(ROOT)}
-    code = GRADE.replace("sys.argv[1]", repr(str(build))).replace("sys.argv[2]", repr(str(gradebook))) \
-        .replace("sys.argv[3]", repr("1" if judges else "0")).replace("sys.argv[4]", repr(doomed))
-    return _script(code, env)
+    return _script(GRADE, env, str(build), str(gradebook), "1" if judges else "0", doomed)
 
 
-def test_judges_write_row_for_row_what_the_sandbox_threads_write(graded_class, tmp_path):
+def test_judges_write_row_for_row_what_the_sandbox_threads_write(graded_class, tmp_path, gradebook_rows):
     build, key, _, secret = graded_class(12)
     forked = _grade(build, tmp_path / "judges.sqlite", secret, judges=True)
     threads = _grade(build, tmp_path / "threads.sqlite", secret, judges=False)
     assert forked == {"recorded": 12, "judges": 2, "failed": []}
     assert threads == {"recorded": 12, "judges": 0, "failed": []}
-    assert _rows(tmp_path / "judges.sqlite") == _rows(tmp_path / "threads.sqlite")
+    assert gradebook_rows(tmp_path / "judges.sqlite") == gradebook_rows(tmp_path / "threads.sqlite")
 
 
-def test_a_judge_that_dies_costs_its_submission_only_and_the_next_run_grades_it(graded_class, tmp_path):
+def test_a_judge_that_dies_costs_its_submission_only_and_the_next_run_grades_it(graded_class, tmp_path, gradebook_rows):
     build, key, _, secret = graded_class(12)
     doomed = sorted(key["students"])[3]
     path = tmp_path / "g.sqlite"
@@ -98,7 +90,7 @@ def test_a_judge_that_dies_costs_its_submission_only_and_the_next_run_grades_it(
     assert first["recorded"] == 12 and first["failed"] == []
     threads = tmp_path / "threads.sqlite"
     _grade(build, threads, secret, judges=False)
-    rows, expected = _rows(path), _rows(threads)
+    rows, expected = gradebook_rows(path), gradebook_rows(threads)
     for table in ("submissions", "results"):
         assert [r for r in rows[table] if doomed not in r] == [r for r in expected[table] if doomed not in r]
     with sqlite3.connect(path) as db:
@@ -107,7 +99,7 @@ def test_a_judge_that_dies_costs_its_submission_only_and_the_next_run_grades_it(
     # the next run grades it again (a grader error is never final), with nobody dying now
     again = _grade(build, path, secret, judges=True)
     assert again["recorded"] == 1
-    assert _rows(path) == expected
+    assert gradebook_rows(path) == expected
 
 
 def test_verdicts_a_judge_cannot_send_cost_that_submission_only_and_the_judge_goes_on(graded_class, tmp_path):
@@ -122,7 +114,15 @@ def test_verdicts_a_judge_cannot_send_cost_that_submission_only_and_the_judge_go
     assert "the judge process is gone" not in rows[student]
 
 
-def test_the_command_grades_with_one_judge_per_server(graded_class, tmp_path):
+def test_a_refused_fork_leaves_the_run_to_its_sandbox_threads(graded_class, tmp_path, gradebook_rows):
+    build, key, _, secret = graded_class(12)
+    refused = _grade(build, tmp_path / "g.sqlite", secret, judges=True, doomed="no-fork")
+    assert refused == {"recorded": 12, "judges": 0, "failed": []}
+    _grade(build, tmp_path / "threads.sqlite", secret, judges=False)
+    assert gradebook_rows(tmp_path / "g.sqlite") == gradebook_rows(tmp_path / "threads.sqlite")
+
+
+def test_the_command_grades_with_one_judge_per_server(graded_class, tmp_path, gradebook_rows):
     build, key, local, secret = graded_class(12)
     env = {**os.environ, "ATTNKIT_SECRET": secret}
     out = subprocess.run([sys.executable, "-m", "attnkit", "grade", str(EXAMPLE), str(build / "submissions" / "submitted"),
@@ -133,7 +133,7 @@ def test_the_command_grades_with_one_judge_per_server(graded_class, tmp_path):
     assert summary["graded"] == 12 and summary["judges"] == 2
     spent = summary["judges_cpu_seconds"]     # each judge said what it and its sandbox spent
     assert spent["judge"] > 0 and spent["sandbox"] > 0 and summary["judges_peak_rss_mb"] > 20
-    assert _rows(tmp_path / "g.sqlite") == _rows(local)
+    assert gradebook_rows(tmp_path / "g.sqlite") == gradebook_rows(local)
 
 
 HELD = """
@@ -144,7 +144,7 @@ HELD = """
     from grader.intake import find_submissions, match
     from grader.sandbox.client import Limits, Sandbox
 
-    build = Path(BUILD)
+    build = Path(sys.argv[1])
     key = load_key(build / "instructor" / "answer_key.json", os.environ["ATTNKIT_SECRET"].encode())
     found, _, _ = match(find_submissions(build / "submissions" / "submitted", key["assignment"]["id"]), key, read=False)
     run = GradingRun(key, found, None, Sandbox(2, Limits(wall_seconds=5.0), lazy=True), servers=2, judges=True)
@@ -165,7 +165,7 @@ def _children(pid: int) -> list[int]:
 def test_judges_and_their_servers_die_with_the_grading_process(graded_class, tmp_path):
     build, key, _, secret = graded_class(12)
     env = {**os.environ, "ATTNKIT_SECRET": secret, "PYTHONPATH": str(ROOT)}
-    held = subprocess.Popen([sys.executable, "-c", textwrap.dedent(HELD.replace("BUILD", repr(str(build))))],
+    held = subprocess.Popen([sys.executable, "-c", textwrap.dedent(HELD), str(build)],
                             cwd=ROOT, env=env, stdout=subprocess.PIPE, text=True)
     try:
         judges = json.loads(held.stdout.readline())
