@@ -477,6 +477,7 @@ def main(argv: list[str] | None = None) -> int:
     preimport()
     sys.meta_path.insert(0, _PlotStubs())
     walls = Walls(slot)
+    walls.enter_namespaces()                  # once: every child runs in them (walls: network)
     # Every object so far is shared with each child copy-on-write; a garbage collection in the
     # child would touch (and so copy) all of them. Frozen, the collector leaves them alone.
     gc.freeze()

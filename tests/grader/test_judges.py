@@ -204,3 +204,39 @@ def test_a_lazy_sandbox_starts_a_server_only_when_a_run_needs_one():
         assert sandbox._servers == []
         result = sandbox.run([{"op": protocol.EXEC, "label": "cell", "source": "x = 1"}])
         assert len(sandbox._servers) == 1 and not result.stopped and result.crashes == []
+
+
+PINNED = """
+    import json, os
+    from grader.judges import Judges
+    from grader.sandbox.client import Sandbox
+
+    class Run:                          # what a judge asks of its run: here, where it runs
+        sandbox = progress = None
+
+        def execute(self, student):
+            self.sandbox.run([])        # (its server starts on the first job)
+            server = self.sandbox._servers[0].process.pid
+            return {"judge": sorted(os.sched_getaffinity(0)), "server": sorted(os.sched_getaffinity(server))}
+
+        def discard(self, student):
+            pass
+
+    judges = Judges(Run(), 2, lambda: Sandbox(1, lazy=True))
+    try:
+        seen = [judge.execute("s") for judge in judges._all]
+    finally:
+        judges.close()
+    print(json.dumps({"grading": sorted(os.sched_getaffinity(0)), "judges": seen}))
+"""
+
+
+@pytest.mark.skipif(not hasattr(os, "sched_getaffinity"), reason="no CPU affinity here")
+def test_each_judge_and_its_server_keep_to_one_cpu_of_the_grading_process(tmp_path):
+    """A judge and its sandbox child take turns dozens of times per submission: on one CPU
+    each turn is a cheap switch, across two an interprocessor interrupt."""
+    cpus = sorted(os.sched_getaffinity(0))
+    found = _script(PINNED, {**os.environ, "PYTHONPATH": str(ROOT)}, timeout=60)
+    assert found["grading"] == cpus                      # the grading process itself is not pinned
+    assert [j["judge"] for j in found["judges"]] == [[cpus[0]], [cpus[1 % len(cpus)]]]
+    assert all(j["server"] == j["judge"] for j in found["judges"])

@@ -170,6 +170,24 @@ def test_no_connection_even_to_localhost(sandbox):
         assert outcome[:2] == ["connect", -1] and outcome[2] in (errno.EACCES, errno.ENETUNREACH)
 
 
+NAMESPACES = "outcome = [os.readlink('/proc/self/ns/net'), os.readlink('/proc/self/ns/ipc')]"
+
+
+@needs_root
+def test_a_servers_children_run_in_its_own_namespaces_one_at_a_time(sandbox):
+    """The server enters an empty network namespace and an IPC namespace once; each child runs
+    in them (no other process does: not the grader, not another server's children)."""
+    first, second = attempt(sandbox, NAMESPACES), attempt(sandbox, NAMESPACES)
+    assert first == second
+    grader = [os.readlink("/proc/self/ns/net"), os.readlink("/proc/self/ns/ipc")]
+    assert first[0] != grader[0] and first[1] != grader[1]
+    with Sandbox(1, Limits(wall_seconds=2.0, memory_mb=256)) as other:
+        theirs = attempt(other, NAMESPACES)
+        held = {wall["name"]: wall for wall in other.run([]).walls}
+    assert theirs[0] != first[0] and theirs[1] != first[1]
+    assert held["network"]["active"] and "its server's empty network namespace" in held["network"]["detail"]
+
+
 @pytest.mark.skipif(not (active("seccomp") or "nproc 1" in STATIC["rlimits"]["detail"] or not ROOT),
                     reason="neither seccomp nor RLIMIT_NPROC applies here")
 def test_no_new_process(sandbox):
@@ -376,3 +394,27 @@ def test_a_child_cannot_change_the_pipe_it_shares_with_later_children(sandbox):
     result = sandbox.run([{"op": "exec", "label": "big", "source": "import numpy as np\nx = np.ones(500_000)"},
                           {"op": "send", "problem": "p", "names": ["x"]}])
     assert result.crashes == [] and result.values["p"]["x"].shape == (500_000,)
+
+
+@needs_root
+def test_without_seccomp_each_child_still_enters_an_ipc_namespace_of_its_own():
+    """Where seccomp cannot deny System V IPC, an object one child made could wait in the
+    server's IPC namespace for the next: each child then enters one of its own (played in a
+    forked helper that enters the server's namespaces first; no student code)."""
+    job = {"steps": [{"op": "exec", "label": "a", "source": "import os\n" + NAMESPACES},
+                     {"op": "send", "problem": "p", "names": ["outcome", "server"]}],
+           "limits": {"memory_mb": 256, "wall_seconds": 5}}
+
+    def no_seccomp(built):
+        assert built.enter_namespaces()
+        built.seccomp.fprog, built.seccomp.detail = None, "played: not x86_64"
+        job["steps"].insert(0, {"op": "set", "values": {
+            "server": [os.readlink("/proc/self/ns/net"), os.readlink("/proc/self/ns/ipc")]}})
+
+    events, status = run_in_forked_walls(no_seccomp, job)
+    assert os.WIFEXITED(status) and os.WEXITSTATUS(status) == 0
+    held = {wall["name"]: wall for wall in events[0]["layers"]}
+    assert held["network"]["active"] and "an IPC namespace of its own" in held["network"]["detail"]
+    values = next(e["values"] for e in events if e.get("event") == "values")
+    assert values["outcome"][0] == values["server"][0]        # the server's network namespace
+    assert values["outcome"][1] != values["server"][1]        # but not its IPC namespace
