@@ -536,6 +536,15 @@ class Gradebook:
         return any(status == "graded" and (kit_version is None or version == kit_version)
                    for status, version in rows)
 
+    def graded_students(self, assignment: str) -> set[str]:
+        """The students of ``assignment`` with a handin graded (not ``error``): the only ones
+        ``is_current`` can say yes for, so a batch need not hash the others' notebooks first."""
+        with self._lock, self._errors():
+            rows = self._connection().execute(
+                "SELECT DISTINCT student FROM submissions WHERE assignment = ? AND status = 'graded'",
+                (assignment,)).fetchall()
+        return {student for (student,) in rows}
+
     def record(self, submission: SubmissionRow, results: list[ResultRow]) -> None:
         """Store one graded handin with all its parts, in one transaction that replaces that
         handin's previous rows (a part no longer graded leaves no stale row; a crash mid-way

@@ -322,7 +322,7 @@ def run_pytest(run, assignment_id: str, extra_args=(), verbose: bool = False,
         manifest = root / f"{assignment_id}{MANIFEST_SUFFIX}"
         manifest.write_text(f"attnkit grading run for {assignment_id}\n")
         args = [str(manifest), "-c", str(root / "pytest.ini"), "--rootdir", str(root),
-                "--noconftest", "-p", "no:cacheprovider", "-p", "no:stepwise", "-p", "no:logging",
+                "--noconftest", "--assert=plain", "-p", "no:cacheprovider", "-p", "no:stepwise", "-p", "no:logging",
                 "-p", "no:unraisableexception", "-p", "no:threadexception", "--capture=no",
                 *(["-rN", "-q", "--tb=line", "-W", "ignore::pytest.PytestAssertRewriteWarning"]
                   if verbose else ["-p", "no:terminal", "-p", "no:warnings"]),
