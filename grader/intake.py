@@ -715,16 +715,20 @@ def _read(found: Found, key: dict | None, entry: dict | None) -> Submission:
     else:
         cells = _cells(found, raw_cells, kit, issues)
     if entry is not None:
-        issues += _record_issues(found, record, key, entry)
+        variants = _variants(record, entry) if record is not None else None     # (once: it hashes)
+        issues += _record_issues(found, record, key, entry, variants)
         if cells:
-            issues += _kit_issues(found, cells, kit, entry, _other_variants(record, entry))
+            issues += _kit_issues(found, cells, kit, entry, _other_variants(variants))
     return Submission(found.student, found.path, found.shown, content_hash, cells, record,
                       tuple(issues), version)
 
 
 # --- checks against the key --------------------------------------------------------------
 
-def _record_issues(found: Found, record: dict | None, key: dict, entry: dict) -> list[Issue]:
+def _record_issues(found: Found, record: dict | None, key: dict, entry: dict,
+                   variants: tuple[list[str], list[str], dict]) -> list[Issue]:
+    """What the notebook's variant record says against the key; ``variants``: its
+    ``_variants`` (None without a record)."""
     if record is None:
         return [Issue("no-record", f"{found.shown}: the notebook has no variant record (attnkit "
                                    "metadata), so it cannot be confirmed to be the one issued to "
@@ -743,7 +747,8 @@ def _record_issues(found: Found, record: dict | None, key: dict, entry: dict) ->
     if assignment_id is not None and named_assignment != assignment_id:
         issues.append(Issue("wrong-assignment", f"{found.shown}: this notebook is for assignment "
                                                 f"{_short(repr(named_assignment))}, not {assignment_id!r}"))
-    differ, earlier, digests = _variants(record, entry)
+    differ, earlier, digests = variants
+    differ = list(differ)
     problems = entry.get("problems", {})
     if earlier:
         issues.append(Issue("earlier-variant", f"{found.shown}: the notebook has an earlier variant of "
@@ -783,11 +788,12 @@ def _variants(record: dict, entry: dict) -> tuple[list[str], list[str], dict]:
     return differ, earlier, digests
 
 
-def _other_variants(record, entry: dict) -> set[str]:
-    """Problems whose notebook variant is not the key's (their givens differ for that reason)."""
-    if not isinstance(record, dict):
+def _other_variants(variants) -> set[str]:
+    """Problems whose notebook variant is not the key's (their givens differ for that reason),
+    from ``_variants`` (None: no record)."""
+    if variants is None:
         return set()
-    differ, earlier, _ = _variants(record, entry)
+    differ, earlier, _ = variants
     return set(differ) | set(earlier)
 
 
@@ -826,8 +832,9 @@ def _kit_issues(found: Found, cells: tuple[Cell, ...], kit: dict[str, KitCell],
         if k.role == "givens" and k.problem not in other_variants:   # (those are reported as such)
             if k.problem not in issued:
                 givens = decode_names(givens_of(problem_record(entry, k.problem)))
-                issued[k.problem] = givens, expected_givens_source(givens)
-            changed = givens_edits(c.source, *issued[k.problem])
+                issued[k.problem] = givens, _blocks(givens)
+            givens, blocks = issued[k.problem]
+            changed = givens_edits(c.source, givens, blocks=blocks)
             if changed:
                 issues.append(Issue("givens-edited", f"{found.shown}: the locked givens cell {c.grade_id} "
                                                      f"was edited ({changed}); harmless: grading always "
@@ -905,29 +912,36 @@ def _longest_givens(issued: int) -> int:
     return min(_MAX_GIVENS_SOURCE, 4 * issued + _GIVENS_SLACK)
 
 
+def _blocks(givens: dict) -> dict[str, str]:
+    """name → the assignment line(s) the build wrote for that given (decoded)."""
+    return {name: assignment(name, value) for name, value in givens.items()}
+
+
 def expected_givens_source(givens: dict) -> str:
     """The assignment lines a givens cell holds for these (decoded) givens."""
-    return "\n".join(assignment(name, value) for name, value in givens.items())
+    return "\n".join(_blocks(givens).values())
 
 
-def _as_issued(source: str, givens: dict) -> bool:
+def _as_issued(source: str, blocks: dict[str, str]) -> bool:
     """The quick answer for the usual case: the cell is, comment lines aside, exactly the
-    text the build wrote for these givens (one ``assignment`` per name, in any order).
-    Anything else goes to the parser, which tells a harmless re-spelling from an edit."""
+    text the build wrote for these givens (``blocks``: one ``assignment`` per name, in any
+    order). Anything else goes to the parser, which tells a harmless re-spelling from an edit."""
     code = "\n".join(line for line in source.split("\n") if not line.startswith("#"))
-    blocks = {name: assignment(name, value) for name, value in givens.items()}
     order = sorted(blocks, key=lambda name: code.find(blocks[name]))
     return code == "\n".join(blocks[name] for name in order)
 
 
-def givens_edits(source: str, givens: dict, issued: str | None = None) -> str:
+def givens_edits(source: str, givens: dict, issued: str | None = None,
+                 blocks: dict[str, str] | None = None) -> str:
     """'' when the cell still assigns exactly ``givens`` (the key's, decoded); else what
     changed, in words ("Q and lengths changed", "other code added", …). ``issued``: the
-    givens cell's text as built (``expected_givens_source(givens)``), when the caller has it."""
-    issued = expected_givens_source(givens) if issued is None else issued
+    givens cell's text as built (``expected_givens_source(givens)``), or ``blocks``: its
+    lines by name (``_blocks``), when the caller has them."""
+    blocks = _blocks(givens) if blocks is None else blocks
+    issued = "\n".join(blocks.values()) if issued is None else issued
     if len(source) > _longest_givens(len(issued)):
         return "it was replaced by something much longer"
-    if _as_issued(source, givens):
+    if _as_issued(source, blocks):
         return ""
     found = _assignments(source)
     if found is None:

@@ -308,6 +308,12 @@ def free_response_part(grading: dict, text: str | None) -> Verdict:
     return Verdict(0.0, points, MANUAL, "Graded by hand.")
 
 
+def _gives(stored, part: str) -> bool:
+    """Does a stored mistake (an encoded {part: value} table) give a value for ``part``?"""
+    return isinstance(stored, dict) and set(stored) == {"dict"} and isinstance(stored["dict"], dict) \
+        and part in stored["dict"]
+
+
 def problem_verdicts(record: dict, values: dict, outcomes: dict, free_text: dict) -> dict:
     """part id (implement: family) → Verdict for one problem of one student.
 
@@ -326,15 +332,12 @@ def problem_verdicts(record: dict, values: dict, outcomes: dict, free_text: dict
                 record.get("lookalikes", {}))
         return verdicts
     answers = decode_names(record["answers"]) if kind != "free_response" else {}
-    decoded: dict = {}
 
     def stored(part: str):
-        """(twins, lookalikes) of ``part``, the record's stored mistakes decoded once, on first use."""
-        if not decoded:
-            for field in ("twins", "lookalikes"):
-                decoded[field] = {name: from_jsonable(v) for name, v in record.get(field, {}).items()}
-        return tuple({name: by_part[part] for name, by_part in decoded[field].items()
-                      if isinstance(by_part, dict) and part in by_part} for field in ("twins", "lookalikes"))
+        """(twins, lookalikes) of ``part``: what the record's stored mistakes give for it,
+        decoded only when that part is wrong (not every part's, for each wrong one)."""
+        return tuple({name: from_jsonable(by_part["dict"][part]) for name, by_part in record.get(field, {}).items()
+                      if _gives(by_part, part)} for field in ("twins", "lookalikes"))
 
     for grading in gradings(record):
         part = grading["id"]
