@@ -13,6 +13,7 @@ import copy
 import hashlib
 import hmac
 import json
+import mmap
 import os
 import re
 import threading
@@ -176,40 +177,83 @@ def _verified_lines(path: Path, secret: bytes) -> dict | None:
 
 def _lines(file) -> tuple[dict, dict, dict] | None:
     """(head, student id → (offset, size) of their entry, student id → its SHA-256) of a key
-    laid out one student per line, or None."""
+    laid out one student per line, or None. The file is mapped, not read line by line: each
+    entry is hashed where it lies and only the few bytes before it (the student id) are
+    decoded (a key of 1,000 students, 167 MB, took 0.25 s to verify read line by line)."""
+    try:
+        data = mmap.mmap(file.fileno(), 0, access=mmap.ACCESS_READ)
+    except (ValueError, OSError):                       # an empty file cannot be mapped
+        return None
+    with data:
+        view = memoryview(data)
+        try:
+            return _spans(data, view)
+        finally:
+            view.release()
+
+
+_ID_ROOM = 4096         # bytes decoded to find a student id (a longer one: the whole line)
+
+
+def _spans(data, view: memoryview) -> tuple[dict, dict, dict] | None:
     decoder = json.JSONDecoder()
     head, spans, digests = {}, {}, {}
-    if file.readline() != b"{\n":
+    if data[:2] != b"{\n":
         return None
-    for line in file:                                   # ' "name": value,' up to the students
+    pos = 2
+    while True:                                          # ' "name": value,' up to the students
+        end = data.find(b"\n", pos)
+        if end < 0:
+            return None
+        line, pos = data[pos:end + 1], end + 1
         if line == _STUDENTS_LINE:
             break
         if not (line.startswith(b' "') and line.endswith(b",\n")):
             return None
-        name, end = decoder.raw_decode(line[1:-2].decode("utf-8"))
-        head[name] = json.loads(line[1:-2].decode("utf-8")[end:].removeprefix(": "))
-    else:
-        return None
-    offset = file.tell()
-    for line in file:                                   # '  "id": {entry},'
-        if line == b" }\n":
+        name, cut = decoder.raw_decode(line[1:-2].decode("utf-8"))
+        head[name] = json.loads(line[1:-2].decode("utf-8")[cut:].removeprefix(": "))
+    while True:                                          # '  "id": {entry},'
+        end = data.find(b"\n", pos)
+        if end < 0:
+            return None
+        if end - pos == 2 and data[pos:end + 1] == b" }\n":
+            pos = end + 1
             break
-        if not line.startswith(b'  "'):
+        if data[pos:pos + 3] != b'  "':
             return None
-        text = line[2:].decode("utf-8")
-        sid, end = decoder.raw_decode(text)
-        if not isinstance(sid, str) or not text.startswith(": ", end):
+        found = _student_id(decoder, data, pos + 2, end)
+        if found is None:
             return None
-        prefix = 2 + len(text[:end + 2].encode("utf-8"))         # '  "id": '
-        entry = line[prefix:].removesuffix(b"\n").removesuffix(b",")
-        spans[sid] = (offset + prefix, len(entry))
-        digests[sid] = hashlib.sha256(entry).hexdigest()
-        offset += len(line)
-    else:
-        return None
-    if file.read() != b"}\n":
+        sid, prefix = found                              # prefix: bytes of '"id": '
+        start, stop = pos + 2 + prefix, end - (data[end - 1:end] == b",")
+        spans[sid] = (start, stop - start)
+        digests[sid] = hashlib.sha256(view[start:stop]).hexdigest()
+        pos = end + 1
+    if data[pos:] != b"}\n":
         return None
     return head, spans, digests
+
+
+def _student_id(decoder, data, start: int, end: int) -> tuple[str, int] | None:
+    """(student id, bytes up to its entry) of the line at ``start``: '"id": {…'."""
+    for stop in (min(end, start + _ID_ROOM), end):
+        raw = data[start:stop]
+        try:
+            text = raw.decode("utf-8")
+        except UnicodeDecodeError as err:
+            if stop == end or err.start < len(raw) - 3:  # not a character cut by the prefix's end
+                return None
+            text = raw[:err.start].decode("utf-8")
+        try:
+            sid, cut = decoder.raw_decode(text)
+        except ValueError:
+            continue                                     # cut inside the id: try the whole line
+        if stop < end and len(text) < cut + 2:
+            continue                                     # cut inside the ': ' after it
+        if not isinstance(sid, str) or not text.startswith(": ", cut):
+            return None
+        return sid, len(text[:cut + 2].encode("utf-8"))
+    return None
 
 
 class Entries(Mapping):

@@ -82,6 +82,27 @@ def test_the_line_reader_gives_what_the_whole_file_gives_and_entries_are_read_on
         assert entry_digest(quick, sid) == entry_digest(whole, sid)
 
 
+@pytest.mark.parametrize("sid", ["é" * 2046 + "x",          # its last character cut by the decoded prefix
+                                 "long " * 1000,             # longer than the prefix: the whole line
+                                 "𝔁" * 1023 + "ab"])          # 4-byte characters across the cut
+def test_the_mapped_reader_finds_any_student_id_whole(tmp_path, sid):
+    from formats.answer_key import Entries
+
+    path = tmp_path / "key.json"
+    students = entries(**{sid: {"name": "N", "problems": {}}, "s2": {"name": "M", "problems": {}}})
+    write_atomic(path, key_bytes(ASSIGNMENT, students, "0.1.0", SECRET), private=True)
+    key = load_key(path, SECRET)
+    assert isinstance(key["students"], Entries)
+    assert sorted(key["students"]) == sorted([sid, "s2"]) and key["students"][sid]["name"] == "N"
+
+
+def test_an_empty_key_file_is_named(tmp_path):
+    path = tmp_path / "key.json"
+    path.write_bytes(b"")
+    with pytest.raises(AnswerKeyError, match="not a readable answer key"):
+        load_key(path, SECRET)
+
+
 def test_a_re_indented_key_is_still_read_and_verified(key_path):
     key = json.loads(key_path.read_text(encoding="utf-8"))
     key_path.write_text(json.dumps(key, indent=4, ensure_ascii=False), encoding="utf-8")
