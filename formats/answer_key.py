@@ -192,12 +192,31 @@ def _lines(file) -> tuple[dict, dict, dict] | None:
             view.release()
 
 
+_DROP_EVERY = 8 * 2**20     # mapped bytes hashed before their pages are let go of
+
+
+class _Window:
+    """Lets go of the pages of a mapped key once they are hashed: the pages stay in the page
+    cache, but a process's resident size no longer counts the whole key (167 MB for 1,000
+    students) at its peak, only a window of it."""
+
+    def __init__(self, data):
+        self.data, self.dropped = data, 0
+
+    def passed(self, offset: int) -> None:
+        if offset - self.dropped >= _DROP_EVERY and hasattr(mmap, "MADV_DONTNEED"):
+            end = offset - offset % mmap.PAGESIZE
+            self.data.madvise(mmap.MADV_DONTNEED, self.dropped, end - self.dropped)
+            self.dropped = end
+
+
 _ID_ROOM = 4096         # bytes decoded to find a student id (a longer one: the whole line)
 
 
 def _spans(data, view: memoryview) -> tuple[dict, dict, dict] | None:
     decoder = json.JSONDecoder()
     head, spans, digests = {}, {}, {}
+    window = _Window(data)
     if data[:2] != b"{\n":
         return None
     pos = 2
@@ -229,6 +248,7 @@ def _spans(data, view: memoryview) -> tuple[dict, dict, dict] | None:
         spans[sid] = (start, stop - start)
         digests[sid] = hashlib.sha256(view[start:stop]).hexdigest()
         pos = end + 1
+        window.passed(pos)
     if data[pos:] != b"}\n":
         return None
     return head, spans, digests

@@ -37,6 +37,7 @@ feedback explains them, and tests pin their messages.
 from __future__ import annotations
 
 import ast
+import codecs
 import errno
 import functools
 import hashlib
@@ -58,7 +59,7 @@ from formats.cells import cell_id as cell_id_of
 from formats.key_shape import (CLASS_STUDENT, IMPLEMENT, entry_for, givens_of, gradings, is_class_key, is_free_response,
                               issued_before, issued_digest, kind, problem_record, problem_records)
 from formats.serialize import decode_names
-from formats.textfile import printable, terminal_safe
+from formats.textfile import printable, quick_json, terminal_safe
 
 # Submissions are read on the grader's sandbox threads, and CPython 3.11's parser is not safe
 # to run in two threads at once ("SystemError: AST constructor recursion depth mismatch"):
@@ -580,6 +581,9 @@ def _parse(found: Found, data: bytes):
     if len(data) > _CHEAP_JSON and (values := _json_values(data)) > MAX_VALUES:
         raise _Unread(Issue("too-complex", f"{found.shown}: about {values:,} JSON values, more than "
                                            f"the {MAX_VALUES:,} a notebook may have: not read"))
+    document = quick_json(data[3:] if data.startswith(codecs.BOM_UTF8) else data)
+    if document is not None:
+        return document
     try:
         text = data.decode("utf-8-sig")      # a BOM some editors add is not an error
     except UnicodeDecodeError as err:

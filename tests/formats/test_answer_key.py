@@ -1,6 +1,7 @@
 """The answer key file: valid JSON whatever the ids, verified by its signature, private."""
 
 import json
+from pathlib import Path
 import stat
 
 import pytest
@@ -223,3 +224,25 @@ def _leaves(value):
     if isinstance(value, list):
         return [leaf for v in value for leaf in _leaves(v)]
     return [value]
+
+
+def test_verifying_a_large_key_keeps_only_a_window_of_it_resident(tmp_path):
+    """The key is mapped to be hashed; its pages are let go of as the hashing passes them, so
+    the resident peak does not grow with the key (here 69 MB; a course's can be gigabytes)."""
+    import subprocess
+    import sys
+
+    row = canonical([round(0.1 * i, 6) for i in range(20_000)])        # ~200 kB of floats
+    students = {f"s{i:04d}": canonical({"name": "N", "problems": {}, "x": row}) for i in range(560)}
+    path = tmp_path / "key.json"
+    write_atomic(path, key_bytes(ASSIGNMENT, students, "0.1.0", SECRET), private=True)
+    assert path.stat().st_size > 60 * 2**20
+    probe = ("import sys; from formats.answer_key import load_key, Entries\n"
+             "def peak():   # (VmHWM: ru_maxrss would start at the test process's own peak)\n"
+             "    return next(int(l.split()[1]) for l in open('/proc/self/status') if l.startswith('VmHWM'))\n"
+             f"before = peak(); key = load_key(sys.argv[1], {SECRET!r})\n"
+             "assert isinstance(key['students'], Entries) and len(key['students']) == 560\n"
+             "print((peak() - before) / 1024)")
+    grown = float(subprocess.run([sys.executable, "-c", probe, str(path)], capture_output=True, text=True,
+                                 check=True, cwd=Path(__file__).resolve().parents[2]).stdout)
+    assert grown < 24, f"the peak grew by {grown:.0f} MB verifying a {path.stat().st_size / 2**20:.0f} MB key"

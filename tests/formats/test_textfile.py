@@ -50,3 +50,30 @@ def test_terminal_json_is_the_same_data_with_nothing_a_terminal_acts_on():
     assert acted_on(text) == []
     assert "\\u202e" in text and "\\u009b" in text and "\\udb40\\udc41" in text   # U+E0041 as a pair
     assert terminal_json({"a": "b"}) == json.dumps({"a": "b"}, indent=2)
+
+
+NOTEBOOK = {"cells": [{"cell_type": "code", "source": "x = 0.15161077839333922  # “quoted” ✓\n",
+                       "metadata": {"nbgrader": {"grade_id": "p-x", "points": 2.5}}, "outputs": []}],
+            "metadata": {"attnkit": {"student": "s1", "problems": [{"id": "p", "issued_digest": "ab"}]}},
+            "nbformat": 4, "nbformat_minor": 5}
+
+
+def test_quick_json_reads_a_notebook_as_json_does():
+    from formats.textfile import quick_json
+
+    data = json.dumps(NOTEBOOK, ensure_ascii=False, indent=1).encode()
+    assert quick_json(data) == json.loads(data) == NOTEBOOK
+
+
+@pytest.mark.parametrize("text", [b'{"x": NaN}', b'"\\ud800"', b'{"x": "\xff"}', b"[" * 1100 + b"]" * 1100,
+                                  b'{"x": 1e400}', b"", b"{"])
+def test_quick_json_leaves_to_json_what_orjson_refuses(text):
+    from formats.textfile import quick_json
+
+    assert quick_json(text) is None
+
+
+def test_quick_json_reads_an_integer_beyond_64_bits_as_a_float():
+    from formats.textfile import quick_json
+
+    assert quick_json(b'{"nbformat": 4, "n": 123456789012345678901234567890}') == {"nbformat": 4, "n": 1.2345678901234568e+29}
