@@ -12,8 +12,10 @@ grader holds the answer key.
 Why the server never reads a job: a child has a copy of its parent's heap, and freed memory is
 not wiped. A server that read jobs and relayed results would hand each child the remnants of
 earlier jobs — other students' code, their values — readable with ctypes. So the server only
-ever holds what a fresh interpreter holds, plus the walls (it is a zygote in the Android sense:
-a warm process that only forks):
+ever holds what a fresh interpreter holds, plus the walls and what running the kit's own
+made-up job once at start left (``warm_up``: code the children would otherwise warm each time
+from cold, copying it page by page). It is a zygote in the Android sense: a warm process that
+only forks:
 
     wait until stdin is readable (poll; nothing read) → fork → wait for the child (deadline)
     → kill its process group → one ``exit`` frame on the control pipe
@@ -183,23 +185,23 @@ class OutOfStep(Exception):
     """What came on the job pipe is not the case this child asked for: nothing more can run."""
 
 
-def _read_case(problem, case: int) -> dict:
+def _read_case(problem, case: int, job_fd: int = JOB_FD) -> dict:
     """The arguments of one hidden case, asked for and read only now: until a case is reached,
     its inputs are nowhere in this process (a student's cell could find them otherwise)."""
-    if not os.get_blocking(JOB_FD):        # the student's own doing: wait, not fail
-        os.set_blocking(JOB_FD, True)
-    frame = frames.read_frame(JOB_FD)
+    if not os.get_blocking(job_fd):        # the student's own doing: wait, not fail
+        os.set_blocking(job_fd, True)
+    frame = frames.read_frame(job_fd)
     if not protocol.is_case(frame, problem, case):
         raise OutOfStep(f"expected case {case} of {problem!r:.100}")
     return frame["args"]
 
 
-def _call_step(index: int, step: dict, namespace: dict, emit) -> None:
+def _call_step(index: int, step: dict, namespace: dict, emit, job_fd: int = JOB_FD) -> None:
     name = step.get("function", "")
     for case in range(int(step.get("first", 0)), int(step.get("count", 0))):
         problem = step.get("problem")
         emit.small(protocol.NEED, index, case)
-        args = _read_case(problem, case)
+        args = _read_case(problem, case, job_fd)
         emit.small(protocol.START, index, case)
         function = namespace.get(name)
         if name not in namespace:
@@ -282,23 +284,91 @@ def run_child(job: dict, walls: Walls, result_fd: int, job_fd: int | None = None
     emit = _Emitter(RESULT_FD, int(limits.get("frame_mb", 32)) * MIB)
     emit(protocol.ready_event(held))
     try:
-        namespace = _notebook_namespace()
-        for index, step in enumerate(job.get("steps", [])):
-            op = step.get("op")
-            if op != protocol.CALL:
-                emit.small(protocol.START, index)
-            if op == protocol.EXEC:
-                _exec_step(index, step, namespace, emit)
-            elif op == protocol.SET:
-                namespace.update(step.get("values", {}))
-            elif op == protocol.SEND:
-                _send_step(step, namespace, emit)
-            elif op == protocol.CALL:
-                _call_step(index, step, namespace, emit)
-        emit(protocol.done_event())
+        run_steps(job.get("steps", []), emit)
     finally:
         emit.flush()          # what is held goes out even if the child's own machinery fails
     return 0
+
+
+def run_steps(steps: list, emit, job_fd: int = JOB_FD) -> None:
+    """The job's steps in one fresh notebook namespace, each announced; then ``done``."""
+    namespace = _notebook_namespace()
+    for index, step in enumerate(steps):
+        op = step.get("op")
+        if op != protocol.CALL:
+            emit.small(protocol.START, index)
+        if op == protocol.EXEC:
+            _exec_step(index, step, namespace, emit)
+        elif op == protocol.SET:
+            namespace.update(step.get("values", {}))
+        elif op == protocol.SEND:
+            _send_step(step, namespace, emit)
+        elif op == protocol.CALL:
+            _call_step(index, step, namespace, emit, job_fd)
+    emit(protocol.done_event())
+
+
+# --- warming up: the child's code run before any fork, on made-up numbers ---------------------
+
+WARM_UP_ROUNDS = 30         # runs of the warm-up job; each costs ~2 ms, once per server
+
+
+def _warm_up_job() -> tuple[list, bytes]:
+    """(steps, the case frames their call asks for): a small notebook of the kit's own, with
+    what a submission's job holds — cells that assign numbers, arrays and text, one that
+    fails, givens set, values sent back (arrays, floats, text, a list, a missing name), and a
+    function called on hidden cases."""
+    import numpy as np
+
+    source = ('import numpy as np\n\n'
+              'def attend(Q, K, V, mask=None):\n'
+              '    """softmax(Q K^T / sqrt(d)) V"""\n'
+              '    scores = Q @ K.T / np.sqrt(Q.shape[-1])\n'
+              '    if mask is not None:\n'
+              '        scores = np.where(mask, scores, -np.inf)\n'
+              '    weights = np.exp(scores - scores.max(axis=-1, keepdims=True))\n'
+              '    weights = weights / weights.sum(axis=-1, keepdims=True)\n'
+              '    return weights @ V, weights\n')
+    steps = [protocol.exec_step("setup", source),
+             protocol.set_step({"Q": np.arange(8.0).reshape(2, 4), "d_k": 4, "words": ["a", "b"]}),
+             protocol.exec_step("a", "scaled = np.array([[1.5, 0.25], [-2.0, 3.0]])"),
+             protocol.exec_step("b", "ratio = 0.15161077839333922\nchoice = 'B'"),
+             protocol.exec_step("c", "out, w = attend(Q, Q, Q)\nmask = w > 0.5"),
+             protocol.exec_step("d", "broken = undefined_name + 1"),
+             protocol.send_step("warm", ["scaled", "ratio", "choice", "out", "mask", "words", "absent"]),
+             protocol.exec_step("e", source.replace("attend", "masked")),
+             protocol.call_step("warm", "masked", [{}, {}, {}])]
+    rng = np.random.default_rng(0)
+    cases = b"".join(frames.framed(frames.encode(protocol.case_frame("warm", case, {
+        "Q": rng.normal(size=(3, 4)), "K": rng.normal(size=(3, 4)), "V": rng.normal(size=(3, 2)),
+        "mask": np.tril(np.ones((3, 3), dtype=bool)) if case else None}))) for case in range(3))
+    return [protocol.job_step(step) for step in steps], cases
+
+
+def warm_up(rounds: int = WARM_UP_ROUNDS) -> None:
+    """Run the child's own code (``run_steps``, the emitter, the frame encoder, NumPy's Python
+    wrappers) on the kit's made-up job before the server forks anything, its output to
+    /dev/null. Python 3.11 rewrites a function's bytecode for the types it meets only after it
+    has run a few times, and then in place: a child that starts from cold code runs the slow,
+    generic instructions and copies (copy-on-write) every code object it warms. Warmed once
+    here, every child inherits the specialised code. Only the kit's numbers are ever here:
+    the server still never holds a job, a student's code or a value of theirs."""
+    steps, cases = _warm_up_job()
+    null = os.open(os.devnull, os.O_WRONLY)
+    case_read, case_write = os.pipe()
+    main = sys.modules.get("__main__")
+    try:
+        for _ in range(rounds):
+            os.write(case_write, cases)             # (three small frames: the pipe holds them)
+            emit = _Emitter(null, 32 * MIB)
+            run_steps(steps, emit, case_read)
+            emit.flush()
+    finally:
+        for fd in (null, case_read, case_write):
+            os.close(fd)
+        if main is not None:
+            sys.modules["__main__"] = main
+    gc.collect()
 
 
 # --- the server: forks, waits, kills, reports -------------------------------------------------
@@ -478,6 +548,7 @@ def main(argv: list[str] | None = None) -> int:
     sys.meta_path.insert(0, _PlotStubs())
     walls = Walls(slot)
     walls.enter_namespaces()                  # once: every child runs in them (walls: network)
+    warm_up()                                 # children inherit warm code (and no student's data)
     # Every object so far is shared with each child copy-on-write; a garbage collection in the
     # child would touch (and so copy) all of them. Frozen, the collector leaves them alone.
     gc.freeze()

@@ -87,7 +87,7 @@ def test_a_forged_start_is_a_bad_frame_charged_to_the_step_that_was_running(sand
     assert result.stopped == "" and result.errors == []
 
 
-CLAIM_NEXT = FORGE + ("import sys\nframe = sys._getframe()\nwhile frame.f_code.co_name != 'run_child':\n"
+CLAIM_NEXT = FORGE + ("import sys\nframe = sys._getframe()\nwhile frame.f_code.co_name != 'run_steps':\n"
                       "    frame = frame.f_back\nforge(event='start', step=frame.f_locals['index'] + 1)\n"
                       "while True:\n    pass")
 
@@ -136,7 +136,7 @@ def test_claiming_the_next_step_before_a_case_output_is_forged(sandbox):
     """A case must end with its output before anything else starts: else its result is lost
     without a crash to say why."""
     function = FORGE + ("import sys\ndef f(n):\n    frame = sys._getframe()\n"
-                        "    while frame.f_code.co_name != 'run_child':\n        frame = frame.f_back\n"
+                        "    while frame.f_code.co_name != 'run_steps':\n        frame = frame.f_back\n"
                         "    forge(event='start', step=frame.f_locals['index'] + 1)\n    return n")
     result = sandbox.run([cell("impl", function), call("q", "f", [{"n": 0}, {"n": 1}]), cell("later", "x = 1"),
                           send("p", "x")])
@@ -300,7 +300,7 @@ def test_no_hidden_input_is_in_the_child_or_the_server_before_the_child_asks():
 
 
 ASK_AND_DIE = FORGE + ("import select, sys\nframe = sys._getframe()\n"
-                       "while frame.f_code.co_name != 'run_child':\n    frame = frame.f_back\n"
+                       "while frame.f_code.co_name != 'run_steps':\n    frame = frame.f_back\n"
                        "forge(event='need', step=frame.f_locals['index'] + 1, case=0)\n"
                        "poller = select.poll()\npoller.register(4, select.POLLIN)\npoller.poll(5000)\n")
 

@@ -142,3 +142,43 @@ def test_a_student_cannot_read_the_previous_job_from_the_heap():
             assert result.values["p"]["scanned"] > 0
             hits[name] = result.values["p"]["hits"]
     assert hits == {"code": 0, "value": 0}
+
+
+def test_the_warm_up_leaves_nothing_open_and_the_server_s_own_module_in_place():
+    """warm_up runs the child's code on the kit's made-up job before any fork: it writes
+    nothing anyone reads, closes what it opened and gives ``__main__`` back."""
+    import subprocess
+    import sys
+    from pathlib import Path
+
+    probe = ("import os, sys\n"
+             "from grader.sandbox import server\n"
+             "before = sorted(os.listdir('/proc/self/fd')), sys.modules['__main__']\n"
+             "server.warm_up(3)\n"
+             "after = sorted(os.listdir('/proc/self/fd')), sys.modules['__main__']\n"
+             "assert before[0] == after[0], (before[0], after[0])\n"
+             "assert before[1] is after[1]\n"
+             "print('ok')\n")
+    done = subprocess.run([sys.executable, "-c", probe], capture_output=True, text=True, timeout=60,
+                          cwd=Path(__file__).resolve().parents[3])
+    assert done.returncode == 0 and done.stdout == "ok\n" and done.stderr == "", done.stderr
+
+
+def test_the_warm_up_job_is_one_a_child_runs_to_the_end():
+    """What the server warms is what children run: the made-up job, run in a real child, gives
+    its values, its one expected error and every case."""
+    from grader.sandbox import frames, protocol, server
+
+    steps, cases = server._warm_up_job()
+    with_cases = []
+    for step in steps:
+        if step.get("op") == protocol.CALL:
+            step = {**step, "cases": [frames.decode(body)["args"] for body in frames.FrameSplitter(1 << 20).feed(cases)]}
+            step.pop("count")
+        with_cases.append(step)
+    with Sandbox(1, Limits(wall_seconds=10.0)) as box:
+        result = box.run(with_cases)
+    assert result.crashes == [] and not result.stopped
+    assert [e.label for e in result.errors] == ["d"]
+    assert set(result.values["warm"]) == {"scaled", "ratio", "choice", "out", "mask", "words"}
+    assert sorted(result.outputs["warm"]) == [0, 1, 2] and all(o.ok for o in result.outputs["warm"].values())
