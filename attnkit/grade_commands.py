@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import os
 import sys
+import threading
 import time
 from contextlib import contextmanager
 from pathlib import Path
@@ -34,13 +35,39 @@ def _explain() -> int:
     return 0
 
 
-def _unprotected(args) -> int:
-    """Refuse to run student code where the walls cannot keep it from the grader's own files
-    (the key, the gradebook, the kit's code): grader.sandbox.walls.protected. 0 when fine."""
+def _asking_walls(args):
+    """Start asking a live sandbox child which walls hold, on a thread of its own, while the
+    course's files are read (a server's start and the key's check each took ~0.12 s, one
+    after the other); the call returned waits for the answer (None: not asked, --insecure).
+    It must be called before grading starts: judges are forked only where no thread runs."""
+    if args.insecure:
+        return lambda: None
     from grader.sandbox.client import explain
+
+    answer: dict = {}
+
+    def ask() -> None:
+        try:
+            answer["walls"] = explain()
+        except Exception:  # noqa: BLE001 — then the static check decides (protected(None))
+            answer["walls"] = None
+
+    asking = threading.Thread(target=ask, name="attnkit-walls", daemon=True)
+    asking.start()
+
+    def wait():
+        asking.join()
+        return answer.get("walls")
+    return wait
+
+
+def _unprotected(args, walls) -> int:
+    """Refuse to run student code where the walls cannot keep it from the grader's own files
+    (the key, the gradebook, the kit's code): grader.sandbox.walls.protected of what a live
+    child said (``walls``). 0 when fine."""
     from grader.sandbox.walls import protected
 
-    if args.insecure or protected(explain()):
+    if args.insecure or protected(walls):
         return 0
     print("attnkit grade: refusing to run student code here: neither Landlock (Linux ≥ 5.13) nor "
           "a uid of its own (run as root) can keep it from reading the answer key or writing "
@@ -96,7 +123,9 @@ def _grade(args) -> int:
         print("attnkit grade: give ASSIGNMENT.yaml and SUBMISSIONS (or --explain-sandbox)",
               file=sys.stderr)
         return 2
+    walls = _asking_walls(args)
     course = open_course(args)
+    walls = walls()                    # (joined whatever the course's files said)
     if isinstance(course, int):
         return course
     assignment, key, gradebook_path, roster = course
@@ -114,7 +143,7 @@ def _grade(args) -> int:
     from grader.pipeline import grade_folder
 
     started = time.perf_counter()
-    refused = _unprotected(args)
+    refused = _unprotected(args, walls)
     if refused:
         return refused
     pytest_args = (["-k", args.k] if args.k else []) + \

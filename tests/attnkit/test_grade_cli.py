@@ -419,6 +419,37 @@ def test_a_wrong_secret_is_refused_before_any_grading(course, graded, tmp_path, 
     assert not gb.exists()
 
 
+def _no_wall_holds(monkeypatch) -> list:
+    """explain() as a machine would answer where no wall holds; the calls made of it."""
+    import grader.sandbox.client as client
+
+    asked = []
+    monkeypatch.setattr(client, "explain", lambda *a: asked.append(1) or
+                        [walls.wall(w["name"], False, "played: off") for w in walls.explain()])
+    return asked
+
+
+def test_where_no_wall_holds_grading_is_refused_and_nothing_is_written(course, graded, tmp_path,
+                                                                       monkeypatch, capsys):
+    """The live child is asked while the key is read (a thread of its own, joined before
+    anything else happens): its answer refuses the run, unless --insecure."""
+    asked = _no_wall_holds(monkeypatch)
+    gb = tmp_path / "gb.sqlite"
+    assert main([str(a) for a in course.grade_args(graded.submissions, gb)]) == 1
+    assert "refusing to run student code here" in capsys.readouterr().err and asked == [1]
+    assert not gb.exists()
+
+
+def test_a_course_error_is_said_before_the_walls_answer(course, graded, tmp_path, monkeypatch, capsys):
+    _no_wall_holds(monkeypatch)
+    monkeypatch.setenv("ATTNKIT_SECRET", "not the course secret, but long enough")
+    assert main([str(a) for a in course.grade_args(graded.submissions, tmp_path / "gb.sqlite")]) == 1
+    err = capsys.readouterr().err
+    assert "secret" in err and "refusing" not in err
+    import threading
+    assert not [t for t in threading.enumerate() if t.name == "attnkit-walls"]     # joined
+
+
 def test_a_missing_submissions_folder_exits_1(course, tmp_path, capsys):
     missing = tmp_path / "no-such-folder"
     assert main([str(a) for a in course.grade_args(missing, tmp_path / "gb.sqlite")]) == 1
