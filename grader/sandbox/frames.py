@@ -246,6 +246,11 @@ def _parse_int(text: str) -> int:
     return int(text)
 
 
+# One decoder for every header (json.loads with options builds a new one per call: a tenth of
+# the time a small frame takes to decode). A JSONDecoder keeps no state between calls.
+_HEADER = json.JSONDecoder(parse_constant=_reject_constant, parse_int=_parse_int)
+
+
 class _Decoder:
     def __init__(self, data: memoryview):
         self.data = data
@@ -352,8 +357,7 @@ def _decode(data: bytes, limit: int):
     if header.count(b"[") + header.count(b"{") + header.count(b",") > 4 * MAX_ITEMS:
         raise FrameError("header with too many values")
     try:
-        tree = json.loads(header.decode("utf-8"), parse_constant=_reject_constant,
-                          parse_int=_parse_int)
+        tree = _HEADER.decode(header.decode("utf-8"))
     except (UnicodeDecodeError, json.JSONDecodeError, RecursionError, ValueError) as error:
         raise FrameError(f"unreadable header: {error}") from None
     decoder = _Decoder(view[_PREFIX.size + header_length:])
