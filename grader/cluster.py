@@ -32,6 +32,7 @@ from __future__ import annotations
 import atexit
 import hashlib
 import itertools
+import os
 import threading
 import time
 from collections.abc import Mapping
@@ -177,10 +178,41 @@ def connect(cluster: str):
         with dask.config.set({"distributed.scheduler.allowed-failures": 1}):
             local = LocalCluster(n_workers=workers, threads_per_worker=1, processes=True,
                                  host="127.0.0.1", dashboard_address=None, silence_logs=40)
-        return Client(local), local
+        client = Client(local)
+        pin_workers(client)
+        return client, local
     if "://" in cluster:
         return Client(cluster), None
     return Client(scheduler_file=cluster), None
+
+
+def pin_workers(client) -> dict[str, int]:
+    """Keep each worker of a cluster on this machine (``local:N``) on a CPU of its own, with
+    the sandbox server it starts and that server's children, as batch work: what a judge does
+    on one machine (``grader.judges._pin``), and for the same reason: a worker's grading
+    thread and its sandbox child take turns dozens of times per submission. Every thread the
+    worker has is moved (Linux sets a CPU mask per thread; threads made later inherit it).
+    Returns worker address → CPU ({} where the system cannot say which CPUs there are)."""
+    try:
+        cpus = sorted(os.sched_getaffinity(0))
+    except (AttributeError, OSError):
+        return {}
+    addresses = sorted(client.scheduler_info()["workers"])
+    chosen = {address: cpus[i % len(cpus)] for i, address in enumerate(addresses)}
+    client.run(_pin_this_worker, chosen)
+    return chosen
+
+
+def _pin_this_worker(chosen: dict[str, int], dask_worker=None) -> None:
+    cpu = chosen.get(getattr(dask_worker, "address", None))
+    if cpu is None:
+        return
+    for thread in os.listdir("/proc/self/task"):
+        try:
+            os.sched_setaffinity(int(thread), {cpu})
+            os.sched_setscheduler(int(thread), os.SCHED_BATCH, os.sched_param(0))
+        except (AttributeError, OSError, ValueError):
+            pass
 
 
 def workers_unprotected(client) -> list[str]:

@@ -70,6 +70,28 @@ def test_the_local_cluster_listens_on_loopback_only_and_serves_no_dashboard(clus
         assert missing.value.code == 404
 
 
+def _where_each_thread_runs():
+    import os
+    return sorted({(tuple(sorted(os.sched_getaffinity(int(t)))), os.sched_getscheduler(int(t)))
+                   for t in os.listdir("/proc/self/task")})
+
+
+@pytest.mark.skipif(not hasattr(os, "sched_getaffinity"), reason="no CPU affinity here")
+def test_each_local_worker_keeps_to_a_cpu_of_its_own_as_batch_work(cluster):
+    """Every thread of each worker (those it makes later inherit it: the sandbox server it
+    starts, that server's children) on one CPU, a different one per worker while there are
+    CPUs enough, as SCHED_BATCH: a judge's arrangement on one machine. (Before any test here
+    kills a worker: Dask's replacement starts unpinned.)"""
+    cpus = sorted(os.sched_getaffinity(0))
+    seen = cluster.run(_where_each_thread_runs)
+    assert len(seen) == 2
+    placed = [threads[0][0] for threads in seen.values()]
+    assert all(len(threads) == 1 for threads in seen.values()), seen      # every thread alike
+    assert all(len(cpu) == 1 and cpu[0] in cpus for cpu in placed)
+    assert len(set(placed)) == min(2, len(cpus))
+    assert all(threads[0][1] == os.SCHED_BATCH for threads in seen.values())
+
+
 def test_a_two_worker_cluster_writes_what_local_grading_writes(graded_class, cluster, tmp_path, gradebook_rows):
     local, path, key, summary = _graded(graded_class, cluster, tmp_path, shard_size=5)
     assert len(summary.recorded) == 12 and summary.run.cluster.shards == 3
