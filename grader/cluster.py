@@ -47,6 +47,7 @@ from .budget import CPU_SECONDS
 from .grading import Graded, GradingRun, grader_version
 from .gradebook import ResultRow, SubmissionRow, encoded
 from .intake import Found, notebook_bytes
+from .judges import keep_to_cpu, usable_cpus
 from .scratch import scratch
 from .verdicts import ERROR, Verdict
 
@@ -193,9 +194,8 @@ def pin_workers(client) -> dict[str, int]:
     thread and its sandbox child take turns dozens of times per submission. Every thread the
     worker has is moved (Linux sets a CPU mask per thread; threads made later inherit it).
     Returns worker address → CPU ({} where the system cannot say which CPUs there are)."""
-    try:
-        cpus = sorted(os.sched_getaffinity(0))
-    except (AttributeError, OSError):
+    cpus = usable_cpus()
+    if not cpus:
         return {}
     addresses = sorted(client.scheduler_info()["workers"])
     chosen = {address: cpus[i % len(cpus)] for i, address in enumerate(addresses)}
@@ -216,11 +216,7 @@ def _pin_this_worker(chosen: dict[str, int], dask_worker=None) -> None:
     except OSError:                               # (no /proc: not Linux)
         return
     for thread in threads:
-        try:
-            os.sched_setaffinity(int(thread), {cpu})
-            os.sched_setscheduler(int(thread), os.SCHED_BATCH, os.sched_param(0))
-        except (AttributeError, OSError, ValueError):
-            pass
+        keep_to_cpu(cpu, int(thread))
 
 
 def workers_unprotected(client) -> list[str]:

@@ -730,7 +730,7 @@ def _read(found: Found, key: dict | None, entry: dict | None) -> Submission:
 # --- checks against the key --------------------------------------------------------------
 
 def _record_issues(found: Found, record: dict | None, key: dict, entry: dict,
-                   variants: tuple[list[str], list[str], dict]) -> list[Issue]:
+                   variants: tuple[list[str], list[str], dict] | None) -> list[Issue]:
     """What the notebook's variant record says against the key; ``variants``: its
     ``_variants`` (None without a record)."""
     if record is None:
@@ -752,7 +752,7 @@ def _record_issues(found: Found, record: dict | None, key: dict, entry: dict,
         issues.append(Issue("wrong-assignment", f"{found.shown}: this notebook is for assignment "
                                                 f"{_short(repr(named_assignment))}, not {assignment_id!r}"))
     differ, earlier, digests = variants
-    differ = list(differ)
+    differ = list(differ)               # (a copy: _kit_issues reads the same variants after this)
     problems = entry.get("problems", {})
     if earlier:
         issues.append(Issue("earlier-variant", f"{found.shown}: the notebook has an earlier variant of "

@@ -191,19 +191,24 @@ def _pin(cpu: int | None) -> None:
     less CPU for the judge and 5 % for the sandbox). A child that never waits is still
     stopped on time: the server wakes at its deadline within a scheduler tick. Where the
     affinity or the policy cannot be set, the judge runs as it was."""
-    if cpu is None:
-        return
+    if cpu is not None:
+        keep_to_cpu(cpu)
+
+
+def keep_to_cpu(cpu: int, thread: int = 0) -> None:
+    """``thread`` (0: the calling one; threads and processes it starts inherit it) on ``cpu``
+    alone, as ``SCHED_BATCH``; each part left as it was where the system refuses it."""
     try:
-        os.sched_setaffinity(0, {cpu})
+        os.sched_setaffinity(thread, {cpu})
     except (AttributeError, OSError):
         pass
     try:
-        os.sched_setscheduler(0, os.SCHED_BATCH, os.sched_param(0))
+        os.sched_setscheduler(thread, os.SCHED_BATCH, os.sched_param(0))
     except (AttributeError, OSError):
         pass
 
 
-def _cpus() -> list[int]:
+def usable_cpus() -> list[int]:
     """The CPUs this process may run on (what a cgroup or ``taskset`` allows), or [] where
     the system cannot say."""
     try:
@@ -235,7 +240,7 @@ class Judges:
         self._all: list[Judge] = []
         self._lock = threading.Lock()
         share_slots(0, count + 1)                        # (judge i: part i + 1)
-        cpus = _cpus()
+        cpus = usable_cpus()
         try:
             for number in range(count):
                 judge = Judge(run, lambda part=number + 1: _own_sandbox(part, count + 1, make_sandbox),
