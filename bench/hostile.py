@@ -18,8 +18,9 @@ grader stop, freeze, or spend far more than its share):
 
 Each folder is graded by ``attnkit grade`` in a fresh process (sandbox on, a new gradebook),
 inside a small wrapper that reports that process's own resource usage: grader CPU (user + sys,
-RUSAGE_SELF: the grading process itself, all its threads), the sandbox servers' CPU
-(RUSAGE_CHILDREN: the servers and the children they forked, reaped when the run ends), the
+RUSAGE_SELF: the grading process itself, all its threads; and its judges', which do each
+submission's trusted work, as ``grade --json`` reports them), the sandbox servers' CPU
+(RUSAGE_CHILDREN less the judges': the servers and the children they forked), the
 grader's peak RSS (ru_maxrss) and the wall time; then the gradebook says how many submissions
 were recorded and how large their notes are. ``attnkit report`` then writes every page for
 both, and the bench checks that every student has each of them. The ratios (worst / clean)
@@ -254,6 +255,21 @@ def measured(args: list[str], env: dict, max_seconds: float, memory_gb: float) -
         return result
 
 
+def _with_judges(graded: dict) -> dict:
+    """The trusted side's CPU with its judges' (``grade --json``: ``judges_cpu_seconds``): a
+    judge process does a submission's trusted work (grader.judges), and the grading process's
+    children's CPU counts the judges as well as the sandboxes. {} where the summary does not
+    say (no judges, or no summary)."""
+    try:
+        judge = float(json.loads(graded.get("stdout") or "")["judges_cpu_seconds"]["judge"])
+    except (ValueError, KeyError, TypeError):
+        return {}
+    own = graded.get("grader_cpu")
+    return {"judges_cpu": judge,
+            "trusted_cpu": None if own is None else own + judge,
+            "sandbox_cpu": None if graded.get("sandbox_cpu") is None else max(graded["sandbox_cpu"] - judge, 0.0)}
+
+
 # --- the run --------------------------------------------------------------------------------
 
 def _gradebook_figures(gradebook: Path, assignment_id: str) -> dict:
@@ -337,6 +353,7 @@ def _run(students, jobs, scale, cases, max_seconds, memory_gb, timeout, insecure
                           "--gradebook", str(gradebook), "--jobs", str(jobs), "--timeout", str(timeout),
                           "--json", *(["--insecure"] if insecure else [])]
             graded = measured(grade_args, env, max_seconds, memory_gb)
+            graded.update(_with_judges(graded))
             graded.update(_gradebook_figures(gradebook, assignment.id))
             out = scratch / f"{name}-reports"
             reported = {"code": None, "error": "no gradebook", "wall_seconds": 0.0, "killed": False}
@@ -370,7 +387,9 @@ def _grade_line(name: str, g: dict, students: int) -> str:
     return (f"  {name}: {g['recorded']}/{students} submissions recorded ({g['n_graded']} graded, "
             f"{g['n_error']} error); {ended}; "
             f"wall {g['wall_seconds']:.1f} s; grader CPU {_num(g['grader_cpu'], '.2f', ' s')} "
-            f"(user {_num(g['grader_user'], '.2f')} + sys {_num(g['grader_sys'], '.2f')}); "
+            f"(user {_num(g['grader_user'], '.2f')} + sys {_num(g['grader_sys'], '.2f')})"
+            + (f" and its judges' {g['judges_cpu']:.2f} s" if g.get("judges_cpu") is not None else "")
+            + "; "
             f"sandbox servers' CPU {_num(g['sandbox_cpu'], '.2f', ' s')}; grader peak RSS "
             f"{_num(g['peak_rss_mb'], '.0f', ' MB')}; notes {g['notes_bytes'] / 1e6:.2f} MB; slowest "
             f"submission {g['slowest_ms'] / 1000:.2f} s")
@@ -386,6 +405,14 @@ def _report_line(name: str, r: dict) -> str:
             f"{_num(r.get('peak_rss_mb'), '.0f', ' MB')}")
 
 
+def _trusted(worst: dict, clean: dict) -> tuple:
+    """The two runs' trusted-side CPU (the grading process and its judges) where both say it,
+    else the grading process's alone."""
+    if "trusted_cpu" in worst and "trusted_cpu" in clean:
+        return worst["trusted_cpu"], clean["trusted_cpu"]
+    return worst["grader_cpu"], clean["grader_cpu"]
+
+
 def report(r: dict) -> str:
     clean, worst = r["clean"]["grade"], r["worst"]["grade"]
     lines = [f"example assignment {r['assignment']}: {r['problems']} problems, {r['students']} students; "
@@ -394,7 +421,8 @@ def report(r: dict) -> str:
              + (f"; sizes scaled by {r['scale']:g}" if r["scale"] != 1 else ""),
              _grade_line("clean", clean, r["students"]),
              _grade_line("worst", worst, r["students"]),
-             f"  ratio, worst / clean: grader CPU {_ratio(worst['grader_cpu'], clean['grader_cpu'])}, "
+             f"  ratio, worst / clean: grader CPU {_ratio(*_trusted(worst, clean))}"
+             + (" (with its judges)" if "trusted_cpu" in worst and "trusted_cpu" in clean else "") + ", "
              f"peak RSS {_ratio(worst['peak_rss_mb'], clean['peak_rss_mb'])}, wall "
              f"{_ratio(worst['wall_seconds'], clean['wall_seconds'])}, sandbox CPU "
              f"{_ratio(worst['sandbox_cpu'], clean['sandbox_cpu'])}"]

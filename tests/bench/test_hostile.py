@@ -26,6 +26,7 @@ def test_both_batches_are_graded_and_reported_and_every_submission_is_recorded()
         graded, reported = result[name]["grade"], result[name]["report"]
         assert not graded["killed"] and graded["code"] == 0, (name, graded["error"], graded["stderr_tail"])
         assert graded["grader_cpu"] > 0 and graded["peak_rss_mb"] > 20 and graded["sandbox_cpu"] > 0
+        assert graded["judges_cpu"] > 0 and graded["trusted_cpu"] == graded["grader_cpu"] + graded["judges_cpu"]
         assert graded["recorded"] == STUDENTS, (name, graded["recorded"], graded["stderr_tail"])
         assert reported["code"] == 0, (name, reported.get("error"), reported.get("stderr_tail"))
         assert reported["every_page"], (name, reported)
@@ -56,3 +57,11 @@ def test_the_report_prints_figures_ratios_cases_and_pages():
     assert "cells_100k (s00001, 'hw.ipynb', 9.0 MB): NOT recorded" in text
     assert "report clean: every page written (40/40 feedback" in text
     assert "report worst: NOT every page written (39/40 feedback" in text and "exit 1 (ValueError)" in text
+
+
+def test_the_judges_cpu_is_the_trusted_side_s_and_not_the_sandbox_s():
+    summary = '{"graded": 3, "judges_cpu_seconds": {"judge": 0.75, "sandbox": 1.0}}'
+    graded = {"stdout": summary, "grader_cpu": 0.5, "sandbox_cpu": 2.0}
+    assert hostile._with_judges(graded) == {"judges_cpu": 0.75, "trusted_cpu": 1.25, "sandbox_cpu": 1.25}
+    assert hostile._with_judges({"stdout": "not json", "grader_cpu": 0.5}) == {}
+    assert hostile._with_judges({"stdout": '{"judges_cpu_seconds": {}}'}) == {}
