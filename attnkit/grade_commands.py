@@ -102,7 +102,8 @@ def _grading_place(args):
     except (OSError, ValueError, TimeoutError) as err:
         raise ClusterUnavailable(f"--cluster {args.cluster}: {err}") from None
     try:
-        from grader.cluster import workers_unprotected
+        from grader.cluster import get_workers_ready, workers_unprotected
+        get_workers_ready(client, args.timeout)       # (starting a server runs no student code)
         exposed = [] if args.insecure else workers_unprotected(client)
         if exposed:
             raise ClusterUnavailable(
@@ -139,6 +140,7 @@ def _grade(args) -> int:
         except ReceiptsError as err:
             return fail(err.problems)
 
+    from grader.cluster import NoWorkers
     from grader.gradebook import Gradebook, GradebookError
     from grader.pipeline import grade_folder
 
@@ -172,6 +174,8 @@ def _grade(args) -> int:
         return fail([str(err)])
     except ClusterUnavailable as err:
         return fail([str(err)])
+    except NoWorkers as err:
+        return fail([f"--cluster {args.cluster}: {err}"])
     except KeyboardInterrupt:
         print(INTERRUPTED, file=sys.stderr)
         return 130

@@ -147,7 +147,8 @@ def grade(key: Path, submissions: Path, gradebook: Path, jobs: int, extra: tuple
                        # of the children: the judges' own work (grader.judges) and their sandboxes'
                        **({"judges": judged["judge"] * per, "sandbox": judged["sandbox"] * per}
                           if judged else {})},
-            "judges": summary.get("judges", 0), "judges_peak_rss_mb": summary.get("judges_peak_rss_mb", 0.0)}
+            "judges": summary.get("judges", 0), "judges_peak_rss_mb": summary.get("judges_peak_rss_mb", 0.0),
+            **({"shards": summary["cluster"]["shards"]} if "cluster" in summary else {})}
 
 
 def _own_cpu_seconds(pid: int) -> float | None:
@@ -221,8 +222,7 @@ def on_cluster(key: Path, folder: Path, scratch: Path, jobs: int, cluster: str, 
                       ("--cluster", cluster, "--shard-size", str(size)))
             if size not in runs or r["seconds"] < runs[size]["seconds"]:
                 runs[size] = r
-    count = batch["submissions"]
-    shards = {size: -(-count // size) for size in SHARD_SIZES}
+    shards = {size: runs[size]["shards"] for size in SHARD_SIZES}
     big, small = SHARD_SIZES
     overhead = (runs[small]["seconds"] - runs[big]["seconds"]) / max(shards[small] - shards[big], 1)
     return {"cluster": cluster, "runs": {str(k): v for k, v in runs.items()},

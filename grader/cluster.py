@@ -2,22 +2,23 @@
 
     the client (trusted, holds the secret)          each Dask worker (trusted, no secret)
     ───────────────────────────────────────         ─────────────────────────────────────
-    verify the key, find the notebooks, skip the    write the shard's notebooks to a private
-    unchanged ones, cut the rest in shards of       temporary folder; grade them with the
-    ~SHARD_SIZE: each carries the key's head, its   kit's own GradingRun: student code in the
-    students' entries and their notebooks' bytes    worker's sandbox servers, every verdict
-         ── shard ──────────────────────────────▶   decided in the worker's trusted process
+    verify the key, find the notebooks, skip the    grade the shard's notebooks, read from
+    unchanged ones, cut the rest in shards of       the bytes that came (``intake.Sent``),
+    ~SHARD_SIZE: each carries the key's head, its   with the kit's own GradingRun: student
+    students' entries and their notebooks' bytes    code in the worker's sandbox servers, every
+         ── shard ──────────────────────────────▶   verdict decided in its trusted process
     record each shard's rows in one transaction     ◀── rows (SubmissionRow, [ResultRow]) ──
     (the only gradebook writer; recording what is
     stored already changes nothing)
 
 The key is verified at the client and the course secret never leaves it: a shard holds its
 students' entries only (their givens, expected values, hidden cases), which a worker needs to
-judge them, and the rows come back as data. Dask recomputes the shard of a worker that is
-lost; a shard whose task fails otherwise, or that Dask gives up on because workers running
-it kept dying (``KilledWorker``), is split into one shard per submission, and a submission
-that still fails on its own is recorded as the grader's error for that submission alone
-(graded again by the next run, as every grader error is). Student failures are results,
+judge them, and the rows come back as data. A shard travels as data scattered to a worker,
+which the task that grades it names; a shard whose task fails (its worker was lost, and the
+shard's data with it, or anything else) is sent again whole, once; one that fails again is
+split into one shard per submission, each sent again once too, and a submission that still
+fails on its own is recorded as the grader's error for that submission alone (graded again
+by the next run, as every grader error is). Student failures are results,
 never retries: they are decided inside GradingRun like on one machine, so the gradebook is
 row for row the one local grading writes (the timing columns aside).
 
@@ -35,9 +36,9 @@ import itertools
 import os
 import threading
 import time
+import uuid
 from collections.abc import Mapping
-from dataclasses import dataclass, field, replace
-from pathlib import Path
+from dataclasses import dataclass, field, fields, replace
 
 from formats.answer_key import canonical, parse_entry
 from formats.key_shape import entry_for
@@ -46,14 +47,15 @@ from . import garbage
 from .budget import CPU_SECONDS
 from .grading import Graded, GradingRun, grader_version
 from .gradebook import ResultRow, SubmissionRow, encoded
-from .intake import Found, notebook_bytes
+from .intake import Found, Sent, notebook_bytes
 from .judges import keep_to_cpu, usable_cpus
-from .scratch import scratch
 from .verdicts import ERROR, Verdict
 
 SHARD_SIZE = 100
 SERVERS_PER_WORKER = 1
 IN_FLIGHT = 2                  # shards out per worker: one running, one on its way
+FIRST = 4                      # a worker's first shard is SHARD_SIZE / FIRST …
+LAST = 10                      # … and the last ones shrink to SHARD_SIZE / LAST
 
 
 @dataclass(frozen=True)
@@ -76,6 +78,21 @@ class Shard:
 
 _SANDBOXES: dict = {}
 _ONE_SHARD_AT_A_TIME = threading.Lock()
+
+
+def get_workers_ready(client, wall_seconds: float) -> None:
+    """Have every worker import the kit and start its sandbox servers now, each as a task of
+    its own, while the client still finds and reads the notebooks (measured: a worker's first
+    shard was graded 0.3 s later without it). Never waited for: a worker that is not ready
+    when its first shard comes starts its servers then, as it would anyway; asking twice
+    starts nothing twice."""
+    for address in client.scheduler_info().get("workers", {}):
+        client.submit(get_ready, SERVERS_PER_WORKER, wall_seconds, workers=[address], pure=False)
+
+
+def get_ready(servers: int, wall_seconds: float) -> None:
+    """On a worker: its sandbox servers for shards of ``wall_seconds`` per run, started."""
+    _sandbox(servers, wall_seconds)
 
 
 def _sandbox(servers: int, wall_seconds: float):
@@ -126,20 +143,23 @@ class _Collected:
         self.graded.append((submission, list(results)))
 
 
-def grade_shard(shard: Shard, before_each=None) -> list[tuple[SubmissionRow, list[ResultRow]]]:
+STARTED = "attnkit-started"      # the scheduler's metadata: run → task → RUNNING or DONE
+RUNNING, DONE = "running", "done"
+
+
+def grade_shard(shard: Shard, before_each=None, run_id: str = "") -> list[tuple[SubmissionRow, list[ResultRow]]]:
     """Grade one shard (a Dask task): its notebooks run in this worker's sandbox and are
     judged here. ``before_each(student)``: called before each submission is recorded (tests
-    use it to lose a worker mid-shard)."""
+    use it to lose a worker mid-shard). ``run_id``: the scheduler is told (and has answered)
+    that this task started before anything is graded (``_started``)."""
     key = {"assignment": shard.head, "students": _ShardEntries(shard.entries)}
     collected = _Collected()
-    with _ONE_SHARD_AT_A_TIME, garbage.paced(), scratch("shard") as folder:
-        found = []
-        for i, student in enumerate(shard.students):
-            original, data = shard.notebooks[student]
-            path = Path(folder) / str(i) / Path(original.path).name
-            path.parent.mkdir()
-            path.write_bytes(data)
-            found.append(replace(original, path=path))
+    with _ONE_SHARD_AT_A_TIME, garbage.paced():
+        if run_id:
+            _say(run_id, RUNNING)
+        # read from the bytes that came (no file written and read back): Sent
+        found = [Sent(**{f.name: getattr(original, f.name) for f in fields(Found)}, data=data)
+                 for original, data in (shard.notebooks[s] for s in shard.students)]
         run = GradingRun(key, found, collected, _sandbox(shard.servers, shard.wall_seconds),
                          servers=shard.servers, regrade=True, kit_version=shard.kit_version,
                          cpu_seconds=shard.cpu_seconds)
@@ -153,17 +173,40 @@ def grade_shard(shard: Shard, before_each=None) -> list[tuple[SubmissionRow, lis
             run.stop()
     if run.failed:
         raise RuntimeError("; ".join(run.failed))
+    if run_id:
+        _say(run_id, DONE)
     return collected.graded
+
+
+def _say(run_id: str, state: str) -> None:
+    """Tell the scheduler this task is RUNNING or DONE (a round trip: it knows before this
+    worker grades anything, or hands its rows back). When the worker is lost, the client can
+    then tell the shard it was grading from those that only waited there or had finished,
+    which lost nothing but their data and are sent again freely."""
+    from distributed import get_client, get_worker
+    get_client().set_metadata([STARTED, run_id, get_worker().get_current_task()], state)
 
 
 # --- on the client ------------------------------------------------------------------------
 
+class NoWorkers(RuntimeError):
+    """The cluster has no worker left to send a shard to."""
+
+
 @dataclass
 class ClusterStats:
     shards: int = 0                 # sent (not counting the single-submission ones of a split)
-    split: int = 0                  # shards split into single submissions after a failure
+    resent: int = 0                 # shards sent again whole after a failure (a worker lost)
+    split: int = 0                  # shards split into single submissions after a second failure
     lost: list = field(default_factory=list)   # students recorded as the grader's error alone
     seconds: float = 0.0
+
+
+# What a LocalCluster's workers need not do while they grade (it has no dashboard to show
+# it): sample every thread's stack every 10 ms for a profile (the task's thread stops for
+# each sample), and time the GIL every millisecond.
+QUIET_WORKERS = {"distributed.worker.profile.enabled": False,
+                 "distributed.admin.system-monitor.gil.enabled": False}
 
 
 def connect(cluster: str):
@@ -176,7 +219,7 @@ def connect(cluster: str):
         if workers < 1:
             raise ValueError(f"--cluster {cluster}: give at least one worker")
         # a task whose worker died once more is given up (KilledWorker): the client splits it
-        with dask.config.set({"distributed.scheduler.allowed-failures": 1}):
+        with dask.config.set({"distributed.scheduler.allowed-failures": 1, **QUIET_WORKERS}):
             local = LocalCluster(n_workers=workers, threads_per_worker=1, processes=True,
                                  host="127.0.0.1", dashboard_address=None, silence_logs=40)
         client = Client(local)
@@ -231,12 +274,33 @@ def _protected() -> bool:
     return protected(explain())
 
 
+def shard_sizes(total: int, size: int = SHARD_SIZE, workers: int = 1):
+    """How many submissions each shard takes, in the order they are sent: ``size`` each, but
+    the first shard of each worker holds size / FIRST (a worker starts grading as soon as a
+    small shard has travelled, not after a full one has), and near the end each shard takes
+    an equal share of what is left for every shard that can be out at once (IN_FLIGHT per
+    worker), down to size / LAST: the workers then run out of work together, instead of one
+    waiting while the other grades a whole last shard (measured: 0.6 s of a 10 s batch)."""
+    first, least = max(1, size // FIRST), max(1, size // LAST)
+    left, sent = total, 0
+    while left > 0:
+        share = -(-left // (IN_FLIGHT * max(1, workers)))
+        n = first if sent < workers else max(least, min(size, share))
+        n = min(n, left)
+        yield n
+        left -= n
+        sent += 1
+
+
 def shards_of(key: dict, submissions: list[Found], *, kit_version: str, cpu_seconds: float,
-              wall_seconds: float, size: int = SHARD_SIZE, unread: list | None = None):
-    """The shards, one at a time (each read when it is about to be sent, so the client holds
-    only the shards in flight); the notebooks that cannot be read go to ``unread`` (graded at
-    the client: no code of theirs runs)."""
+              wall_seconds: float, size: int = SHARD_SIZE, workers: int = 1,
+              unread: list | None = None):
+    """The shards (sized by ``shard_sizes``), one at a time (each read when it is about to be
+    sent, so the client holds only the shards in flight); the notebooks that cannot be read
+    go to ``unread`` (graded at the client: no code of theirs runs)."""
     head, current = key["assignment"], {}
+    sizes = shard_sizes(len(submissions), size, workers)
+    wanted = next(sizes, size)
     for found in sorted(submissions, key=lambda f: f.student):
         data = notebook_bytes(found)
         if data is None:
@@ -244,9 +308,9 @@ def shards_of(key: dict, submissions: list[Found], *, kit_version: str, cpu_seco
                 unread.append(found)
             continue
         current[found.student] = (found, data[0])
-        if len(current) == size:
+        if len(current) == wanted:
             yield _shard(key, head, current, kit_version, cpu_seconds, wall_seconds)
-            current = {}
+            current, wanted = {}, next(sizes, size)
     if current:
         yield _shard(key, head, current, kit_version, cpu_seconds, wall_seconds)
 
@@ -264,15 +328,11 @@ def _shard(key, head, notebooks, kit_version, cpu_seconds, wall_seconds) -> Shar
                  cpu_seconds, wall_seconds)
 
 
-def _task_name(shard: Shard) -> str:
+def _task_name(shard: Shard, run_id: str) -> str:
+    """Its students and this run: a key Dask already holds a result for (an earlier run's,
+    on the same cluster) would be given that result, not graded again."""
     names = hashlib.sha256("\n".join(shard.students).encode("utf-8")).hexdigest()[:16]
-    return f"attnkit-shard-{len(shard.students)}-{names}"
-
-
-def as_recorded(shard: Shard, graded) -> list[tuple[SubmissionRow, list[ResultRow]]]:
-    """A worker's rows as local grading would have written them: with the notebook's own
-    path, not the worker's copy's."""
-    return [(replace(row, path=str(shard.notebooks[row.student][0].path)), rows) for row, rows in graded]
+    return f"attnkit-shard-{len(shard.students)}-{names}-{run_id[:12]}"
 
 
 def error_rows(key: dict, found: Found, why: str, kit_version: str):
@@ -295,50 +355,117 @@ def grade_on_cluster(key: dict, submissions: list[Found], gradebook, client, *,
     from distributed import as_completed
     started = time.perf_counter()
     kit_version = grader_version() if kit_version is None else kit_version
+    workers = sorted(client.scheduler_info().get("workers", {}))
+    if submissions:
+        get_workers_ready(client, wall_seconds)
     unread: list[Found] = []
     shards = shards_of(key, submissions, kit_version=kit_version, cpu_seconds=cpu_seconds,
-                       wall_seconds=wall_seconds, size=shard_size, unread=unread)
+                       wall_seconds=wall_seconds, size=shard_size, workers=len(workers), unread=unread)
     stats = ClusterStats()
     recorded: list[str] = []
     futures: dict = {}
     pending = as_completed()
 
-    def send(shard: Shard, alone: bool = False) -> None:
-        name = _task_name(shard) + ("-alone" if alone else "")
-        future = client.submit(grade_shard, shard, before_each, key=name, pure=False)
-        futures[future] = shard
+    run_id = uuid.uuid4().hex
+
+    def send(shard: Shard, tries: int = 0, alone: bool = False, waited: int = 0) -> None:
+        name = (_task_name(shard, run_id) + ("-alone" if alone else "")
+                + (f"-again-{tries}-{waited}" if tries or waited else ""))
+        data = _scattered(client, shard)
+        future = client.submit(grade_shard, data, before_each, run_id, key=name, pure=False)
+        futures[future] = (shard, data, tries, waited)
         pending.add(future)
 
-    limit = IN_FLIGHT * max(1, len(client.scheduler_info().get("workers", {})))
+    limit = IN_FLIGHT * max(1, len(workers))
     for shard in itertools.islice(shards, limit):
         send(shard)
         stats.shards += 1
-    for future in pending:
-        shard = futures.pop(future)
-        try:
-            graded = as_recorded(shard, future.result())
-        except Exception as err:  # noqa: BLE001 — a lost shard is split, never the batch lost
-            if len(shard.students) > 1:
-                stats.split += 1
-                for student in shard.students:
-                    send(replace(shard, entries={student: shard.entries[student]},
-                                 notebooks={student: shard.notebooks[student]}), alone=True)
-                continue
-            student = shard.students[0]
-            why = (f"internal grader error: the cluster could not grade this submission "
-                   f"({type(err).__name__}: {str(err)[:200]}); it is graded again on the next run")
-            graded = [error_rows(key, shard.notebooks[student][0], why, kit_version)]
-            stats.lost.append(student)
-        gradebook.record_many(graded)
-        recorded += [row.student for row, _ in graded]
-        if progress is not None:
-            progress.advance(len(graded))
-        for more in itertools.islice(shards, 1):     # one out, one in
-            send(more)
-            stats.shards += 1
+    try:
+        for future in pending:
+            shard, _, tries, waited = futures.pop(future)
+            try:
+                graded = future.result()
+            except Exception as err:  # noqa: BLE001 — a lost shard is sent again, never the batch lost
+                if not _was_running(client, run_id, future.key) and waited < MAX_WAITED:
+                    # it was waiting on a worker that was lost, or had finished there: nothing
+                    # in it stopped the worker, only its data was lost with it
+                    stats.resent += 1
+                    send(shard, tries, alone=len(shard.students) == 1, waited=waited + 1)
+                    continue
+                graded = _after_failure(shard, tries, err, send, stats, key, kit_version)
+                if graded is None:
+                    continue
+            gradebook.record_many(graded)
+            recorded += [row.student for row, _ in graded]
+            if progress is not None:
+                progress.advance(len(graded))
+            for more in itertools.islice(shards, 1):     # one out, one in
+                send(more)
+                stats.shards += 1
+    finally:
+        _forget_started(client, run_id)
     recorded += _grade_unread(key, unread, gradebook, kit_version)
     stats.seconds = time.perf_counter() - started
     return recorded, stats
+
+
+SCATTER_TRIES = 20           # a worker the scheduler chose may be dying: another is chosen
+SCATTER_PAUSE = 0.25
+
+
+def _scattered(client, shard: Shard):
+    """The shard sent to a worker as data (a future of it). A task carrying the shard itself
+    took 3× the client's CPU (the scheduler unpacked and packed its graph again; measured:
+    150 against 40 ms per shard of 100). A worker lost while it is chosen is no reason to
+    stop: the scheduler is asked again, for SCATTER_TRIES × SCATTER_PAUSE seconds."""
+    for attempt in range(SCATTER_TRIES):
+        try:
+            return client.scatter(shard, hash=False)
+        except (TimeoutError, OSError) as err:      # (Dask's CommClosedError is an OSError)
+            if attempt == SCATTER_TRIES - 1:
+                raise NoWorkers(f"the cluster has no worker to take a shard ({err}); what was "
+                                f"graded is recorded, and the next run grades the rest") from None
+            time.sleep(SCATTER_PAUSE)
+
+
+MAX_WAITED = 3        # times a shard is sent again for losing its data while it waited
+
+
+def _after_failure(shard: Shard, tries: int, err: Exception, send, stats: ClusterStats, key: dict,
+                   kit_version: str):
+    """A shard whose task failed while it ran (its worker lost, or anything else): sent again
+    whole once; then split into one shard per submission, each sent again once; a submission
+    that still fails is the grader's error, alone. Its rows, or None when sent again."""
+    if tries == 0:
+        stats.resent += 1
+        send(shard, tries=1, alone=len(shard.students) == 1)
+        return None
+    if len(shard.students) > 1:
+        stats.split += 1
+        for student in shard.students:
+            send(replace(shard, entries={student: shard.entries[student]},
+                         notebooks={student: shard.notebooks[student]}), alone=True)
+        return None
+    student = shard.students[0]
+    why = (f"internal grader error: the cluster could not grade this submission "
+           f"({type(err).__name__}: {str(err)[:200]}); it is graded again on the next run")
+    stats.lost.append(student)
+    return [error_rows(key, shard.notebooks[student][0], why, kit_version)]
+
+
+def _was_running(client, run_id: str, task: str) -> bool:
+    """Was the task grading on its worker when it failed (``_say``)? No answer counts as yes."""
+    try:
+        return client.get_metadata([STARTED, run_id, task], None) == RUNNING
+    except Exception:  # noqa: BLE001 — no answer: count the failure against the shard
+        return True
+
+
+def _forget_started(client, run_id: str) -> None:
+    try:
+        client.set_metadata([STARTED, run_id], {})
+    except Exception:  # noqa: BLE001 — a few bytes left on a scheduler that is gone anyway
+        pass
 
 
 def _grade_unread(key: dict, unread: list[Found], gradebook, kit_version: str) -> list[str]:

@@ -56,7 +56,17 @@ class GradeSummary:
                 "submissions_per_second": round(len(self.recorded) / max(self.seconds, 1e-9), 1),
                 "judges": self.run.judges_used if self.run is not None else 0,
                 "judges_cpu_seconds": {k: round(v, 3) for k, v in spent.items() if k != "peak_rss_mb"},
-                "judges_peak_rss_mb": round(spent.get("peak_rss_mb", 0.0), 1)}
+                "judges_peak_rss_mb": round(spent.get("peak_rss_mb", 0.0), 1),
+                **self._cluster_json()}
+
+    def _cluster_json(self) -> dict:
+        """On a cluster: the shards sent, those sent again whole or split after a failure,
+        and the students recorded as the grader's error alone."""
+        stats = getattr(self.run, "cluster", None)
+        if stats is None:
+            return {}
+        return {"cluster": {"shards": stats.shards, "resent": stats.resent, "split": stats.split,
+                            "lost": sorted(stats.lost)}}
 
 
 def grade_folder(key: dict, folder: Path, gradebook, sandbox, *, servers: int = 1,

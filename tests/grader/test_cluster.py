@@ -12,7 +12,7 @@ import pytest
 
 distributed = pytest.importorskip("distributed", reason="Dask's distributed is not installed")
 
-from grader.cluster import connect                                    # noqa: E402
+from grader.cluster import IN_FLIGHT, connect, shard_sizes            # noqa: E402
 from grader.gradebook import Gradebook                                # noqa: E402
 from grader.pipeline import grade_folder                              # noqa: E402
 
@@ -94,7 +94,7 @@ def test_each_local_worker_keeps_to_a_cpu_of_its_own_as_batch_work(cluster):
 
 def test_a_two_worker_cluster_writes_what_local_grading_writes(graded_class, cluster, tmp_path, gradebook_rows):
     local, path, key, summary = _graded(graded_class, cluster, tmp_path, shard_size=5)
-    assert len(summary.recorded) == 12 and summary.run.cluster.shards == 3
+    assert len(summary.recorded) == 12 and summary.run.cluster.shards == len(list(shard_sizes(12, 5, 2)))
     assert gradebook_rows(path) == gradebook_rows(local)
     # graded again: nothing changed, so nothing is sent
     with Gradebook(path) as gradebook:
@@ -102,6 +102,51 @@ def test_a_two_worker_cluster_writes_what_local_grading_writes(graded_class, clu
                              cluster=cluster, review=False, wall_seconds=5.0)
     assert again.recorded == [] and len(again.skipped) == 12
     assert gradebook_rows(path) == gradebook_rows(local)
+
+
+def test_shards_start_small_on_each_worker_and_shrink_at_the_end():
+    sizes = list(shard_sizes(1000, 100, 2))
+    assert sum(sizes) == 1000 and max(sizes) == 100
+    assert sizes[:2] == [25, 25]                       # each worker's first: a quarter
+    full = sizes.index(100)
+    tail = sizes[sizes.index(100, full):]
+    tail = tail[next(i for i, n in enumerate(tail) if n < 100):]
+    assert tail == sorted(tail, reverse=True) and min(tail[:-1]) >= 10    # down to a tenth
+    left = 1000 - sum(sizes[:len(sizes) - len(tail)])
+    assert tail[0] == -(-left // (IN_FLIGHT * 2))      # a share of what is left per shard out
+    # what the cluster does with a batch smaller than a shard, or one worker
+    assert list(shard_sizes(3, 100, 2)) == [3] and list(shard_sizes(0, 100, 2)) == []
+    assert sum(shard_sizes(12, 5, 1)) == 12 and list(shard_sizes(5, 1, 4)) == [1] * 5
+
+
+def _sandboxes_started() -> list:
+    from grader import cluster
+    return sorted(cluster._SANDBOXES)
+
+
+def test_each_worker_starts_its_sandbox_servers_when_asked_before_any_shard(cluster):
+    import time
+    from grader.cluster import SERVERS_PER_WORKER, get_workers_ready
+    assert all((SERVERS_PER_WORKER, 7.0) not in started for started in cluster.run(_sandboxes_started).values())
+    get_workers_ready(cluster, 7.0)              # returns at once: nothing waits for the servers
+    deadline = time.monotonic() + 60
+    while not all((SERVERS_PER_WORKER, 7.0) in started for started in cluster.run(_sandboxes_started).values()):
+        assert time.monotonic() < deadline, cluster.run(_sandboxes_started)
+        time.sleep(0.1)
+    get_workers_ready(cluster, 7.0)              # asked again: nothing more is started
+    time.sleep(0.5)
+    assert list(cluster.run(_servers_for, 7.0).values()) == [SERVERS_PER_WORKER] * 2
+
+
+def _servers_for(wall_seconds: float) -> int:
+    """How many sandbox servers for runs of ``wall_seconds`` this worker has started."""
+    import psutil
+    found = 0
+    for child in psutil.Process().children():
+        line = child.cmdline()
+        if "grader.sandbox.server" in line and "--wall-seconds" in line:
+            found += float(line[line.index("--wall-seconds") + 1]) == wall_seconds
+    return found
 
 
 def _kill_worker(marker: Path, student: str, seen: str, always: bool = False) -> None:
@@ -134,7 +179,7 @@ def test_a_submission_that_kills_its_worker_costs_only_itself(graded_class, clus
         summary = grade_folder(key, build / "submissions" / "submitted", gradebook, None, cluster=cluster,
                                review=False, wall_seconds=5.0, shard_size=4, before_each=kill)
     # (another shard in flight on a worker that died may be split too: its students are still graded)
-    assert summary.run.cluster.lost == [target] and summary.run.cluster.split >= 1
+    assert summary.run.cluster.lost == [target] and summary.run.cluster.split >= 1, (summary.run.cluster, summary.recorded, summary.failed)
     rows, expected = gradebook_rows(path), gradebook_rows(local)
     assert [r for r in rows["results"] if target not in r] == [r for r in expected["results"] if target not in r]
     assert [r for r in rows["submissions"] if target not in r] == [r for r in expected["submissions"] if target not in r]
@@ -155,7 +200,9 @@ def test_the_command_grades_on_a_local_cluster_and_refuses_pytest_options(graded
                "--timeout", "5", "--cluster", "local:2", "--shard-size", "5"]
     out = subprocess.run(command + ["--json"], env=env, cwd=root, capture_output=True, text=True, timeout=300)
     assert out.returncode == 0, out.stderr
-    assert json.loads(out.stdout)["graded"] == 12
+    said = json.loads(out.stdout)
+    assert said["graded"] == 12
+    assert said["cluster"] == {"shards": len(list(shard_sizes(12, 5, 2))), "resent": 0, "split": 0, "lost": []}
     assert gradebook_rows(tmp_path / "g.sqlite") == gradebook_rows(local)
     refused = subprocess.run(command + ["-k", "weights"], env=env, cwd=root, capture_output=True, text=True)
     assert refused.returncode == 1 and "-k and --junitxml" in refused.stderr

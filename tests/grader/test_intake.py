@@ -153,6 +153,27 @@ def test_a_clean_notebook_reads_without_issues_and_every_kit_cell_is_identified(
     assert s.record == notebook["metadata"]["attnkit"]
 
 
+def test_a_notebook_that_travelled_as_bytes_reads_as_its_file_does_and_is_never_opened(course, key, tmp_path):
+    """A cluster worker's submissions (intake.Sent): read from the bytes the client read,
+    with the client's path in every row; the path is not opened (there is no file there)."""
+    data = (course[0] / "release" / A / f"{HW}.ipynb").read_bytes()
+    path = tmp_path / f"{A}.ipynb"
+    path.write_bytes(data)
+    from_file = read_submission(Found(A, path, path.name, "flat"), key)
+    sent = intake.Sent(A, tmp_path / "gone" / f"{A}.ipynb", f"{A}.ipynb", "flat", data=data)
+    from_bytes = read_submission(sent, key)
+    assert from_bytes == intake.Submission(**{**vars(from_file), "path": sent.path})
+    assert file_hash(sent) == from_file.content_hash == hashlib.sha256(data).hexdigest()
+    assert read_submission(intake.Sent(A, path, path.name, "flat", data=b"[1]"), key).issues[0].code == \
+        "not-a-notebook"                                                   # the bytes, not the file
+
+
+def test_bytes_beyond_the_limit_are_hashed_but_not_read(key, monkeypatch):
+    monkeypatch.setattr(intake, "MAX_BYTES", 1024)
+    s = read_submission(intake.Sent(A, Path("x.ipynb"), "x.ipynb", "flat", data=b" " * 3000), key)
+    assert [i.code for i in s.issues] == ["too-large"] and s.cells == () and len(s.content_hash) == 64
+
+
 @pytest.mark.parametrize("data, code, message", [
     (b"", "empty-file", "x.ipynb: the file is empty (0 bytes): nothing was saved"),
     (b'{"cells": [\n  {"cell_type": "code",,}\n]}', "invalid-json",
