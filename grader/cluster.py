@@ -82,8 +82,8 @@ _ONE_SHARD_AT_A_TIME = threading.Lock()
 
 def get_workers_ready(client, wall_seconds: float) -> None:
     """Have every worker import the kit and start its sandbox servers now, each as a task of
-    its own, while the client still finds and reads the notebooks (measured: a worker's first
-    shard was graded 0.3 s later without it). Never waited for: a worker that is not ready
+    its own, while the client still finds and reads the notebooks (measured: the first rows
+    came 0.1 s later without it, 0.75 against 0.65 s). Never waited for: a worker that is not ready
     when its first shard comes starts its servers then, as it would anyway; asking twice
     starts nothing twice."""
     for address in client.scheduler_info().get("workers", {}):

@@ -149,6 +149,31 @@ def _servers_for(wall_seconds: float) -> int:
     return found
 
 
+class _Scheduler:
+    """What ``_scattered`` asks of a client: a scatter that fails ``failures`` times (a
+    worker lost while the scheduler chose it), then gives a future."""
+
+    def __init__(self, failures: int):
+        self.failures, self.asked = failures, 0
+
+    def scatter(self, data, hash=True):
+        self.asked += 1
+        if self.asked <= self.failures:
+            raise OSError("Stream is closed")
+        return ("future of", data)
+
+
+def test_a_shard_is_scattered_again_when_its_worker_goes_and_no_worker_at_all_stops_the_run(monkeypatch):
+    from grader import cluster as grading_cluster
+    monkeypatch.setattr(grading_cluster, "SCATTER_PAUSE", 0.0)
+    flaky = _Scheduler(failures=3)
+    assert grading_cluster._scattered(flaky, "shard") == ("future of", "shard") and flaky.asked == 4
+    gone = _Scheduler(failures=10 ** 6)
+    with pytest.raises(grading_cluster.NoWorkers, match="no worker to take a shard"):
+        grading_cluster._scattered(gone, "shard")
+    assert gone.asked == grading_cluster.SCATTER_TRIES
+
+
 def _kill_worker(marker: Path, student: str, seen: str, always: bool = False) -> None:
     """Kill this worker process (SIGKILL, as a crash or the OOM killer would) before ``student``
     is recorded: once (``marker`` remembers it), or every time."""
