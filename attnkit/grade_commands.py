@@ -259,6 +259,7 @@ def add_grade_command(commands) -> None:
                               "loopback, no dashboard), tcp://HOST:PORT or tls://HOST:PORT (a running "
                               "scheduler; TLS as Dask's configuration sets it), or a scheduler file")
     cluster.add_argument("--shard-size", type=_positive, default=100, metavar="N",
-                         help="submissions per task sent to a worker (default %(default)s)")
+                         help="submissions per task sent to a worker (default %(default)s; a "
+                              "worker's first is a quarter of it, the last ones shrink to a tenth)")
     grade.add_argument("--json", action="store_true", help="machine-readable summary on stdout")
     grade.set_defaults(handler=_grade, command="grade")
