@@ -103,7 +103,8 @@ def _grading_place(args):
         raise ClusterUnavailable(f"--cluster {args.cluster}: {err}") from None
     try:
         from grader.cluster import get_workers_ready, workers_unprotected
-        get_workers_ready(client, args.timeout)       # (starting a server runs no student code)
+        # (starting a server runs no student code; the futures are held while this lasts)
+        readying = get_workers_ready(client, args.timeout)  # noqa: F841
         exposed = [] if args.insecure else workers_unprotected(client)
         if exposed:
             raise ClusterUnavailable(

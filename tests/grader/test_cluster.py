@@ -128,12 +128,14 @@ def test_each_worker_starts_its_sandbox_servers_when_asked_before_any_shard(clus
     import time
     from grader.cluster import SERVERS_PER_WORKER, get_workers_ready
     assert all((SERVERS_PER_WORKER, 7.0) not in started for started in cluster.run(_sandboxes_started).values())
-    get_workers_ready(cluster, 7.0)              # returns at once: nothing waits for the servers
+    readying = get_workers_ready(cluster, 7.0)   # returns at once: nothing waits for the servers
+    assert len(readying) == 2
     deadline = time.monotonic() + 60
     while not all((SERVERS_PER_WORKER, 7.0) in started for started in cluster.run(_sandboxes_started).values()):
         assert time.monotonic() < deadline, cluster.run(_sandboxes_started)
         time.sleep(0.1)
-    get_workers_ready(cluster, 7.0)              # asked again: nothing more is started
+    again = get_workers_ready(cluster, 7.0)      # asked again: nothing more is started
+    cluster.gather(again)
     time.sleep(0.5)
     assert list(cluster.run(_servers_for, 7.0).values()) == [SERVERS_PER_WORKER] * 2
 
