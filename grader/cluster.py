@@ -205,7 +205,7 @@ class ClusterStats:
 
 # What a LocalCluster's workers need not do while they grade (it has no dashboard to show
 # it): sample every thread's stack every 10 ms for a profile (the task's thread stops for
-# each sample), and time the GIL every millisecond.
+# each sample), and, where gilknocker is installed, time the GIL every millisecond.
 QUIET_WORKERS = {"distributed.worker.profile.enabled": False,
                  "distributed.admin.system-monitor.gil.enabled": False}
 
