@@ -20,7 +20,6 @@ with it and the open-source kit a student could recompute the answers.
 from __future__ import annotations
 
 import builtins
-import json
 import keyword
 from dataclasses import dataclass
 
@@ -31,6 +30,7 @@ from formats.cells import (CHECK, CODE_PLACEHOLDER, EXAMPLE, GIVENS, HEADER_CELL
 from formats.cells import cell_id as _cell_id
 from .checks import CHECKS
 from .render import format_points
+from formats import indented_json
 from formats.key_shape import issued_digest
 from formats.literals import assignment, literal
 from .schema import NOTEBOOK_NAMES
@@ -506,41 +506,9 @@ def _notebook(header: Header, problems: list[ProblemVariant], version: str) -> t
     return notebook, worked
 
 
-_STRING = json.encoder.encode_basestring      # C; what ensure_ascii=False uses
-_CONSTANTS = {True: "true", False: "false", None: "null"}
-
-
-def _json(value, pad: str = "") -> str:
-    """json.dumps(value, sort_keys=True, indent=1, ensure_ascii=False), written out here
-    because with an indent the json module falls back to its slow pure-Python encoder."""
-    if isinstance(value, str):
-        return _STRING(value)
-    if isinstance(value, dict):
-        if not value:
-            return "{}"
-        inner = pad + " "
-        items = [f"{inner}{_STRING(k)}: {_json(value[k], inner)}"
-                 for k in sorted(value)]
-        return "{\n" + ",\n".join(items) + "\n" + pad + "}"
-    if isinstance(value, list):
-        if not value:
-            return "[]"
-        inner = pad + " "
-        if all(isinstance(v, str) for v in value):     # a cell's source lines
-            # One C call; '", "' occurs only between items (a quote inside a string is \\").
-            items = json.dumps(value, ensure_ascii=False)[1:-1]
-            return "[\n" + inner + items.replace('", "', '",\n' + inner + '"') + "\n" + pad + "]"
-        return "[\n" + ",\n".join(inner + _json(v, inner) for v in value) + "\n" + pad + "]"
-    if value is True or value is False or value is None:
-        return _CONSTANTS[value]
-    if isinstance(value, int):
-        return int.__repr__(value)
-    return json.dumps(value, ensure_ascii=False)
-
-
 def notebook_bytes(notebook: dict) -> bytes:
     """The file, byte for byte as ``nbformat.writes`` would write it (sources as line lists,
     sorted keys, one-space indent), without its schema validation on every write: the
     tests validate what this module builds."""
     cells = [{**c, "source": c["source"].splitlines(True)} for c in notebook["cells"]]
-    return (_json({**notebook, "cells": cells}) + "\n").encode("utf-8")
+    return indented_json.dumps({**notebook, "cells": cells}) + b"\n"

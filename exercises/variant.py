@@ -591,18 +591,25 @@ def _misconceptions_caught(template, variant, evaluator) -> None:
                 raise Rejected(f"misconception {name} passes every hidden test")
             variant.twins[name] = [None if out is _RAISED else out for out in outputs]
         return
+    constant, known = constant_parts(template), same_on_every_draw(template)
     for name in template.all_misconceptions:
         twin = references.MISCONCEPTIONS[name]
         parts = [p for p in template.parts if name in p.misconceptions]
+        # a part the same on every draw was checked by the first variant that got this far
+        todo = [p for p in parts if ("twin", name, p.id) not in known]
         try:
-            wrong = _answers_with(template, variant, evaluator, twin.shadows, twin.function, parts)
+            wrong = _answers_with(template, variant, evaluator, twin.shadows, twin.function, todo) if todo else {}
         except Exception as err:  # noqa: BLE001 — a twin that crashes could never be diagnosed
             raise Rejected(f"misconception {name} raises {type(err).__name__} here") from None
-        for part in parts:
+        for part in todo:
             if _too_close(wrong[part.id], variant.answers[part.id], part.rtol, part.atol):
                 raise Rejected(f"misconception {name} is within twice the tolerance of the "
                                f"answer to part {part.id}")
-        variant.twins[name] = wrong
+        for part in todo:
+            if part.id in constant:
+                known["twin", name, part.id] = wrong[part.id]
+        variant.twins[name] = {p.id: wrong[p.id] if p.id in wrong else known["twin", name, p.id]
+                               for p in parts}
 
 
 def _answers_with(template, variant, evaluator, shadows: str, function, parts,
@@ -698,17 +705,54 @@ def constant_names(template) -> frozenset:
     constant parameters, other such values and built-in constants (never ``rng``, never a
     drawn parameter). Their values with any one function table are therefore the same on
     every draw too."""
+    return _same_on_every_draw(template)[0]
+
+
+def constant_parts(template) -> frozenset:
+    """The ids of the parts whose answer is the same on every draw: it reads only what
+    ``constant_names`` holds, constant parameters and built-in constants (the lecture's own
+    numbers). What a twin gives on such a part, and what the mistake search finds there, is
+    then the same on every draw too (``same_on_every_draw``)."""
+    return _same_on_every_draw(template)[1]
+
+
+_SAME: dict[int, tuple] = {}
+
+
+def _same_on_every_draw(template) -> tuple[frozenset, frozenset]:
+    cached = _SAME.get(id(template))
+    if cached is not None and cached[0] is template:
+        return cached[1]
     parameters = {p.name: p for p in template.parameters}
     derived = {d.name for d in template.derived}
     constant = {name for name, p in parameters.items() if p.distribution is None}
+
+    def reads_constants_only(names) -> bool:
+        return all(n in constant or (n not in parameters and n not in derived and n != "rng"
+                                     and (n in references.CONSTANTS
+                                          or (n in _BUILTINS and not callable(_BUILTINS[n]))))
+                   for n in names)
+
     for d in template.derived:
-        names = d.expression.names
-        if all(n in constant or (n not in parameters and n not in derived and n != "rng"
-                                 and (n in references.CONSTANTS
-                                      or (n in _BUILTINS and not callable(_BUILTINS[n]))))
-               for n in names):
+        if reads_constants_only(d.expression.names):
             constant.add(d.name)
-    return frozenset(constant & derived)
+    parts = frozenset(p.id for p in template.parts
+                      if p.answer is not None and reads_constants_only(p.answer.names))
+    result = (frozenset(constant & derived), parts)
+    _SAME[id(template)] = (template, result)
+    return result
+
+
+def same_on_every_draw(template) -> dict:
+    """A per-template, per-process table for what validation finds on ``constant_parts``:
+    filled by the first variant, read by every later one (keys are the caller's)."""
+    cached = _SAME_FOUND.get(id(template))
+    if cached is None or cached[0] is not template:
+        cached = _SAME_FOUND[id(template)] = (template, {})
+    return cached[1]
+
+
+_SAME_FOUND: dict[int, tuple] = {}
 
 
 def _constants(template, functions: dict, swap=None) -> _Constant:

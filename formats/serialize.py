@@ -62,6 +62,21 @@ def to_jsonable(value):
                           "(use a number, an array, text or a list of them)")
 
 
+def storable(value) -> bool:
+    """Whether ``to_jsonable(value)`` succeeds, found without making the copy (a check the
+    build's mistake search asks of every wrong value it may keep: measured, 0.3 against
+    3 µs for a small array)."""
+    if value is None or isinstance(value, (bool, np.bool_, int, np.integer, float, np.floating, str)):
+        return True
+    if isinstance(value, np.ndarray):
+        return value.dtype.kind in "fiub"
+    if isinstance(value, (list, tuple)):
+        return all(storable(v) for v in value)
+    if isinstance(value, dict):
+        return all(isinstance(k, str) and storable(v) for k, v in value.items())
+    return False
+
+
 def encode_names(values: dict) -> dict:
     """A name → value table (givens, answers, arguments) with each value encoded."""
     return {str(name): to_jsonable(value) for name, value in values.items()}

@@ -34,11 +34,31 @@ def check_shapes(**named: tuple[np.ndarray, str]) -> dict[str, int]:
     A symbol bound by one array must have the same size in every other array; a digit demands
     that exact size; ``...`` batch dimensions must be equal (no broadcasting).
     """
+    key = tuple((name, spec, array.shape if isinstance(array, np.ndarray) else np.shape(array))
+                for name, (array, spec) in named.items())
+    dims = _CHECKED.get(key)
+    if dims is None:
+        dims = _check(key)
+        if len(_CHECKED) >= _CHECKED_LIMIT:
+            _CHECKED.clear()
+        _CHECKED[key] = dims
+    return dict(dims)
+
+
+# (name, spec, shape) of each array checked together → the sizes bound: the checks are a
+# function of the shapes alone, and the same few shapes come back thousands of times (the
+# build's mistake search runs every twin of attention on every hidden case: 700 checks a
+# student; measured, Q, K and V checked in 1.0 µs against 2.1 µs worked out). Failures are
+# not kept: they raise every time.
+_CHECKED: dict[tuple, dict[str, int]] = {}
+_CHECKED_LIMIT = 4096
+
+
+def _check(checked: tuple) -> dict[str, int]:
     bound: dict[str, tuple[int, str]] = {}
     batch: tuple[tuple[int, ...], str] | None = None
-    for name, (array, spec) in named.items():
+    for name, spec, shape in checked:
         symbols, has_batch, core = _parse_spec(spec)
-        shape = array.shape if isinstance(array, np.ndarray) else np.shape(array)
         if len(shape) < len(core) or (not has_batch and len(shape) != len(core)):
             raise ValueError(f"{name}: expected shape {_pretty(symbols)}, got {shape}")
         core_shape = shape[len(shape) - len(core):]

@@ -62,6 +62,40 @@ def test_values_the_same_on_every_draw_are_known_and_only_those(bank):
     assert "pair" in constant_names(bank["why_sqrt_dk"])
 
 
+def test_parts_the_same_on_every_draw_are_known_and_only_those(bank):
+    from exercises.variant import constant_parts
+    # Part 1 of the walkthrough is the slide's own numbers; part 2 is drawn
+    assert constant_parts(bank["dog_ran_fast"]) == {
+        "slide_scaled", "slide_scaled_head", "z_the", "implied_ran", "ran_self"}
+    assert constant_parts(bank["why_sqrt_dk"]) == {
+        "pair_ratio_unscaled", "pair_weight_unscaled", "pair_weight_scaled"}
+    assert constant_parts(bank["causal_mask_by_hand"]) == frozenset()
+
+
+def test_what_the_search_finds_on_such_parts_is_copied_not_searched_again(bank, monkeypatch):
+    """The second variant takes the first one's findings on the constant parts: the twins are
+    not run there again, and it holds what a fresh process finds."""
+    from exercises import variant as variant_module
+    template = bank["dog_ran_fast"]
+    variant_module._SAME_FOUND.clear()
+    first = make_variant(template, 11)
+    evaluated = []
+    real = variant_module._answers_with
+
+    def counting(template, variant, evaluator, shadows, function, parts, **kwargs):
+        evaluated.extend(p.id for p in parts)
+        return real(template, variant, evaluator, shadows, function, parts, **kwargs)
+
+    monkeypatch.setattr(mistake_search, "_answers_with", counting)
+    monkeypatch.setattr(variant_module, "_answers_with", counting)
+    second = make_variant(template, 12)
+    assert evaluated and not set(evaluated) & variant_module.constant_parts(template)
+    assert second.lookalikes and any("slide_scaled" in kept for kept in second.lookalikes.values())
+    variant_module._SAME_FOUND.clear()
+    assert make_variant(template, 12).digest == second.digest
+    assert make_variant(template, 11).digest == first.digest
+
+
 def test_cached_values_give_the_variants_a_fresh_process_gives(bank):
     """A variant made with the per-template caches filled by earlier variants (and by other
     twins) is the variant made with them empty: the same record, digest and draws."""
@@ -72,6 +106,8 @@ def test_cached_values_give_the_variants_a_fresh_process_gives(bank):
         for seed in (5, 3):
             variant_module._CONSTANT.clear()
             variant_module._PLANS.clear()
+            variant_module._SAME.clear()
+            variant_module._SAME_FOUND.clear()
             mistake_search._TWINS.clear()
             cold = make_variant(template, seed)
             assert cold.digest == warm[seed].digest and cold.attempts == warm[seed].attempts

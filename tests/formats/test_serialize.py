@@ -96,3 +96,26 @@ def test_user_mappings_that_look_like_our_tags_round_trip_as_mappings(value):
 def test_non_text_keys_are_not_serializable(value):
     with pytest.raises(serialize.NotSerializable):
         serialize.to_jsonable(value)
+
+
+# --- storable: to_jsonable's verdict without the copy --------------------------------------------
+
+class _Opaque:
+    pass
+
+
+@pytest.mark.parametrize("value", [
+    None, True, np.bool_(False), 3, np.int64(-2), np.uint8(7), 2.5, np.float32(0.5), "text",
+    np.zeros((2, 3)), np.array([1, 2], dtype=np.uint16), np.array([True]), np.zeros(0),
+    [1.0, np.ones(2), ["a", None]], (1, 2), {"a": np.eye(2), "b": {"c": [1]}},
+    np.array([1 + 2j]), np.array(["a"]), np.array([None], dtype=object), 1 + 2j, _Opaque(),
+    {1: 2}, {"ok": {2.5: 1}}, [1, {None: 1}], [np.zeros(1), 1j], {"a": [1, _Opaque()]},
+    np.datetime64("2026-01-01"), np.array([1], dtype="datetime64[D]"),
+])
+def test_storable_agrees_with_to_jsonable(value):
+    try:
+        serialize.to_jsonable(value)
+        stored = True
+    except serialize.NotSerializable:
+        stored = False
+    assert serialize.storable(value) is stored

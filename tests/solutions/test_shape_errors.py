@@ -88,3 +88,16 @@ def test_transformer_rejects_missing_and_misshapen_weights():
     weights["generator.b"] = np.zeros(5)
     with pytest.raises(ValueError, match=r"generator.b: expected shape \(6,\), got \(5,\)"):
         solutions.Transformer(config, weights)
+
+
+def test_a_shape_check_is_remembered_but_a_failure_raises_every_time():
+    import numpy as np
+    from solutions._shapes import check_shapes
+    Q, K = np.zeros((2, 3, 4)), np.zeros((2, 5, 4))
+    dims = check_shapes(Q=(Q, "... L d_k"), K=(K, "... S d_k"))
+    dims["L"] = 99                                   # the caller's own copy
+    assert check_shapes(Q=(Q, "... L d_k"), K=(K, "... S d_k")) == {"L": 3, "d_k": 4, "S": 5}
+    for _ in range(2):
+        with pytest.raises(ValueError, match="K: expected shape"):
+            check_shapes(Q=(Q, "... L d_k"), K=(np.zeros((2, 5, 3)), "... S d_k"))
+    assert check_shapes(x=([[1, 2, 3]], "n 3")) == {"n": 1}          # not an array: its shape
