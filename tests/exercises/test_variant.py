@@ -886,3 +886,38 @@ def test_a_twin_that_raises_forces_a_redraw():
         rejected += v.rejections
     raising = [r for r in rejected if r.startswith("misconception softmax_axis_1 raises ")]
     assert raising and sum(rejected[r] for r in raising) > 0
+
+
+# --- twins on hidden cases: read-only views, copies only where needed (issue 19) -------------
+
+def test_a_function_run_on_a_case_never_changes_it_and_writers_get_copies():
+    import numpy as np
+    from exercises.variant import TestCase, _called
+
+    case = TestCase("basic", 0, {"Q": np.arange(4.0), "n": 2}, None)
+
+    def writes(Q, n):
+        Q *= n                       # in place, as a student's function may
+        return Q.sum()
+
+    def returns_its_argument(Q, n):
+        return Q
+
+    assert _called(writes, case) == 12.0
+    assert _called(writes, case) == 12.0                     # the case itself is untouched
+    assert case.args["Q"].tolist() == [0.0, 1.0, 2.0, 3.0] and case.args["Q"].flags.writeable
+    out = _called(returns_its_argument, case)
+    assert out.flags.writeable and not np.shares_memory(out, case.args["Q"])
+
+
+def test_a_case_with_a_list_argument_is_called_on_copies():
+    from exercises.variant import TestCase, _called
+
+    case = TestCase("basic", 0, {"lengths": [3, 1]}, None)
+
+    def appends(lengths):
+        lengths.append(0)
+        return len(lengths)
+
+    assert _called(appends, case) == 3 and _called(appends, case) == 3
+    assert case.args["lengths"] == [3, 1]
