@@ -921,3 +921,25 @@ def test_a_case_with_a_list_argument_is_called_on_copies():
 
     assert _called(appends, case) == 3 and _called(appends, case) == 3
     assert case.args["lengths"] == [3, 1]
+
+
+def test_values_only_the_texts_read_are_worked_out_once_the_draw_is_kept(monkeypatch):
+    from exercises import variant as variant_module
+    template = bank("why_sqrt_dk")
+    now, later = variant_module._derived_now_and_later(template)
+    assert "sim" in {d.name for d in later} and "sim" not in {d.name for d in now}
+    assert {"moments", "steps", "p_top"} <= {d.name for d in now}      # answers read them
+    derived = Counter()
+    real = variant_module._Evaluator.derive
+
+    def counting(self, values, scope, key, cached=None):
+        derived.update(d.name for d in values)
+        return real(self, values, scope, key, cached)
+
+    monkeypatch.setattr(variant_module._Evaluator, "derive", counting)
+    seed = next(s for s in range(50) if make_variant(template, s).attempts >= 3)
+    derived.clear()
+    v = make_variant(template, seed)
+    assert derived["sim"] == 1 and derived["moments"] >= 2          # the redrawn draws made no sim
+    assert {"sim", "ratio_mant", "j_raw"} <= set(v.values)
+    assert "sim" in template.solution and v.solution()              # which the solution reads
