@@ -34,8 +34,10 @@ def check_shapes(**named: tuple[np.ndarray, str]) -> dict[str, int]:
     A symbol bound by one array must have the same size in every other array; a digit demands
     that exact size; ``...`` batch dimensions must be equal (no broadcasting).
     """
-    key = tuple((name, spec, array.shape if isinstance(array, np.ndarray) else np.shape(array))
-                for name, (array, spec) in named.items())
+    try:    # arrays: their own shape (the forward pass checks ~35 sets of them)
+        key = tuple([(name, spec, array.shape) for name, (array, spec) in named.items()])
+    except AttributeError:      # a list or a number: NumPy's view of its shape
+        key = tuple([(name, spec, np.shape(array)) for name, (array, spec) in named.items()])
     dims = _CHECKED.get(key)
     if dims is None:
         dims = _check(key)

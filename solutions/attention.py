@@ -82,8 +82,8 @@ def attention_weights(Q, K, mask=None, scale=None) -> np.ndarray:
     check_shapes(Q=(Q, "... L d_k"), K=(K, "... S d_k"))
     scale = 1.0 / np.sqrt(Q.shape[-1]) if scale is None else float(scale)
     buffer = np.empty((K.shape[-2], *Q.shape[:-1]))  # (S, ..., L)
-    scores = np.moveaxis(buffer, 0, -1)               # the same memory as (..., L, S)
-    np.matmul(Q, np.swapaxes(K, -1, -2), out=scores)
+    scores = buffer.transpose(*range(1, buffer.ndim), 0)   # the same memory as (..., L, S)
+    np.matmul(Q, K.swapaxes(-1, -2), out=scores)
     buffer *= scale
     apply_mask_in_place(scores, mask)
     softmax_in_place(buffer, axis=0)                  # over the keys

@@ -7,7 +7,7 @@ from typing import NamedTuple
 import numpy as np
 
 from ._shapes import as_float, check_shapes
-from .linear import LinearCache, linear_backward, linear_forward
+from .linear import LinearCache, affine, linear_backward, linear_forward
 
 
 def relu(x) -> np.ndarray:
@@ -38,8 +38,15 @@ def ffn_forward(x, W1, b1, W2, b2) -> tuple[np.ndarray, FFNCache]:
 
 
 def ffn(x, W1, b1, W2, b2) -> np.ndarray:
-    """FFN(x) = max(0, xW₁ + b₁) W₂ + b₂. Shapes: x (..., d_model) → (..., d_model)."""
-    return ffn_forward(x, W1, b1, W2, b2)[0]
+    """FFN(x) = max(0, xW₁ + b₁) W₂ + b₂. Shapes: x (..., d_model) → (..., d_model).
+
+    The evaluation pass: what ``ffn_forward`` computes, without its caches for backprop."""
+    x, W1, b1, W2, b2 = (as_float(v, name) for v, name in
+                         ((x, "x"), (W1, "W1"), (b1, "b1"), (W2, "W2"), (b2, "b2")))
+    check_shapes(x=(x, "... d_model"), W1=(W1, "d_model d_ff"), b1=(b1, "d_ff"),
+                 W2=(W2, "d_ff d_model"), b2=(b2, "d_model"))
+    h = affine(x, W1, b1)
+    return affine(np.maximum(h, 0.0, out=h), W2, b2)     # ReLU in place: h is not needed again
 
 
 def ffn_backward(dy, cache):

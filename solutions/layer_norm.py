@@ -33,7 +33,7 @@ def layer_norm_forward(x, gamma, beta, eps: float = 1e-5) -> tuple[np.ndarray, L
 
 def mean(x: np.ndarray) -> np.ndarray:
     """μ = Σ_i x_i / D over the last axis, (..., 1)."""
-    return np.sum(x, axis=-1, keepdims=True) / x.shape[-1]
+    return x.sum(axis=-1, keepdims=True) / x.shape[-1]
 
 
 def variance_of_centred(x_hat: np.ndarray) -> np.ndarray:

@@ -154,6 +154,16 @@ class Transformer:
                 raise ValueError(f"{name}: expected shape {shape}, got {value.shape}")
             self.weights[name] = value
         self._tree = subtree(self.weights, "")
+        self._encodings: dict[int, np.ndarray] = {}
+
+    def _positional(self, L: int) -> np.ndarray:
+        """``positional_encoding(L, d_model)``, made once per length (read-only): it depends
+        on the length alone, and every forward pass adds it twice."""
+        pe = self._encodings.get(L)
+        if pe is None:
+            pe = self._encodings[L] = positional_encoding(L, self.config.d_model)
+            pe.flags.writeable = False
+        return pe
 
     @classmethod
     def from_seed(cls, config: TransformerConfig, seed: int) -> "Transformer":
@@ -200,7 +210,7 @@ class Transformer:
         With ``return_weights`` also returns each layer's self-attention weights."""
         S = np.shape(src)[-1]
         x = embed(src, self.weights["src_embedding"])
-        x += positional_encoding(S, self.config.d_model)
+        x += self._positional(S)
         return encoder_stack(x, self._tree["encoder"], self.config,
                              self._source_mask(src_lengths, S), return_weights)
 
@@ -210,7 +220,7 @@ class Transformer:
         ``return_weights`` also returns each layer's self- and cross-attention weights."""
         T, S = np.shape(tgt)[-1], np.shape(memory)[-2]
         y = embed(tgt, self.weights["tgt_embedding"])
-        y += positional_encoding(T, self.config.d_model)
+        y += self._positional(T)
         decoded = decoder_stack(y, memory, self._tree["decoder"], self.config, causal_mask(T),
                                 self._source_mask(src_lengths, S), return_weights)
         y, weights = decoded if return_weights else (decoded, None)

@@ -36,7 +36,7 @@ def split_heads(x, num_heads: int) -> np.ndarray:
         raise ValueError(f"split_heads: expected shape (..., L, h·d_head) with h={num_heads} "
                          f"dividing the last axis, got {x.shape}")
     x = x.reshape(*x.shape[:-1], num_heads, x.shape[-1] // num_heads)
-    return np.swapaxes(x, -2, -3)
+    return x.swapaxes(-2, -3)
 
 
 def merge_heads(x) -> np.ndarray:
@@ -44,7 +44,7 @@ def merge_heads(x) -> np.ndarray:
     x = as_float(x, "x")
     if x.ndim < 3:
         raise ValueError(f"merge_heads: expected shape (..., h, L, d_head), got {x.shape}")
-    x = np.swapaxes(x, -2, -3)
+    x = x.swapaxes(-2, -3)
     return x.reshape(*x.shape[:-2], -1)
 
 

@@ -39,4 +39,6 @@ def embed(tokens, table) -> np.ndarray:
     if tokens.size and (tokens.min() < 0 or tokens.max() >= table.shape[0]):
         raise ValueError(f"tokens: ids must lie in [0, V={table.shape[0]}), "
                          f"got range [{tokens.min()}, {tokens.max()}]")
-    return table[tokens] * np.sqrt(table.shape[1])
+    out = np.take(table, tokens, axis=0)     # always a copy (table[t] of one id is a view)
+    out *= np.sqrt(table.shape[1])           # so the scale is applied in its own memory
+    return out

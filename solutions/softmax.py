@@ -29,14 +29,14 @@ def softmax_in_place(x: np.ndarray, axis: int = -1) -> np.ndarray:
     no longer needs, e.g. freshly computed scores). Returns x. Same results and errors as
     ``softmax``; no full-size temporary is made: x − max, exp and the division all overwrite x.
     """
-    row_max = np.max(x, axis=axis, keepdims=True)  # NaN and +inf propagate into the max
+    row_max = x.max(axis=axis, keepdims=True)  # NaN and +inf propagate into the max
     if not np.isfinite(row_max).all():
         if np.isnan(row_max).any() or np.isposinf(row_max).any():
             raise ValueError("softmax: input contains NaN or +inf")
         row_max = np.where(np.isneginf(row_max), 0.0, row_max)  # fully masked: exp(−inf) = 0
     x -= row_max
     np.exp(x, out=x)
-    total = np.sum(x, axis=axis, keepdims=True)
+    total = x.sum(axis=axis, keepdims=True)
     if (total > 0).all():
         x /= total
         return x

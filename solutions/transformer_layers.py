@@ -20,6 +20,13 @@ def add_and_norm(x, sublayer_out, norm, eps: float = 1e-5) -> np.ndarray:
     return layer_norm_in_place(x + sublayer_out, norm["gamma"], norm["beta"], eps)
 
 
+def _add_and_norm_into(sublayer_out: np.ndarray, x, norm, eps: float) -> np.ndarray:
+    """``add_and_norm(x, sublayer_out, …)`` in the memory of ``sublayer_out``: a fresh output
+    of this layer's own sublayer, not needed again (x + s = s + x, bit for bit)."""
+    sublayer_out += x
+    return layer_norm_in_place(sublayer_out, norm["gamma"], norm["beta"], eps)
+
+
 def encoder_layer(x, params, num_heads: int, mask=None, eps: float = 1e-5,
                   return_weights: bool = False):
     """h = LayerNorm(x + SelfAttention(x));  out = LayerNorm(h + FFN(h)).
@@ -28,8 +35,8 @@ def encoder_layer(x, params, num_heads: int, mask=None, eps: float = 1e-5,
     With ``return_weights`` returns ``(out, {"self_attn": (..., h, L, L)})``.
     """
     attended, weights = multi_head_attention(x, x, x, params["self_attn"], num_heads, mask)
-    h = add_and_norm(x, attended, params["norm1"], eps)
-    out = add_and_norm(h, ffn(h, **params["ffn"]), params["norm2"], eps)
+    h = _add_and_norm_into(attended, x, params["norm1"], eps)
+    out = _add_and_norm_into(ffn(h, **params["ffn"]), h, params["norm2"], eps)
     return (out, {"self_attn": weights}) if return_weights else out
 
 
@@ -44,11 +51,11 @@ def decoder_layer(y, memory, params, num_heads: int, self_mask=None, memory_mask
     With ``return_weights`` returns ``(out, {"self_attn": (..., h, T, T), "cross_attn": (..., h, T, S)})``.
     """
     attended, self_weights = multi_head_attention(y, y, y, params["self_attn"], num_heads, self_mask)
-    h1 = add_and_norm(y, attended, params["norm1"], eps)
+    h1 = _add_and_norm_into(attended, y, params["norm1"], eps)
     crossed, cross_weights = multi_head_attention(h1, memory, memory, params["cross_attn"],
                                                   num_heads, memory_mask)
-    h2 = add_and_norm(h1, crossed, params["norm2"], eps)
-    out = add_and_norm(h2, ffn(h2, **params["ffn"]), params["norm3"], eps)
+    h2 = _add_and_norm_into(crossed, h1, params["norm2"], eps)
+    out = _add_and_norm_into(ffn(h2, **params["ffn"]), h2, params["norm3"], eps)
     if return_weights:
         return out, {"self_attn": self_weights, "cross_attn": cross_weights}
     return out

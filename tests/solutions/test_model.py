@@ -345,3 +345,14 @@ def test_greedy_step_is_the_argmax_of_the_last_position(model, src):
 def test_config_rejects_non_positive_sizes():
     with pytest.raises(ValueError, match="num_heads"):
         TransformerConfig(5, 5, num_heads=0)
+
+
+def test_embedding_one_token_leaves_the_table_as_it_was():
+    """embed scales its lookup in place: the lookup must be a copy even for a single id,
+    where table[id] would be a view of the table."""
+    from solutions.positional import embed
+    table = np.arange(12.0).reshape(3, 4)
+    before = table.copy()
+    assert np.array_equal(embed(np.int64(1), table), before[1] * 2.0)
+    assert np.array_equal(embed(np.array(2), table), before[2] * 2.0)
+    assert np.array_equal(table, before)
