@@ -146,3 +146,17 @@ def test_a_record_is_encoded_once_and_the_key_entry_reuses_the_same_bytes(bank):
         body, sort_keys=True, separators=(",", ":"), ensure_ascii=False, allow_nan=False))
     with pytest.raises(ValueError):             # NaN is still refused, as json.dumps refuses it
         serialize.canonical_json({**entry, "x": float("nan")})
+
+
+def test_an_implement_variant_keeps_its_look_alikes_without_comparing_them_to_listed_twins(bank, monkeypatch):
+    """An implement problem is never redrawn for two mistakes that look alike, so which
+    listed twin a searched one resembles is asked only of a probe draw."""
+    template = bank["implement_masked_attention"]
+    calls = []
+    real = mistake_search._confused
+    monkeypatch.setattr(mistake_search, "_confused", lambda *a: calls.append(a) or real(*a))
+    v = make_variant(template, 3)
+    assert v.lookalikes and calls == []
+    mistake_search._STRUCTURAL.pop(id(template), None)
+    mistake_search.structural(template)              # the probe draws still compare them
+    assert calls
