@@ -60,6 +60,8 @@ class TestCase:
     index: int
     args: dict
     expected: object
+    # the args as read-only views, made once (``_read_only_args``); False: one is mutable
+    _read_only: dict | bool | None = field(default=None, repr=False, compare=False)
 
 
 @dataclass
@@ -389,6 +391,16 @@ def _draw(template, evaluator, rng, rng_seed, seed, attempt, validate=True, coll
 _SPLIT: dict[int, tuple] = {}
 
 
+def _per_template(table: dict, template, make):
+    """``make(template)``, worked out once per template and process and kept in ``table``
+    (by id, with the template itself, so a new template at a reused id is never answered
+    with another's entry)."""
+    cached = table.get(id(template))
+    if cached is None or cached[0] is not template:
+        cached = table[id(template)] = (template, make(template))
+    return cached[1]
+
+
 def _derived_now_and_later(template) -> tuple[list, list]:
     """(the derived values a draw is validated with, those only the prompt and solution
     read), both in the template's order. A numeric template's draw is redrawn on a failed
@@ -399,26 +411,24 @@ def _derived_now_and_later(template) -> tuple[list, list]:
     that raises (IllPosed, say) then redraws with the same next seed as before; and every
     use of ``rng`` in an expression is a fresh generator of the draw's seed, so a value is
     the same whenever it is worked out."""
-    cached = _SPLIT.get(id(template))
-    if cached is not None and cached[0] is template:
-        return cached[1]
+    return _per_template(_SPLIT, template, _split_derived)
+
+
+def _split_derived(template) -> tuple[list, list]:
     if template.kind != "numeric":
-        result = (list(template.derived), [])
-    else:
-        read: set[str] = set(template.givens)
-        for c in template.constraints:
-            read |= c.expression.names
-        for part in template.parts:
-            for expression in (part.answer, part.follow, *(arg for _, arg in part.checks)):
-                if expression is not None:
-                    read |= expression.names
-        for d in reversed(template.derived):
-            if d.name in read:
-                read |= d.expression.names
-        result = ([d for d in template.derived if d.name in read],
-                  [d for d in template.derived if d.name not in read])
-    _SPLIT[id(template)] = (template, result)
-    return result
+        return list(template.derived), []
+    read: set[str] = set(template.givens)
+    for c in template.constraints:
+        read |= c.expression.names
+    for part in template.parts:
+        for expression in (part.answer, part.follow, *(arg for _, arg in part.checks)):
+            if expression is not None:
+                read |= expression.names
+    for d in reversed(template.derived):
+        if d.name in read:
+            read |= d.expression.names
+    return ([d for d in template.derived if d.name in read],
+            [d for d in template.derived if d.name not in read])
 
 
 def _truth(evaluator, expression, scope, line, key) -> bool:
@@ -644,7 +654,6 @@ def _misconceptions_caught(template, variant, evaluator) -> None:
             if _too_close(wrong[part.id], variant.answers[part.id], part.rtol, part.atol):
                 raise Rejected(f"misconception {name} is within twice the tolerance of the "
                                f"answer to part {part.id}")
-        for part in todo:
             if part.id in constant:
                 known["twin", name, part.id] = wrong[part.id]
         variant.twins[name] = {p.id: wrong[p.id] if p.id in wrong else known["twin", name, p.id]
@@ -759,9 +768,10 @@ _SAME: dict[int, tuple] = {}
 
 
 def _same_on_every_draw(template) -> tuple[frozenset, frozenset]:
-    cached = _SAME.get(id(template))
-    if cached is not None and cached[0] is template:
-        return cached[1]
+    return _per_template(_SAME, template, _constant_names_and_parts)
+
+
+def _constant_names_and_parts(template) -> tuple[frozenset, frozenset]:
     parameters = {p.name: p for p in template.parameters}
     derived = {d.name for d in template.derived}
     constant = {name for name, p in parameters.items() if p.distribution is None}
@@ -777,18 +787,13 @@ def _same_on_every_draw(template) -> tuple[frozenset, frozenset]:
             constant.add(d.name)
     parts = frozenset(p.id for p in template.parts
                       if p.answer is not None and reads_constants_only(p.answer.names))
-    result = (frozenset(constant & derived), parts)
-    _SAME[id(template)] = (template, result)
-    return result
+    return frozenset(constant & derived), parts
 
 
 def same_on_every_draw(template) -> dict:
     """A per-template, per-process table for what validation finds on ``constant_parts``:
     filled by the first variant, read by every later one (keys are the caller's)."""
-    cached = _SAME_FOUND.get(id(template))
-    if cached is None or cached[0] is not template:
-        cached = _SAME_FOUND[id(template)] = (template, {})
-    return cached[1]
+    return _per_template(_SAME_FOUND, template, lambda _: {})
 
 
 _SAME_FOUND: dict[int, tuple] = {}
@@ -866,8 +871,8 @@ def _twin_output(template, evaluator, twin, case, variant):
 
 def _called(function, case: TestCase):
     """``function(**case.args)`` on read-only views of the case's arrays: no copy for each of
-    the forty-odd twins run on a case (measured: a tenth of an implement variant's time went
-    on copying). A function that writes into its arguments is called again on copies, as a
+    the forty-odd twins run on a case (measured: ~1,200 copies an implement variant before).
+    A function that writes into its arguments is called again on copies, as a
     student's function would be; an output that is a view of the arguments is copied."""
     views = _read_only_args(case)
     if views is None:
@@ -889,7 +894,7 @@ _IMMUTABLE = (int, float, bool, str, bytes, type(None), np.generic)
 def _read_only_args(case: TestCase) -> dict | None:
     """The case's arguments as read-only views (made once per case), or None when one is not
     an array or an immutable value (a list could be changed in place)."""
-    views = case.__dict__.get("_read_only")
+    views = case._read_only
     if views is None:
         if not all(isinstance(v, (np.ndarray, *_IMMUTABLE)) for v in case.args.values()):
             views = False
@@ -900,7 +905,7 @@ def _read_only_args(case: TestCase) -> dict | None:
                     value = value.view()
                     value.flags.writeable = False
                 views[name] = value
-        case.__dict__["_read_only"] = views
+        case._read_only = views
     return views or None
 
 

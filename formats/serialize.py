@@ -64,8 +64,8 @@ def to_jsonable(value):
 
 def storable(value) -> bool:
     """Whether ``to_jsonable(value)`` succeeds, found without making the copy (a check the
-    build's mistake search asks of every wrong value it may keep: measured, 0.3 against
-    3 µs for a small array)."""
+    build's mistake search asks of every wrong value it may keep: measured, 0.4 against
+    2.3 µs for a 4×4 array)."""
     if value is None or isinstance(value, (bool, np.bool_, int, np.integer, float, np.floating, str)):
         return True
     if isinstance(value, np.ndarray):
