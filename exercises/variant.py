@@ -64,6 +64,11 @@ class TestCase:
     _read_only: dict | bool | None = field(default=None, repr=False, compare=False)
 
 
+# The record's values that serialize.to_jsonable made (floats finite: NaN and ±inf are text
+# there), which the canonical text writes with orjson (measured: 3.4 → 1.5 ms a student).
+_MADE_BY_TO_JSONABLE = frozenset({"givens", "answers", "tests", "twins", "lookalikes"})
+
+
 @dataclass
 class Variant:
     template: Template
@@ -162,7 +167,8 @@ class Variant:
             **self._follow_fields(),
         }
         # the values' texts are remembered: the key entry holding this record reuses them
-        return {**body, "digest": serialize.digest_text(serialize.canonical_parts(body))}
+        text = serialize.canonical_parts(body, jsonable=_MADE_BY_TO_JSONABLE)
+        return {**body, "digest": serialize.digest_text(text)}
 
     def _follow_fields(self) -> dict:
         """The follow-through recipes and their credit (nothing for a template without one,

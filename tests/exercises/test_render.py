@@ -89,6 +89,25 @@ def test_a_division_by_zero_in_text_is_a_render_error(source):
         render(source, _context())
 
 
+def test_a_text_that_reads_no_name_is_rendered_once(monkeypatch):
+    from exercises import render as module
+    calls = []
+    real = module._rendered
+    monkeypatch.setattr(module, "_rendered", lambda *a: calls.append(a) or real(*a))
+    source = "Constant {{ 3 * 2 }} text {% for i in range(2) %}{{ i }}{% endfor %}, once.\n"
+    first = render(source, {"Q": 1.0})
+    assert render(source, {"Q": 2.0}) == first == "Constant 6 text 01, once."
+    assert [c[1] for c in calls].count(source) <= 1      # (none: an earlier test rendered it)
+    # a text reading a value is rendered with the values each time
+    assert render("{{ Q }}", {"Q": 1.0}) == "1.0" and render("{{ Q }}", {"Q": 2.0}) == "2.0"
+
+
+def test_a_constant_text_that_fails_fails_every_time():
+    for _ in range(2):
+        with pytest.raises(RenderError, match="ZeroDivisionError"):
+            render("{{ 1 / 0 }} and no name", _context())
+
+
 def test_a_prompt_that_calls_fill_is_a_template_error_naming_file_and_prompt():
     source = """
         id: fill_prompt
