@@ -22,6 +22,10 @@ differences, each handled here:
 
 Keys are sorted alike (code point order is UTF-8's byte order). A value that is not
 ``to_jsonable``'s (an Enum, a UUID, which orjson writes and json refuses) must not come here.
+
+``indented_json`` meets the same floats in notebook files, and walks the document for them
+instead: a notebook's texts are full of backslashes (LaTeX), so a scan of its text could
+never tell a number from a text.
 """
 
 from __future__ import annotations
