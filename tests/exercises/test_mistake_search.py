@@ -160,3 +160,79 @@ def test_an_implement_variant_keeps_its_look_alikes_without_comparing_them_to_li
     mistake_search._STRUCTURAL.pop(id(template), None)
     mistake_search.structural(template)              # the probe draws still compare them
     assert calls
+
+
+# --- the stacked comparison: the same verdicts as _too_close and _alike, one value at a time
+
+def _stack_case(answer, twins, part_rtol, part_atol):
+    from types import SimpleNamespace
+    names = [f"t{i}" for i in range(len(twins))]
+    part = SimpleNamespace(id="p", misconceptions=names, rtol=part_rtol, atol=part_atol)
+    variant = SimpleNamespace(answers={"p": answer}, twins={n: {"p": t} for n, t in zip(names, twins)})
+    return variant, part, names
+
+
+def _one_by_one(variant, part, names, value):
+    from exercises.variant import _too_close
+    if _too_close(value, variant.answers["p"], part.rtol, part.atol):
+        return True, None
+    return False, next((n for n in names if mistake_search._alike(variant.twins[n]["p"], value,
+                                                                  part.rtol, part.atol)), None)
+
+
+def _near(base, draw, hyp):
+    """``base`` scaled and moved by amounts around the tolerances used below (absolute 1e-3,
+    relative 0.01 and 0.1, each doubled), so verdicts fall on both sides of them."""
+    factors = draw(hyp.extra.numpy.arrays(np.float64, base.shape, elements=hyp.strategies.sampled_from(
+        [1.0, 1.0, 1.02, 0.98, 1.0199, 1.0201, 1.2, 0.8, 1.19, 1.21, 0.79, -1.0])))
+    steps = draw(hyp.extra.numpy.arrays(np.float64, base.shape, elements=hyp.strategies.sampled_from(
+        [0.0, 0.0, 1e-3, -1e-3, 2e-3, -2e-3, 1.999e-3, 2.001e-3, 0.5, 1e-12])))
+    return base * factors + steps
+
+
+def test_a_stack_gives_the_verdicts_of_the_comparisons_one_by_one():
+    import hypothesis as hyp
+    import hypothesis.extra.numpy  # noqa: F401
+    import hypothesis.strategies as st
+
+    @hyp.settings(max_examples=400, deadline=None, database=None)
+    @hyp.given(st.data(), st.sampled_from([(4,), (2, 3), (1, 1)]), st.integers(0, 5),
+               st.sampled_from([(0.0, 1e-3), (1e-2, 1e-3), (0.1, 0.0), (0.01, 1e-20), (0.0, 0.0)]))
+    def check(data, shape, n, tolerance):
+        base = data.draw(hyp.extra.numpy.arrays(np.float64, shape, elements=st.sampled_from(
+            [0.0, 1.0, -2.5, 0.1, 3e5, 1e-7])))
+        answer = _near(base, data.draw, hyp)
+        twins = [_near(base, data.draw, hyp) for _ in range(n)]
+        value = _near(base, data.draw, hyp)
+        variant, part, names = _stack_case(answer, twins, *tolerance)
+        stack = mistake_search._Stack.of(answer, dict(zip(names, twins)))
+        assert stack is not None
+        assert stack.verdict(value, part.rtol, part.atol) == _one_by_one(variant, part, names, value)
+        pairs = stack.pairs_alike(part.rtol, part.atol)
+        for i in range(n):
+            for j in range(n):
+                assert pairs[i, j] == mistake_search._alike(twins[i], twins[j], part.rtol, part.atol)
+
+    check()
+
+
+@pytest.mark.parametrize("answer, twins, value", [
+    (np.ones(3), [np.ones(3) * 2], np.array([1.0, np.nan, 1.0])),       # NaN in the value
+    (np.ones(3), [np.ones(3) * 2], np.ones(4)),                          # another shape
+    (np.ones(3), [np.ones(3) * 2], np.ones(3, dtype=np.float32)),        # another dtype
+    (np.ones(3), [np.ones(3) * 2], [1.0, 1.0, 1.0]),                     # a list
+])
+def test_a_value_the_stack_cannot_hold_is_compared_one_by_one(answer, twins, value):
+    variant, part, _ = _stack_case(answer, twins, 0.0, 1e-3)
+    assert mistake_search._Stack.of(answer, {"t0": twins[0]}).verdict(value, 0.0, 1e-3) is None
+
+
+@pytest.mark.parametrize("answer, twins", [
+    (np.ones(3), [np.array([1.0, -np.inf, 2.0])]),                       # a masked score: −inf
+    (np.ones(3), [np.ones(2)]),                                          # shapes differ
+    (1.5, [2.5]),                                                        # plain numbers
+    (np.array([1, 2]), [np.array([2, 3])]),                              # integers
+])
+def test_values_a_stack_cannot_hold_are_not_stacked(answer, twins):
+    assert mistake_search._Stack.of(answer, {"t0": twins[0]}) is None
+
