@@ -424,11 +424,25 @@ def _compile(node, salt: int):
         else:
             function = _compile_(node.func)
 
+        if not kwargs and len(args) <= 2:
+            # the commonest calls, f(x) and f(x, y), without building an argument tuple and
+            # a keyword dict per call: the build evaluates ~30,000 calls a student
+            first, second = (args + [None, None])[:2]
+
+            def call_positional(scope, local):
+                f = function(scope, local)
+                if not callable(f):
+                    raise ExpressionError("only functions can be called")
+                if second is not None:
+                    return f(first(scope, local), second(scope, local))
+                return f(first(scope, local)) if first is not None else f()
+            return call_positional
+
         def call(scope, local):
             f = function(scope, local)
             if not callable(f):
                 raise ExpressionError("only functions can be called")
-            return f(*(a(scope, local) for a in args), **{k: v(scope, local) for k, v in kwargs})
+            return f(*[a(scope, local) for a in args], **{k: v(scope, local) for k, v in kwargs})
         return call
     if isinstance(node, ast.Attribute):
         value, attr = _compile_(node.value), node.attr

@@ -361,3 +361,30 @@ def test_every_bank_template_pickles_and_gives_the_same_variants(path):
     # a clone that was never evaluated before pickling
     fresh = pickle.loads(pickle.dumps(load_template(path, display=f"problem_bank/{path.name}")))
     assert make_variant(fresh, 1).digest == make_variant(template, 1).digest
+
+
+@pytest.mark.parametrize("source, expected", [
+    ("f()", ((), {})), ("f(a)", ((1,), {})), ("f(a, b)", ((1, 2),  {})),
+    ("f(a, b, a + b)", ((1, 2, 3), {})), ("f(a, k=b)", ((1,), {"k": 2})), ("f(k=a)", ((), {"k": 1})),
+    ("f(f(a), b)", ((((1,), {}), 2), {})),
+])
+def test_a_call_passes_its_arguments_in_order_however_many(source, expected):
+    scope = Scope({"a": 1, "b": 2}, {"f": lambda *args, **kwargs: (args, kwargs)})
+    assert parse(source).evaluate(scope) == expected
+
+
+@pytest.mark.parametrize("source", ["x.shape()", "x.shape(b)", "x.shape(b, b)", "x.shape(b, b, b)",
+                                    "x.shape(k=b)"])
+def test_calling_what_is_not_a_function_is_an_expression_error(source):
+    with pytest.raises(ExpressionError, match="only functions can be called"):
+        parse(source).evaluate(Scope({"x": np.zeros(2), "b": 2}))
+
+
+@pytest.mark.parametrize("source, order", [
+    ("f(g(1))", [1]), ("f(g(1), g(2))", [1, 2]), ("f(g(1), g(2), g(3))", [1, 2, 3]),
+    ("f(g(1), k=g(2))", [1, 2])])
+def test_a_call_evaluates_its_arguments_left_to_right(source, order):
+    seen = []
+    scope = Scope({}, {"f": lambda *args, **kwargs: None, "g": lambda x: seen.append(x) or x})
+    parse(source).evaluate(scope)
+    assert seen == order
