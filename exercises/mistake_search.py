@@ -317,8 +317,8 @@ class _Stack:
     finite float64 arrays of one shape (most array parts). A searched value is then compared
     with the answer and every listed twin in one NumPy expression, instead of one
     ``_too_close`` and one ``_alike`` call per twin, and the listed twins with each other in
-    one more (measured: ~300 searched values a student, each compared with the answer and
-    1–5 twins).
+    one more. The example assignment's build compares ~300 searched values a student, on
+    parts listing 0–9 twins (measured with callgrind: 5 % fewer instructions a student).
 
     The same rule in the same IEEE arithmetic as those two, entry by entry — |x − y| ≤
     2·atol + 2·rtol·|y|, y the answer for ``_too_close`` and the second value for ``_alike``
