@@ -364,7 +364,7 @@ def test_every_bank_template_pickles_and_gives_the_same_variants(path):
 
 
 @pytest.mark.parametrize("source, expected", [
-    ("f()", ((), {})), ("f(a)", ((1,), {})), ("f(a, b)", ((1, 2),  {})),
+    ("f()", ((), {})), ("f(a)", ((1,), {})), ("f(a, b)", ((1, 2), {})),
     ("f(a, b, a + b)", ((1, 2, 3), {})), ("f(a, k=b)", ((1,), {"k": 2})), ("f(k=a)", ((), {"k": 1})),
     ("f(f(a), b)", ((((1,), {}), 2), {})),
 ])

@@ -223,7 +223,6 @@ def test_a_stack_gives_the_verdicts_of_the_comparisons_one_by_one():
     (np.ones(3), [np.ones(3) * 2], [1.0, 1.0, 1.0]),                     # a list
 ])
 def test_a_value_the_stack_cannot_hold_is_compared_one_by_one(answer, twins, value):
-    variant, part, _ = _stack_case(answer, twins, 0.0, 1e-3)
     assert mistake_search._Stack.of(answer, {"t0": twins[0]}).verdict(value, 0.0, 1e-3) is None
 
 
@@ -235,4 +234,3 @@ def test_a_value_the_stack_cannot_hold_is_compared_one_by_one(answer, twins, val
 ])
 def test_values_a_stack_cannot_hold_are_not_stacked(answer, twins):
     assert mistake_search._Stack.of(answer, {"t0": twins[0]}) is None
-
