@@ -306,9 +306,8 @@ def _listed_values(variant, part) -> dict:
 def _stack(stacks: dict, variant, part):
     """``part``'s ``_Stack`` on this variant, made on first use and kept in ``stacks`` (one
     search's), or None where its values cannot be stacked."""
-    if part.id not in stacks:
-        answer = variant.answers.get(part.id)
-        stacks[part.id] = _Stack.of(answer, _listed_values(variant, part)) if answer is not None else None
+    if part.id not in stacks:       # (a part with no answer is not an array: no stack)
+        stacks[part.id] = _Stack.of(variant.answers.get(part.id), _listed_values(variant, part))
     return stacks[part.id]
 
 
