@@ -8,6 +8,7 @@ Arrays come back as float64 (integer-valued where asked) so answers are computed
 
 from __future__ import annotations
 
+import math
 from dataclasses import dataclass
 from typing import Callable
 
@@ -45,7 +46,7 @@ def _shape(shape):
     if shape is None:
         return None
     shape = tuple(int(s) for s in (shape if isinstance(shape, (list, tuple)) else [shape]))
-    if any(s < 0 for s in shape) or int(np.prod(shape)) > 1_000_000:
+    if any(s < 0 for s in shape) or math.prod(shape) > 1_000_000:      # exact: no int64 wrap
         raise ValueError(f"shape {shape} is negative or too large")
     return shape
 

@@ -407,7 +407,8 @@ def _compile(node, salt: int):
             for op, comparator in rest:
                 right = comparator(scope, local)
                 result = op(left, right)
-                if not np.all(result):
+                # (a plain True, the usual result of comparing numbers, needs no np.all)
+                if result is not True and (result is False or not np.all(result)):
                     return False if np.ndim(result) == 0 else result
                 left = right
             return result if len(rest) == 1 else True

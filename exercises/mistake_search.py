@@ -28,6 +28,9 @@ from .variant import (_FLOATS, Rejected, VariantError, _RAISED, _affected_by, _a
                       _needed_by, _too_close, _twin_output, constant_parts, make_variant,
                       quick_within, same_on_every_draw)
 
+# the reductions of ndarray.all() and .any(), called without their Python wrappers
+_ALL, _ANY = np.logical_and.reduce, np.logical_or.reduce
+
 
 def search(template, variant, evaluator, attempt: int, collisions: set | None = None) -> None:
     """Search the space of known mistakes on this variant, and keep each name unambiguous.
@@ -326,10 +329,11 @@ class _Stack:
     (``verdict`` says None): NaN or ±inf, integers, lists, another shape, and plain numbers,
     which ``quick_within`` and ``_alike`` already compare without arrays."""
 
-    __slots__ = ("names", "rows", "shape")
+    __slots__ = ("names", "rows", "shape", "_bound")
 
     def __init__(self, names: list[str], rows: np.ndarray, shape: tuple):
         self.names, self.rows, self.shape = names, rows, shape
+        self._bound = None      # (rtol, atol, 2·atol + 2·rtol·|answer|): one part's tolerances
 
     @classmethod
     def of(cls, answer, listed: dict):
@@ -339,7 +343,7 @@ class _Stack:
                    for v in values):
             return None
         rows = np.stack(values).reshape(len(values), -1)
-        return cls(list(listed), rows, shape) if np.isfinite(rows).all() else None
+        return cls(list(listed), rows, shape) if _ALL(np.isfinite(rows), axis=None) else None
 
     def verdict(self, value, rtol, atol) -> tuple[bool, str | None] | None:
         """(within twice the tolerance of the answer, the first listed twin ``value`` looks
@@ -347,19 +351,28 @@ class _Stack:
         if type(value) is not np.ndarray or value.dtype != np.float64 or value.shape != self.shape:
             return None
         row = value.reshape(-1)
-        if not np.isfinite(row).all():
+        if not _ALL(np.isfinite(row), axis=None):
             return None
-        answer = self.rows[0]
-        if (np.abs(row - answer) <= 2 * atol + 2 * rtol * np.abs(answer)).all():
+        # |x − y| = |y − x| exactly (IEEE subtraction): one difference for every row
+        apart = np.abs(self.rows - row)
+        if _ALL(apart[0] <= self._answer_bound(rtol, atol), axis=None):
             return True, None
-        alike = (np.abs(self.rows[1:] - row) <= 2 * atol + 2 * rtol * np.abs(row)).all(axis=1)
-        return False, (self.names[int(alike.argmax())] if alike.any() else None)
+        alike = _ALL(apart[1:] <= 2 * atol + 2 * rtol * np.abs(row), axis=1)
+        return False, (self.names[int(alike.argmax())] if _ANY(alike, axis=None) else None)
+
+    def _answer_bound(self, rtol, atol) -> np.ndarray:
+        """``_too_close``'s bound around the answer, the same numbers for every value the
+        search compares on the part: made once."""
+        bound = self._bound
+        if bound is None or bound[0] != rtol or bound[1] != atol:
+            bound = self._bound = (rtol, atol, 2 * atol + 2 * rtol * np.abs(self.rows[0]))
+        return bound[2]
 
     def pairs_alike(self, rtol, atol) -> np.ndarray:
         """[i, j]: would ``_alike`` say listed twins i and j look alike (j as y)?"""
         twins = self.rows[1:]
-        return (np.abs(twins[:, None] - twins[None, :])
-                <= 2 * atol + 2 * rtol * np.abs(twins)[None, :]).all(axis=2)
+        return _ALL(np.abs(twins[:, None] - twins[None, :])
+                    <= 2 * atol + 2 * rtol * np.abs(twins)[None, :], axis=2)
 
 
 def _functions_distinguishable(template, variant, evaluator, redraws: _Redraws) -> None:

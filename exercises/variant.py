@@ -293,11 +293,14 @@ def _finite_problem(value) -> str | None:
         if isinstance(value, (list, tuple)):
             return next((p for p in map(_finite_problem, value) if p), None)
         return None
-    if np.any(np.isnan(array)):
+    if _ANY(np.isnan(array), axis=None):      # np.any's reduction, without its wrappers
         return "NaN"
-    if np.any(array == np.inf):
+    if _ANY(array == np.inf, axis=None):
         return "+inf"
     return None
+
+
+_ANY = np.logical_or.reduce
 
 
 # --- making a variant -----------------------------------------------------------------------

@@ -131,9 +131,13 @@ def within(actual, expected, rtol: float, atol: float) -> bool:
     of times (~570 a student of the build) and only needs yes or no."""
     if (isinstance(actual, np.ndarray) and isinstance(expected, np.ndarray)
             and actual.dtype.kind == expected.dtype.kind == "f" and actual.shape == expected.shape):
-        if not (_ALL(np.isfinite(expected), axis=None) and _ALL(np.isfinite(actual), axis=None)):
+        # One finiteness test, of the difference: it is finite only where both are (an inf
+        # or a NaN on either side makes it inf or NaN). A difference that overflows between
+        # finite values goes to compare too, which says False as the rule here would.
+        difference = actual - expected
+        if not _ALL(np.isfinite(difference), axis=None):
             return compare(actual, expected, rtol, atol).ok
-        return bool(_ALL(np.abs(actual - expected) <= atol + rtol * np.abs(expected), axis=None))
+        return bool(_ALL(np.abs(difference) <= atol + rtol * np.abs(expected), axis=None))
     return compare(actual, expected, rtol, atol).ok
 
 

@@ -18,6 +18,8 @@ import numpy as np
 from . import compact_json
 
 _DTYPES = {"float64": np.float64, "int64": np.int64, "bool": np.bool_}
+_FLOAT64 = np.dtype(np.float64)
+_ALL = np.logical_and.reduce
 
 
 class NotSerializable(TypeError):
@@ -37,6 +39,13 @@ def _scalar(x: float):
 
 def to_jsonable(value):
     """A JSON-ready copy of a given or an answer (numbers, arrays, text, lists of them)."""
+    if type(value) is np.ndarray and value.dtype is _FLOAT64:
+        # Most values are float64 arrays (a build encodes ~3,500 a student: every twin's and
+        # look-alike's): their own list, no astype copy, and the ufuncs called directly.
+        data = value.tolist()
+        if not _ALL(np.isfinite(value), axis=None):
+            data = _map_floats(data, _float)
+        return {"array": data, "dtype": "float64", "shape": list(value.shape)}
     if isinstance(value, (bool, np.bool_)):
         return bool(value)
     if isinstance(value, (int, np.integer)):

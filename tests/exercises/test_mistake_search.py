@@ -203,11 +203,16 @@ def test_a_stack_gives_the_verdicts_of_the_comparisons_one_by_one():
             [0.0, 1.0, -2.5, 0.1, 3e5, 1e-7])))
         answer = _near(base, data.draw, hyp)
         twins = [_near(base, data.draw, hyp) for _ in range(n)]
-        value = _near(base, data.draw, hyp)
+        values = [_near(base, data.draw, hyp) for _ in range(2)]
         variant, part, names = _stack_case(answer, twins, *tolerance)
         stack = mistake_search._Stack.of(answer, dict(zip(names, twins)))
         assert stack is not None
-        assert stack.verdict(value, part.rtol, part.atol) == _one_by_one(variant, part, names, value)
+        for value in values:        # one stack, several values (its answer's bound is kept)
+            assert stack.verdict(value, part.rtol, part.atol) == _one_by_one(variant, part, names, value)
+        # and other tolerances on the same stack (a bound kept for the first must not serve)
+        other = _stack_case(answer, twins, *data.draw(st.sampled_from(
+            [(0.0, 1e-3), (1e-2, 1e-3), (0.1, 0.0), (0.01, 1e-20), (0.0, 0.0)])))[1]
+        assert stack.verdict(values[0], other.rtol, other.atol) == _one_by_one(variant, other, names, values[0])
         pairs = stack.pairs_alike(part.rtol, part.atol)
         for i in range(n):
             for j in range(n):

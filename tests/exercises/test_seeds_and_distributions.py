@@ -105,6 +105,8 @@ def test_integers_with_shape_and_exclude():
     ({"low": 3, "high": 2}, "high (2) is below low (3)"),
     ({"low": 1, "high": 2, "exclude": [1, 2]}, "every value between low and high is excluded"),
     ({"low": 0, "high": 1, "shape": [2000, 1000]}, "is negative or too large"),
+    # 2**64 entries: a product that wraps to 0 in int64 (np.prod) must still be too large
+    ({"low": 0, "high": 1, "shape": [2**32, 2**32]}, "is negative or too large"),
 ])
 def test_integers_refuses_impossible_options(options, message):
     with pytest.raises(ValueError, match=message.replace("(", r"\(").replace(")", r"\)")):

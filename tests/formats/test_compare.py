@@ -141,14 +141,15 @@ def test_plus_inf_where_minus_inf_is_expected_fails():
 
 def test_within_says_what_compare_says_on_float_arrays():
     """``within`` is validation's ``compare(...).ok``: the same verdict on arrays of any shape
-    (0-d and empty too), NaN, ±inf, and entries on either side of the tolerance."""
+    (0-d and empty too), NaN, ±inf, entries on either side of the tolerance, and finite
+    entries whose difference overflows (±1.7e308)."""
     from hypothesis import given, settings, strategies as st
     from hypothesis.extra.numpy import array_shapes, arrays
 
     from formats.compare import within
 
     entries = st.sampled_from([0.0, -0.0, 1.0, 1.001, 0.999, 1.002, -3.5, 1e-9, 2e300,
-                               math.nan, math.inf, -math.inf])
+                               1.7e308, -1.7e308, math.nan, math.inf, -math.inf])
 
     @settings(max_examples=400, deadline=None, database=None)
     @given(st.data(), array_shapes(min_dims=0, max_dims=2, min_side=0, max_side=3),

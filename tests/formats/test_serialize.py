@@ -38,6 +38,24 @@ def test_arrays_round_trip_bit_for_bit(value):
 
 
 @pytest.mark.parametrize("value", [
+    np.array([[1.5, -np.inf], [np.nan, 0.1 + 0.2]]),
+    np.array([1.7e308, 1.7e308]),                   # finite, though their sum overflows
+    np.array(-0.0),
+    np.array(np.inf),
+    np.zeros((2, 0, 3)),
+    np.arange(12.0).reshape(3, 4)[:, ::2],          # a strided view
+    np.asfortranarray(np.arange(6.0).reshape(2, 3) - 2.5),
+])
+def test_native_float64_arrays_are_written_as_every_other_float_array(value):
+    """A native float64 array takes ``to_jsonable``'s short way (no copy, the ufuncs called
+    directly); it must write what the general way writes, here reached through a big-endian
+    copy of the same numbers."""
+    general = serialize.to_jsonable(value.astype(">f8"))
+    assert serialize.to_jsonable(value) == general
+    assert json.dumps(serialize.to_jsonable(value)) == json.dumps(general)
+
+
+@pytest.mark.parametrize("value", [
     1.0, 0.1, -2.5e-300, 3, True, False, "−inf as text", "inf", ["the", "dog"], [1, 2.5],
     [np.array([1, 2]), "x", [np.array([True])]],
 ])
