@@ -162,3 +162,17 @@ def test_within_says_what_compare_says_on_float_arrays():
             assert within(actual, expected, *tolerance) == compare(actual, expected, *tolerance).ok
 
     check()
+
+
+@pytest.mark.parametrize("actual, expected", [
+    (np.array([np.inf, 1.0]), np.array([np.inf, 1.0])),      # inf − inf would be NaN
+    (np.array([np.nan]), np.array([1.0])),
+    (np.array([1.0]), np.array([-np.inf])),
+])
+def test_within_warns_of_nothing_on_non_finite_values(actual, expected):
+    """Validation and grading call ``within`` on whatever a twin or a student gave: it must
+    not print NumPy's floating-point warnings (a grading run showed one once)."""
+    from formats.compare import within
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        assert within(actual, expected, 0.0, 1e-3) == compare(actual, expected, 0.0, 1e-3).ok
