@@ -12,6 +12,8 @@ import math
 
 import numpy as np
 
+_ALL = np.logical_and.reduce      # ndarray.all() without its Python wrapper
+
 
 def _scalar(x) -> str:
     if isinstance(x, (bool, np.bool_)):
@@ -29,7 +31,7 @@ def _scalar(x) -> str:
 def _cells(array: np.ndarray) -> list[str]:
     """Every entry's literal, in order (whole arrays at once where no entry is special)."""
     flat = array.reshape(-1).tolist()
-    if array.dtype.kind == "f" and np.isfinite(array).all():
+    if array.dtype.kind == "f" and _ALL(np.isfinite(array), axis=None):
         return list(map(float.__repr__, flat))
     if array.dtype.kind in "iu":
         return list(map(int.__repr__, flat))
