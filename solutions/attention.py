@@ -80,6 +80,11 @@ def attention_weights(Q, K, mask=None, scale=None) -> np.ndarray:
     """
     Q, K = as_float(Q, "Q"), as_float(K, "K")
     check_shapes(Q=(Q, "... L d_k"), K=(K, "... S d_k"))
+    return _weights(Q, K, mask, scale)
+
+
+def _weights(Q, K, mask, scale) -> np.ndarray:
+    """``attention_weights`` on Q and K already validated (float64, shapes checked)."""
     scale = 1.0 / np.sqrt(Q.shape[-1]) if scale is None else float(scale)
     buffer = np.empty((K.shape[-2], *Q.shape[:-1]))  # (S, ..., L)
     scores = buffer.transpose(*range(1, buffer.ndim), 0)   # the same memory as (..., L, S)
@@ -99,9 +104,16 @@ def scaled_dot_product_attention(Q, K, V, mask=None, scale=None, return_steps=Fa
     A fully masked query row gets zero weights and a zero output (as PyTorch ≥ 2.5).
     """
     Q, K, V, dims = attention_shapes(Q, K, V)
+    return validated_attention(Q, K, V, dims, mask, scale, return_steps)
+
+
+def validated_attention(Q, K, V, dims, mask=None, scale=None, return_steps=False):
+    """``scaled_dot_product_attention`` on what ``attention_shapes`` returned: the inputs are
+    checked once (the build's mistake search runs ~200 attentions a student, most of them
+    twins that read the shapes first)."""
     if return_steps:
         return _attention_steps(Q, K, V, dims["d_k"], mask, scale)
-    return attention_weights(Q, K, mask, scale) @ V
+    return _weights(Q, K, mask, scale) @ V
 
 
 def self_attention(X, W_Q, W_K, W_V, mask=None, return_steps=False):
@@ -145,7 +157,7 @@ def attention_forward(Q, K, V, mask=None, scale=None):
     in ``scaled_dot_product_attention``."""
     Q, K, V, dims = attention_shapes(Q, K, V)
     scale = 1.0 / np.sqrt(dims["d_k"]) if scale is None else float(scale)
-    P = attention_weights(Q, K, mask, scale)
+    P = _weights(Q, K, mask, scale)
     return P @ V, AttentionCache(Q, K, V, P, scale)
 
 

@@ -24,7 +24,7 @@ import numpy as np
 from ._shapes import as_float
 from .alignment import AlignmentStep, additive_score, attend
 from .attention import (AttentionSteps, attention_backward, attention_shapes,
-                        scaled_dot_product_attention)
+                        scaled_dot_product_attention, validated_attention)
 from .masks import causal_mask
 from .bert import KEEP, MASK, RANDOM, UNCHANGED, MLMSelection, mlm_loss
 from .feed_forward import ffn
@@ -124,8 +124,8 @@ def scale_twin(name: str, factor: Callable, summary: str, explanation: str, code
     1/√d_k; ``dims`` holds L, S, d_k, d_v. One definition for the whole "another scale" family
     (1, 1/d_k, 1/√S, 1/√d_v, √d_k, …), so each member differs only in its factor and words."""
     def function(Q, K, V, mask=None, scale=None, return_steps=False):
-        *_, dims = attention_shapes(Q, K, V)
-        return scaled_dot_product_attention(Q, K, V, mask, factor(dims), return_steps)
+        Q, K, V, dims = attention_shapes(Q, K, V)
+        return validated_attention(Q, K, V, dims, mask, factor(dims), return_steps)
     return add_twin(name, "scaled_dot_product_attention", function, summary, explanation, code)
 
 
