@@ -285,6 +285,9 @@ def _plain(value):
     return value
 
 
+_ANY = np.logical_or.reduce       # np.any's reduction, without its Python wrappers
+
+
 def _finite_problem(value) -> str | None:
     """NaN or +inf anywhere (−inf is allowed: it is how masked scores are written)."""
     try:
@@ -293,14 +296,11 @@ def _finite_problem(value) -> str | None:
         if isinstance(value, (list, tuple)):
             return next((p for p in map(_finite_problem, value) if p), None)
         return None
-    if _ANY(np.isnan(array), axis=None):      # np.any's reduction, without its wrappers
+    if _ANY(np.isnan(array), axis=None):
         return "NaN"
     if _ANY(array == np.inf, axis=None):
         return "+inf"
     return None
-
-
-_ANY = np.logical_or.reduce
 
 
 # --- making a variant -----------------------------------------------------------------------

@@ -171,7 +171,8 @@ def test_within_says_what_compare_says_on_float_arrays():
 ])
 def test_within_warns_of_nothing_on_non_finite_values(actual, expected):
     """Validation and grading call ``within`` on whatever a twin or a student gave: it must
-    not print NumPy's floating-point warnings (a grading run showed one once)."""
+    not print NumPy's floating-point warnings (a version that subtracted before testing for
+    inf printed one in a grading run; and ``compare`` warned on 0 · inf where rtol is 0)."""
     from formats.compare import within
     with warnings.catch_warnings():
         warnings.simplefilter("error")
