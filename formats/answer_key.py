@@ -28,7 +28,11 @@ import orjson
 from .key_shape import grading_student
 from .serialize import canonical_json as canonical
 
-FORMAT = "attnkit-answer-key/1"
+FORMAT = "attnkit-answer-key/2"
+# /2 may hold packed arrays (formats.serialize.to_packed), which a kit that reads only /1
+# would fail on at the first wrong answer: it refuses the whole key at once instead. Every
+# /1 key (lists only) is read as before.
+READABLE = (FORMAT, "attnkit-answer-key/1")
 _SIGNING_CONTEXT = b"attnkit answer key signature v1"
 
 
@@ -132,8 +136,8 @@ def _load_whole(path: Path, secret: bytes) -> dict:
         raise AnswerKeyError(f"{path}: no such file") from None
     except (UnicodeDecodeError, json.JSONDecodeError) as err:
         raise AnswerKeyError(f"{path}: not a readable answer key ({err})") from None
-    if not isinstance(key, dict) or key.get("format") != FORMAT:
-        raise AnswerKeyError(f"{path}: not an answer key of format {FORMAT}")
+    if not isinstance(key, dict) or key.get("format") not in READABLE:
+        raise AnswerKeyError(f"{path}: not an answer key of format {' or '.join(READABLE)}")
     signature = key.pop("signature", "")
     students = key.get("students")
     if not isinstance(students, dict):
@@ -165,7 +169,7 @@ def _verified_lines(path: Path, secret: bytes) -> dict | None:
             head, spans, digests = found
             signature = head.pop("signature", "")
             mac = hmac.new(_signing_key(secret), _signed_lines(head, digests), hashlib.sha256)
-            if head.get("format") == FORMAT and hmac.compare_digest(
+            if head.get("format") in READABLE and hmac.compare_digest(
                     str(signature).encode("utf-8"), ("hmac-sha256:" + mac.hexdigest()).encode()):
                 return {**head, "students": Entries(file, spans, digests)}
     except BaseException:

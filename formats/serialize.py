@@ -5,10 +5,17 @@ written with Python's shortest round-trip repr, so decoding gives the identical 
 Non-finite floats are written as "inf", "-inf", "nan" inside float64 arrays and as
 {"float": "-inf"} on their own (so that the text answer "inf" stays text); mappings as
 {"dict": {...}} with text keys.
+
+What only the kit reads back (twins' and look-alikes' outputs, hidden test cases) may be
+stored packed instead (``to_packed``): a float64 array as {"packed": base64 of its
+little-endian bytes, "dtype": "float64", "shape": [...]}, bit for bit (NaN, ±inf and −0.0 as
+they are), without a Python float made per entry either way. ``from_jsonable`` reads both.
 """
 
 from __future__ import annotations
 
+import base64
+import binascii
 import hashlib
 import json
 import math
@@ -73,6 +80,50 @@ def to_jsonable(value):
                           "(use a number, an array, text or a list of them)")
 
 
+def to_packed(value):
+    """``to_jsonable(value)`` with every float64 array packed (see the module's docstring).
+
+    For the values of an answer-key record that no one reads but the kit: a student's record
+    holds ~500 such arrays. Measured on the example assignment: 15.4 → 10.6 ms a student for
+    the records, 165 → 132 kB of key a student, and reading one back is a base64 decode
+    instead of a float parsed per entry."""
+    if type(value) is np.ndarray and value.dtype is _FLOAT64:
+        return _packed(value)
+    if isinstance(value, (list, tuple)):
+        return [to_packed(v) for v in value]
+    if isinstance(value, dict):
+        if not all(isinstance(k, str) for k in value):
+            raise NotSerializable("mapping keys must be text")
+        return {"dict": {k: to_packed(v) for k, v in value.items()}}
+    if isinstance(value, np.ndarray) and value.dtype.kind == "f":
+        return _packed(value.astype(np.float64))     # as to_jsonable stores it: float64
+    return to_jsonable(value)
+
+
+def _packed(array: np.ndarray) -> dict:
+    data = base64.b64encode(array.astype("<f8", copy=False).tobytes()).decode("ascii")
+    return {"packed": data, "dtype": "float64", "shape": list(array.shape)}
+
+
+def _unpacked(data: dict) -> np.ndarray:
+    """A packed array, checked: its shape must account for its bytes exactly (a key is
+    signed, but a wrong entry must fail loudly, never read as other numbers)."""
+    shape, text = data["shape"], data["packed"]
+    if (data["dtype"] != "float64" or not isinstance(text, str) or not isinstance(shape, list)
+            or not all(type(n) is int and n >= 0 for n in shape)):
+        raise ValueError(f"not a packed float64 array: dtype {data['dtype']!r}, shape {shape!r}")
+    try:
+        raw = base64.b64decode(text, validate=True)
+    except (binascii.Error, ValueError) as err:
+        raise ValueError(f"not a packed float64 array: {err}") from None
+    if len(raw) != 8 * math.prod(shape):
+        raise ValueError(f"not a packed float64 array: {len(raw)} bytes for shape {tuple(shape)}")
+    try:
+        return np.frombuffer(raw, dtype="<f8").astype(np.float64).reshape(shape)
+    except (ValueError, OverflowError):       # a zero-size shape with an axis beyond NumPy's
+        raise ValueError(f"not a packed float64 array: shape {tuple(shape)}") from None
+
+
 def storable(value) -> bool:
     """Whether ``to_jsonable(value)`` succeeds, found without making the copy (a check the
     build's mistake search asks of every wrong value it may keep: measured, 0.4 against
@@ -88,9 +139,11 @@ def storable(value) -> bool:
     return False
 
 
-def encode_names(values: dict) -> dict:
-    """A name → value table (givens, answers, arguments) with each value encoded."""
-    return {str(name): to_jsonable(value) for name, value in values.items()}
+def encode_names(values: dict, packed: bool = False) -> dict:
+    """A name → value table (givens, answers, arguments) with each value encoded
+    (``packed``: by ``to_packed``)."""
+    encode = to_packed if packed else to_jsonable
+    return {str(name): encode(value) for name, value in values.items()}
 
 
 def decode_names(data: dict) -> dict:
@@ -103,12 +156,14 @@ def _map_floats(data, f):
 
 
 def from_jsonable(data):
-    """The inverse of to_jsonable (tuples come back as lists)."""
+    """The inverse of to_jsonable and to_packed (tuples come back as lists)."""
     if isinstance(data, dict) and set(data) == {"float"}:
         return float(data["float"])
     if isinstance(data, dict) and set(data) == {"array", "dtype", "shape"}:
         # (NumPy reads the texts "nan", "inf" and "-inf" of a float64 array itself)
         return np.array(data["array"], dtype=_DTYPES[data["dtype"]]).reshape(data["shape"])
+    if isinstance(data, dict) and set(data) == {"packed", "dtype", "shape"}:
+        return _unpacked(data)
     if isinstance(data, dict) and set(data) == {"dict"}:
         return {k: from_jsonable(v) for k, v in data["dict"].items()}
     if isinstance(data, dict):

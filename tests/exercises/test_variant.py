@@ -156,6 +156,36 @@ def test_every_bank_record_round_trips_exactly(path):
         args = serialize.decode_names(stored["args"])
         assert all(serialize.same_value(args[k], a) for k, a in case.args.items())
         assert serialize.same_value(serialize.from_jsonable(stored["expected"]), case.expected)
+    # twins and look-alikes (stored packed: only the kit reads them), as the variant has them
+    for field, kept in (("twins", v.twins), ("lookalikes", v.lookalikes)):
+        stored = serialize.decode_names(record.get(field, {}))
+        assert stored.keys() == kept.keys(), field
+        for name, value in kept.items():
+            assert serialize.same_value(stored[name], _as_stored(value)), (field, name)
+    listed = [a for a in _stored_arrays([record["tests"], record["twins"], record.get("lookalikes")])
+              if "array" in a and a["dtype"] == "float64"]
+    assert not listed, "a float64 array of a twin or hidden case was stored as a list"
+
+
+def _stored_arrays(stored):
+    if isinstance(stored, dict):
+        if "dtype" in stored:
+            return [stored]
+        return [a for x in stored.values() for a in _stored_arrays(x)]
+    if isinstance(stored, list):
+        return [a for x in stored for a in _stored_arrays(x)]
+    return []
+
+
+def _as_stored(value):
+    """A twin's value as the key gives it back: tuples as lists, float arrays as float64."""
+    if isinstance(value, dict):
+        return {k: _as_stored(x) for k, x in value.items()}
+    if isinstance(value, (list, tuple)):
+        return [_as_stored(x) for x in value]
+    if isinstance(value, np.ndarray) and value.dtype.kind == "f":
+        return value.astype(np.float64)
+    return value
 
 
 # --- misconception twins must be caught ----------------------------------------------------------

@@ -246,3 +246,31 @@ def test_verifying_a_large_key_keeps_only_a_window_of_it_resident(tmp_path):
     grown = float(subprocess.run([sys.executable, "-c", probe, str(path)], capture_output=True, text=True,
                                  check=True, cwd=Path(__file__).resolve().parents[2]).stdout)
     assert grown < 24, f"the peak grew by {grown:.0f} MB verifying a {path.stat().st_size / 2**20:.0f} MB key"
+
+
+@pytest.mark.parametrize("written_as, readable", [
+    ("attnkit-answer-key/1", True),      # an earlier kit's key: arrays as lists only
+    ("attnkit-answer-key/2", True),      # this kit's: twins and hidden cases may be packed
+    ("attnkit-answer-key/3", False),     # a later kit's: refused whole, not at a wrong answer
+])
+def test_keys_of_the_formats_this_kit_reads_are_read_and_others_refused(tmp_path, monkeypatch,
+                                                                         written_as, readable):
+    import formats.answer_key as answer_key
+    from formats.serialize import decode_names
+
+    assert answer_key.FORMAT == "attnkit-answer-key/2"
+    listed = {"x": {"array": [1.5, 2.5], "dtype": "float64", "shape": [2]}}
+    packed = {"x": {"packed": "AAAAAAAA+D8AAAAAAAAEQA==", "dtype": "float64", "shape": [2]}}
+    entry = {"name": "", "problems": {"p": {"answers": listed, "twins": {"t": packed}}}}
+    monkeypatch.setattr(answer_key, "FORMAT", written_as)
+    data = key_bytes(ASSIGNMENT, entries(s1=entry), "0.1.0", SECRET)
+    monkeypatch.undo()
+    path = tmp_path / "key.json"
+    path.write_bytes(data)
+    if not readable:
+        with pytest.raises(AnswerKeyError, match="not an answer key of format"):
+            load_key(path, SECRET)
+        return
+    record = load_key(path, SECRET)["students"]["s1"]["problems"]["p"]
+    for stored in (record["answers"], record["twins"]["t"]):
+        assert decode_names(stored)["x"].tolist() == [1.5, 2.5]

@@ -37,6 +37,74 @@ def test_arrays_round_trip_bit_for_bit(value):
     assert serialize.same_value(back, value)
 
 
+# --- packed arrays: what only the kit reads back ------------------------------------------------
+
+_NEGATIVE_NAN = np.array([np.copysign(np.nan, -1.0), np.nan])    # 0·inf gives the first on x86
+
+
+@pytest.mark.parametrize("value", [
+    np.array([[1.5, -np.inf], [np.nan, 0.1 + 0.2]]),
+    _NEGATIVE_NAN,
+    np.array(-0.0),
+    np.array(np.pi),
+    np.zeros((2, 0, 3)),
+    np.arange(12.0).reshape(3, 4)[:, ::2],                  # a strided view
+    np.asfortranarray(np.arange(6.0).reshape(2, 3) - 2.5),
+    np.array([1.7e308, 5e-324, -2.5e-300]),
+    np.arange(6.0).astype(">f8").reshape(2, 3),             # big-endian: stored little-endian
+])
+def test_packed_float64_arrays_round_trip_bit_for_bit_through_the_key_text(value):
+    stored = serialize.to_packed(value)
+    assert set(stored) == {"packed", "dtype", "shape"}
+    back = serialize.from_jsonable(json.loads(serialize.canonical_json(stored)))
+    assert back.shape == value.shape and back.dtype == np.float64 and back.dtype.isnative
+    assert back.flags.writeable and back.flags.c_contiguous
+    native = value.astype(np.float64)
+    assert np.array_equal(back.reshape(-1).view(np.uint64), native.reshape(-1).view(np.uint64))
+
+
+@pytest.mark.parametrize("value", [
+    [np.array([1.0, 2.0]), None, np.array([True, False]), "text", 3, 2.5, float("-inf")],
+    {"a": np.eye(2), "b": [np.array([1, 2], dtype=np.int32), np.float32(0.5)]},
+    (np.array([1.0], dtype=np.float32), np.array(7)),
+    np.array([[True], [False]]),
+])
+def test_packed_values_read_back_as_the_listed_ones(value):
+    """Only float64 arrays (and other float arrays, stored as float64) are packed; what they
+    hold reads back as ``to_jsonable``'s text of the same value reads back."""
+    listed = serialize.from_jsonable(json.loads(serialize.canonical_json(serialize.to_jsonable(value))))
+    packed = serialize.from_jsonable(json.loads(serialize.canonical_json(serialize.to_packed(value))))
+    assert serialize.same_value(packed, listed) if not isinstance(value, dict) else (
+        packed.keys() == listed.keys() and all(serialize.same_value(packed[k], listed[k]) for k in packed))
+
+
+def test_packed_values_are_refused_where_to_jsonable_refuses_them():
+    for bad in (np.array([1j]), object(), {1: np.zeros(1)}):
+        with pytest.raises(serialize.NotSerializable):
+            serialize.to_packed(bad)
+
+
+@pytest.mark.parametrize("stored, message", [
+    ({"packed": "AAAAAAAA8D8=", "dtype": "float64", "shape": [2]}, "8 bytes for shape"),
+    ({"packed": "AAAAAAAA8D8=", "dtype": "float64", "shape": []}, None),        # 1.0, 0-d: fine
+    ({"packed": "AAAAAAAA8D8", "dtype": "float64", "shape": [1]}, "not a packed"),   # padding
+    ({"packed": "AAAA*AAA8D8=", "dtype": "float64", "shape": [1]}, "not a packed"),
+    ({"packed": "AAAAAAAA8D8=", "dtype": "int64", "shape": [1]}, "dtype"),
+    ({"packed": "AAAAAAAA8D8=", "dtype": "float64", "shape": [-1]}, "shape"),
+    ({"packed": "AAAAAAAA8D8=", "dtype": "float64", "shape": [True]}, "shape"),
+    ({"packed": "AAAAAAAA8D8=", "dtype": "float64", "shape": "1"}, "shape"),
+    ({"packed": 1.0, "dtype": "float64", "shape": [1]}, "not a packed"),
+    ({"packed": "", "dtype": "float64", "shape": [0, 2**70]}, "not a packed"),
+    ({"packed": "AAAAAAAA8D8=", "dtype": "float64", "shape": [2**40, 2**40]}, "bytes for shape"),
+])
+def test_a_damaged_packed_array_is_an_error_never_other_numbers(stored, message):
+    if message is None:
+        assert serialize.from_jsonable(stored) == 1.0
+        return
+    with pytest.raises(ValueError, match=message):
+        serialize.from_jsonable(stored)
+
+
 @pytest.mark.parametrize("value", [
     np.array([[1.5, -np.inf], [np.nan, 0.1 + 0.2]]),
     np.array([1.7e308, -1.7e308]),                  # finite, near the largest float64
