@@ -102,7 +102,14 @@ def _grading_place(args):
     except (OSError, ValueError, TimeoutError) as err:
         raise ClusterUnavailable(f"--cluster {args.cluster}: {err}") from None
     try:
-        from grader.cluster import get_workers_ready, workers_unprotected
+        from grader.cluster import get_workers_ready, workers_of_another_kit, workers_unprotected
+        from formats.version import KIT_VERSION
+        others = workers_of_another_kit(client)
+        if others:
+            raise ClusterUnavailable(
+                f"refusing to grade on {', '.join(others)}: this is attention-kit {KIT_VERSION}, and "
+                "every worker must run the same kit (another could grade otherwise, or not read "
+                "this key): install this version on those machines")
         # (starting a server runs no student code; the futures are held while this lasts)
         readying = get_workers_ready(client, args.timeout)  # noqa: F841
         exposed = [] if args.insecure else workers_unprotected(client)

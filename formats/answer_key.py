@@ -141,7 +141,7 @@ def _load_whole(path: Path, secret: bytes) -> dict:
     signature = key.pop("signature", "")
     students = key.get("students")
     if not isinstance(students, dict):
-        raise AnswerKeyError(f"{path}: not an answer key of format {FORMAT} (no students)")
+        raise AnswerKeyError(f"{path}: not an answer key of format {key['format']} (no students)")
     head = {k: v for k, v in key.items() if k != "students"}
     try:
         entries = {sid: canonical(entry) for sid, entry in students.items()}

@@ -269,6 +269,20 @@ def workers_unprotected(client) -> list[str]:
     return sorted(address for address, ok in client.run(_protected).items() if not ok)
 
 
+def workers_of_another_kit(client) -> list[str]:
+    """The workers whose kit is not this one ("address (version)"): a shard graded there could
+    be graded otherwise than here, and a kit before the key's format /2 cannot read the
+    packed values of this kit's keys. A cluster grades only where every worker runs this kit."""
+    mine = _kit_version()
+    return sorted(f"{address} ({version})" for address, version in client.run(_kit_version).items()
+                  if version != mine)
+
+
+def _kit_version() -> str:
+    from formats import version      # (read when asked: a test pretends a worker runs another)
+    return version.KIT_VERSION
+
+
 def _protected() -> bool:
     from .sandbox.client import explain
     from .sandbox.walls import protected

@@ -78,6 +78,11 @@ def test_packed_values_read_back_as_the_listed_ones(value):
         packed.keys() == listed.keys() and all(serialize.same_value(packed[k], listed[k]) for k in packed))
 
 
+def test_a_masked_array_is_stored_as_to_jsonable_stores_it_not_packed():
+    value = np.ma.masked_array([1.0, 2.0], mask=[False, True])
+    assert serialize.to_packed(value) == serialize.to_jsonable(value)
+
+
 def test_packed_values_are_refused_where_to_jsonable_refuses_them():
     for bad in (np.array([1j]), object(), {1: np.zeros(1)}):
         with pytest.raises(serialize.NotSerializable):
@@ -96,6 +101,11 @@ def test_packed_values_are_refused_where_to_jsonable_refuses_them():
     ({"packed": 1.0, "dtype": "float64", "shape": [1]}, "not a packed"),
     ({"packed": "", "dtype": "float64", "shape": [0, 2**70]}, "not a packed"),
     ({"packed": "AAAAAAAA8D8=", "dtype": "float64", "shape": [2**40, 2**40]}, "bytes for shape"),
+    ({"packed": "AAAAAAAA8D8=", "dtype": "float64", "shape": [2**63]}, "shape"),
+    ({"packed": "AAAAAAAA8D8=", "dtype": "float64", "shape": [1] * 65}, "shape"),
+    # thousands of huge axes would make their product quadratic: refused before it is taken
+    ({"packed": "", "dtype": "float64", "shape": [10**4000] * 800}, "shape"),
+    ({"packed": "AAAAAAAA8D8=", "dtype": ["float64"], "shape": [1]}, "dtype"),
 ])
 def test_a_damaged_packed_array_is_an_error_never_other_numbers(stored, message):
     if message is None:

@@ -235,6 +235,25 @@ def test_the_command_grades_on_a_local_cluster_and_refuses_pytest_options(graded
     assert refused.returncode == 1 and "-k and --junitxml" in refused.stderr
 
 
+def _pretend_kit(version: str) -> str:
+    """On a worker: say it runs kit ``version``; returns what it said before."""
+    from formats import version as kit
+    before, kit.KIT_VERSION = kit.KIT_VERSION, version
+    return before
+
+
+def test_workers_running_another_kit_are_named(cluster):
+    from grader.cluster import workers_of_another_kit
+    assert workers_of_another_kit(cluster) == []
+    first = sorted(cluster.scheduler_info()["workers"])[0]
+    before = cluster.run(_pretend_kit, "0.0.1", workers=[first])[first]
+    try:
+        assert workers_of_another_kit(cluster) == [f"{first} (0.0.1)"]
+    finally:
+        cluster.run(_pretend_kit, before, workers=[first])
+    assert workers_of_another_kit(cluster) == []
+
+
 def test_a_shards_entries_answer_membership_without_parsing():
     # the gradebook's hash asks "is this student's entry here?" for every row: never a parse
     from grader.cluster import _ShardEntries
