@@ -254,6 +254,27 @@ def test_workers_running_another_kit_are_named(cluster):
     assert workers_of_another_kit(cluster) == []
 
 
+def test_the_command_refuses_a_cluster_whose_worker_runs_another_kit(graded_class, cluster, tmp_path):
+    import subprocess
+    build, _, _, secret = graded_class(12)
+    root = Path(__file__).resolve().parents[2]
+    first = sorted(cluster.scheduler_info()["workers"])[0]
+    before = cluster.run(_pretend_kit, "0.0.1", workers=[first])[first]
+    try:
+        out = subprocess.run(
+            [sys.executable, "-m", "attnkit", "grade", str(root / "problem_bank" / "assignments" / "example.yaml"),
+             str(build / "submissions" / "submitted"), "--key", str(build / "instructor" / "answer_key.json"),
+             "--gradebook", str(tmp_path / "g.sqlite"), "--cluster", cluster.scheduler.address],
+            env={**os.environ, "ATTNKIT_SECRET": secret}, cwd=root, capture_output=True, text=True, timeout=300)
+    finally:
+        cluster.run(_pretend_kit, before, workers=[first])
+    assert out.returncode == 1, out.stderr
+    assert f"refusing to grade on {first} (0.0.1)" in out.stderr, out.stderr
+    import sqlite3
+    with sqlite3.connect(tmp_path / "g.sqlite") as db:
+        assert db.execute("SELECT count(*) FROM results").fetchone() == (0,)
+
+
 def test_a_shards_entries_answer_membership_without_parsing():
     # the gradebook's hash asks "is this student's entry here?" for every row: never a parse
     from grader.cluster import _ShardEntries
