@@ -11,7 +11,12 @@ command; the first call also creates its gradebook, the second is the baseline) 
 be fair to it, its converter alone, called in a warm process with nothing to start or
 import. Times drift on these shared machines: read the ratios.
 
-    python -m bench.build [--students N] [--jobs N] [--html N] [--json]
+Then, in one process, where a student's time goes (``bench.build_split``): each problem's
+variant, the notebooks, the key entry, and the floor under the variants — the reference and
+twin functions they call, replayed bare — against the budget a student has at 100
+notebooks/s with the measured speed-up.
+
+    python -m bench.build [--students N] [--jobs N] [--html N] [--split N] [--json]
 """
 
 from __future__ import annotations
@@ -29,6 +34,7 @@ from exercises.assignment import load_assignment
 from exercises.build import build, build_nbgrader
 from exercises.roster import Student
 
+from . import build_split
 from .nbgrader_course import generate_in_process, hermetic_env, nbgrader
 
 EXAMPLE = Path(__file__).resolve().parents[1] / "problem_bank" / "assignments" / "example.yaml"
@@ -81,12 +87,12 @@ def _secret(value: str):
 
 
 def run(students: int = 1000, jobs: int = 2, html: int = 50, serial: int = 200,
-        with_nbgrader: bool = True) -> dict:
+        with_nbgrader: bool = True, split: int = 40) -> dict:
     with _secret(BENCH_SECRET):
-        return _run(students, jobs, html, serial, with_nbgrader)
+        return _run(students, jobs, html, serial, with_nbgrader, split)
 
 
-def _run(students, jobs, html, serial, with_nbgrader) -> dict:
+def _run(students, jobs, html, serial, with_nbgrader, split) -> dict:
     assignment = load_assignment(EXAMPLE)
     people = roster(students)
     scratch = Path(tempfile.mkdtemp(prefix="attnkit-bench-"))
@@ -103,6 +109,9 @@ def _run(students, jobs, html, serial, with_nbgrader) -> dict:
             rate = result["parallel"]["notebooks_per_s"]
             result["ratio_command"] = rate * n["command_s"]
             result["ratio_converter"] = rate * n["converter_s"]
+        if split:
+            result["split"] = build_split.split(assignment, roster(split + build_split.WARM),
+                                                assignment.secret())
         return result
     finally:
         shutil.rmtree(scratch, ignore_errors=True)
@@ -130,6 +139,9 @@ def report(r: dict) -> str:
         lines.append(f"  ratio of notebooks per second: {r['ratio_command']:.0f}× the nbgrader command, "
                      f"{r['ratio_converter']:.1f}× its converter alone "
                      f"(each attnkit notebook is a different, validated variant; nbgrader's is one copy)")
+    if "split" in r:
+        speedup = (p["notebooks_per_s"] / r["serial"]["notebooks_per_s"]) if "serial" in r else None
+        lines += build_split.report(r["split"], speedup)
     return "\n".join(lines)
 
 
@@ -139,10 +151,12 @@ def main(argv=None) -> int:
     parser.add_argument("--jobs", type=int, default=2, help="worker processes (default 2)")
     parser.add_argument("--serial", type=int, default=200, help="students for the 1-job run (0: skip)")
     parser.add_argument("--html", type=int, default=50, help="students for the --format html run (0: skip)")
+    parser.add_argument("--split", type=int, default=40,
+                        help="students for where a student's time goes, in one process (0: skip)")
     parser.add_argument("--no-nbgrader", action="store_true", help="skip the nbgrader baseline")
     parser.add_argument("--json", action="store_true", help="machine-readable output")
     args = parser.parse_args(argv)
-    result = run(args.students, args.jobs, args.html, args.serial, not args.no_nbgrader)
+    result = run(args.students, args.jobs, args.html, args.serial, not args.no_nbgrader, args.split)
     print(json.dumps(result, indent=2) if args.json else report(result))
     return 0
 

@@ -174,7 +174,9 @@ class Variant:
     def _follow_fields(self) -> dict:
         """The follow-through recipes and their credit (nothing for a template without one,
         so its records and digests stay as they were)."""
-        recipes = follow.follow_record(self) if self.template.kind == "numeric" else {}
+        recipes = self._rendered.get("follow") if self.template.kind == "numeric" else {}
+        if recipes is None:     # (not validated: worked out here)
+            recipes = follow.follow_record(self)
         return {"follow": recipes, "follow_credit": self.template.follow_credit} if recipes else {}
 
     @property
@@ -921,9 +923,10 @@ def _read_only_args(case: TestCase) -> dict | None:
 
 
 def _follows(template, variant, evaluator) -> None:
-    """Every follow expression gives its part's answer from the correct earlier answers."""
+    """Every follow expression gives its part's answer from the correct earlier answers.
+    The recipes are kept for the record (they were worked out twice: ~1 % of a build)."""
     try:
-        follow.follow_record(variant)
+        variant._rendered["follow"] = follow.follow_record(variant)
     except follow.FollowError as err:
         part = next((p for p in template.parts if f"parts.{p.id}.follow" in str(err)), None)
         evaluator.fail(part.line if part else 0, "follow", err)

@@ -167,6 +167,19 @@ def test_every_bank_record_round_trips_exactly(path):
     assert not listed, "a float64 array of a twin or hidden case was stored as a list"
 
 
+@pytest.mark.parametrize("name", ["dog_ran_fast", "why_sqrt_dk", "causal_mask_by_hand"])
+def test_the_follow_recipes_validation_worked_out_are_the_records(name):
+    """Validation keeps the recipes it checked for the record: the same as worked out anew,
+    and the same as an unvalidated variant's record works out itself."""
+    from exercises import follow
+
+    v = make_variant(bank(name), 3)
+    assert v.record()["follow"] and v.record()["follow"] == follow.follow_record(v)
+    fresh = make_variant(bank(name), 3, validate=False)
+    assert fresh.attempts == v.attempts     # the same draw (seed 3: validation redraws nothing)
+    assert fresh.record()["follow"] == v.record()["follow"]
+
+
 def _stored_arrays(stored):
     if isinstance(stored, dict):
         if "dtype" in stored:
