@@ -6,9 +6,9 @@ A variant's validation calls the reference functions (the answers, the hidden ca
 expected outputs) and every twin of them (each listed misconception, each mistake the
 search tries): the key holds what they give. Those calls, the outermost ones only, are
 recorded while the same students are built a second time (their arguments copied: the
-first build is the timed one) and then replayed in a plain loop: what the key's values cost as arithmetic, without the engine around them
-(expressions, comparisons, the search's bookkeeping, rendering). The rest of a student's
-time is the engine's.
+first build is the timed one) and then replayed in a plain loop: what the key's values cost
+as arithmetic, without the engine around them (expressions, comparisons, the search's
+bookkeeping, rendering). The rest of a student's time is the engine's.
 
 Used by ``python -m bench.build`` (``--split N``); nothing here is timed in a test.
 """
