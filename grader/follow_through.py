@@ -8,6 +8,15 @@ earlier answers; if the student's value matches within the part's tolerance, the
 ``follow_credit`` × its points and says "correct, given your …". Chains work step by step:
 (d) is judged on the student's (c), whatever (c) earned.
 
+Credit is withheld, and the feedback says why, where it would pay for no understanding:
+
+* a carried answer is **degenerate** (``formats.degenerate``: all zeros, flat rows such as
+  constant or one-hot ones, NaN) while the key's answer for that step is not: the later
+  steps then do no real work, and any page of zeros would be "consistent";
+* the part **lists the mistake** the carried answer makes (a twin the part lists gives the
+  student's earlier answer, or the part's own verdict names one): the part exists to catch
+  exactly that mistake, so carrying it forward must not pay.
+
 Bounded work: the recipe runs only on earlier answers of exactly the expected shape (the
 template's own sizes), finite or not; one that raises earns nothing. A follow-through is
 recorded as such: status ``passed`` (full credit) or ``partial``, and a message starting
@@ -16,17 +25,23 @@ with ``FOLLOW_THROUGH``.
 
 from __future__ import annotations
 
+from dataclasses import replace
+
 import numpy as np
 
 from exercises.expressions import Scope, parse
 from exercises import references
 from formats.compare import compare, is_numeric
+from formats.degenerate import degenerate
+from formats.degenerate import describe as describe_form
 from formats.key_shape import answer_names, gradings
-from formats.serialize import decode_names
+from formats.serialize import decode_names, from_jsonable
+from solutions import MISCONCEPTIONS
 
-from .verdicts import FAILED, PARTIAL, PASSED, Verdict
+from .verdicts import FAILED, PARTIAL, PASSED, Verdict, gives_part, same_value
 
 FOLLOW_THROUGH = "Follow-through:"
+FOLLOW_WITHHELD = "No follow-through:"
 
 
 def _student_values(recipe: dict, names: dict, values: dict, answers: dict) -> dict | None:
@@ -56,14 +71,17 @@ def _recomputed(recipe: dict, student: dict):
 
 
 def carried(record: dict, values: dict, verdicts: dict) -> dict:
-    """``verdicts`` with follow-through credit given where it is due (a new dict)."""
+    """``verdicts`` with follow-through credit given where it is due (a new dict), and withheld
+    with the reason said where the carried answer is degenerate or is the part's own mistake."""
     recipes = record.get("follow") or {}
     if not recipes:
         return verdicts
     share = float(record.get("follow_credit", 1.0))
     names, answers = answer_names(record), decode_names(record["answers"])
+    tolerances = {g["id"]: (float(g["rtol"]), float(g["atol"])) for g in gradings(record) if "id" in g}
     first = dict(verdicts)                       # what each part earned on its own
     out = dict(verdicts)
+    trivial: dict[str, str] = {}                 # part → why: consistent with a degenerate answer
     for grading in gradings(record):
         part = grading["id"]
         recipe = recipes.get(part)
@@ -72,12 +90,17 @@ def carried(record: dict, values: dict, verdicts: dict) -> dict:
             continue
         wrong = [p for p in recipe["parts"] if first.get(p) is not None and first[p].status != PASSED]
         student = _student_values(recipe, names, values, answers) if wrong else None
-        if student is None:
+        if student is None or not _consistent(recipe, student, values.get(names.get(part, "")), grading):
             continue
-        again = _recomputed(recipe, student)
-        value = values.get(names.get(part, ""))
-        if again is None or value is None or not compare(value, again, float(grading["rtol"]),
-                                                         float(grading["atol"])).ok:
+        withheld = _own_mistake(record, grading, verdict, wrong, student, tolerances)
+        if withheld is None:
+            why = (_trivial(wrong, student, answers, tolerances, names, trivial)
+                   or _trivial_result(part, values.get(names.get(part, "")), answers, tolerances, names))
+            withheld = None if why is None else (why, None)
+            if why is not None:
+                trivial[part] = why
+        if withheld is not None:
+            out[part] = _withheld(verdict, *withheld)
             continue
         points = verdict.max_score
         given = ", ".join(f"`{names.get(p, p)}`" for p in wrong)
@@ -86,3 +109,69 @@ def carried(record: dict, values: dict, verdicts: dict) -> dict:
                             f"is correct given your {given}, which {'is' if len(wrong) == 1 else 'are'} "
                             f"wrong: this step earns {share:.0%} of its points.")
     return out
+
+
+def _consistent(recipe: dict, student: dict, value, grading: dict) -> bool:
+    """Does the student's value for the part follow, by the recipe, from their earlier answers?"""
+    again = _recomputed(recipe, student)
+    return again is not None and value is not None and compare(
+        value, again, float(grading["rtol"]), float(grading["atol"])).ok
+
+
+def _own_mistake(record: dict, grading: dict, verdict: Verdict, wrong: list[str], student: dict,
+                 tolerances: dict) -> tuple[str, str | None] | None:
+    """(why, twin) when the part exists to catch the student's mistake: its verdict already
+    names a twin it lists, or a twin it lists gives the student's carried answer."""
+    listed = [name for name in grading.get("misconceptions", ()) if name in MISCONCEPTIONS]
+    if verdict.misconception in listed:
+        return "", None                       # the verdict's own message names it already
+    twins = record.get("twins", {})
+    for name in listed:
+        for part in wrong:
+            stored = twins.get(name)
+            if not gives_part(stored, part):
+                continue
+            rtol, atol = tolerances.get(part, (0.0, 0.0))
+            if same_value(student[part], from_jsonable(stored["dict"][part]), rtol, atol):
+                return (f"it follows from your earlier answers, but they carry the very mistake this "
+                        f"step checks for: {MISCONCEPTIONS[name].summary}. {MISCONCEPTIONS[name].explanation} "
+                        "No credit is carried forward."), name
+    return None
+
+
+def _trivial(wrong: list[str], student: dict, answers: dict, tolerances: dict, names: dict,
+             trivial: dict[str, str]) -> str | None:
+    """Why a carried answer makes this step trivial: it is degenerate (``formats.degenerate``),
+    or it was itself worked from a degenerate answer (``trivial``: part → why, down a chain)."""
+    for part in wrong:
+        if part in trivial:
+            return trivial[part]
+        rtol, atol = tolerances.get(part, (0.0, 0.0))
+        form = degenerate(student[part], answers[part], rtol, atol)
+        if form is not None:
+            return (f"it follows from your `{names.get(part, part)}`, but that "
+                    f"{describe_form(form, student[part], atol)}, so the steps after it do no real "
+                    "work: no credit is carried forward.")
+    return None
+
+
+def _trivial_result(part: str, value, answers: dict, tolerances: dict, names: dict) -> str | None:
+    """Why the step's own result is trivial: an array that is degenerate where the answer is
+    not (``V = 0`` in a list of projections makes the output 0, whatever the weights). A
+    single number is never judged so: 0 is an ordinary token id or count."""
+    if np.ndim(value) == 0 or np.size(value) < 2:
+        return None
+    rtol, atol = tolerances.get(part, (0.0, 0.0))
+    form = degenerate(value, answers[part], rtol, atol)
+    if form is None:
+        return None
+    return (f"it follows from your earlier answers, but it {describe_form(form, value, atol)} itself, "
+            "so this step did no real work on them: no credit is carried forward.")
+
+
+def _withheld(verdict: Verdict, why: str, twin: str | None) -> Verdict:
+    """The part's own verdict, with why follow-through credit is not given (and the twin named)."""
+    if not why:
+        return verdict
+    return replace(verdict, message=f"{verdict.message} {FOLLOW_WITHHELD} {why}",
+                   misconception=verdict.misconception or twin)

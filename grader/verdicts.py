@@ -148,11 +148,11 @@ def diagnoses(value, twins: dict, names, rtol: float, atol: float,
     not ``telling``: a count, an index, one number) a lookalike is never the diagnosis on
     its own; it only makes a listed twin's name doubtful."""
     found = [name for name in names if name in twins and name in MISCONCEPTIONS
-             and _matches(value, twins[name], rtol, atol)]
+             and same_value(value, twins[name], rtol, atol)]
     if not found and not nameable:
         return []
     return found + [name for name, wrong in (lookalikes or {}).items()
-                    if name not in found and name in MISCONCEPTIONS and _matches(value, wrong, rtol, atol)]
+                    if name not in found and name in MISCONCEPTIONS and same_value(value, wrong, rtol, atol)]
 
 
 def either(names) -> str:
@@ -165,7 +165,7 @@ def either(names) -> str:
             f"apart: either {alternatives}. Check which one you made.")
 
 
-def _matches(value, wrong, rtol: float, atol: float) -> bool:
+def same_value(value, wrong, rtol: float, atol: float) -> bool:
     """Does the student's value equal a twin's? NaN matches NaN here: a softmax that
     overflows gives NaN for the student exactly where it does for the twin."""
     try:
@@ -186,7 +186,7 @@ def _shape_hint(value, expected, rtol, atol) -> str:
     if not (isinstance(value, np.ndarray) and is_numeric(expected)):
         return ""
     want = np.asarray(expected)
-    if value.ndim == 2 and want.ndim == 2 and _matches(value.T, want, rtol, atol):
+    if value.ndim == 2 and want.ndim == 2 and same_value(value.T, want, rtol, atol):
         return " Its transpose is right: rows and columns are swapped."
     return ""
 
@@ -296,7 +296,7 @@ def _diagnose_function(outcomes, positions, twins, names, rtol, atol, lookalikes
 
 def _matches_outputs(value, wrong, rtol, atol) -> bool:
     got, want = outputs_of(value), outputs_of(wrong)
-    return len(got) == len(want) and all(_matches(g, w, rtol, atol) for g, w in zip(got, want))
+    return len(got) == len(want) and all(same_value(g, w, rtol, atol) for g, w in zip(got, want))
 
 
 # --- a whole problem ---------------------------------------------------------------------
@@ -308,7 +308,7 @@ def free_response_part(grading: dict, text: str | None) -> Verdict:
     return Verdict(0.0, points, MANUAL, "Graded by hand.")
 
 
-def _gives(stored, part: str) -> bool:
+def gives_part(stored, part: str) -> bool:
     """Does a stored mistake (an encoded {part: value} table) give a value for ``part``?"""
     return isinstance(stored, dict) and set(stored) == {"dict"} and isinstance(stored["dict"], dict) \
         and part in stored["dict"]
@@ -337,7 +337,7 @@ def problem_verdicts(record: dict, values: dict, outcomes: dict, free_text: dict
         """(twins, lookalikes) of ``part``: what the record's stored mistakes give for it,
         decoded only when that part is wrong (not every part's, for each wrong one)."""
         return tuple({name: from_jsonable(by_part["dict"][part]) for name, by_part in record.get(field, {}).items()
-                      if _gives(by_part, part)} for field in ("twins", "lookalikes"))
+                      if gives_part(by_part, part)} for field in ("twins", "lookalikes"))
 
     for grading in gradings(record):
         part = grading["id"]

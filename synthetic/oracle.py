@@ -166,20 +166,20 @@ def expectations(entry: dict, values: dict, modes: dict, follow_through: bool = 
                 alike = {n: v[part] for n, v in lookalikes.items() if isinstance(v, dict) and part in v}
                 parts[part] = expect_numeric(g, answers[part], value, part_twins, alike)
         if kind == "numeric" and record.get("follow") and follow_through:
-            parts = _with_follow_through(record, pid, values, answers, parts)
+            parts = _with_follow_through(record, pid, values, answers, parts, twins)
         expected[pid] = parts
     return expected
 
 
-def _with_follow_through(record: dict, pid: str, values: dict, answers: dict, parts: dict) -> dict:
+def _with_follow_through(record: dict, pid: str, values: dict, answers: dict, parts: dict,
+                         twins: dict) -> dict:
     """The follow-through credit a correct grader gives: a failed part whose recipe, run on
     the student's own earlier answers (of the expected shapes), gives the student's value,
-    while an earlier answer it reads was not right on its own."""
-    from exercises.expressions import Scope, parse
-    from exercises.references import FUNCTIONS
-
+    while an earlier answer it reads was not right on its own — unless that earlier answer
+    is degenerate (or was worked from one), or is a mistake the part lists."""
     share = float(record.get("follow_credit", 1.0))
-    out = dict(parts)
+    tolerance = {shape.part_id(g): (float(g["rtol"]), float(g["atol"])) for g in shape.gradings(record)}
+    out, trivial = dict(parts), set()
     for g in shape.gradings(record):
         part, recipe = shape.part_id(g), record["follow"].get(shape.part_id(g))
         if recipe is None or parts[part]["status"] != FAILED:
@@ -189,17 +189,58 @@ def _with_follow_through(record: dict, pid: str, values: dict, answers: dict, pa
         if all(parts[u]["status"] == PASSED for u in used) or any(
                 v is LOST or isinstance(v, str) or np.shape(v) != np.shape(answers[u]) for u, v in mine.items()):
             continue
-        scope = Scope({**decode_names(recipe["values"]), **{u: np.asarray(v, dtype=float) for u, v in mine.items()}},
-                      functions=dict(FUNCTIONS), strict=False)
-        try:
-            with np.errstate(all="ignore"):
-                again = parse(recipe["expression"]).evaluate(scope)
-        except Exception:  # noqa: BLE001 — a recipe that cannot run earns nothing
+        again = _run_recipe(recipe, mine)
+        if again is None or not close(values.get((pid, part), LOST), again, float(g["rtol"]), float(g["atol"])):
             continue
-        if close(values.get((pid, part), LOST), again, float(g["rtol"]), float(g["atol"])):
-            points = shape.points(g)
-            out[part] = _verdict(PASSED if share >= 1 else PARTIAL, round(points * share, 6), points)
+        wrong = [u for u in used if parts[u]["status"] != PASSED]
+        listed = [t for t in g.get("misconceptions", ()) if t in twins]
+        if parts[part]["misconception"] in listed:
+            continue
+        twin = next((t for t in listed for u in wrong if isinstance(twins[t], dict) and u in twins[t]
+                     and _close_or_both_nan(mine[u], twins[t][u], *tolerance[u])), None)
+        if twin is not None:
+            out[part] = _verdict(FAILED, 0.0, shape.points(g), twin)
+            continue
+        mine_here = values.get((pid, part), LOST)
+        if any(u in trivial or _degenerate(mine[u], answers[u], *tolerance[u]) for u in wrong) or (
+                np.ndim(mine_here) >= 1 and np.size(mine_here) >= 2
+                and _degenerate(mine_here, answers[part], *tolerance[part])):
+            trivial.add(part)
+            continue
+        points = shape.points(g)
+        out[part] = _verdict(PASSED if share >= 1 else PARTIAL, round(points * share, 6), points)
     return out
+
+
+def _run_recipe(recipe: dict, mine: dict):
+    from exercises.expressions import Scope, parse
+    from exercises.references import FUNCTIONS
+
+    scope = Scope({**decode_names(recipe["values"]), **{u: np.asarray(v, dtype=float) for u, v in mine.items()}},
+                  functions=dict(FUNCTIONS), strict=False)
+    try:
+        with np.errstate(all="ignore"):
+            return parse(recipe["expression"]).evaluate(scope)
+    except Exception:  # noqa: BLE001 — a recipe that cannot run earns nothing
+        return None
+
+
+def _degenerate(value, expected, rtol: float, atol: float) -> bool:
+    """The degenerate-answer rule, written out row by row: not finite, all zero, or every row
+    equal on its entries that are not zero — where the expected answer is not so."""
+    def forms(a) -> set:
+        a = np.asarray(a, dtype=float)
+        if not np.isfinite(a).all():
+            return {"not finite"}
+        found = {"zero"} if a.size and all(abs(x) <= atol for x in a.ravel().tolist()) else set()
+        if a.ndim and a.shape[-1] >= 2 and a.size:
+            def flat(row):
+                big = [x for x in row if abs(x) > atol]
+                return not big or max(big) - min(big) <= atol + rtol * max(abs(max(big)), abs(min(big)))
+            if all(flat(row) for row in a.reshape(-1, a.shape[-1]).tolist()):
+                found.add("flat")
+        return found
+    return bool(forms(value) - forms(expected))
 
 
 # --- answers for other givens (edited_givens) --------------------------------------------

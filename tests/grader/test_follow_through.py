@@ -93,12 +93,13 @@ def test_the_key_keeps_each_recipe_with_the_values_it_reads():
 def test_a_step_right_on_the_students_own_wrong_answer_earns_its_points_along_the_chain():
     record = record_of(chain())
     values = correct(record)
-    values["scaled_scores"] = values["raw_scores"] * 1.0          # forgot the scale: (b) wrong
+    values["scaled_scores"] = values["scaled_scores"].copy()
+    values["scaled_scores"][0, 0] += 1.0                          # an arithmetic slip: (b) wrong
     values["weights"] = softmax(values["scaled_scores"])          # (c) right from their (b)
     values["output"] = values["weights"] @ np.asarray(from_jsonable(record["follow"]["output"]["values"]["V"]))
     verdicts = grade(record, values)
     assert verdicts["raw_scores"].status == PASSED
-    assert verdicts["scaled_scores"].status == FAILED and verdicts["scaled_scores"].misconception == "sdpa_no_scale"
+    assert verdicts["scaled_scores"].status == FAILED and verdicts["scaled_scores"].misconception is None
     for part, points in (("weights", 2.0), ("output", 2.0)):
         v = verdicts[part]
         assert (v.status, v.score) == (PASSED, points), v.message
@@ -108,7 +109,7 @@ def test_a_step_right_on_the_students_own_wrong_answer_earns_its_points_along_th
 def test_a_wrong_step_on_top_of_a_wrong_answer_earns_nothing():
     record = record_of(chain())
     values = correct(record)
-    values["scaled_scores"] = values["raw_scores"] * 1.0
+    values["scaled_scores"] = values["raw_scores"] + 1.0
     values["weights"] = softmax(values["scaled_scores"]) + 0.1    # wrong even given their (b)
     values["output"] = values["weights"] @ np.ones((3, 2))
     verdicts = grade(record, values)
@@ -128,7 +129,8 @@ def test_a_wrong_step_on_right_answers_is_simply_wrong():
 def test_the_credit_is_the_templates_share_and_an_assignment_may_change_it(tmp_path):
     record = record_of(chain(credit="follow_credit: 0.5"))
     values = correct(record)
-    values["scaled_scores"] = values["raw_scores"] + 1.0
+    values["scaled_scores"] = values["scaled_scores"].copy()
+    values["scaled_scores"][0, 0] += 1.0
     values["weights"] = softmax(values["scaled_scores"])
     v = grade(record, values)["weights"]
     assert (v.status, v.score, v.max_score) == (PARTIAL, 1.0, 2.0) and "50%" in v.message
@@ -175,10 +177,85 @@ def test_no_follow_through_on_another_students_notebook_or_edited_givens():
     assert {"wrong-student", "wrong-variant", "givens-edited"} <= FOLLOW_WITHHELD
     record = record_of(chain())
     values = correct(record)
-    values["scaled_scores"] = values["raw_scores"] * 1.0
+    values["scaled_scores"] = values["scaled_scores"].copy()
+    values["scaled_scores"][0, 0] += 1.0
     values["weights"] = softmax(values["scaled_scores"])
     entry = {"problems": {"chain": record}}
     kept = grade_values(entry, {"chain": values}, {}, {}, {}).verdicts
     withheld = grade_values(entry, {"chain": values}, {}, {}, {}, follow=False).verdicts
     assert kept[("chain", "weights")].status == PASSED
     assert withheld[("chain", "weights")].status == FAILED and withheld[("chain", "weights")].score == 0.0
+
+
+# --- credit that cannot be gamed -------------------------------------------------------------
+
+def _carried_from(record, part: str, value) -> dict:
+    """Right answers, ``value`` at ``part``, every later step worked from it (the recipes)."""
+    values = correct(record)
+    values[part] = np.asarray(value, dtype=float)
+    d_k = float(from_jsonable(record["follow"]["scaled_scores"]["values"]["d_k"]))
+    V = np.asarray(from_jsonable(record["follow"]["output"]["values"]["V"]))
+    if part == "raw_scores":
+        values["scaled_scores"] = values["raw_scores"] / np.sqrt(d_k)
+    if part in ("raw_scores", "scaled_scores"):
+        values["weights"] = softmax(values["scaled_scores"])
+    values["output"] = values["weights"] @ V
+    return values
+
+
+@pytest.mark.parametrize("garbage, words", [
+    (lambda e: np.zeros_like(e), "is all zeros"),
+    (lambda e: np.full_like(e, 2.0), "all the entries of each row equal"),
+    (lambda e: 100 * np.eye(len(e)), "a single entry that is not zero"),
+    (lambda e: np.where(np.tril(np.ones_like(e)) > 0, 3.0, 0.0), "the same number in every entry"),
+])
+def test_a_degenerate_first_step_earns_nothing_down_the_whole_chain(garbage, words):
+    record = record_of(chain())
+    values = _carried_from(record, "raw_scores", garbage(correct(record)["raw_scores"]))
+    verdicts = grade(record, values)
+    for part in ("scaled_scores", "weights", "output"):
+        v = verdicts[part]
+        assert v.status == FAILED and v.score == 0.0, (part, v.message)
+    assert "No follow-through:" in verdicts["scaled_scores"].message
+    assert words in verdicts["scaled_scores"].message and "`raw_scores`" in verdicts["scaled_scores"].message
+    assert words in verdicts["output"].message        # told down the chain, from where it started
+
+
+def test_an_honest_slip_carried_forward_earns_the_later_steps():
+    record = record_of(chain())
+    raw = correct(record)["raw_scores"].copy()
+    raw[1, 0] += 1.0
+    verdicts = grade(record, _carried_from(record, "raw_scores", raw))
+    assert verdicts["raw_scores"].status == FAILED
+    assert all(verdicts[p].status == PASSED and verdicts[p].message.startswith(FOLLOW_THROUGH)
+               for p in ("scaled_scores", "weights", "output"))
+
+
+def test_a_part_that_lists_the_carried_mistake_gives_no_follow_through():
+    """Forgetting 1/√d_k is what weights and output (which list sdpa_no_scale) exist to catch:
+    carrying it forward is the mistake, not a step done right."""
+    record = record_of(chain())
+    values = _carried_from(record, "scaled_scores", correct(record)["raw_scores"] * 1.0)
+    verdicts = grade(record, values)
+    for part in ("weights",):
+        v = verdicts[part]
+        assert (v.status, v.score, v.misconception) == (FAILED, 0.0, "sdpa_no_scale"), v.message
+        assert not v.message.startswith(FOLLOW_THROUGH)
+
+
+def test_the_carried_answer_is_judged_against_the_twins_the_part_lists():
+    """output lists no twin in CHAIN: the forgotten scale carried into it earns its step. Once
+    it lists sdpa_no_scale, it earns nothing and names the mistake, even where the key stores
+    no output for that twin (so the part's own value could not name it)."""
+    record = record_of(chain())
+    values = _carried_from(record, "scaled_scores", correct(record)["raw_scores"] * 1.0)
+    out = grade(record, values)["output"]
+    assert out.status == PASSED and out.message.startswith(FOLLOW_THROUGH)
+    listed = dict(record, grading=[dict(g, misconceptions=["sdpa_no_scale"]) if g["id"] == "output" else g
+                                   for g in record["grading"]])
+    twins = {name: {"dict": {p: v for p, v in stored["dict"].items() if p != "output"}}
+             for name, stored in record["twins"].items()}
+    listed["twins"], listed["lookalikes"] = twins, {}
+    out = grade(listed, values)["output"]
+    assert (out.status, out.score, out.misconception) == (FAILED, 0.0, "sdpa_no_scale"), out.message
+    assert "No follow-through:" in out.message and "the very mistake this step checks for" in out.message
