@@ -51,6 +51,7 @@ bench: $(STAMP)
 	$(PY) -m bench.mark_page
 	$(PY) -m bench.diagnosis
 	$(PY) -m bench.forensics
+	$(PY) -m bench.credit
 
 clean:
 	rm -rf $(VENV) .pytest_cache .hypothesis *.egg-info build

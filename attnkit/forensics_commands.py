@@ -17,7 +17,7 @@ def _forensics(args) -> int:
     assignment, key, gradebook_path, _ = course
     if not gradebook_path.exists():
         return fail([f"{gradebook_path}: no gradebook yet (run attnkit grade first)"])
-    from grader.forensics import forensics
+    from grader.forensics import follow_through_note, forensics
     from grader.gradebook import Gradebook, GradebookError
     build = Path(args.build) if args.build else None
     if build is None and Path(args.key_path).parent.name == "instructor":
@@ -37,6 +37,8 @@ def _forensics(args) -> int:
     for f in flags:
         print(terminal_safe(f"  {f['student']} {f['problem']}/{f['part']} [{f['kind']}] with "
                             f"{', '.join(f['with'])}: {f['evidence']} (p_coincidence {f['p_coincidence']:.3f})"))
+        if follow_through_note(f):
+            print(terminal_safe(f"    {follow_through_note(f)}"))
     code = result.get("code", {})
     for note in code.get("notes", []):
         print(terminal_safe(f"  note: {note}"))

@@ -11,10 +11,14 @@ earlier answers (exactly what follow-through credit checks). The first steps:
   identity, 100 on one entry of every row). A single number has only the first: 1 is a
   plausible number, not a degenerate one. A copy of another variant's chain is consistent
   and real work: forensics finds it, not this rule;
-* **honest slip**: the right first step with one entry off by one (an arithmetic slip).
+* **honest slip**: the right first step with one entry off by 1, −1 or 2 (an arithmetic
+  slip; which entry, and by how much, varies with the seed).
 
 Each is judged by the grader's own functions (``problem_verdicts`` then ``carried``, as
-``grader.grading`` calls them), and the table gives the share of the later points earned.
+``grader.grading`` calls them). The table gives the share of the later points carried
+forward: of the later parts that are wrong on their own, the share of their points that
+follow-through credit gives back (a case where every later part is right on its own, an
+argmax the garbage did not move, has nothing to carry and is left out).
 The goal: a degenerate first step earns at most a quarter, and an honest slip never less
 than any degenerate one on the same chain and seed.
 
@@ -32,7 +36,7 @@ import numpy as np
 from formats import key_shape as shape
 from formats.serialize import decode_names
 from grader.follow_through import _recomputed, carried
-from grader.verdicts import problem_verdicts
+from grader.verdicts import PASSED, problem_verdicts
 from synthetic import mistakes as corpus
 
 KINDS = ("zeros", "constant", "support", "one-hot", "slip")
@@ -54,14 +58,15 @@ def chains(record: dict) -> dict[str, list[str]]:
     return out
 
 
-def first_step(kind: str, expected):
-    """The first step a student of ``kind`` puts in (None: that kind has no such value here)."""
+def first_step(kind: str, expected, seed: int = 0):
+    """The first step a student of ``kind`` puts in (None: that kind has no such value here);
+    the slip's entry and size vary with ``seed``."""
     e = np.asarray(expected, dtype=float)
     if kind == "zeros":
         return np.zeros_like(e)
     if kind == "slip":
         slip = e.copy()
-        slip.flat[0] += 1.0
+        slip.flat[seed % slip.size] += (1.0, -1.0, 2.0)[seed % 3]
         return slip
     if e.ndim == 0:
         return None
@@ -88,11 +93,16 @@ def carry(record: dict, root: str, value, later: list[str]) -> dict:
     return {names[p]: v for p, v in mine.items()}
 
 
-def earned(record: dict, values: dict, later: list[str]) -> float:
-    """The share of the later parts' points the student earns (follow-through included)."""
-    verdicts = carried(record, values, problem_verdicts(record, values, {}, {}))
-    got = sum(verdicts[p].score for p in later)
-    return got / sum(verdicts[p].max_score for p in later)
+def earned(record: dict, values: dict, later: list[str]) -> float | None:
+    """The share of the points of the later parts that are wrong on their own which
+    follow-through credit gives back (None: every later part is right on its own, e.g. an
+    argmax the garbage did not move, and there is nothing to carry)."""
+    own = problem_verdicts(record, values, {}, {})
+    verdicts = carried(record, values, own)
+    wrong = [p for p in later if own[p].status != PASSED]
+    if not wrong:
+        return None
+    return sum(verdicts[p].score for p in wrong) / sum(verdicts[p].max_score for p in wrong)
 
 
 def measure(seeds: int = 10, only=None) -> dict:
@@ -109,21 +119,23 @@ def measure(seeds: int = 10, only=None) -> dict:
                 expected = decode_names(record["answers"])[root]
                 got = {}
                 for kind in KINDS:
-                    value = first_step(kind, expected)
+                    value = first_step(kind, expected, seed)
                     if value is None:
                         continue
-                    got[kind] = earned(record, carry(record, root, value, later), later)
-                    shares[(template, root)][kind].append(got[kind])
+                    share = earned(record, carry(record, root, value, later), later)
+                    if share is not None:
+                        got[kind] = share
+                        shares[(template, root)][kind].append(share)
                 worst = max((got[k] for k in GARBAGE if k in got), default=0.0)
-                if worst > 0.25 or got["slip"] < worst:
+                if worst > 0.25 or got.get("slip", 1.0) < worst:
                     misses.append({"template": template, "seed": seed, "first_step": root, **got})
     return {"seeds": seeds, "rows": {f"{t}:{r}": {k: float(np.mean(v)) for k, v in kinds.items()}
                                      for (t, r), kinds in shares.items()}, "misses": misses}
 
 
 def report(result: dict) -> str:
-    lines = [f"Follow-through on every chain, {result['seeds']} seeds: the share of the later points earned "
-             "(mean over seeds)", "",
+    lines = [f"Follow-through on every chain, {result['seeds']} seeds: the share of the later points "
+             "carried forward (mean over seeds)", "",
              f"{'chain (template:first step)':<44}" + "".join(f"{k:>10}" for k in KINDS)]
     for chain, kinds in sorted(result["rows"].items()):
         lines.append(f"{chain:<44}" + "".join(f"{kinds[k]:>10.0%}" if k in kinds else f"{'—':>10}"

@@ -496,7 +496,14 @@ def _case_row(case: list[dict], names: dict) -> str:
             f'<td>{escape(names.get(first["student"], ""))}</td><td><code>{escape(first["kind"])}</code></td>'
             f'<td>{escape(", ".join(_partners(first)))}</td>'
             f'<td>{len(case)}: {escape(parts)}</td><td class="num">{_p_value(first["p_coincidence"])}</td>'
-            f'<td class="evidence">{escape(first.get("evidence", ""))}</td></tr>')
+            f'<td class="evidence">{escape(first.get("evidence", ""))}{_follow_note(case)}</td></tr>')
+
+
+def _follow_note(case: list[dict]) -> str:
+    """The follow-through parts that rest on a case's answers, named (``forensics.follow_through_note``)."""
+    from .forensics import follow_through_note
+    notes = dict.fromkeys(n for n in map(follow_through_note, case) if n)
+    return "".join(f'<br><span class="follow-through">{escape(n)}</span>' for n in notes)
 
 
 # ------------------------------------------------------------------------------- 6. wrong matrices

@@ -317,8 +317,37 @@ def forensics(gradebook, key: dict, threshold: float = THRESHOLD, build=None, co
     if code:
         code_flags, result["code"] = similar_code_flags(key, grades, _build_of(gradebook, build))
         flags += code_flags
-    result["flags"] = [f.as_json() for f in flags]
+    carried = _follow_through_parts(grades)
+    result["flags"] = [_with_follow_through(f.as_json(), carried.get((f.student, f.problem), ()))
+                       for f in flags]
     return result
+
+
+def _follow_through_parts(grades) -> dict[tuple[str, str], list[str]]:
+    """(student, problem) → the parts that earned follow-through credit on the counted handin:
+    credit "given your earlier answers" that a flag says may be another student's."""
+    out: dict[tuple[str, str], list[str]] = {}
+    for s in grades:
+        for p in s.parts:
+            r = p.result
+            if r is not None and r.status in ("passed", "partial") and r.message.startswith(FOLLOW_THROUGH):
+                out.setdefault((s.id, p.problem), []).append(p.part)
+    return out
+
+
+def _with_follow_through(flag: dict, parts) -> dict:
+    """A flag with the follow-through parts of its problem named: a copied chain earns them."""
+    flag["follow_through"] = list(parts)
+    return flag
+
+
+def follow_through_note(flag: dict) -> str:
+    """The words for a flag's follow-through parts ("" without any), for the lists a TA reads."""
+    parts = flag.get("follow_through") or ()
+    if not parts:
+        return ""
+    return (f"follow-through credit on {', '.join(parts)} of {flag['problem']} rests on these answers: "
+            "it stands or falls with this flag")
 
 
 def _build_of(gradebook, build):

@@ -187,7 +187,7 @@ def _with_follow_through(record: dict, pid: str, values: dict, answers: dict, pa
         used = recipe["parts"]
         mine = {u: values.get((pid, u), LOST) for u in used}
         if all(parts[u]["status"] == PASSED for u in used) or any(
-                v is LOST or isinstance(v, str) or np.shape(v) != np.shape(answers[u]) for u, v in mine.items()):
+                v is LOST or isinstance(v, str) or _shape(v) != np.shape(answers[u]) for u, v in mine.items()):
             continue
         again = _run_recipe(recipe, mine)
         if again is None or not close(values.get((pid, part), LOST), again, float(g["rtol"]), float(g["atol"])):
@@ -210,6 +210,15 @@ def _with_follow_through(record: dict, pid: str, values: dict, answers: dict, pa
         points = shape.points(g)
         out[part] = _verdict(PASSED if share >= 1 else PARTIAL, round(points * share, 6), points)
     return out
+
+
+def _shape(value):
+    """The shape of a student's numeric value; None for text, ragged lists and the like."""
+    try:
+        a = np.asarray(value)
+    except (ValueError, TypeError):
+        return None
+    return a.shape if a.dtype.kind in "biuf" else None
 
 
 def _run_recipe(recipe: dict, mine: dict):

@@ -250,3 +250,11 @@ def test_a_damaged_stored_answer_does_not_stop_forensics(graded_class, tmp_path)
     with Gradebook(copy) as gradebook:
         result = forensics(gradebook, key)
     assert result["students"] == 12
+
+
+def test_a_flags_follow_through_parts_are_said_in_words_for_the_ta():
+    from grader.forensics import follow_through_note
+    flag = {"problem": "dog_ran_fast", "part": "weights", "follow_through": ["output", "row_sums"]}
+    assert follow_through_note(flag) == ("follow-through credit on output, row_sums of dog_ran_fast rests on "
+                                         "these answers: it stands or falls with this flag")
+    assert follow_through_note({**flag, "follow_through": []}) == ""

@@ -59,6 +59,23 @@ def test_every_planted_case_is_flagged_with_its_partner(planted_class):
     assert result["code"]["compared"] == {"implement": 30} and result["code"]["skipped"] == []
 
 
+def test_a_copied_chain_names_the_follow_through_it_earned(planted_class):
+    """A whole copied notebook is consistent with itself: its chains earn follow-through
+    credit "given your earlier answers", and each flag names those parts for the TA."""
+    planted, result, _ = planted_class
+    copier = next(p.copier for p in planted if p.kind == "numbers")
+    mine = [f for f in result["flags"] if f["student"] == copier]
+    carried = {(f["problem"], part) for f in mine for part in f["follow_through"]}
+    assert carried, mine
+    # every flag of a problem names the same parts: those of the problem passed by follow-through
+    by_problem = {}
+    for f in mine:
+        by_problem.setdefault(f["problem"], set()).add(tuple(f["follow_through"]))
+    assert all(len(names) == 1 for names in by_problem.values()), by_problem
+    honest = [f for f in result["flags"] if f["student"] != copier]
+    assert all(isinstance(f["follow_through"], list) for f in honest)
+
+
 def test_no_honest_student_is_flagged(planted_class):
     planted, result, subs = planted_class
     colluders = {p.copier for p in planted} | {p.partner for p in planted}
