@@ -247,7 +247,7 @@ def _scale(m: np.ndarray) -> np.ndarray:
 
 
 def _labels(labels, n: int, axis: str) -> list[str]:
-    labels = [str(i + 1) for i in range(n)] if labels is None else [str(x) for x in labels]
+    labels = [str(i) for i in range(n)] if labels is None else [str(x) for x in labels]   # as NumPy indexes
     if len(labels) != n:
         raise ValueError(f"{len(labels)} {axis} labels for {n} {axis}s")
     return labels
@@ -279,7 +279,8 @@ def _cell(x: float, t: float, left: int, top: int, w: int) -> str:
 
 def heatmap_svg(matrix, row_labels=None, col_labels=None, title: str = "") -> str:
     """A 2-D array as an inline SVG heatmap: numbers to 2 decimals in the cells, rows and
-    columns labelled (1, 2, … by default). The same input always gives the same bytes."""
+    columns labelled (0, 1, … by default: NumPy's indices, as the prompts number them). The
+    same input always gives the same bytes."""
     m = np.asarray(matrix, dtype=float)
     m = m.reshape(1, -1) if m.ndim < 2 else m
     if m.ndim != 2 or m.size == 0:

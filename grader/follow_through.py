@@ -38,7 +38,7 @@ from formats.key_shape import answer_names, gradings
 from formats.serialize import decode_names, from_jsonable
 from solutions import MISCONCEPTIONS
 
-from .verdicts import FAILED, PARTIAL, PASSED, Verdict, gives_part, same_value
+from .verdicts import FAILED, PARTIAL, PASSED, Verdict, gives_part, matches_twin
 
 FOLLOW_THROUGH = "Follow-through:"
 FOLLOW_WITHHELD = "No follow-through:"
@@ -132,7 +132,7 @@ def _own_mistake(record: dict, grading: dict, verdict: Verdict, wrong: list[str]
             if not gives_part(stored, part):
                 continue
             rtol, atol = tolerances.get(part, (0.0, 0.0))
-            if same_value(student[part], from_jsonable(stored["dict"][part]), rtol, atol):
+            if matches_twin(student[part], from_jsonable(stored["dict"][part]), rtol, atol):
                 return (f"it follows from your earlier answers, but they carry the very mistake this "
                         f"step checks for: {MISCONCEPTIONS[name].summary}. {MISCONCEPTIONS[name].explanation} "
                         "No credit is carried forward."), name

@@ -16,6 +16,8 @@ import numpy as np
 from solutions import MISCONCEPTIONS
 
 from formats.compare import compare, is_numeric, telling, within
+from formats.degenerate import NOT_FINITE, ZERO, degenerate
+from formats.degenerate import describe as describe_form
 from formats.key_shape import answer_names, gradings
 from formats.key_shape import points as points_of
 from formats.cells import LETTERS
@@ -125,7 +127,7 @@ def numeric_part(grading: dict, expected, value, twins: dict, variable: str,
                        f"{m.explanation}", names[0])
     if names:
         return Verdict(0.0, points, FAILED, f"`{variable}` {either(names)}")
-    hint = _shape_hint(value, expected, rtol, atol)
+    hint = _shape_hint(value, expected, rtol, atol) or _degenerate_hint(value, expected, rtol, atol)
     return Verdict(0.0, points, FAILED, f"`{variable}`: {for_student(result.reason)}.{hint}")
 
 
@@ -148,11 +150,11 @@ def diagnoses(value, twins: dict, names, rtol: float, atol: float,
     not ``telling``: a count, an index, one number) a lookalike is never the diagnosis on
     its own; it only makes a listed twin's name doubtful."""
     found = [name for name in names if name in twins and name in MISCONCEPTIONS
-             and same_value(value, twins[name], rtol, atol)]
+             and matches_twin(value, twins[name], rtol, atol)]
     if not found and not nameable:
         return []
     return found + [name for name, wrong in (lookalikes or {}).items()
-                    if name not in found and name in MISCONCEPTIONS and same_value(value, wrong, rtol, atol)]
+                    if name not in found and name in MISCONCEPTIONS and matches_twin(value, wrong, rtol, atol)]
 
 
 def either(names) -> str:
@@ -165,7 +167,7 @@ def either(names) -> str:
             f"apart: either {alternatives}. Check which one you made.")
 
 
-def same_value(value, wrong, rtol: float, atol: float) -> bool:
+def matches_twin(value, wrong, rtol: float, atol: float) -> bool:
     """Does the student's value equal a twin's? NaN matches NaN here: a softmax that
     overflows gives NaN for the student exactly where it does for the twin."""
     try:
@@ -186,9 +188,33 @@ def _shape_hint(value, expected, rtol, atol) -> str:
     if not (isinstance(value, np.ndarray) and is_numeric(expected)):
         return ""
     want = np.asarray(expected)
-    if value.ndim == 2 and want.ndim == 2 and same_value(value.T, want, rtol, atol):
+    if value.ndim == 2 and want.ndim == 2 and matches_twin(value.T, want, rtol, atol):
         return " Its transpose is right: rows and columns are swapped."
     return ""
+
+
+_DEGENERATE_HINTS = {
+    NOT_FINITE: "look for a division by zero, the log of 0, or an exp that overflowed (subtract each "
+                "row's largest entry before exp).",
+    ZERO: "did the cell compute the value, or only make an array of the right shape?",
+}
+
+
+def _degenerate_hint(value, expected, rtol, atol) -> str:
+    """A plain hint for a degenerate answer (zeros, NaN, all-equal or one-hot rows) where the
+    answer is not so (``formats.degenerate``): no twin explains it, but its form says a lot."""
+    if not (isinstance(value, np.ndarray) and is_numeric(expected) and value.shape == np.shape(expected)
+            and value.dtype.kind in "biuf"):
+        return ""
+    form = degenerate(value, expected, rtol, atol)
+    if form is None:
+        return ""
+    if form == NOT_FINITE:               # the comparison already says which entries
+        return " " + _DEGENERATE_HINTS[NOT_FINITE].capitalize()
+    said = describe_form(form, value, atol)
+    advice = _DEGENERATE_HINTS.get(form, "the answer's rows are not like that: check the step that "
+                                          "should make their entries differ.")
+    return f" It {said}: {advice}"
 
 
 # --- choices -----------------------------------------------------------------------------
@@ -296,7 +322,7 @@ def _diagnose_function(outcomes, positions, twins, names, rtol, atol, lookalikes
 
 def _matches_outputs(value, wrong, rtol, atol) -> bool:
     got, want = outputs_of(value), outputs_of(wrong)
-    return len(got) == len(want) and all(same_value(g, w, rtol, atol) for g, w in zip(got, want))
+    return len(got) == len(want) and all(matches_twin(g, w, rtol, atol) for g, w in zip(got, want))
 
 
 # --- a whole problem ---------------------------------------------------------------------

@@ -289,3 +289,10 @@ def test_math_is_drawn_first_with_the_math_font_debian_installs():
     fonts = [f.strip().strip('"') for f in stack.split(",")]
     assert fonts[0] == "DejaVu Math TeX Gyre"
     assert fonts[-1] == "math" and {"STIX Two Math", "Cambria Math"} <= set(fonts)
+
+
+def test_a_heatmap_numbers_rows_and_columns_from_0_as_numpy_and_the_prompts_do():
+    from exercises.html import heatmap_svg
+    svg = heatmap_svg(np.arange(6.0).reshape(2, 3) * 1.5)
+    texts = re.findall(r"<text[^>]*>([^<]*)</text>", svg)
+    assert texts == ["0", "1", "2", "0", "0.00", "1.50", "3.00", "1", "4.50", "6.00", "7.50"]

@@ -46,7 +46,8 @@ def test_a_right_answer_earns_the_points_within_tolerance():
      "`w` is not defined: your answer cell did not assign it (the cell raised NameError on line "
      "2: name 'Q' is not defined)."),
     (np.ones(4), "`w`: wrong shape: expected (2, 2), got (4,)."),
-    (np.array([[np.nan, 0.3], [0.25, 0.75]]), "`w`: 1 entries are NaN."),
+    (np.array([[np.nan, 0.3], [0.25, 0.75]]), "`w`: 1 entries are NaN. Look for a division by zero, the "
+     "log of 0, or an exp that overflowed (subtract each row's largest entry before exp)."),
     ("0.7", "`w`: expected a number or an array, got str."),
     (EXPECTED + 0.01, "`w`: 4 of 4 entries outside tolerance (allowed 0.001 + 1e-05·|expected|)."),
     (EXPECTED.T, "`w`: 2 of 4 entries outside tolerance (allowed 0.001 + 1e-05·|expected|). "
@@ -218,3 +219,23 @@ def test_a_huge_boolean_answer_is_refused_by_its_shape_before_any_copy():
         tracemalloc.stop()
     assert verdict.status == FAILED and verdict.message == "`w`: wrong shape: expected (2, 2), got (30000000,)."
     assert peak < 1_000_000, peak           # a float64 copy would be 240 MB
+
+
+@pytest.mark.parametrize("value, words", [
+    (np.zeros((3, 3)), "It is all zeros: did the cell compute the value"),
+    (np.full((3, 3), 0.25), "It has all the entries of each row equal: the answer's rows are not like that"),
+    (np.eye(3), "It has, in every row, a single entry that is not zero"),
+    (np.full((3, 3), np.nan), "are NaN. Look for a division by zero"),
+])
+def test_a_degenerate_answer_no_twin_explains_gets_a_plain_hint(value, words):
+    expected = np.array([[0.2, 0.5, 0.3], [0.1, 0.1, 0.8], [0.6, 0.3, 0.1]])
+    grading = {"id": "w", "points": 1, "rtol": 0.0, "atol": 0.005}
+    v = numeric_part(grading, expected, value, {}, "weights")
+    assert v.status == FAILED and words in v.message, v.message
+
+
+def test_an_ordinary_wrong_answer_gets_no_degenerate_hint():
+    expected = np.array([[0.2, 0.5, 0.3], [0.1, 0.1, 0.8], [0.6, 0.3, 0.1]])
+    grading = {"id": "w", "points": 1, "rtol": 0.0, "atol": 0.005}
+    v = numeric_part(grading, expected, expected[::-1].copy(), {}, "weights")
+    assert v.status == FAILED and " It " not in v.message.split(".", 1)[1]
