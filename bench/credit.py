@@ -35,7 +35,7 @@ import numpy as np
 
 from formats import key_shape as shape
 from formats.serialize import decode_names
-from grader.follow_through import _recomputed, carried
+from grader.follow_through import recompute, carried
 from grader.verdicts import PASSED, problem_verdicts
 from synthetic import mistakes as corpus
 
@@ -87,7 +87,7 @@ def carry(record: dict, root: str, value, later: list[str]) -> dict:
     mine[root] = value
     for part in later:
         recipe = record["follow"][part]
-        again = _recomputed(recipe, {p: mine[p] for p in recipe["parts"]})
+        again = recompute(recipe, {p: mine[p] for p in recipe["parts"]})
         if again is not None:
             mine[part] = again
     return {names[p]: v for p, v in mine.items()}

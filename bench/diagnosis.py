@@ -31,7 +31,8 @@ from formats.cells import LETTERS
 from formats.compare import telling
 from formats.serialize import decode_names, from_jsonable
 from grader import verdicts as grader_verdicts
-from grader.verdicts import PASSED, CaseOutcome, problem_verdicts
+from grader.verdicts import MAX_ALTERNATIVES, PASSED, CaseOutcome, problem_verdicts
+from solutions.same_error import same_error
 from synthetic import mistakes as corpus
 
 CORRECT, WRONG, UNNAMED = "named correctly", "named wrongly", "unnamed"
@@ -48,7 +49,7 @@ def names_given(verdict, alternatives=()) -> list[str]:
     return list(alternatives) if len(alternatives) > 1 else []
 
 
-def _part_alternatives(record: dict, part: str, value) -> list[str]:
+def _part_alternatives(record: dict, part: str, value, limit: bool = True) -> list[str]:
     """Every explanation the grader finds for ``value`` on this part, as ``problem_verdicts``
     computes it (the twins and lookalikes the key stores for the part)."""
     grading = next(g for g in shape.gradings(record) if shape.part_id(g) == part)
@@ -60,7 +61,7 @@ def _part_alternatives(record: dict, part: str, value) -> list[str]:
     return grader_verdicts.diagnoses(value, for_part(record.get("twins", {})),
                                      grading.get("misconceptions", ()), float(grading["rtol"]),
                                      float(grading["atol"]), for_part(record.get("lookalikes", {})),
-                                     nameable=telling(expected))
+                                     nameable=telling(expected), limit=limit)
 
 
 def _family_alternatives(record: dict, family: str, outcomes: dict) -> list[str]:
@@ -86,9 +87,10 @@ def classify(mistake, names: list[str]) -> str:
         return UNNAMED
     if names == [OPTION_FEEDBACK]:
         return CORRECT
-    if set(names) <= mistake.accept:
+    right = [n for n in names if any(same_error(n, a) for a in mistake.accept)]
+    if len(right) == len(names):
         return CORRECT
-    if mistake.alternatives_ok and len(names) > 1 and set(names) & mistake.accept:
+    if mistake.alternatives_ok and len(names) > 1 and right:
         return CORRECT
     return WRONG
 
@@ -201,7 +203,7 @@ def _twin_named(record: dict) -> list[tuple[str, str, bool]]:
                 if verdict.status != PASSED and family not in crashed:
                     given = names_given(verdict, () if verdict.misconception else
                                         _family_alternatives(record, family, outcomes))
-                    results.append((family, name, name in given))
+                    results.append((family, name, _named(name, given)))
         return results
     if shape.kind(record) in ("choice", shape.FREE_RESPONSE):
         return results
@@ -210,8 +212,15 @@ def _twin_named(record: dict) -> list[tuple[str, str, bool]]:
         if verdict.status != PASSED:
             given = names_given(verdict, () if verdict.misconception else
                                 _part_alternatives(record, part, value))
-            results.append((part, name, name in given))
+            if not given and len(_part_alternatives(record, part, value, limit=False)) > MAX_ALTERNATIVES:
+                continue                # a value that many mistakes give names none (verdicts.few)
+            results.append((part, name, _named(name, given)))
     return results
+
+
+def _named(twin: str, given: list[str]) -> bool:
+    """Is the twin named: by its own code, or by one of its error's (``solutions.same_error``)."""
+    return any(same_error(twin, g) for g in given)
 
 
 def twins_baseline(seeds: int, only=None) -> dict:

@@ -17,6 +17,7 @@ from dataclasses import dataclass, field, replace
 from pathlib import Path
 
 from . import expressions, references
+from .claims import Claim, parse_claims
 from .render import RenderError, text_names
 from .follow import DEFAULT_CREDIT, load_credit, load_follow
 from .rubrics import MISPLACED_TEST, MISPLACED_TOP, load_rubric, texts as rubric_texts
@@ -49,7 +50,8 @@ TOP_KEYS = {"id": "required", "title": "required", "objective": "required", "kin
             "function": "optional", "reference": "optional", "output": "optional",
             "tests": "optional", "misconceptions": "optional", "rtol": "optional",
             "atol": "optional", "solution": "optional", "sampling": "optional",
-            "tags": "optional", "notes": "optional", "follow_credit": "optional"}
+            "tags": "optional", "notes": "optional", "follow_credit": "optional",
+            "claims": "optional"}
 PART_KEYS = {"id": "required", "prompt": "optional", "points": "required", "answer": "optional",
              "rtol": "optional", "atol": "optional", "misconceptions": "optional",
              "checks": "optional", "options": "optional", "shuffle": "optional",
@@ -170,6 +172,7 @@ class Template:
     tags: tuple[str, ...] = ()
     notes: str = ""
     follow_credit: float = DEFAULT_CREDIT   # the share a follow-through earns (exercises.follow)
+    claims: tuple[Claim, ...] = ()     # what its texts say of every variant (exercises.claims)
     source_digest: str = ""            # SHA-256 of the YAML file: the answer key records it
     lines: dict = field(default_factory=dict, compare=False)   # key path → line
 
@@ -271,6 +274,7 @@ def parse_template(data, path: str) -> Template:
     max_attempts, tie_gap = _attempts(load, sampling)
     _texts(load, data, part_entries, scope, values_scope)
     credit = load_credit(load, data, "follow_credit")
+    claims = parse_claims(load, data, scope | {p.id for p in parts})
     if load.problems:
         raise TemplateError(load.problems)
     lines = {str(k): data.line_of(k) for k in data}
@@ -282,7 +286,7 @@ def parse_template(data, path: str) -> Template:
         max_attempts=max_attempts, tie_gap=tie_gap,
         allow_fully_masked_rows=allow_masked, tags=tuple(tags),
         notes=str(data.get("notes", "") or ""), lines=lines,
-        follow_credit=credit if credit is not None else DEFAULT_CREDIT)
+        follow_credit=credit if credit is not None else DEFAULT_CREDIT, claims=claims)
 
 
 # What every text of a variant may read besides its values (``Variant.context``).

@@ -34,6 +34,7 @@ from formats.rubric import Rubric
 
 from . import follow, references, rubrics
 from .checks import CHECKS
+from .claims import false_claim
 from formats.compare import is_numeric, within
 from .distributions import DISTRIBUTIONS
 from .expressions import BUILTINS as _BUILTINS, Expression, ExpressionError, IllPosed, Scope
@@ -397,6 +398,9 @@ def _draw(template, evaluator, rng, rng_seed, seed, attempt, validate=True, coll
             evaluator.derive(later, kept, "derived", _constants(template, kept.functions))
         _renders(template, variant, evaluator)
         _follows(template, variant, evaluator)
+        problem = false_claim(variant)
+        if problem:
+            raise TemplateError([problem])
     return variant
 
 

@@ -59,7 +59,7 @@ def _student_values(recipe: dict, names: dict, values: dict, answers: dict) -> d
     return out
 
 
-def _recomputed(recipe: dict, student: dict):
+def recompute(recipe: dict, student: dict):
     """The part's answer from the student's earlier answers (None when the recipe raises)."""
     scope = Scope(values={**decode_names(recipe["values"]), **student}, functions=dict(references.FUNCTIONS),
                   strict=False)
@@ -113,7 +113,7 @@ def carried(record: dict, values: dict, verdicts: dict) -> dict:
 
 def _consistent(recipe: dict, student: dict, value, grading: dict) -> bool:
     """Does the student's value for the part follow, by the recipe, from their earlier answers?"""
-    again = _recomputed(recipe, student)
+    again = recompute(recipe, student)
     return again is not None and value is not None and compare(
         value, again, float(grading["rtol"]), float(grading["atol"])).ok
 

@@ -14,6 +14,7 @@ from dataclasses import dataclass
 
 import numpy as np
 from solutions import MISCONCEPTIONS
+from solutions.same_error import one_name_per_error
 
 from formats.compare import compare, is_numeric, telling, within
 from formats.degenerate import NOT_FINITE, ZERO, degenerate
@@ -46,6 +47,7 @@ class Missing:
     cause: str = ""
 
 
+MAX_ALTERNATIVES = 2      # "either … or …" between at most two mistakes; more name none
 _BACKTICKS = re.compile(r"`+")
 
 
@@ -119,16 +121,29 @@ def numeric_part(grading: dict, expected, value, twins: dict, variable: str,
         return Verdict(points, points, PASSED)
     if callable(twins):                  # decoded only now: most answers pass (problem_verdicts)
         twins, lookalikes = twins()
-    names = diagnoses(value, twins, grading.get("misconceptions", ()), rtol, atol, lookalikes,
-                      nameable=telling(expected))
+    listed = grading.get("misconceptions", ())
+    every = diagnoses(value, twins, listed, rtol, atol, lookalikes, nameable=telling(expected), limit=False)
+    names = every if len(every) <= MAX_ALTERNATIVES else []
     if len(names) == 1:
         m = MISCONCEPTIONS[names[0]]
         return Verdict(0.0, points, FAILED, f"`{variable}` matches a known mistake: {m.summary}. "
                        f"{m.explanation}", names[0])
     if names:
         return Verdict(0.0, points, FAILED, f"`{variable}` {either(names)}")
-    hint = _shape_hint(value, expected, rtol, atol) or _degenerate_hint(value, expected, rtol, atol)
+    hint = (_many_hint(every, listed) or _shape_hint(value, expected, rtol, atol)
+            or _degenerate_hint(value, expected, rtol, atol))
     return Verdict(0.0, points, FAILED, f"`{variable}`: {for_student(result.reason)}.{hint}")
+
+
+def _many_hint(every: list[str], listed) -> str:
+    """For a value that more than MAX_ALTERNATIVES different mistakes give: that it says
+    nothing about which, with one the part lists as an example (no name is recorded)."""
+    if len(every) <= MAX_ALTERNATIVES:
+        return ""
+    example = next((n for n in every if n in listed), None)
+    one = f" (one of them: {MISCONCEPTIONS[example].summary})" if example else ""
+    return (f" {len(every)} different mistakes give this value on your numbers{one}, so it does "
+            "not tell which one you made: check each step that leads to it.")
 
 
 _LARGEST_ERROR = re.compile(r" \(largest error [^;]*; allowed ([^)]*)\)")
@@ -142,19 +157,30 @@ def for_student(reason: str) -> str:
 
 
 def diagnoses(value, twins: dict, names, rtol: float, atol: float,
-              lookalikes: dict | None = None, nameable: bool = True) -> list[str]:
+              lookalikes: dict | None = None, nameable: bool = True, limit: bool = True) -> list[str]:
     """Every explanation of the student's value on this variant: the listed twins it
     matches, in listed order, then the lookalikes it matches (the twins the build's mistake
     search found for this part, ``exercises.variant``). One name is a diagnosis; more are
     alternatives, and none is asserted. Where ``nameable`` is False (a part whose answer is
     not ``telling``: a count, an index, one number) a lookalike is never the diagnosis on
-    its own; it only makes a listed twin's name doubtful."""
+    its own; it only makes a listed twin's name doubtful. ``limit``: as ``few`` keeps them
+    (False: every error that explains the value, once each)."""
     found = [name for name in names if name in twins and name in MISCONCEPTIONS
              and matches_twin(value, twins[name], rtol, atol)]
     if not found and not nameable:
         return []
-    return found + [name for name, wrong in (lookalikes or {}).items()
-                    if name not in found and name in MISCONCEPTIONS and matches_twin(value, wrong, rtol, atol)]
+    every = found + [name for name, wrong in (lookalikes or {}).items()
+                     if name not in found and name in MISCONCEPTIONS and matches_twin(value, wrong, rtol, atol)]
+    return few(every) if limit else one_name_per_error(every)
+
+
+def few(names) -> list[str]:
+    """The explanations worth showing: each error once (``solutions.same_error``: two codes of
+    one mistake are one name), and none when more than MAX_ALTERNATIVES remain — a value
+    that many different mistakes give (a saturated softmax, an all-zero row) tells the
+    student nothing about which one they made, and a list of six is no feedback."""
+    kept = one_name_per_error(names)
+    return kept if len(kept) <= MAX_ALTERNATIVES else []
 
 
 def either(names) -> str:
@@ -307,22 +333,69 @@ def implement_family(family: dict, cases: list[dict], outcomes: dict, function: 
 
 
 def _diagnose_function(outcomes, positions, twins, names, rtol, atol, lookalikes=None) -> list[str]:
-    """Every twin that gives what the student's function gave on every case it failed (in
-    listed order), then every lookalike that does too (``diagnoses``)."""
+    """Every twin that behaves like the student's function on every case of the problem (in
+    listed order), then every lookalike that does too (``diagnoses``): the same outputs where
+    it returns — not only on the cases of this family that failed (``positions``), since a
+    twin that explains one family's failures but not another's is not the student's mistake
+    (a saturated softmax makes many mistakes agree on one case). Where the twin raises, the
+    student's code must raise too on a failed case and may do anything elsewhere; so may a
+    non-finite output outside the failed cases. Cases the
+    kit did not run (a crash before them) are skipped, unless they are in ``positions``: then
+    nothing names the family."""
+    failed = set(positions)
+
     def gives_the_same(wrong) -> bool:
-        return all(outcomes.get(p) is not None and outcomes[p].ok and p < len(wrong)
-                   and wrong[p] is not None
-                   and _matches_outputs(outcomes[p].value, from_jsonable(wrong[p]), rtol, atol)
-                   for p in positions)
+        if any(p >= len(wrong) for p in failed):
+            return False
+        for p, w in enumerate(wrong):
+            outcome = outcomes.get(p)
+            if outcome is None or (not outcome.ok and outcome.error.startswith("not run:")):
+                if p in failed:
+                    return False
+                continue
+            if w is None:   # the twin raises here (or refuses, as the reference does a row with
+                if p in failed and outcome.ok:          # nothing to attend to): unknown elsewhere
+                    return False
+            elif not (outcome.ok and _matches_outputs(outcome.value, from_jsonable(w), rtol, atol,
+                                                      blocked_rows=True)):
+                if p in failed or not outcome.ok or _all_finite(outcome.value):
+                    return False     # elsewhere, NaN where the twin gives 0 (a row with nothing
+        return True                  # to attend to) is the student's convention, not a mistake
     found = [name for name in names if twins.get(name) is not None and name in MISCONCEPTIONS
              and gives_the_same(twins[name])]
-    return found + [name for name, wrong in (lookalikes or {}).items()
-                    if name not in found and name in MISCONCEPTIONS and gives_the_same(wrong)]
+    return few(found + [name for name, wrong in (lookalikes or {}).items()
+                        if name not in found and name in MISCONCEPTIONS and gives_the_same(wrong)])
 
 
-def _matches_outputs(value, wrong, rtol, atol) -> bool:
+def _all_finite(value) -> bool:
+    try:
+        return all(np.isfinite(np.asarray(v, dtype=float)).all() for v in outputs_of(value))
+    except (TypeError, ValueError):
+        return True
+
+
+def _matches_outputs(value, wrong, rtol, atol, blocked_rows: bool = False) -> bool:
+    """Does each output match the twin's? ``blocked_rows``: a NaN where the twin gives 0 counts
+    as a match — the reference (and so every twin) gives a row with nothing to attend to a
+    zero output, where a student's plain NumPy gives 0/0 = NaN."""
     got, want = outputs_of(value), outputs_of(wrong)
-    return len(got) == len(want) and all(matches_twin(g, w, rtol, atol) for g, w in zip(got, want))
+    if len(got) != len(want):
+        return False
+    if blocked_rows:
+        got = [_nan_as_zero(g, w) for g, w in zip(got, want)]
+    return all(matches_twin(g, w, rtol, atol) for g, w in zip(got, want))
+
+
+def _nan_as_zero(value, wrong):
+    if not (isinstance(value, np.ndarray) and value.dtype.kind == "f" and np.shape(wrong) == value.shape):
+        return value
+    nan = np.isnan(value)
+    if not nan.any():
+        return value
+    wrong = np.asarray(wrong)
+    if wrong.dtype.kind not in "biuf" or not (wrong[nan] == 0).all():
+        return value
+    return np.where(nan, 0.0, value)
 
 
 # --- a whole problem ---------------------------------------------------------------------

@@ -132,8 +132,9 @@ def scale_twin(name: str, factor: Callable, summary: str, explanation: str, code
 scale_twin(
     "sdpa_no_scale", lambda dims: 1.0,
     "softmax(QKᵀ)V without the 1/√d_k scale",
-    "The raw scores QKᵀ have variance ≈ d_k, so without dividing by √d_k the softmax "
-    "saturates: rows become nearly one-hot and gradients vanish. Scale before the softmax.",
+    "Divide the scores QKᵀ by √d_k before the softmax. Unscaled, they spread more the larger "
+    "d_k is (their variance grows like d_k), so the weights come out too peaked; at a real "
+    "model's d_k = 64 the rows are nearly one-hot and the gradients vanish.",
     "weights = softmax(Q @ K.T)            # should be softmax(Q @ K.T / np.sqrt(d_k))")
 scale_twin(
     "sdpa_divide_by_d_k", lambda dims: 1.0 / dims["d_k"],
@@ -156,6 +157,8 @@ scale_twin(
       "weights = softmax(scores, axis=0)     # should be axis=-1")
 def sdpa_softmax_over_queries(Q, K, V, mask=None, scale=None, return_steps=False):
     Q, K, V, raw, scale = _raw_scores(Q, K, V, scale)
+    if Q.shape[-2] == 1:      # one query: no axis of queries to normalise over by mistake
+        raise ValueError("one query: the softmax has no queries' axis to run over")
     masked = apply_mask(raw * scale, mask)
     weights = softmax(masked, axis=-2)
     return _attention_result(Q, K, V, raw, scale, masked, weights, return_steps)
@@ -384,9 +387,10 @@ def mha_params_from_torch_no_transpose(in_proj_weight, in_proj_bias, out_proj_we
 # --- Bahdanau alignment ---------------------------------------------------------------------
 
 @twin("additive_score",
-      "additive scores without the tanh: vᵀ(sW + hU)",
-      "Bahdanau's alignment model is a one-hidden-layer network, vᵀ tanh(W s + U h); without "
-      "the tanh it collapses to a linear function of s and h.",
+      "additive scores without the tanh: v · (s W + h_j U)",
+      "The additive score is a small network with one hidden layer: v · tanh(s W + h_j U). "
+      "Apply the tanh to each hidden unit before taking the dot product with v; without it the "
+      "score is a linear function of s and h_j, and every score changes.",
       "(s @ W + H @ U) @ v                    # should be np.tanh(s @ W + H @ U) @ v")
 def additive_score_no_tanh(s, H, W, U, v):
     s, H = as_float(s, "s"), as_float(H, "H")
@@ -394,9 +398,11 @@ def additive_score_no_tanh(s, H, W, U, v):
 
 
 @twin("bahdanau_step",
-      "alignment scores without the tanh: e_ij = vᵀ(W s_{i−1} + U h_j)",
-      "The alignment model is vᵀ tanh(W s_{i−1} + U h_j); without the tanh the scores are "
-      "linear in s and h and the weights change.",
+      "alignment scores without the tanh: e_ij = v · (s_{i−1} W + h_j U)",
+      "The alignment model is a small network with one hidden layer: "
+      "e_ij = v · tanh(s_{i−1} W + h_j U). Apply the tanh to each hidden unit before taking the "
+      "dot product with v; without it the scores are linear in s_{i−1} and h_j, and the "
+      "weights and the context change too.",
       "e = (s_prev @ W + H @ U) @ v           # should be np.tanh(s_prev @ W + H @ U) @ v")
 def bahdanau_step_no_tanh(s_prev, H, W, U, v, mask=None):
     scores = additive_score_no_tanh(s_prev, H, W, U, v)

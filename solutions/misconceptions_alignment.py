@@ -46,9 +46,9 @@ def _blend(weights, H):
 
 @twin("additive_score",
       "additive scores with the tanh taken after v: tanh(v · (s W + h_j U))",
-      "The tanh is the hidden layer of the alignment network: it acts on each of the n_a "
-      "hidden units, e = v · tanh(s W + h_j U). Squashing the final score instead keeps every "
-      "score in (−1, 1) and makes the network linear inside.",
+      "Apply the tanh to each hidden unit of s W + h_j U first, then take the dot product with "
+      "v: e = v · tanh(s W + h_j U). Taking the tanh of the final score instead squashes every "
+      "score into (−1, 1).",
       "np.tanh((s @ W + H @ U) @ v)           # should be np.tanh(s @ W + H @ U) @ v")
 def additive_score_tanh_after_v(s, H, W, U, v):
     decoder, encoder, v = _parts(s, H, W, U, v)
@@ -57,8 +57,8 @@ def additive_score_tanh_after_v(s, H, W, U, v):
 
 @twin("additive_score",
       "additive scores with v left out: the tanh units summed, Σ_k tanh(s W + h_j U)_k",
-      "v is a learned parameter: it weights the n_a hidden units, e = v · tanh(s W + h_j U). "
-      "Summing the units treats v as all ones.",
+      "Take the dot product of the tanh units with the learned v: e = v · tanh(s W + h_j U). "
+      "Summing the units instead is the same as using v = (1, …, 1).",
       "np.tanh(s @ W + H @ U).sum(-1)         # should be np.tanh(s @ W + H @ U) @ v")
 def additive_score_no_v(s, H, W, U, v):
     decoder, encoder, _ = _parts(s, H, W, U, v)
@@ -84,6 +84,17 @@ def additive_score_W_U_swapped(s, H, W, U, v):
     return additive_score(s, H, U, W, v)      # raises unless the shapes allow the swap
 
 
+@twin("additive_score",
+      "additive scores without the decoder state: v · tanh(h_j U), the s W term left out",
+      "The score compares the decoder state with each encoder state, so both go into the "
+      "tanh: v · tanh(s W + h_j U). Add s W (one row, the same for every j) to every row of "
+      "H U before the tanh.",
+      "np.tanh(H @ U) @ v                     # should be np.tanh(s @ W + H @ U) @ v")
+def additive_score_without_state(s, H, W, U, v):
+    _, encoder, v = _parts(s, H, W, U, v)
+    return np.tanh(encoder) @ v
+
+
 # --- one Bahdanau step: the same score mistakes carried on, and the steps after ------------
 
 def _step(scores, H, mask):
@@ -93,9 +104,9 @@ def _step(scores, H, mask):
 
 @twin("bahdanau_step",
       "alignment scores with the tanh taken after v: e_ij = tanh(v · (s_{i−1} W + h_j U))",
-      "The tanh is the alignment network's hidden layer: e_ij = v · tanh(s_{i−1} W + h_j U), "
-      "tanh of each hidden unit, then the weighted sum with v. Squashing the final score keeps "
-      "all scores in (−1, 1), so the weights come out too flat.",
+      "Apply the tanh to each hidden unit of s_{i−1} W + h_j U first, then take the dot "
+      "product with v: e_ij = v · tanh(s_{i−1} W + h_j U). Taking the tanh of the final score "
+      "instead squashes every score into (−1, 1), and the weights and the context change.",
       "e = np.tanh((s_prev @ W + H @ U) @ v)  # should be np.tanh(s_prev @ W + H @ U) @ v")
 def bahdanau_step_tanh_after_v(s_prev, H, W, U, v, mask=None):
     return _step(additive_score_tanh_after_v(s_prev, H, W, U, v), H, mask)
@@ -103,8 +114,9 @@ def bahdanau_step_tanh_after_v(s_prev, H, W, U, v, mask=None):
 
 @twin("bahdanau_step",
       "alignment scores with v left out: the tanh units summed, e_ij = Σ_k tanh(s_{i−1} W + h_j U)_k",
-      "v is a learned parameter that weights the hidden units: e_ij = v · tanh(s_{i−1} W + h_j U). "
-      "Summing the units treats v as all ones, and every score changes.",
+      "Take the dot product of the tanh units with the learned v: "
+      "e_ij = v · tanh(s_{i−1} W + h_j U). Summing the units instead is the same as using "
+      "v = (1, …, 1), and every score changes.",
       "e = np.tanh(s_prev @ W + H @ U).sum(-1)  # should be np.tanh(s_prev @ W + H @ U) @ v")
 def bahdanau_step_no_v(s_prev, H, W, U, v, mask=None):
     return _step(additive_score_no_v(s_prev, H, W, U, v), H, mask)
@@ -120,10 +132,34 @@ def bahdanau_step_sigmoid(s_prev, H, W, U, v, mask=None):
 
 
 @twin("bahdanau_step",
-      "the weights softmax(e / √n_a): the scores scaled as in dot-product attention",
-      "The 1/√d_k scale belongs to dot-product scores, whose spread grows with the dimension. "
-      "Bahdanau's scores come out of a learned network and go into the softmax as they are: "
-      "α_ij = softmax_j(e_ij).",
+      "alignment scores from the paper's column form typed as it is printed: `W @ s_prev` and "
+      "`U @ h_j`, both matrices transposed",
+      "Bahdanau's paper writes column vectors, W s_{i−1} + U h_j. Here every vector is a row "
+      "vector and the matrices multiply from the right: s_{i−1} W + h_j U, in NumPy "
+      "`s_prev @ W + H @ U`. `W @ s_prev` and `U @ h_j` use W and U transposed; the shapes "
+      "only fit when both are square.",
+      "e = np.tanh(W @ s_prev + H @ U.T) @ v  # should be np.tanh(s_prev @ W + H @ U) @ v")
+def bahdanau_step_W_U_transposed(s_prev, H, W, U, v, mask=None):
+    W, U = (np.swapaxes(as_float(a, n), -1, -2) for a, n in ((W, "W"), (U, "U")))
+    return _step(additive_score(s_prev, H, W, U, v), H, mask)      # square W and U only
+
+
+@twin("bahdanau_step",
+      "alignment scores without the decoder state: e_ij = v · tanh(h_j U), the s_{i−1} W term "
+      "left out",
+      "The score compares the previous decoder state with each encoder state, so both go into "
+      "the tanh: e_ij = v · tanh(s_{i−1} W + h_j U). Without s_{i−1} W the weights would be "
+      "the same at every decoder step, and so would the context.",
+      "e = np.tanh(H @ U) @ v                 # should be np.tanh(s_prev @ W + H @ U) @ v")
+def bahdanau_step_without_state(s_prev, H, W, U, v, mask=None):
+    return _step(additive_score_without_state(s_prev, H, W, U, v), H, mask)
+
+
+@twin("bahdanau_step",
+      "the weights softmax(e / √n_a), n_a the number of entries of v: the scores scaled as in "
+      "dot-product attention",
+      "The 1/√d_k scale belongs to dot-product scores. Bahdanau's scores come out of a small "
+      "learned network and go into the softmax as they are: α_ij = softmax_j(e_ij).",
       "alpha = softmax(e / np.sqrt(len(v)))   # should be softmax(e)")
 def bahdanau_step_scaled_by_sqrt_n_a(s_prev, H, W, U, v, mask=None):
     scores = additive_score(s_prev, H, W, U, v)
@@ -140,6 +176,35 @@ def bahdanau_step_exp_not_normalised(s_prev, H, W, U, v, mask=None):
     scores = additive_score(s_prev, H, W, U, v)
     with np.errstate(over="ignore"):
         weights = np.exp(_key_masked(scores, mask))
+    return AlignmentStep(scores, weights, _blend(weights, H))
+
+
+@twin("bahdanau_step",
+      "the weights e_ij / Σ_k e_ik: the scores divided by their sum, without the exp",
+      "The softmax takes exp first: α_ij = exp(e_ij) / Σ_k exp(e_ik). exp makes every weight "
+      "positive; the scores themselves can be negative, so dividing them by their sum gives "
+      "weights below 0 or above 1.",
+      "alpha = e / e.sum()                    # should be np.exp(e) / np.exp(e).sum()")
+def bahdanau_step_normalised_without_exp(s_prev, H, W, U, v, mask=None):
+    scores = additive_score(s_prev, H, W, U, v)
+    kept = scores if mask is None else np.where(np.asarray(mask, dtype=bool), scores, 0.0)
+    with np.errstate(divide="ignore", invalid="ignore"):
+        weights = kept / kept.sum(axis=-1, keepdims=True)
+    return AlignmentStep(scores, weights, _blend(weights, H))
+
+
+@twin("bahdanau_step",
+      "the softmax taken over the batch axis (axis=0) instead of over the source positions",
+      "The weights of one decoder state are a softmax over its own S source positions, the "
+      "last axis: softmax(e, axis=-1). With a batch, e is (B, S) and axis=0 mixes the scores "
+      "of different sentences, so the weights of a sentence no longer sum to 1.",
+      "alpha = softmax(e, axis=0)             # should be softmax(e, axis=-1)")
+def bahdanau_step_softmax_over_batch(s_prev, H, W, U, v, mask=None):
+    scores = additive_score(s_prev, H, W, U, v)
+    masked = _key_masked(scores, mask)
+    with np.errstate(invalid="ignore"):
+        e = np.exp(masked - masked.max(axis=0, keepdims=True))
+        weights = e / e.sum(axis=0, keepdims=True)
     return AlignmentStep(scores, weights, _blend(weights, H))
 
 
@@ -188,9 +253,23 @@ def bahdanau_step_mask_with_zero(s_prev, H, W, U, v, mask=None):
 
 
 @twin("bahdanau_step",
+      "the padding zeroed after the softmax, so the weights no longer sum to 1",
+      "Block the padding before the softmax (scores → −∞) so that the real words share the "
+      "whole weight. Multiplying the weights by the mask afterwards leaves them summing to "
+      "less than 1.",
+      "alpha = softmax(e) * mask              # should be softmax(np.where(mask, e, -np.inf))")
+def bahdanau_step_mask_after_softmax(s_prev, H, W, U, v, mask=None):
+    scores = additive_score(s_prev, H, W, U, v)
+    weights, _ = attend(scores, H)
+    if mask is not None:
+        weights = weights * np.asarray(mask, dtype=bool)
+    return AlignmentStep(scores, weights, _blend(weights, H))
+
+
+@twin("bahdanau_step",
       "the softmax over the source positions without the max subtracted (NaN on large scores)",
-      "exp overflows above ~709.8 in float64, giving inf/inf = NaN. Subtract the largest score "
-      "first: it changes no weight mathematically.",
+      "np.exp gives inf for scores above about 709.8, and inf / inf is NaN. Subtract the "
+      "largest score before exponentiating: the weights stay exactly the same.",
       "alpha = np.exp(e) / np.exp(e).sum()    # should be np.exp(e - e.max()) / …")
 def bahdanau_step_no_max_subtraction(s_prev, H, W, U, v, mask=None):
     scores = additive_score(s_prev, H, W, U, v)
@@ -204,8 +283,9 @@ def bahdanau_step_no_max_subtraction(s_prev, H, W, U, v, mask=None):
 
 @twin("general_score",
       "general scores with W_a transposed: h_j W_a sᵀ instead of s W_a h_jᵀ",
-      "The state being scored multiplies W_a from the left: score = s W_a h_jᵀ, `s @ W_a @ h_j`. "
-      "h_j W_a sᵀ is s W_aᵀ h_jᵀ — the same only when W_a is symmetric.",
+      "The decoder state comes first: s W_a h_jᵀ is `s @ W_a @ h_j`. Putting h_j first "
+      "(`h_j @ W_a @ s`) uses W_a transposed, which gives the same scores only when W_a is "
+      "symmetric.",
       "H @ W_a @ s                            # should be H @ (s @ W_a)")
 def general_score_W_transposed(s, H, W_a):
     return general_score(s, H, np.swapaxes(as_float(W_a, "W_a"), -1, -2))   # square W_a only
@@ -213,8 +293,8 @@ def general_score_W_transposed(s, H, W_a):
 
 @twin("general_score",
       "general scores with W_a left out: the plain dot product s · h_j",
-      "The general score puts a learned matrix between the two states, s W_a h_jᵀ: first "
-      "s W_a, then its dot product with each h_j. Without W_a it is the dot score.",
+      "The general score puts the learned matrix W_a between the two states, s W_a h_jᵀ: "
+      "first s W_a, then its dot product with each h_j. Without W_a it is the dot score.",
       "H @ s                                  # should be H @ (s @ W_a)")
 def general_score_without_W(s, H, W_a):
     check_shapes(W_a=(as_float(W_a, "W_a"), "n_s n_h"))
@@ -229,9 +309,9 @@ def _dots(s, H):
 
 
 @twin("content_score",
-      "cosine scores divided only by ‖s‖, not by ‖h_j‖ (sᵀh_j / ‖s‖)",
-      "cos(s, h_j) = sᵀh_j / (‖s‖ ‖h_j‖): both vectors are normalised. Leaving out ‖h_j‖ "
-      "lets a long encoder state win on its length alone.",
+      "cosine scores divided only by ‖s‖, not by ‖h_j‖ (s · h_j / ‖s‖)",
+      "cos(s, h_j) = s · h_j / (‖s‖ ‖h_j‖): divide by the lengths of both vectors. Leaving out "
+      "‖h_j‖ lets a long encoder state win on its length alone.",
       "H @ s / np.linalg.norm(s)              # should also divide by np.linalg.norm(H, axis=-1)")
 def content_score_without_h_norm(s, H):
     dots, s_norm = _dots(s, H)
@@ -240,8 +320,8 @@ def content_score_without_h_norm(s, H):
 
 @twin("content_score",
       "cosine scores divided by ‖s‖² instead of ‖s‖ ‖h_j‖",
-      "cos(s, h_j) = sᵀh_j / (‖s‖ ‖h_j‖): each vector contributes its own length. sᵀh_j / ‖s‖² "
-      "is the length of h_j's projection onto s in units of ‖s‖, not a cosine.",
+      "cos(s, h_j) = s · h_j / (‖s‖ ‖h_j‖): divide by the length of each vector once — ‖s‖ "
+      "and ‖h_j‖, not ‖s‖ twice.",
       "H @ s / np.linalg.norm(s) ** 2         # should be / (norm(s) * norm(H, axis=-1))")
 def content_score_by_s_norm_squared(s, H):
     dots, s_norm = _dots(s, H)

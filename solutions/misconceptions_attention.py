@@ -95,8 +95,12 @@ def softmax_axis_twin(name: str, axis, summary: str, explanation: str, code: str
     return add_twin(name, SDPA, function, summary, explanation, code)
 
 
-# axis=1 needs no twin of its own here: on a batch it is sdpa_softmax_over_queries, on one
-# matrix it is right (the softmax-level twin softmax_axis_1 names it where softmax is called).
+softmax_axis_twin(
+    "sdpa_softmax_axis_1", 1,
+    "the softmax over axis=1: right for one (L, S) matrix, over the queries for a batch (B, L, S)",
+    "axis=1 is the key axis only when the scores have two dimensions; with a batch axis in "
+    "front it is the queries'. Use axis=-1, the last axis, which is the keys' for any batch.",
+    "softmax(scores, axis=1)                # should be axis=-1")
 softmax_axis_twin(
     "sdpa_softmax_over_all_entries", (-2, -1),
     "the softmax taken over the whole score matrix at once (all weights sum to 1, not each row)",
@@ -216,6 +220,56 @@ def _sdpa_weights_transposed(Q, K, V, mask=None, scale=None, return_steps=False)
 
 
 @_sdpa_twin(
+    "sdpa_k_dot_t",
+    "K.T on a batch: .T reverses every axis, not only the last two (right for one matrix)",
+    "For K of shape (B, S, d_k), K.T has shape (d_k, S, B): the batch axis ends up last. "
+    "Swap only the last two axes: np.swapaxes(K, -1, -2) (or K.transpose(0, 2, 1)).",
+    "scores = Q @ K.T                        # should be Q @ np.swapaxes(K, -1, -2)")
+def _sdpa_k_dot_t(Q, K, V, mask=None, scale=None, return_steps=False):
+    Q, K, V = as_float(Q, "Q"), as_float(K, "K"), as_float(V, "V")
+    scale = 1.0 / np.sqrt(Q.shape[-1]) if scale is None else float(scale)
+    raw = Q @ K.T                               # raises where the shapes do not fit
+    masked = apply_mask(raw * scale, mask)
+    return _steps(raw, scale, raw * scale, masked, softmax(masked), V, return_steps)
+
+
+@_sdpa_twin(
+    "sdpa_values_times_weights",
+    "VA instead of AV: the values multiplied by the weights from the left (only possible when d_v "
+    "equals the number of queries)",
+    "Output row i is Σ_j A_ij v_j, query i's weights blending the value rows: Z = AV. VA pairs "
+    "value features with queries; its shape fits only by accident.",
+    "Z = V @ A                              # should be A @ V")
+def _sdpa_values_times_weights(Q, K, V, mask=None, scale=None, return_steps=False):
+    steps = scaled_dot_product_attention(Q, K, V, mask, scale, return_steps=True)
+    V = as_float(V, "V")
+    if V.shape[-1] != steps.weights.shape[-2]:
+        raise ValueError("V A needs d_v = L")
+    output = V @ steps.weights
+    if return_steps:
+        return AttentionSteps(steps.raw_scores, steps.scale, steps.scaled_scores, steps.masked_scores,
+                              steps.weights, output)
+    return output
+
+
+@_sdpa_twin(
+    "sdpa_mask_added",
+    "the boolean mask added to the scores (True counts as +1) instead of blocking with −∞",
+    "A True/False mask is not an additive mask: scores + mask only adds 1 where a key is "
+    "allowed, and every blocked key keeps its weight. Set the blocked scores to −∞ "
+    "(np.where(mask, S, -np.inf)), or add a mask of 0 and −∞.",
+    "A = softmax(S + mask)                   # should be softmax(np.where(mask, S, -np.inf))")
+def _sdpa_mask_added(Q, K, V, mask=None, scale=None, return_steps=False):
+    Q, K, V, dims = attention_shapes(Q, K, V)
+    if mask is None:
+        return scaled_dot_product_attention(Q, K, V, None, scale, return_steps)
+    scale = _default_scale(dims, scale)
+    raw = Q @ np.swapaxes(K, -1, -2)
+    masked = raw * scale + _bool_mask(mask).astype(float)
+    return _steps(raw, scale, raw * scale, masked, softmax(masked), V, return_steps)
+
+
+@_sdpa_twin(
     "sdpa_raw_scores_as_weights",
     "(QKᵀ)V: the raw scores used as weights, with neither the scale nor the softmax",
     "Scores are not weights: they must be scaled by 1/√d_k and turned into a distribution by "
@@ -314,9 +368,15 @@ def causal_lift(name: str, sdpa_twin: str, summary: str, explanation: str, code:
 causal_lift(
     "causal_attention_no_scale", "sdpa_no_scale",
     "causal attention without the 1/√d_k scale",
-    "The mask is right, but the scores must still be divided by √d_k before the softmax, or "
-    "the rows saturate.",
+    "The mask is right, but the scores must still be divided by √d_k before the softmax: "
+    "unscaled, the weights come out too peaked (at a real model's d_k, nearly one-hot).",
     "softmax(np.where(mask, Q @ K.T, -np.inf))  # should divide Q @ K.T by np.sqrt(d_k)")
+causal_lift(
+    "causal_attention_mask_added", "sdpa_mask_added",
+    "the boolean causal mask added to the scores (True counts as +1) instead of −∞ on the future",
+    "scores + mask adds 1 to every visible score and leaves the future's scores as they are, so "
+    "future tokens keep their weight. Set the future's scores to −∞: np.where(mask, S, -np.inf).",
+    "softmax(S + np.tril(np.ones((L, S))))  # should be softmax(np.where(mask, S, -np.inf))")
 causal_lift(
     "causal_attention_mask_after_softmax", "sdpa_mask_after_softmax",
     "the future zeroed after the softmax, so the rows no longer sum to 1",
@@ -456,6 +516,21 @@ add_twin("causal_attention_bottom_right", "causal_attention", _causal_attention_
          "np.tril(np.ones((L, S)), k=S - L)      # should be np.tril(np.ones((L, S)))")
 
 
+def _causal_attention_square_mask(Q, K, V, return_steps=False):
+    L, S = np.shape(Q)[-2], np.shape(K)[-2]
+    if L != S:     # an (L, L) mask does not broadcast against (L, S) scores
+        raise ValueError(f"operands could not be broadcast together with shapes ({L},{S}) ({L},{L})")
+    return scaled_dot_product_attention(Q, K, V, mask=_causal(Q, K), return_steps=return_steps)
+
+
+add_twin("causal_attention_square_mask", "causal_attention", _causal_attention_square_mask,
+         "a square causal mask np.tril(np.ones((L, L))): right when L = S, an error otherwise",
+         "The mask has one row per query and one column per key: shape (L, S), which is not "
+         "square when the queries and keys have different lengths. Build it from both: "
+         "np.tril(np.ones((L, S), dtype=bool)).",
+         "mask = np.tril(np.ones((L, L)))       # should be np.tril(np.ones((L, S)))")
+
+
 add_twin("causal_attention_mask_no_diagonal", "causal_attention", _causal_attention_mask_no_diagonal,
          "a causal mask without its diagonal (np.tril(…, k=-1)): no token attends to itself",
          "Token i may attend to tokens 0 … i, itself included: the diagonal belongs to the "
@@ -528,6 +603,21 @@ add_twin(
     "Padding hides the <PAD> *keys* from every query: the mask is (B, 1, S), one row "
     "broadcast over all queries. (B, S, 1) blocks the pads' own rows and leaves their keys open.",
     "mask[:, :, None]                       # should be mask[:, None, :]")
+
+
+def _combine_masks_padding_on_query_rows(*masks):
+    # a (B, 1, S) padding mask turned into (B, S, 1): it blocks the pads' query rows
+    arrays = [np.asarray(m, dtype=bool) for m in masks]
+    arrays = [np.swapaxes(m, -1, -2) if m.ndim == 3 and m.shape[-2] == 1 else m for m in arrays]
+    return np.logical_and.reduce(np.broadcast_arrays(*arrays))
+
+
+add_twin(
+    "combine_masks_padding_on_query_rows", "combine_masks", _combine_masks_padding_on_query_rows,
+    "the padding combined along the query rows (pad[:, :, None]) instead of the key columns",
+    "Padding hides the <PAD> *keys* from every query: it blocks columns j ≥ length, in every "
+    "row. Applied to the rows, it blanks the pads' own rows and leaves their keys visible.",
+    "causal & pad[:, :, None]              # should be causal & pad[:, None, :]")
 
 
 def _combine_masks_or(*masks):

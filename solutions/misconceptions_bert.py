@@ -11,7 +11,7 @@ from .linear import linear
 from .losses import IGNORE_INDEX
 from .misconceptions import add_twin, twin
 from .softmax import log_softmax, softmax
-from .tokenization import token_ids
+from .tokenization import CONTINUATION, token_ids, tokenize_words, wordpiece_tokenize
 
 # --- the NSP head ----------------------------------------------------------------------------
 
@@ -253,3 +253,91 @@ add_twin("mlm_head_output_shape_transposed", "mlm_head_output_shape", _mlm_head_
          "The logits have one row per position (T rows) and one column per vocabulary entry "
          "(V columns), as the softmax over the vocabulary runs along each row.",
          "logits.shape == (V, T)                 # should be (T, V)")
+
+
+# --- issue 36: the MLM count and WordPiece, mistakes the corpus found unnamed ----------------
+
+def _count_parts(tokens, special_ids):
+    """(T, the non-special tokens) after the reference's own checks."""
+    tokens = np.asarray(tokens)
+    mlm_num_selected(tokens, special_ids)
+    candidates = int(np.count_nonzero(~np.isin(tokens, list(special_ids))))
+    return len(tokens), candidates
+
+
+def _mlm_num_selected_masked_only(tokens, special_ids=(), select_prob=0.15):
+    T, candidates = _count_parts(tokens, special_ids)
+    return min(candidates, max(1, int(round(0.8 * select_prob * T))))
+
+
+def _mlm_num_selected_without_specials(tokens, special_ids=(), select_prob=0.15):
+    T, candidates = _count_parts(tokens, special_ids)
+    if candidates == T:
+        raise ValueError("no special tokens: nothing to leave out of T")
+    return min(candidates, max(1, int(round(select_prob * candidates))))
+
+
+def _mlm_num_selected_truncated(tokens, special_ids=(), select_prob=0.15):
+    T, candidates = _count_parts(tokens, special_ids)
+    return min(candidates, max(1, int(np.floor(select_prob * T))))
+
+
+def _mlm_num_selected_every_token(tokens, special_ids=(), select_prob=0.15):
+    return _count_parts(tokens, special_ids)[1]
+
+
+add_twin("mlm_num_selected_masked_only", "mlm_num_selected", _mlm_num_selected_masked_only,
+         "round(0.8 · 0.15 · T) = round(0.12 T): only the selected positions that become [MASK] counted",
+         "The rule first selects round(0.15 · T) positions; the 80/10/10 draw comes after and only "
+         "decides what each selected position shows. All of them are selected (and predicted), "
+         "the 10 % random and 10 % unchanged ones too.",
+         "n = round(0.8 * 0.15 * T)              # should be max(1, round(0.15 * T))")
+add_twin("mlm_num_selected_without_specials", "mlm_num_selected", _mlm_num_selected_without_specials,
+         "15 % of the word pieces only: [CLS] and [SEP] left out of T",
+         "T counts every token of the input, [CLS] and [SEP] included (Google's rule); the "
+         "special tokens are only never chosen themselves.",
+         "n = round(0.15 * (T - n_special))      # should be max(1, round(0.15 * T)), T with the specials")
+add_twin("mlm_num_selected_truncated", "mlm_num_selected", _mlm_num_selected_truncated,
+         "0.15 · T cut down to a whole number (int() or floor) instead of rounded",
+         "The count is round(0.15 · T): 0.15 · T = 3.6 gives 4 positions, not 3. int() and "
+         "np.floor drop the fraction instead of rounding it.",
+         "n = int(0.15 * T)                      # should be max(1, round(0.15 * T))")
+add_twin("mlm_num_selected_every_token", "mlm_num_selected", _mlm_num_selected_every_token,
+         "every word piece counted: the 15 % selection step skipped",
+         "MLM first selects 15 % of the positions; only those are corrupted (80/10/10) and "
+         "predicted. The other 85 % are left alone and are not in the loss.",
+         "n = T - n_special                      # should be max(1, round(0.15 * T))")
+
+
+def _wordpiece_tokenize_no_split(text, vocab, unk="[UNK]"):
+    wordpiece_tokenize(text, vocab, unk)                  # the reference's own checks
+    vocab = set(vocab)
+    return [word if word in vocab else unk for word in text.split()]
+
+
+def _wordpiece_tokenize_prefix_on_first(text, vocab, unk="[UNK]"):
+    def split_word(word, vocab, unk):
+        pieces, start = [], 0
+        while start < len(word):
+            end = len(word)
+            while end > start and CONTINUATION + word[start:end] not in vocab:
+                end -= 1
+            if end == start:
+                return [unk]
+            pieces.append(CONTINUATION + word[start:end])
+            start = end
+        return pieces
+    return tokenize_words(text, vocab, unk, split_word)
+
+
+add_twin("wordpiece_tokenize_no_split", "wordpiece_tokenize", _wordpiece_tokenize_no_split,
+         "every word looked up whole, and [UNK] where the whole word is not in the vocabulary",
+         "WordPiece splits a word it does not know into pieces it does know: the longest "
+         "vocabulary piece at the start, then the longest \"##\" piece after it, and so on. "
+         "Only a word that cannot be covered by pieces at all becomes [UNK].",
+         "tokens = [w if w in vocab else '[UNK]' for w in words]  # should split each word into pieces")
+add_twin("wordpiece_tokenize_prefix_on_first", "wordpiece_tokenize", _wordpiece_tokenize_prefix_on_first,
+         "\"##\" put on the first piece of a word too",
+         "\"##\" marks a piece that continues a word. The first piece of a word starts it, so it "
+         "is looked up without \"##\" (\"play\", then \"##ing\").",
+         "piece = '##' + word[start:end]         # should be '##' + … only when start > 0")

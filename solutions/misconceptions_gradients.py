@@ -30,9 +30,10 @@ def softmax_backward_sum_without_p(dp, cache):
 
 
 @twin("softmax_backward",
-      "the softmax gradient without the outer factor p: dp − Σ dp·p",
-      "∂p_i/∂z_j = p_i(δ_ij − p_j) carries the factor p_j in front, so dx = p ⊙ (dp − Σ dp·p). "
-      "Dropping it gives every input the same weight, however small its probability.",
+      "the factor p_i in front dropped: 1 − p_i instead of p_i(1 − p_i) (for a whole row, dp − Σ dp·p instead of p ⊙ (dp − Σ dp·p))",
+      "You dropped the factor p_i: the softmax's derivative ∂p_i/∂z_j = p_i(δ_ij − p_j) starts "
+      "with p_i, so ∂p_i/∂z_i = p_i(1 − p_i). For a whole row the bracket is multiplied by p: "
+      "dx = p ⊙ (dp − Σ dp·p).",
       "dx = dp - (dp * p).sum(-1, keepdims=True)  # should be p * (dp - (dp * p).sum(-1, keepdims=True))")
 def softmax_backward_no_outer_p(dp, cache):
     dp = as_float(dp, "dp")
@@ -50,9 +51,10 @@ def softmax_backward_sign_flipped(dp, cache):
 
 
 @twin("softmax_backward",
-      "the softmax's backward step skipped: the upstream gradient dp passed on unchanged",
-      "The scores reach the loss through the softmax, so their gradient is dp times the softmax "
-      "Jacobian: dx = p ⊙ (dp − Σ dp·p). Passing dp on treats the softmax as the identity.",
+      "the softmax's backward step skipped: the gradient of its output (dp; dA in attention) passed on unchanged",
+      "The scores reach the loss through the softmax, so their gradient is the output's gradient "
+      "times the softmax's derivative: dx = p ⊙ (dp − Σ dp·p). Passing dp on treats the softmax "
+      "as if it did nothing.",
       "dx = dp                                # should be p * (dp - (dp * p).sum(-1, keepdims=True))")
 def softmax_backward_skipped(dp, cache):
     dp = as_float(dp, "dp")
@@ -139,7 +141,7 @@ def _moments(variance: float, d_k: int) -> DotProductMoments:
 
 add_twin("dot_product_moments_unit_variances", "dot_product_moments",
          lambda d_k, var_q=1.0, var_k=1.0: DotProductMoments(float(d_k), 1.0),
-         "Var(q·k) = d_k: the components' variances σ_q², σ_k² left out (the unit-variance result used anyway)",
+         "the unit-variance results used anyway (Var(q·k) = d_k, standard deviation 1 after scaling): σ_q² and σ_k² left out",
          "Var(q_i k_i) = Var(q_i)·Var(k_i) for independent zero-mean factors, so the d_k terms "
          "give d_k σ_q² σ_k². Only for unit variances is it d_k — and only then does 1/√d_k bring "
          "the scores back to standard deviation 1.",
@@ -217,3 +219,68 @@ add_twin("softmax_cross_entropy_backward_over_all_rows", "softmax_cross_entropy_
          "The loss averages over the counted targets only (the MLM's selected positions, the "
          "labels ≠ −100): its gradient is divided by their number n, not by all T rows.",
          "dz = (p - onehot) / T                  # should be / n, the counted positions")
+
+
+# --- issue 36: mistakes the corpus found unnamed ----------------------------------------------
+
+def _weights_backward_scaled(dZ, cache):
+    _, _, V, _, scale = cache
+    return (np.asarray(dZ, dtype=float) @ np.swapaxes(V, -1, -2)) * scale
+
+
+add_twin("attention_weights_backward_scaled", "attention_weights_backward", _weights_backward_scaled,
+         "dZ Vᵀ multiplied by 1/√d_k: the scale put in one step too early (so dS is 1/√d_k too small as well)",
+         "Z = AV, so dA is the plain product dZ Vᵀ, and dS = A ⊙ (dA − rowsum(dA ⊙ A)) has no "
+         "scale either. The 1/√d_k sits between Q, K and the scores, S = QKᵀ/√d_k: it enters "
+         "only at the last step, dQ = dS K/√d_k and dK = dSᵀQ/√d_k.",
+         "dA = dZ @ V.T / np.sqrt(d_k)           # should be dZ @ V.T (the scale comes in dQ and dK)")
+
+
+@twin("attention_backward",
+      "dV = Aᵀ dZ multiplied by 1/√d_k: the scale applied to the values' gradient too",
+      "Z = AV does not contain the scale: dV = Aᵀ dZ. The 1/√d_k is part of the scores "
+      "S = QKᵀ/√d_k, so only dQ and dK carry it.",
+      "dV = A.T @ dZ / np.sqrt(d_k)           # should be A.T @ dZ")
+def attention_backward_dv_scaled(dZ, cache):
+    dQ, dK, dV = attention_backward(dZ, cache)
+    return dQ, dK, dV * cache.scale
+
+
+def _check_moments(d_k, var_q, var_k):
+    if d_k < 2:
+        raise ValueError("d_k = 1: a single product, nothing to sum")
+
+
+def _moments_std_for_variance(d_k, var_q=1.0, var_k=1.0):
+    _check_moments(d_k, var_q, var_k)
+    return DotProductMoments(float(np.sqrt(d_k * var_q * var_k)), float(np.sqrt(var_q * var_k)))
+
+
+def _moments_one_term(d_k, var_q=1.0, var_k=1.0):
+    _check_moments(d_k, var_q, var_k)
+    return DotProductMoments(float(var_q * var_k), float(np.sqrt(var_q * var_k)))
+
+
+add_twin("dot_product_moments_std_for_variance", "dot_product_moments", _moments_std_for_variance,
+         "the standard deviation √(d_k σ_q² σ_k²) given for the variance (the square root taken once too often)",
+         "The variance is d_k σ_q² σ_k² itself: each of the d_k products q_i k_i has variance "
+         "σ_q² σ_k², and variances of independent terms add. Its square root is the standard "
+         "deviation, a different number.",
+         "var = np.sqrt(d_k * var_q * var_k)     # should be d_k * var_q * var_k")
+add_twin("dot_product_moments_one_term", "dot_product_moments", _moments_one_term,
+         "σ_q² σ_k²: the variance of one product q_i k_i, not of the sum of all d_k of them",
+         "q·k = q_1 k_1 + … + q_{d_k} k_{d_k} adds d_k independent products, each of variance "
+         "σ_q² σ_k², so the variances add up to d_k σ_q² σ_k².",
+         "var = var_q * var_k                    # should be d_k * var_q * var_k")
+
+
+# --- the softmax Jacobian by hand: ∂p_i/∂z_j = p_i(δ_ij − p_j) -----------------------------------
+
+@twin("softmax_jacobian",
+      "the factor p_i dropped: 1 − p_i instead of p_i(1 − p_i)",
+      "You dropped the factor p_i in front: ∂p_i/∂z_j = p_i(δ_ij − p_j), so on the diagonal "
+      "∂p_i/∂z_i = p_i(1 − p_i), a product of two numbers below 1.",
+      "J = np.eye(n) - p                      # should be np.diag(p) - np.outer(p, p)")
+def softmax_jacobian_no_outer_p(p):
+    p = as_float(p, "p")
+    return np.eye(p.shape[-1]) - np.ones(p.shape[-1])[:, None] * p[..., None, :]

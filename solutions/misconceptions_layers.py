@@ -19,7 +19,7 @@ from .linear import linear
 from .misconceptions import (_bool_mask, _mha_with_scale, add_twin, layer_norm_over_tokens,
                              layer_norm_unbiased_std)
 from .attention import scaled_dot_product_attention
-from .multihead import head_mask, merge_heads, multi_head_attention
+from .multihead import head_mask, head_projection, merge_heads, mha_weights, multi_head_attention
 from .softmax import softmax
 from .param_counts import mha_param_count
 
@@ -52,7 +52,8 @@ def _same(mask):
 mha_twin("mha_no_scale", lambda d_head, d_model: 1.0, _same,
          "multi-head attention without the 1/√d_head scale",
          "Each head computes scaled dot-product attention: its scores are divided by √d_head "
-         "(the head's own key width) before the softmax, or the heads' rows saturate.",
+         "(the head's own key width) before the softmax. Without it the scores are too large "
+         "and each row's weights pile up on one key.",
          "softmax(q @ k.T)                       # should be softmax(q @ k.T / np.sqrt(d_head))")
 mha_twin("mha_divide_by_d_head", lambda d_head, d_model: 1.0 / d_head, _same,
          "multi-head scores divided by d_head instead of √d_head",
@@ -95,6 +96,18 @@ add_twin("mha_no_biases", MHA, _mha_no_biases,
          "Each projection is x @ W + b when the layer has biases (nn.MultiheadAttention's "
          "default): Q = query W_Q + b_Q, …, and out = Concat(heads) W_O + b_O.",
          "q = query @ params[\"W_Q\"]              # should be query @ params[\"W_Q\"] + params[\"b_Q\"]")
+
+
+def _mha_no_output_bias(query, key, value, params, num_heads, mask=None):
+    without = {n: v for n, v in params.items() if n != "b_O"}
+    return multi_head_attention(query, key, value, without, num_heads, mask)
+
+
+add_twin("mha_no_output_bias", MHA, _mha_no_output_bias,
+         "multi-head attention with the output bias b_O left out (b_Q, b_K, b_V used)",
+         "The output projection has a bias too: out = Concat(heads) W_O + b_O. Without b_O "
+         "every output row is off by the same vector, -b_O.",
+         "out = concat @ params[\"W_O\"]            # should be concat @ params[\"W_O\"] + params[\"b_O\"]")
 
 
 def _mha_interleaved_heads(query, key, value, params, num_heads, mask=None):
@@ -162,6 +175,19 @@ add_twin("split_heads_full_width", "split_heads", _split_full_width,
          "np.stack([x] * h)                     # should be x.reshape(L, h, d // h).transpose(1, 0, 2)")
 
 
+def _split_width_times_heads(x, num_heads):
+    x = as_float(x, "x")
+    *lead, L, d = x.shape
+    return np.broadcast_to(np.tile(x, num_heads)[..., None, :, :], (*lead, num_heads, L, d * num_heads)).copy()
+
+
+add_twin("split_heads_width_times_heads", "split_heads", _split_width_times_heads,
+         "a head size of d_model·h instead of d_model/h: multiplied by the number of heads, not divided",
+         "The h heads share the d_model features: each head gets d_k = d_model/h of them. "
+         "d_model·h would make every head wider than the whole layer.",
+         "d_k = d_model * h                      # should be d_k = d_model // h")
+
+
 def _merge_without_transpose(x):
     x = as_float(x, "x")
     *lead, H, L, d = x.shape
@@ -170,6 +196,10 @@ def _merge_without_transpose(x):
 
 def _merge_averaged(x):
     return as_float(x, "x").mean(axis=-3)
+
+
+def _merge_summed(x):
+    return as_float(x, "x").sum(axis=-3)
 
 
 def _merge_on_token_axis(x):
@@ -188,6 +218,12 @@ add_twin("merge_heads_averaged", "merge_heads", _merge_averaged,
          "MultiHead = Concat(head_1, …, head_h) W_O: the heads' outputs are placed side by side, "
          "and W_O learns how to mix them. Averaging throws away what differs between heads.",
          "heads.mean(axis=0)                    # should be np.concatenate(heads, axis=-1)")
+add_twin("merge_heads_summed", "merge_heads", _merge_summed,
+         "the heads added up instead of concatenated (each row has d, not h·d, entries)",
+         "Concat places the heads' outputs side by side, so each head keeps its own columns "
+         "and W_O decides how to mix them. Adding them up mixes the heads before W_O and loses "
+         "which head said what.",
+         "sum(heads)                             # should be np.concatenate(heads, axis=-1)")
 add_twin("merge_heads_concatenated_on_token_axis", "merge_heads", _merge_on_token_axis,
          "the heads concatenated along the token axis (np.concatenate's default axis=0)",
          "Concat joins the heads feature by feature, axis=-1: one row per token with h·d "
@@ -206,6 +242,31 @@ add_twin("merge_heads_interleaved", "merge_heads", _merge_interleaved,
          "Concat puts each token's heads side by side in head order: all d features of head 0, "
          "then all of head 1, …, the inverse of taking head i's columns i·d … (i+1)·d − 1.",
          "heads.transpose(1, 2, 0).reshape(L, -1)  # should be heads.transpose(1, 0, 2).reshape(L, -1)")
+
+
+# --- one head's block of columns -------------------------------------------------------------
+
+def _head_projection_from_one(W, num_heads, i):
+    if i < 1:
+        raise ValueError("head_projection: counting heads from 1, there is no head 0")
+    return head_projection(W, num_heads, i - 1)
+
+
+def _head_projection_full_width(W, num_heads, i):
+    head_projection(W, num_heads, i)              # the same checks
+    return as_float(W, "W")
+
+
+add_twin("head_projection_numbered_from_one", "head_projection", _head_projection_from_one,
+         "heads counted from 1: head i taken as the i-th block of columns (columns of head i − 1)",
+         "Heads are numbered from 0 here: head i owns columns i·d_k … (i+1)·d_k − 1, so head 1 "
+         "is the second block of columns. (The formula's head_1 is head 0.)",
+         "W[:, (i - 1) * d_k:i * d_k]            # should be W[:, i * d_k:(i + 1) * d_k]")
+add_twin("head_projection_full_width", "head_projection", _head_projection_full_width,
+         "head i given every column instead of its own block of d_k = d_model/h columns",
+         "Each head owns only its block of d_k = d_model/h columns, i·d_k … (i+1)·d_k − 1; "
+         "all the columns together are every head at once.",
+         "W                                      # should be W[:, i * d_k:(i + 1) * d_k]")
 
 
 # --- parameter counts -----------------------------------------------------------------------
@@ -227,7 +288,7 @@ def _mha_count_no_bias(d_model, num_heads=1, d_k=None, d_v=None, bias=True):
 add_twin("mha_param_count_no_output_projection", "mha_param_count", _mha_count_no_output_projection,
          "the parameters of W_Q, W_K, W_V only: W_O (and its bias) left out",
          "The output projection W_O (h·d_v × d_model, plus a bias of d_model) belongs to the "
-         "layer: 4d² + 4d in all, not 3d² + 3d.",
+         "layer: 4d² + 4d in all, not 3d² + 3d (without biases 4d², not 3d²).",
          "3 * d * d + 3 * d                      # should be 4 * d * d + 4 * d")
 add_twin("mha_param_count_per_head", "mha_param_count", _mha_count_per_head,
          "h times the one-head count, as if every head had its own d_model × d_model W_Q, W_K, W_V, W_O",
@@ -262,6 +323,21 @@ add_twin("positional_encoding_omitted", "positional_encoding", _positional_encod
          "Attention is blind to order: without PE(pos) added to each embedding, a permuted "
          "sentence gives permuted but otherwise identical outputs.",
          "x = embed(tokens, E)                  # should be embed(tokens, E) + positional_encoding(L, d)")
+
+
+def _positional_encoding_one_based(L, d_model):
+    pos = np.arange(1, L + 1)[:, None]
+    angle = pos / 10000.0 ** (np.arange(0, d_model, 2)[None, :] / d_model)
+    pe = np.empty((L, d_model))
+    pe[:, 0::2], pe[:, 1::2] = np.sin(angle), np.cos(angle)
+    return pe
+
+
+add_twin("positional_encoding_one_based", "positional_encoding", _positional_encoding_one_based,
+         "positions counted from 1 in the positional encoding (the first token gets PE(1), not PE(0))",
+         "The first token is position 0: its encoding is PE(0) = [sin 0, cos 0, …] = [0, 1, 0, 1, …]. "
+         "Counting from 1 gives every token the encoding of the next position.",
+         "pos = np.arange(1, L + 1)              # should be np.arange(L)")
 
 
 # --- encoder and decoder layers: a step skipped or done wrong -------------------------------
@@ -345,9 +421,10 @@ def _decoder_no_causal_mask(y, memory, params, num_heads, self_mask=None, memory
 
 add_twin("decoder_layer_no_causal_mask", "decoder_layer", _decoder_no_causal_mask,
          "a decoder layer whose masked self-attention has no causal mask (each position sees the future)",
-         "The decoder's self-attention must hide the later target tokens (causal_mask(T)), or "
-         "in training every position reads the word it has to predict. The last position is "
-         "unaffected, which is why only earlier rows show the mistake.",
+         "The decoder's self-attention must hide the later target tokens (causal_mask(T)): "
+         "without the mask every position also sees the words after it, including the one it "
+         "has to predict. The last position has no later words, so only the earlier rows show "
+         "the mistake.",
          "self_attn(y, y, y)                     # should be self_attn(y, y, y, mask=causal_mask(T))")
 
 
@@ -420,6 +497,26 @@ sublayer_twins("scale_by_d_model", _mha_scale_d_model, ffn,
                "divided by √d_k; √d_model is too large by √h.",
                "scores / np.sqrt(d_model)              # should be / np.sqrt(d_model // num_heads)")
 
+sublayer_twins("interleaved_heads", _mha_interleaved_heads, ffn,
+               "its attention heads built from interleaved columns (head i = columns i, i+h, …)",
+               "Head i takes the block of columns i·d_k … (i+1)·d_k − 1 of Q, K and V (with "
+               "d_model = 4 and 2 heads: columns 0–1 and 2–3), not every h-th column (0, 2 and 1, 3).",
+               "q[:, i::h]                             # should be q[:, i*d_k:(i+1)*d_k]")
+
+
+# --- reading the attention weights ------------------------------------------------------------
+
+def _mha_weights_by_column(cache):
+    return np.swapaxes(mha_weights(cache), -1, -2)
+
+
+add_twin("mha_weights_read_by_column", "mha_weights", _mha_weights_by_column,
+         "the attention-weight matrix read by columns (row = key) instead of by rows (row = query)",
+         "Row i of a head's attention-weight matrix holds query i's weights over the keys, so the "
+         "key that query i attends to most is the largest entry of row i (argmax over the last "
+         "axis). The largest entry of column j is something else: the query that attends most "
+         "to key j.",
+         "A.argmax(axis=0)                       # should be A.argmax(axis=-1)")
 
 # --- log-probabilities ----------------------------------------------------------------------
 

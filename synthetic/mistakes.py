@@ -22,7 +22,8 @@ from formats import key_shape as shape
 from formats.compare import compare
 from formats.serialize import decode_names, from_jsonable
 
-from . import mistakes_alignment, mistakes_attention, mistakes_bert, mistakes_implement  # noqa: F401 — they register
+from . import (mistakes_alignment, mistakes_attention, mistakes_bert, mistakes_gradients,  # noqa: F401 — they register
+               mistakes_implement, mistakes_layers)
 from .mistakes_base import CHOICE, CORPUS, EVERY_FAMILY, IMPLEMENT, NUMERIC, Givens, Mistake
 
 __all__ = ["CORPUS", "Mistake", "Givens", "NUMERIC", "CHOICE", "IMPLEMENT", "EVERY_FAMILY",

@@ -32,6 +32,12 @@ def bah_scores_no_tanh(g):
     return _bah_scores(g, act=lambda x: x)
 
 
+@mistake(BAH, "scores", "the decoder state left out: v · tanh(h_j U)",
+         accept=["bahdanau_step_without_state"])
+def bah_scores_without_state(g):
+    return np.tanh(g.H @ g.U) @ g.v
+
+
 @mistake(BAH, "scores", "the hidden units summed, v forgotten", accept=["bahdanau_step_no_v"])
 def bah_scores_no_v(g):
     return np.tanh(g.s_prev @ g.W + g.H @ g.U).sum(axis=1)
@@ -58,6 +64,25 @@ def bah_weights_no_tanh(g):
     return softmax(_bah_scores(g, act=lambda x: x))
 
 
+@mistake(BAH, "weights", "the scores divided by their sum, no exp: e / Σ e",
+         accept=["bahdanau_step_normalised_without_exp"])
+def bah_weights_linear(g):
+    e = _bah_scores(g)
+    return e / e.sum()
+
+
+@mistake(BAH, "weights", "softmax of the scores with the tanh taken after v",
+         accept=["bahdanau_step_tanh_after_v"])
+def bah_weights_tanh_outside(g):
+    return softmax(np.tanh((g.s_prev @ g.W + g.H @ g.U) @ g.v))
+
+
+@mistake(BAH, "weights", "softmax of scores that ignore the decoder state",
+         accept=["bahdanau_step_without_state"])
+def bah_weights_without_state(g):
+    return softmax(np.tanh(g.H @ g.U) @ g.v)
+
+
 @mistake(BAH, "context", "the raw scores e used as weights", accept=["bahdanau_step_unnormalised"])
 def bah_context_raw_scores(g):
     return _bah_scores(g) @ g.H
@@ -76,6 +101,23 @@ def bah_context_not_normalised(g):
 @mistake(BAH, "context", "the mean of the encoder states (uniform weights)", accept=["bahdanau_step_uniform_weights"])
 def bah_context_uniform(g):
     return g.H.mean(axis=0)
+
+
+@mistake(BAH, "context", "blended with e / Σ e: the scores normalised without exp",
+         accept=["bahdanau_step_normalised_without_exp"])
+def bah_context_linear(g):
+    e = _bah_scores(g)
+    return (e / e.sum()) @ g.H
+
+
+@mistake(BAH, "context", "the context of sigmoid scores", accept=["bahdanau_step_sigmoid"])
+def bah_context_sigmoid(g):
+    return softmax(_bah_scores(g, act=lambda x: 1 / (1 + np.exp(-x)))) @ g.H
+
+
+@mistake(BAH, "context", "the context of the scores without the tanh", accept=["bahdanau_step_no_tanh"])
+def bah_context_no_tanh(g):
+    return softmax((g.s_prev @ g.W + g.H @ g.U) @ g.v) @ g.H
 
 
 # --- alignment_scores_side_by_side --------------------------------------------------------------
@@ -133,6 +175,23 @@ def align_additive_no_v(g):
     return np.tanh(g.s @ g.W + g.H @ g.U).sum(axis=1)
 
 
+@mistake(ALIGN, "additive", "the tanh taken after v: tanh(v · (s W + h_j U))",
+         accept=["additive_score_tanh_after_v"])
+def align_additive_tanh_outside(g):
+    return np.tanh((g.s @ g.W + g.H @ g.U) @ g.v)
+
+
+@mistake(ALIGN, "additive", "a sigmoid in place of the tanh", accept=["additive_score_sigmoid"])
+def align_additive_sigmoid(g):
+    return (1 / (1 + np.exp(-(g.s @ g.W + g.H @ g.U)))) @ g.v
+
+
+@mistake(ALIGN, "additive", "the decoder state left out: v · tanh(h_j U)",
+         accept=["additive_score_without_state"])
+def align_additive_without_state(g):
+    return np.tanh(g.H @ g.U) @ g.v
+
+
 @mistake(ALIGN, "content", "cosine without ‖s‖: s·h_j / ‖h_j‖",
          accept=["content_score_without_s_norm"])
 def align_cosine_without_s_norm(g):
@@ -160,6 +219,12 @@ def align_weights_not_normalised(g):
     return np.exp(_dots(g) / np.sqrt(len(g.s)))
 
 
+@mistake(ALIGN, "weights", "softmax of the dot products divided by n instead of √n",
+         accept=["sdpa_divide_by_d_k"])
+def align_weights_by_n(g):
+    return softmax(_dots(g) / len(g.s))
+
+
 @mistake(ALIGN, "weights", "softmax of the additive scores instead of the scaled dot products")
 def align_weights_additive(g):
     return softmax(np.tanh(g.s @ g.W + g.H @ g.U) @ g.v)
@@ -178,6 +243,22 @@ def align_context_raw(g):
 @mistake(ALIGN, "context", "the context of the unscaled softmax", accept=["sdpa_no_scale"])
 def align_context_no_scale(g):
     return softmax(_dots(g)) @ g.H
+
+
+@mistake(ALIGN, "context", "the unscaled dot products used as weights", accept=["sdpa_raw_scores_as_weights"])
+def align_context_raw_dots(g):
+    return _dots(g) @ g.H
+
+
+@mistake(ALIGN, "context", "the plain mean of the encoder states", accept=["sdpa_uniform_weights"])
+def align_context_mean(g):
+    return g.H.mean(axis=0)
+
+
+@mistake(ALIGN, "context", "blended with exp of the scaled scores, not normalised",
+         accept=["sdpa_unnormalised", "softmax_unnormalised"])
+def align_context_not_normalised(g):
+    return np.exp(_dots(g) / np.sqrt(len(g.s))) @ g.H
 
 
 @mistake(ALIGN, "win_dot", "the winner counted from 0")
@@ -211,6 +292,16 @@ def learnable_general_needs_equal(g):
     return g.letter("needs_equal", "general")
 
 
+@choice_mistake(LEARN, "needs_equal", "the additive score thought to need equal sizes")
+def learnable_additive_needs_equal(g):
+    return g.letter("needs_equal", "additive")
+
+
+@choice_mistake(LEARN, "transformer", "the Transformer's score taken for Bahdanau's additive one")
+def learnable_transformer_additive(g):
+    return g.letter("transformer", "additive")
+
+
 @choice_mistake(LEARN, "transformer", "the Transformer's score taken for the plain dot product")
 def learnable_transformer_plain_dot(g):
     return g.letter("transformer", "dot product", exact=True)
@@ -238,7 +329,7 @@ def shapes_head_dim_no_split(g):
     return _width(g)
 
 
-@mistake(SHAPES, "head_dim", "d_model · h: multiplied instead of divided")
+@mistake(SHAPES, "head_dim", "d_model · h: multiplied instead of divided", accept=["split_heads_width_times_heads"])
 def shapes_head_dim_times(g):
     return _width(g) * _heads(g)
 
@@ -382,7 +473,7 @@ def grad_ds_no_row_term(g):
     return (g.dZ @ g.V.T) * _forward(g)[0]
 
 
-@mistake(GRAD, "dS", "the 1/√d_k already multiplied in")
+@mistake(GRAD, "dS", "the 1/√d_k already multiplied in", accept=["attention_weights_backward_scaled"])
 def grad_ds_scaled(g):
     return _dS(g) / np.sqrt(g.Q.shape[1])
 

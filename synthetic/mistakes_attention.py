@@ -252,6 +252,12 @@ def dog_output_blends_embeddings(g):
     return attention(Q, K, V)[0] @ g.X
 
 
+@mistake(DOG, "output", "V A instead of A V (the shapes fit: 4 × 4)", accept=["sdpa_values_times_weights"])
+def dog_output_v_a(g):
+    Q, K, V = _dog_qkv(g)
+    return V @ attention(Q, K, V)[0]
+
+
 # --- bank_contextual ---------------------------------------------------------------------------
 
 BANK = "bank_contextual"
@@ -306,6 +312,24 @@ def bank_weights_2_no_scale(g):
     return softmax(_bank_row(g, g.X_2)[1])
 
 
+@mistake(BANK, "z_1", "bank left out of its own softmax, carried into its output")
+def bank_z_without_self(g):
+    _, s, V = _bank_row(g, g.X_1)
+    return softmax(blocked(s / np.sqrt(2), np.arange(5) != 2)) @ V
+
+
+@mistake(BANK, "z_2", "the raw scores softmaxed without the scale, then blended", accept=["sdpa_no_scale"])
+def bank_z_2_no_scale(g):
+    _, s, V = _bank_row(g, g.X_2)
+    return softmax(s) @ V
+
+
+@mistake(BANK, "weights_1", "the softmax's exponentials divided by the largest, not the sum")
+def bank_weights_over_max(g):
+    e = np.exp(_bank_row(g, g.X_1)[1] / np.sqrt(2))
+    return e / e.max()
+
+
 @mistake(BANK, "z_1", "the keys blended instead of the values",
          accept=["sdpa_values_from_keys"])
 def bank_z_blends_keys(g):
@@ -349,12 +373,12 @@ def _var(g):
     return g.d_k * g.var_q * g.var_k
 
 
-@mistake(WHY, "variance", "the standard deviation √(d_k σ_q² σ_k²) given for the variance")
+@mistake(WHY, "variance", "the standard deviation √(d_k σ_q² σ_k²) given for the variance", accept=["dot_product_moments_std_for_variance"])
 def why_variance_std(g):
     return float(np.sqrt(_var(g)))
 
 
-@mistake(WHY, "variance", "σ_q² σ_k²: one product's variance, the sum over the d_k terms forgotten")
+@mistake(WHY, "variance", "σ_q² σ_k²: one product's variance, the sum over the d_k terms forgotten", accept=["dot_product_moments_one_term"])
 def why_variance_one(g):
     return float(g.var_q * g.var_k)
 
@@ -416,7 +440,7 @@ def why_grad_scaled_unscaled_p(g):
     return float(p * (1 - p))
 
 
-@mistake(WHY, "grad_scaled", "1 − p instead of p(1 − p)", accept=["softmax_backward_no_outer_p"])
+@mistake(WHY, "grad_scaled", "1 − p instead of p(1 − p)", accept=["softmax_backward_no_outer_p", "softmax_jacobian_no_outer_p"])
 def why_grad_scaled_missing_p(g):
     return float(1 - softmax(np.asarray(g.scores, dtype=float) / np.sqrt(g.d_k)).max())
 
@@ -626,7 +650,7 @@ def _concat(g):
     return np.concatenate([Z for _, Z in _heads(g)], axis=1)
 
 
-@mistake(PERSP, "attends", "the argmax taken down each column (over the queries) instead of along each row", accept=["sdpa_scores_transposed"])
+@mistake(PERSP, "attends", "the argmax taken down each column (over the queries) instead of along each row", accept=["mha_weights_read_by_column"])
 def persp_attends_over_queries(g):
     return np.stack([A.argmax(axis=0) for A, _ in _heads(g)])
 
@@ -674,12 +698,12 @@ def persp_output_w_o_first(g):
     return g.W_O @ _concat(g)
 
 
-@mistake(PERSP, "from_head_1", "the whole output entry (0, 0), both heads together")
+@mistake(PERSP, "from_head_1", "the whole output entry (0, 0), both heads together", accept=["head_projection_full_width"])
 def persp_share_whole_entry(g):
     return float(_concat(g)[0] @ g.W_O[:, 0])
 
 
-@mistake(PERSP, "from_head_1", "head 0's share instead of head 1's")
+@mistake(PERSP, "from_head_1", "head 0's share instead of head 1's", accept=["head_projection_numbered_from_one"])
 def persp_share_head_0(g):
     return float(_concat(g)[0, 0:2] @ g.W_O[0:2, 0])
 

@@ -16,7 +16,9 @@ from .mistakes_base import (attention, choice_mistake, layer_norm, log_softmax, 
 ENCDEC = "encoder_decoder_step"
 CORRECT = {"embed_scale": True, "pe": True, "pe_swapped": False, "enc_residual": True,
            "dec_residual": True, "causal": True, "pre_ln": False, "ln_axis": -1,
-           "ln_unbiased": False, "relu": True, "heads": 2, "out_proj": True, "scale": None}
+           "ln_unbiased": False, "relu": True, "heads": 2, "out_proj": True, "scale": None,
+           "pe_from": 0, "pe_halves": False, "pe_exponent_j": False, "strided": False,
+           "dec_heads": None}
 
 
 def _norm(x, flags):
@@ -32,8 +34,8 @@ def _mha(xq, xkv, W, flags, allowed=None):
     h = flags["heads"]
     d = q.shape[1] // h
     scale = flags["scale"] if flags["scale"] is not None else 1 / np.sqrt(d)
-    heads = [attention(q[:, i * d:(i + 1) * d], k[:, i * d:(i + 1) * d], v[:, i * d:(i + 1) * d],
-                       scale, allowed) for i in range(h)]
+    cols = [slice(i, None, h) if flags["strided"] else slice(i * d, (i + 1) * d) for i in range(h)]
+    heads = [attention(q[:, c], k[:, c], v[:, c], scale, allowed) for c in cols]
     concat = np.concatenate([out for _, out in heads], axis=1)
     return (concat @ W[3] if flags["out_proj"] else concat), np.stack([w for w, _ in heads])
 
@@ -50,9 +52,28 @@ def _sublayer(x, f, flags, residual):
     return _norm(x + f(x) if residual else f(x), flags)
 
 
+def _positions(L, flags):
+    """The sinusoidal encoding as the student writes it (counted from ``pe_from``; sin and
+    cos in two halves; the column index j as the exponent)."""
+    if not (flags["pe_from"] or flags["pe_halves"] or flags["pe_exponent_j"]):
+        return sinusoid(L, 4, flags["pe_swapped"])
+    pos = np.arange(flags["pe_from"], flags["pe_from"] + L)[:, None]
+    if flags["pe_exponent_j"]:
+        angle = pos / 10000.0 ** (np.arange(4)[None, :] / 4)
+        pe = np.sin(angle)
+        pe[:, 1::2] = np.cos(angle[:, 1::2])
+        return pe
+    angle = pos / 10000.0 ** (np.arange(0, 4, 2)[None, :] / 4)
+    if flags["pe_halves"]:
+        return np.concatenate([np.sin(angle), np.cos(angle)], axis=1)
+    pe = np.zeros((L, 4))
+    pe[:, 0::2], pe[:, 1::2] = np.sin(angle), np.cos(angle)
+    return pe
+
+
 def _inputs(g, tokens, table, flags):
     x = table[np.asarray(tokens, dtype=int)] * (2.0 if flags["embed_scale"] else 1.0)
-    return x + sinusoid(len(tokens), 4, flags["pe_swapped"]) if flags["pe"] else x
+    return x + _positions(len(tokens), flags) if flags["pe"] else x
 
 
 def _encode(g, flags):
@@ -72,6 +93,8 @@ def _encdec(g, **changes):
     W_self = (g.self_W_Q, g.self_W_K, g.self_W_V, g.self_W_O)
     W_cross = (g.cross_W_Q, g.cross_W_K, g.cross_W_V, g.cross_W_O)
     res = flags["dec_residual"]
+    if flags["dec_heads"] is not None:            # the encoder right, the decoder's heads not
+        flags = {**flags, "heads": flags["dec_heads"]}
     h1 = _sublayer(y, lambda z: _mha(z, z, W_self, flags, allowed)[0], flags, res)
     q_in = _norm(h1, flags) if flags["pre_ln"] else h1
     cross_weights = _mha(q_in, memory, W_cross, flags)[1]
@@ -197,23 +220,25 @@ def _long(g):
     return g.number(r"\$T = (\d+)\$ tokens", "n_selected")
 
 
-@mistake(MLM, "n_selected", "15 % of the word pieces only (the specials left out of T)")
+@mistake(MLM, "n_selected", "15 % of the word pieces only (the specials left out of T)",
+         accept=["mlm_num_selected_without_specials", "mlm_num_selected_truncated"])
 def mlm_count_without_specials(g):
     return max(1, round(0.15 * (_long(g) - 3)))
 
 
-@mistake(MLM, "n_selected", "15 % of T truncated instead of rounded")
+@mistake(MLM, "n_selected", "15 % of T truncated instead of rounded",
+         accept=["mlm_num_selected_truncated", "mlm_num_selected_without_specials"])
 def mlm_count_truncated(g):
     return max(1, math.floor(0.15 * _long(g)))
 
 
-@mistake(MLM, "n_selected", "every word piece selected", accept=["mlm_select_every_token"])
+@mistake(MLM, "n_selected", "every word piece selected", accept=["mlm_num_selected_every_token", "mlm_select_every_token"])
 def mlm_count_every_piece(g):
     return _long(g) - 3
 
 
 @mistake(MLM, "n_selected", "only the [MASK]ed 80 % of the 15 % counted",
-         accept=["mlm_select_only_masked"])
+         accept=["mlm_num_selected_masked_only", "mlm_select_only_masked"])
 def mlm_count_masked_only(g):
     return round(0.8 * 0.15 * _long(g))
 
@@ -394,12 +419,14 @@ def wp_tokens_shortest(g):
     return _tokens(g, longest=False)
 
 
-@mistake(WP, "tokens", "every word kept whole (or [UNK] when it is not in the vocabulary)")
+@mistake(WP, "tokens", "every word kept whole (or [UNK] when it is not in the vocabulary)",
+         accept=["wordpiece_tokenize_no_split"])
 def wp_tokens_whole_words(g):
     return [w if w in g.vocab else "[UNK]" for w in g.words]
 
 
-@mistake(WP, "tokens", "\"##\" written on the first piece of a word too")
+@mistake(WP, "tokens", "\"##\" written on the first piece of a word too",
+         accept=["wordpiece_tokenize_prefix_on_first"])
 def wp_tokens_prefix_everywhere(g):
     return _tokens(g, prefix_first=True)
 

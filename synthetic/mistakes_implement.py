@@ -53,7 +53,7 @@ def masked_mask_inverted(Q, K, V, mask=None):
 
 
 @code_mistake(MASKED, "softmax with axis=1 (the lecture demo's), the queries' axis for a batch",
-              accept=["softmax_axis_1", "sdpa_softmax_over_queries"])
+              accept=["softmax_axis_1", "sdpa_softmax_axis_1"])
 def masked_softmax_axis_1(Q, K, V, mask=None):
     return _sdpa(Q, K, V, mask, axis=1)
 
@@ -80,6 +80,25 @@ def masked_mask_transposed(Q, K, V, mask=None):
 @code_mistake(MASKED, "blocked scores set to 0 instead of −inf", accept=["sdpa_mask_with_zero"])
 def masked_zero_fill(Q, K, V, mask=None):
     return _sdpa(Q, K, V, mask, fill=0.0)
+
+
+@code_mistake(MASKED, "the boolean mask added to the scores (True counts as 1) instead of −∞ where blocked",
+              accept=["sdpa_mask_added"])
+def masked_bool_mask_added(Q, K, V, mask=None):
+    Q, K, V = (np.asarray(a, dtype=float) for a in (Q, K, V))
+    scores = Q @ np.swapaxes(K, -1, -2) / np.sqrt(Q.shape[-1])
+    if mask is not None:
+        scores = scores + np.asarray(mask, dtype=float)
+    return softmax(scores) @ V
+
+
+@code_mistake(MASKED, "K.T on a batch: every axis reversed (a 2-D case is right)", accept=["sdpa_k_dot_t"])
+def masked_k_dot_t(Q, K, V, mask=None):
+    Q, K, V = (np.asarray(a, dtype=float) for a in (Q, K, V))
+    scores = Q @ K.T / np.sqrt(Q.shape[-1])
+    if mask is not None:
+        scores = blocked(scores, mask, -np.inf)
+    return softmax(scores) @ V
 
 
 # --- implement_causal_attention ----------------------------------------------------------------
@@ -193,6 +212,81 @@ def additive_no_max_subtraction(s_prev, H, W, U, v, mask=None):
 @code_mistake(ADD, "a sigmoid in place of the tanh", accept=["bahdanau_step_sigmoid"])
 def additive_sigmoid(s_prev, H, W, U, v, mask=None):
     return _additive(s_prev, H, W, U, v, mask, act=lambda x: 1 / (1 + np.exp(-x)))
+
+
+def _additive_weights(e, mask=None):
+    if mask is not None:
+        e = np.where(mask, e, -np.inf)
+    return softmax(e, axis=-1)
+
+
+def _additive_blend(weights, H):
+    return np.einsum("...s,...sn->...n", weights, H)
+
+
+@code_mistake(ADD, "the paper's column form typed as printed: W @ s_prev and U @ h_j (square W, U only)",
+              accept=["bahdanau_step_W_U_transposed"])
+def additive_column_form(s_prev, H, W, U, v, mask=None):
+    s_prev, H = np.asarray(s_prev, dtype=float), np.asarray(H, dtype=float)
+    decoder = np.einsum("ab,...b->...a", W, s_prev)           # W s_{i-1}
+    encoder = np.einsum("ab,...sb->...sa", U, H)              # U h_j for every j
+    e = np.tanh(decoder[..., None, :] + encoder) @ v
+    weights = _additive_weights(e, mask)
+    return weights, _additive_blend(weights, H)
+
+
+@code_mistake(ADD, "the softmax over axis 0 (the batch axis, for batched input)",
+              accept=["bahdanau_step_softmax_over_batch"])
+def additive_softmax_axis_0(s_prev, H, W, U, v, mask=None):
+    e = np.tanh((s_prev @ W)[..., None, :] + H @ U) @ v
+    if mask is not None:
+        e = np.where(mask, e, -np.inf)
+    weights = softmax(e, axis=0)
+    return weights, _additive_blend(weights, H)
+
+
+@code_mistake(ADD, "the padding zeroed after the softmax (weights not renormalised)",
+              accept=["bahdanau_step_mask_after_softmax"])
+def additive_mask_after_softmax(s_prev, H, W, U, v, mask=None):
+    e = np.tanh((s_prev @ W)[..., None, :] + H @ U) @ v
+    weights = softmax(e, axis=-1)
+    if mask is not None:
+        weights = weights * mask
+    return weights, _additive_blend(weights, H)
+
+
+@code_mistake(ADD, "the decoder state left out: e = v · tanh(h_j U)",
+              accept=["bahdanau_step_without_state"])
+def additive_without_state(s_prev, H, W, U, v, mask=None):
+    weights = _additive_weights(np.tanh(H @ U) @ v, mask)
+    return weights, _additive_blend(weights, H)
+
+
+@code_mistake(ADD, "the tanh taken after v: tanh((s W + h U) @ v)", accept=["bahdanau_step_tanh_after_v"])
+def additive_tanh_after_v(s_prev, H, W, U, v, mask=None):
+    weights = _additive_weights(np.tanh(((s_prev @ W)[..., None, :] + H @ U) @ v), mask)
+    return weights, _additive_blend(weights, H)
+
+
+@code_mistake(ADD, "the hidden units summed, v forgotten", accept=["bahdanau_step_no_v"])
+def additive_no_v(s_prev, H, W, U, v, mask=None):
+    weights = _additive_weights(np.tanh((s_prev @ W)[..., None, :] + H @ U).sum(axis=-1), mask)
+    return weights, _additive_blend(weights, H)
+
+
+@code_mistake(ADD, "the context blended from H @ U instead of H",
+              accept=["bahdanau_step_context_from_projected"])
+def additive_context_projected(s_prev, H, W, U, v, mask=None):
+    weights = _additive_weights(np.tanh((s_prev @ W)[..., None, :] + H @ U) @ v, mask)
+    return weights, _additive_blend(weights, H @ U)
+
+
+@code_mistake(ADD, "the scores divided by √n_a before the softmax",
+              accept=["bahdanau_step_scaled_by_sqrt_n_a"])
+def additive_scaled(s_prev, H, W, U, v, mask=None):
+    e = np.tanh((s_prev @ W)[..., None, :] + H @ U) @ v
+    weights = _additive_weights(e / np.sqrt(len(v)), mask)
+    return weights, _additive_blend(weights, H)
 
 
 # --- implement_multihead_attention ---------------------------------------------------------------
@@ -321,3 +415,21 @@ def softmax_grad_no_outer_p(dp, cache):
 @code_mistake(SOFTMAX, "the sign flipped: p(Σ dp·p − dp)", accept=["softmax_backward_sign_flipped"])
 def softmax_grad_sign(dp, cache):
     return cache * (np.sum(dp * cache, axis=-1, keepdims=True) - dp)
+
+
+@code_mistake(CAUSAL, "a square mask tril(ones((L, L))) (right only when L = S; raises otherwise)",
+              accept=["causal_attention_square_mask"])
+def causal_square_mask(Q, K, V):
+    Q = np.asarray(Q, dtype=float)
+    L = np.shape(Q)[-2]
+    return _sdpa(Q, K, V, np.tril(np.ones((L, L), dtype=bool)))
+
+
+@code_mistake(CAUSAL, "the boolean causal mask added to the scores instead of −∞ on the future",
+              accept=["causal_attention_mask_added", "sdpa_mask_added"])
+def causal_bool_mask_added(Q, K, V):
+    Q, K, V = (np.asarray(a, dtype=float) for a in (Q, K, V))
+    L, S = Q.shape[-2], K.shape[-2]
+    scores = Q @ np.swapaxes(K, -1, -2) / np.sqrt(Q.shape[-1]) + np.tril(np.ones((L, S)))
+    return softmax(scores) @ V
+

@@ -13,6 +13,7 @@ from formats import key_shape as shape
 from formats.cells import LETTERS
 from formats.compare import compare, within
 from formats.serialize import decode_names, from_jsonable, same_value
+from solutions.same_error import GROUPS
 
 PASSED, FAILED, PARTIAL, MISSING, MANUAL = "passed", "failed", "partial", "missing", "manual"
 
@@ -32,10 +33,16 @@ def close(a, b, rtol: float, atol: float) -> bool:
 
 
 def _one_explanation(found: list[str], alike: list[str]) -> str | None:
-    """A correct grader names a mistake only when it is the one explanation: exactly one of
-    the listed twins and the stored lookalikes (the twins the build found for the part) matches."""
+    """A correct grader names a mistake only when it is the one explanation: exactly one error
+    among the listed twins and the stored lookalikes (the twins the build found for the part)
+    that match — two codes of one error (``solutions.same_error.GROUPS``, read as data) being
+    one, named by the first that matched."""
     names = found + [n for n in alike if n not in found]
-    return names[0] if len(names) == 1 else None
+    errors: list[str] = []
+    for n in names:
+        if not any(n == e or any(n in g and e in g for g in GROUPS) for e in errors):
+            errors.append(n)
+    return errors[0] if len(errors) == 1 else None
 
 
 def expect_numeric(grading: dict, expected, value, twins: dict, lookalikes: dict | None = None) -> dict:
@@ -106,15 +113,52 @@ def expect_implement(record: dict, mode: str) -> dict:
             verdicts[name] = _verdict(PASSED, points, points)
             continue
         passed = len(positions) - len(failed)
-        def gives(wrong) -> bool:
-            return all(outputs[p] is not None and p < len(wrong) and wrong[p] is not None
-                       and _same_outputs(outputs[p], wrong[p], rtol, atol, nan_equal=True) for p in failed)
+
+        def gives(wrong, failed=frozenset(failed)) -> bool:
+            # the twin behaves like the student's function on every case of the problem: where
+            # it raises, so must the student's on a failed case; elsewhere a NaN output (a row
+            # with nothing to attend to, which the reference gives 0) proves nothing
+            if any(p >= len(wrong) for p in failed):
+                return False
+            for p, w in enumerate(wrong):
+                if w is None:
+                    if p in failed and outputs[p] is not None:
+                        return False
+                    continue
+                mine = outputs[p]
+                if mine is None or not _same_outputs(_blocked_as_zero(mine, w), w, rtol, atol, nan_equal=True):
+                    if p in failed or mine is None or _finite(mine):
+                        return False
+            return True
         found = [t for t in record.get("misconceptions", ()) if t in stored and gives(stored[t])]
         alike = [n for n, outs in record.get("lookalikes", {}).items()
                  if n not in found and gives(from_jsonable(outs))]
         verdicts[name] = _verdict(PARTIAL if passed else FAILED,
                                   points * passed / len(positions), points, _one_explanation(found, alike))
     return verdicts
+
+
+def _blocked_as_zero(got, want):
+    """NaN outputs where the twin gives exactly 0 (every NaN of an output), as 0."""
+    pairs = zip(got, want) if isinstance(got, (list, tuple)) and isinstance(want, (list, tuple)) else [(got, want)]
+    out = []
+    for g, w in pairs:
+        try:
+            g2, w2 = np.asarray(g, dtype=float), np.asarray(w, dtype=float)
+        except (TypeError, ValueError):
+            out.append(g)
+            continue
+        nan = np.isnan(g2) if g2.shape == w2.shape else np.zeros(0, bool)
+        out.append(np.where(nan, 0.0, g2) if nan.any() and (w2[nan] == 0).all() else g)
+    return out if isinstance(got, (list, tuple)) else out[0]
+
+
+def _finite(got) -> bool:
+    try:
+        return all(np.isfinite(np.asarray(g, dtype=float)).all()
+                   for g in (got if isinstance(got, (list, tuple)) else [got]))
+    except (TypeError, ValueError):
+        return True
 
 
 def _same_outputs(got, want, rtol, atol, nan_equal: bool = False) -> bool:

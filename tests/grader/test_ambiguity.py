@@ -57,8 +57,9 @@ def _redrawn(variant, wrong: str, lookalike: str) -> bool:
 
 def test_a_the_per_head_sqrt_64_is_not_called_no_scale(templates):
     """why_sqrt_dk, the lecture's pair (110, 58) with d_k = 768: scaled by one head's √64
-    instead, the two-key softmax gives 0.9985, within 0.005 of the unscaled 1.0. The part
-    is the same for every student, so it cannot be redrawn: the feedback offers both."""
+    instead, the two-key softmax gives 0.9985, and unscaled 1.0: the part asks for 3 decimals
+    and takes them at ±0.0005, so the two are told apart and √64 is named (at ±0.005, as
+    before, they were one value, and the feedback could only offer both)."""
     student = scaled_dot_product_attention(np.array([[1.0]]), np.array([[110.0], [58.0]]),
                                            np.eye(2), scale=1 / 8.0)[0, 0]
     right = "sdpa_scale_by_sqrt_head_dim"
@@ -68,35 +69,40 @@ def test_a_the_per_head_sqrt_64_is_not_called_no_scale(templates):
         record["answer_names"] = {g["id"]: g["id"] for g in record["grading"]}
         verdicts = problem_verdicts(record, values, {}, {})
         assert verdicts["pair_weight_scaled"].status == "failed"
-        assert _never_wrongly_named(verdicts, "sdpa_no_scale", right), seed
+        _never_wrongly_named(verdicts, "sdpa_no_scale", right)
+        assert verdicts["pair_weight_scaled"].misconception == right, seed
 
 
 def test_b_sqrt_d_v_is_not_called_the_sequence_length(templates):
     """implement_masked_attention: a function scaled by √d_v matches "scaled by √S" on every
-    case where d_v = S (the batched family's V has 3 columns, and L = S = 3 happens)."""
+    case where d_v = S (the batched family's V has 3 columns, and L = S = 3 happens). A twin
+    must behave like the student's function on every case of the problem, so the cases where
+    d_v ≠ S tell them apart: √d_v is named."""
     right = "sdpa_scale_by_sqrt_d_v"
     function = MISCONCEPTIONS[right].function
-    met = 0
+    met = named = 0
     for seed in SEEDS:
         variant = make_variant(templates["implement_masked_attention"], seed)
         verdicts = problem_verdicts(variant.record(), {}, _implement_student(variant, function), {})
         met += _never_wrongly_named(verdicts, "sdpa_scale_by_sqrt_seq_len", right)
         met += _redrawn(variant, "sdpa_scale_by_sqrt_seq_len", "sdpa_scale_by_sqrt_d_v")
-    assert met, "the trap never occurred on these seeds: the test would prove nothing"
+        named += _named_right(verdicts, right)
+    assert named == len(SEEDS)
 
 
 def test_c_a_mask_shifted_by_one_is_not_called_no_mask(templates):
     """implement_causal_attention: np.tril(…, k=1) on saturated rows (the large_logits
-    family) gives the unmasked output wherever every row peaks on the past or the next key."""
+    family) gives the unmasked output wherever every row peaks on the past or the next key.
+    The other families tell them apart (a twin must explain every case), so it is named."""
     right = "causal_attention_mask_shifted_by_one"
     function = MISCONCEPTIONS[right].function
-    met = 0
+    named = 0
     for seed in range(12):
         variant = make_variant(templates["implement_causal_attention"], seed)
         verdicts = problem_verdicts(variant.record(), {}, _implement_student(variant, function), {})
-        met += _never_wrongly_named(verdicts, "causal_attention_unmasked", right)
-        met += _redrawn(variant, "causal_attention_unmasked", "causal_attention_mask_shifted_by_one")
-    assert met, "the trap never occurred on these seeds: the test would prove nothing"
+        _never_wrongly_named(verdicts, "causal_attention_unmasked", right)
+        named += _named_right(verdicts, right)
+    assert named == 12
 
 
 def test_d_sqrt_L_is_not_called_divided_by_d_k(templates):

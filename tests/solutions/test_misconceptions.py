@@ -336,9 +336,17 @@ def arguments_for(name):
     return ARGUMENTS[MISCONCEPTIONS[name].shadows]
 
 
+# twins whose mistake gives the right numbers where it runs at all (an (L, L) mask for L ≠ S)
+ONLY_RAISES = {"causal_attention_square_mask"}
+
+
 @pytest.mark.parametrize("name", TWIN_NAMES)
 def test_twin_differs_from_the_correct_function(name):
     twin = MISCONCEPTIONS[name]
+    if name in ONLY_RAISES:       # right where it runs: its mistake is an error elsewhere
+        with pytest.raises(ValueError):
+            call(twin.function, ARGUMENTS[twin.shadows]())
+        return
     build_arguments = arguments_for(name)
     correct_output = call(getattr(solutions, twin.shadows), build_arguments())
     twin_output = call(twin.function, build_arguments())

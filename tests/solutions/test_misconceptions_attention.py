@@ -63,8 +63,59 @@ HAND_WRITTEN = {
     "merge_heads_reversed": lambda a: np.concatenate([a["x"][:, i] for i in reversed(range(a["x"].shape[1]))], axis=-1),
 }
 
+def values_as_wide_as_the_queries_args():
+    """d_v = L, the only shape for which V A can be computed."""
+    r = rng()
+    return {"Q": r.standard_normal((B, L, D_K)), "K": r.standard_normal((B, S, D_K)),
+            "V": r.standard_normal((B, S, L)), "mask": None}
+
+
+def k_dot_t_args():
+    """B = S = d_k: the shapes for which Q @ K.T of a batch runs (and gives nonsense)."""
+    r = rng()
+    return {"Q": r.standard_normal((3, L, 3)), "K": r.standard_normal((3, 3, 3)),
+            "V": r.standard_normal((3, 3, 2)), "mask": None}
+
+
+def square_causal_args():
+    r = rng()
+    return {"Q": r.standard_normal((L, D_K)), "K": r.standard_normal((L, D_K)), "V": r.standard_normal((L, D_V))}
+
+
+HAND_WRITTEN.update({
+    "sdpa_values_times_weights": lambda a: np.swapaxes(a["V"], 0, 0) @ _softmax(_scores(a) / np.sqrt(D_K)),
+    "sdpa_mask_added": lambda a: _softmax(_scores(a) / np.sqrt(D_K) + a["mask"].astype(float)) @ a["V"],
+    "sdpa_k_dot_t": lambda a: _softmax(a["Q"] @ a["K"].T / np.sqrt(3)) @ a["V"],
+    "sdpa_softmax_axis_1": lambda a: _sdpa_by_hand(a, 1 / np.sqrt(D_K), axis=1),
+    "causal_attention_mask_added": lambda a: _softmax(_scores(a) / np.sqrt(D_K)
+                                                      + _tril(L, S).astype(float)) @ a["V"],
+    "causal_attention_square_mask": lambda a: _softmax(_masked(_scores(a) / np.sqrt(D_K), _tril(L, L))) @ a["V"],
+    "combine_masks_padding_on_query_rows": lambda a: (np.tril(np.ones((S, S), dtype=bool))
+                                                      & (np.arange(S) < np.array([2, 4])[:, None])[:, :, None]),
+})
+
 ARGUMENTS_OF = {"sdpa_q_transposed": cube_sdpa_args, "sdpa_weights_transposed": square_unmasked_args,
-                "linear_weight_first": square_linear_args, "linear_skipped": square_linear_args}
+                "linear_weight_first": square_linear_args, "linear_skipped": square_linear_args,
+                "sdpa_values_times_weights": values_as_wide_as_the_queries_args,
+                "sdpa_k_dot_t": k_dot_t_args, "causal_attention_square_mask": square_causal_args}
+
+
+def test_a_square_causal_mask_is_right_when_l_equals_s_and_an_error_otherwise():
+    twin = solutions.MISCONCEPTIONS["causal_attention_square_mask"].function
+    a = square_causal_args()
+    np.testing.assert_allclose(twin(**a), solutions.causal_attention(**a), rtol=1e-12)
+    r = rng()
+    with pytest.raises(ValueError, match="broadcast"):
+        twin(r.standard_normal((L, D_K)), r.standard_normal((S, D_K)), r.standard_normal((S, D_V)))
+
+
+def test_k_dot_t_is_right_for_one_matrix_and_wrong_for_a_batch():
+    twin = solutions.MISCONCEPTIONS["sdpa_k_dot_t"].function
+    r = rng()
+    Q, K, V = r.standard_normal((L, D_K)), r.standard_normal((S, D_K)), r.standard_normal((S, D_V))
+    np.testing.assert_allclose(twin(Q, K, V), solutions.scaled_dot_product_attention(Q, K, V), rtol=1e-12)
+    a = k_dot_t_args()
+    assert not np.allclose(twin(**a), solutions.scaled_dot_product_attention(**a))
 
 
 @pytest.mark.parametrize("name", sorted(HAND_WRITTEN))

@@ -50,6 +50,10 @@ ARGUMENTS_OF: dict = {
     "token_ids_from_one": token_ids_args,
     "bert_input_tokens_no_specials": bert_input_tokens_args,
     "mlm_num_selected_unrounded": mlm_num_selected_args,
+    "mlm_num_selected_masked_only": mlm_num_selected_args,
+    "mlm_num_selected_without_specials": mlm_num_selected_args,
+    "mlm_num_selected_truncated": mlm_num_selected_args,
+    "mlm_num_selected_every_token": mlm_num_selected_args,
     "mlm_head_output_shape_hidden": mlm_head_output_shape_args,
     "mlm_head_output_shape_transposed": mlm_head_output_shape_args,
 }
@@ -79,6 +83,15 @@ HAND_WRITTEN: dict = {
     "token_ids_from_one": lambda a: [3, 5, 6, 7, 8, 4],
     "bert_input_tokens_no_specials": lambda a: ["play", "##ing", "un", "##able"],
     "mlm_num_selected_unrounded": lambda a: 0.15 * 37,
+    # T = 37 with 3 specials (34 pieces); the rule gives round(5.55) = 6.
+    "mlm_num_selected_masked_only": lambda a: 4,          # round(0.12 · 37) = round(4.44)
+    "mlm_num_selected_without_specials": lambda a: 5,     # round(0.15 · 34) = round(5.1)
+    "mlm_num_selected_truncated": lambda a: 5,            # floor(5.55)
+    "mlm_num_selected_every_token": lambda a: 34,
+    # "unaffable playing": neither word is in the vocabulary whole, and neither starts with a
+    # "##" piece of it ("##u", "##p").
+    "wordpiece_tokenize_no_split": lambda a: ["[UNK]", "[UNK]"],
+    "wordpiece_tokenize_prefix_on_first": lambda a: ["[UNK]", "[UNK]"],
     "mlm_head_output_shape_hidden": lambda a: [12, 768],
     "mlm_head_output_shape_transposed": lambda a: [30522, 12],
 }
@@ -96,3 +109,43 @@ def test_the_two_class_sigmoid_twin_is_the_softmax_for_more_than_two_classes():
 @pytest.mark.parametrize("name", sorted(HAND_WRITTEN))
 def test_twin_equals_the_hand_written_wrong_computation(name):
     check_twin(name, HAND_WRITTEN[name])
+
+
+# --- issue 36: the MLM count and WordPiece twins -------------------------------------------------
+
+def _twin_fn(name):
+    from solutions.misconceptions import MISCONCEPTIONS
+    return MISCONCEPTIONS[name].function
+
+
+# T = 24: [CLS], 20 pieces, [SEP], ... — here [CLS] + 12 + [SEP] + 9 + [SEP], 3 special tokens.
+COUNT_TOKENS = np.array([1] + [4] * 12 + [2] + [5] * 9 + [2])
+
+
+@pytest.mark.parametrize("name, expected", [
+    ("mlm_num_selected_masked_only", 3),        # round(0.12 · 24) = round(2.88)
+    ("mlm_num_selected_without_specials", 3),   # round(0.15 · 21) = round(3.15)
+    ("mlm_num_selected_truncated", 3),          # floor(0.15 · 24) = floor(3.6)
+    ("mlm_num_selected_every_token", 21),       # every word piece
+])
+def test_the_mlm_count_twins(name, expected):
+    assert solutions.mlm_num_selected(COUNT_TOKENS, [0, 1, 2]) == 4     # round(3.6)
+    assert _twin_fn(name)(COUNT_TOKENS, [0, 1, 2]) == expected
+
+
+def test_no_specials_nothing_to_leave_out():
+    with pytest.raises(ValueError, match="no special tokens"):
+        _twin_fn("mlm_num_selected_without_specials")(np.array([4, 5, 6]), [0, 1, 2])
+
+
+WP_VOCAB = ["[UNK]", "the", "play", "##ing", "##play"]
+
+
+def test_wordpiece_without_splitting():
+    assert solutions.wordpiece_tokenize("playing the", WP_VOCAB) == ["play", "##ing", "the"]
+    assert _twin_fn("wordpiece_tokenize_no_split")("playing the", WP_VOCAB) == ["[UNK]", "the"]
+
+
+def test_wordpiece_with_the_prefix_on_the_first_piece():
+    assert _twin_fn("wordpiece_tokenize_prefix_on_first")("playing", WP_VOCAB) == ["##play", "##ing"]
+    assert _twin_fn("wordpiece_tokenize_prefix_on_first")("playing", WP_VOCAB[:4]) == ["[UNK]"]

@@ -47,6 +47,7 @@ SUBLAYERS = {   # words → (attention(query, key, value, params, mask), relu)
     "one_head": (lambda q, k, v, p, m: _heads_by_hand(q, k, v, p, 1, m), True),
     "no_output_projection": (lambda q, k, v, p, m: _heads_by_hand(q, k, v, p, HEADS, m, w_o=False), True),
     "scale_by_d_model": (lambda q, k, v, p, m: _heads_by_hand(q, k, v, p, HEADS, m, scale="d_model"), True),
+    "interleaved_heads": (lambda q, k, v, p, m: _heads_by_hand(q, k, v, p, HEADS, m, columns="strided"), True),
 }
 
 
@@ -85,6 +86,48 @@ def _log_probabilities_wrongly(a):
     return e / e.sum(axis=-1, keepdims=True)
 
 
+def _pe_from_one_by_hand(a):
+    L, d = a["L"], a["d_model"]
+    pe = np.zeros((L, d))
+    for pos in range(L):
+        for i in range(d // 2):
+            angle = (pos + 1) / 10000 ** (2 * i / d)      # positions 1, 2, …, L
+            pe[pos, 2 * i], pe[pos, 2 * i + 1] = np.sin(angle), np.cos(angle)
+    return pe
+
+
+def _mha_args_with_all_biases():
+    a = multi_head_attention_args()
+    assert "b_O" in a["params"]
+    return a
+
+
+def _weights_by_hand(a):
+    """Per-head weights (B, h, L, S) of multi_head_attention_args, written out."""
+    p, h = a["params"], a["num_heads"]
+    q, k = a["query"] @ p["W_Q"] + p["b_Q"], a["key"] @ p["W_K"] + p["b_K"]
+    d = q.shape[-1] // h
+    out = []
+    for i in range(h):
+        s = q[..., i * d:(i + 1) * d] @ np.swapaxes(k[..., i * d:(i + 1) * d], -1, -2) / np.sqrt(d)
+        out.append(_softmax(np.where(a["mask"], s, -np.inf)))
+    return np.stack(out, axis=1)
+
+
+def _mha_cache_args():
+    from solutions import mha_forward
+    a = multi_head_attention_args()
+    return {"cache": mha_forward(**a)[1], "_args": a}
+
+
+def _projection_args():
+    return {"W": rng_matrix(), "num_heads": 2, "i": 1}
+
+
+def rng_matrix():
+    return np.arange(24, dtype=float).reshape(4, 6) ** 1.5
+
+
 HAND_WRITTEN = {
     "mha_no_scale": lambda a: _mha_by_hand(a, lambda d: 1.0, a.get("mask")),
     "mha_divide_by_d_head": lambda a: _mha_by_hand(a, lambda d: 1.0 / d, a.get("mask")),
@@ -97,14 +140,55 @@ HAND_WRITTEN = {
     # d = 512, h = 8: each head's W_Q, W_K, W_V is 512 × 512 with a bias of 512; one W_O.
     "mha_param_count_full_width_heads": lambda a: 3 * 8 * (512 * 512 + 512) + 512 * 512 + 512,
     "log_softmax_gives_probabilities": _log_probabilities_wrongly,
+    # b_O alone left out: Concat(heads) W_O, with b_Q, b_K, b_V still added
+    "mha_no_output_bias": lambda a: _heads_by_hand(a["query"], a["key"], a["value"], a["params"],
+                                                   a["num_heads"], a["mask"]) - a["params"]["b_O"],
+    "positional_encoding_one_based": _pe_from_one_by_hand,
+    # every head d_model·h wide: the row of x repeated h times, for each of the h heads
+    "split_heads_width_times_heads": lambda a: np.stack(
+        [np.concatenate([a["x"]] * a["num_heads"], axis=-1)] * a["num_heads"], axis=1),
+    "merge_heads_summed": lambda a: sum(a["x"][:, i] for i in range(a["x"].shape[1])),
+    "head_projection_numbered_from_one": lambda a: a["W"][:, 0:3],      # head 1 → columns 0–2
+    "head_projection_full_width": lambda a: a["W"],
+    # column j of each head's weights: the weights with their last two axes swapped
+    "mha_weights_read_by_column": lambda a: np.swapaxes(a["cache"].attention.P, -1, -2),
     **{f"encoder_layer_{w}": (lambda w: lambda a: _encoder_sublayers_by_hand(a, w))(w) for w in SUBLAYERS},
     **{f"decoder_layer_{w}": (lambda w: lambda a: _decoder_sublayers_by_hand(a, w))(w) for w in SUBLAYERS},
 }
 
 
+ARGUMENTS_OF = {"head_projection_numbered_from_one": _projection_args,
+                "head_projection_full_width": _projection_args,
+                "mha_weights_read_by_column": lambda: {"cache": _mha_cache_args()["cache"]},
+                "mha_no_output_bias": _mha_args_with_all_biases}
+
+
 @pytest.mark.parametrize("name", sorted(HAND_WRITTEN))
 def test_twin_equals_the_hand_written_wrong_computation(name):
-    check_twin(name, HAND_WRITTEN[name])
+    check_twin(name, HAND_WRITTEN[name], ARGUMENTS_OF.get(name))
+
+
+def test_the_weights_read_by_column_are_the_weights_transposed():
+    # A student who reads column j of a head's weights gets the queries' weights on key j:
+    # argmax over the queries (axis 0 of one head's L × S matrix), not over the keys.
+    built = _mha_cache_args()
+    weights = _weights_by_hand(built["_args"])
+    got = MISCONCEPTIONS["mha_weights_read_by_column"].function(built["cache"])
+    np.testing.assert_allclose(got, np.swapaxes(weights, -1, -2), rtol=1e-9, atol=1e-12)
+    np.testing.assert_array_equal(got.argmax(axis=-1), weights.argmax(axis=-2))
+
+
+def test_heads_counted_from_one_have_no_head_0():
+    with pytest.raises(ValueError, match="no head 0"):
+        MISCONCEPTIONS["head_projection_numbered_from_one"].function(rng_matrix(), 2, 0)
+
+
+def test_the_new_layer_twins_speak_of_the_sizes_of_their_templates():
+    # encoder_decoder_step (d_model = 4, 2 heads) lists the interleaved-heads layers: the
+    # text's columns 0–1 and 2–3 are its heads' blocks
+    text = MISCONCEPTIONS["decoder_layer_interleaved_heads"].explanation
+    assert "columns 0–1 and 2–3" in text and "d_model = 4 and 2 heads" in text
+    assert "PE(0) = [sin 0, cos 0, …] = [0, 1, 0, 1, …]" in MISCONCEPTIONS["positional_encoding_one_based"].explanation
 
 
 def test_the_interleaved_split_and_merge_are_inverses():
