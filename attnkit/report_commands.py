@@ -42,6 +42,8 @@ def _report(args) -> int:
     except GradebookError as err:
         return fail([str(err)])
     written, not_written, fallbacks, notes = outcome
+    if summary.get("not_checked"):
+        warn(f"attnkit report: {summary['not_checked']}")
     for entry in rescored:
         warn(f"attnkit report: re-scored {entry.student} {entry.problem}/{entry.part}: {entry.note}")
     for what, why in not_written.items():

@@ -299,15 +299,16 @@ def counted_answers(grades, gradebook=None) -> dict:
 
 
 def forensics(gradebook, key: dict, threshold: float = THRESHOLD, build=None, code: bool = True,
-              deadline=None) -> dict:
+              deadline=None, grades=None) -> dict:
     """Every flag of the class, as ``attnkit forensics --json`` prints it: other-variant and
     shared-wrong numbers, and similar implement code (``grader.code_similarity_flags``;
     ``build``: the build folder, for the stub and the reference solution, by default the
     folder above the gradebook's ``instructor/``; ``code=False`` skips it; ``deadline``: the
     late policy that says which handin counts). ``result["code"]``
-    says what the code comparison read and which handins it skipped, and why."""
+    says what the code comparison read and which handins it skipped, and why. ``grades``:
+    the class's grades when the caller has them already."""
     from .grades import class_grades
-    grades = class_grades(gradebook, key, deadline)
+    grades = class_grades(gradebook, key, deadline) if grades is None else grades
     answers = counted_answers(grades, gradebook)
     flags = other_variant_flags(key, answers, threshold)
     explained = {(f.student, f.problem, f.part) for f in flags}
@@ -339,6 +340,23 @@ def _with_follow_through(flag: dict, parts) -> dict:
     """A flag with the follow-through parts of its problem named: a copied chain earns them."""
     flag["follow_through"] = list(parts)
     return flag
+
+
+COPIED_CHAIN = "copied-chain"      # the TA's list: follow-through credit that rests on a flag
+
+
+def copied_chains(gradebook, key: dict, grades, threshold: float = THRESHOLD) -> dict[str, list]:
+    """student → the (code, message) issues for the TA's list ("Needs a human look"): one per
+    flag whose problem earned follow-through credit on the counted handin — a chain that
+    may be another student's, worked "consistently" from a copied first step. Numbers only
+    (the code comparison reads notebooks, and an implement problem has no follow-through)."""
+    out: dict[str, list] = {}
+    for flag in forensics(gradebook, key, threshold, code=False, grades=grades)["flags"]:
+        note = follow_through_note(flag)
+        if note:
+            out.setdefault(flag["student"], []).append(
+                (COPIED_CHAIN, f"{flag['evidence']}; {note}"))
+    return out
 
 
 def follow_through_note(flag: dict) -> str:

@@ -43,6 +43,7 @@ from .gradebook import Gradebook, ResultRow, omitted_reason
 from .grades import (ERROR, GRADED, MANUAL, MISSING, NOT_ACCEPTED, Part, StudentGrades, class_grades,
                      score_text, with_answers)
 from .marks import student_lines
+from .forensics import copied_chains
 from .review import needs_a_look
 
 # Beyond this many numbers an answer is described, not drawn: a page of 4096 cells helps no one.
@@ -442,6 +443,11 @@ def summary_json(gradebook: Gradebook, key: dict, deadline: Deadline | None = No
     graded submissions (a missing or unreadable one would only drag them towards 0); the
     commonest misconceptions; how many submissions are missing or errored."""
     grades = class_grades(gradebook, key, deadline)
+    try:          # forensics that fail must not cost the grades their summary
+        copied, unchecked = copied_chains(gradebook, key, grades), None
+    except Exception as err:  # noqa: BLE001
+        copied, unchecked = {}, f"copied chains were not checked ({type(err).__name__}: {err})"
+    look = {s.id: [*s.look, *copied.get(s.id, ())] for s in grades}
     graded = [s for s in grades if s.status == GRADED]
     problems = [{"id": p["id"], "title": p.get("title", p["id"]), "points": float(p["points"]),
                  **_statistics([s.problem_scores[p["id"]] for s in graded])}
@@ -464,7 +470,7 @@ def summary_json(gradebook: Gradebook, key: dict, deadline: Deadline | None = No
                       for code, count in sorted(mistakes.items(), key=lambda kv: (-kv[1], kv[0]))]
     students = [{"id": s.id, "name": s.name, "email": s.email, "status": s.status,
                  "total": round(s.total, 6), "max": s.max_score, "notes": list(s.notes),
-                 "needs_a_look": [{"code": c, "message": m} for c, m in s.look],
+                 "needs_a_look": [{"code": c, "message": m} for c, m in look[s.id]],
                  "file": s.path, "handins": s.handins, "received_at": s.received_at,
                  "received_from": s.received_from, "late": s.late, "late_penalty": round(s.penalty, 6),
                  "problems": {pid: round(x, 6) for pid, x in s.problem_scores.items()},
@@ -494,12 +500,13 @@ def summary_json(gradebook: Gradebook, key: dict, deadline: Deadline | None = No
         "misconceptions_by_part": misconceptions_by_part(students),
         "item_analysis": items,
         "pools": _pools_json(items["pools"], key, students),
-        "needs_a_look": needs_a_look((s.id, s.path, s.look) for s in grades),
+        "needs_a_look": needs_a_look((s.id, s.path, look[s.id]) for s in grades),
+        **({"not_checked": unchecked} if unchecked else {}),
         "counts": {"students": len(grades), "graded": statuses[GRADED], "missing": statuses[MISSING],
                    "error": statuses[ERROR],
                    # parts that wait for a human: not marked yet, or marked and to look at again
                    "manual_parts": sum(s.waiting for s in grades if s.status != MISSING),
-                   "needs_a_look": sum(bool(s.look) for s in grades)},
+                   "needs_a_look": sum(bool(look[s.id]) for s in grades)},
     }
 
 

@@ -30,13 +30,15 @@ NEEDS_A_LOOK = frozenset({
     "bad-timestamp", "late-by-name", "late",
     # the grader's own failure on the counted handin
     "grader-error",
+    # follow-through credit on answers forensics flags as another student's (grader.forensics)
+    "copied-chain",
 })
 
 # Issues whose messages are for the instructor only: they name or suspect another student, or
 # say the student did something they may not have done (a rebuilt key, a copied file).
 INSTRUCTOR_ONLY = frozenset({
     "wrong-student", "wrong-assignment", "wrong-variant", "no-record", "givens-edited",
-    "duplicate", "several-notebooks", "ambiguous", "paired-by-record", "renamed",
+    "duplicate", "several-notebooks", "ambiguous", "paired-by-record", "renamed", "copied-chain",
 })
 
 INSTRUCTOR_HAS_A_NOTE = ("Your instructor has a note about this submission and may look at it "

@@ -20,6 +20,7 @@ ROOT = Path(__file__).resolve().parents[2]
 EXAMPLE = ROOT / "problem_bank" / "assignments" / "example.yaml"
 
 SECRET = "planted colluders secret, tests only"
+_PATHS: dict = {}          # where planted_class put the build and the gradebook
 
 
 @pytest.fixture(scope="module")
@@ -39,6 +40,7 @@ def planted_class(example_build, tmp_path_factory):
                           "--gradebook", str(gradebook), "--json"],
                          env=env, cwd=ROOT, capture_output=True, text=True)
     assert out.returncode == 0, out.stderr
+    _PATHS.update(build=build, gradebook=gradebook, env=env)
     return planted, json.loads(out.stdout), subs
 
 
@@ -74,6 +76,27 @@ def test_a_copied_chain_names_the_follow_through_it_earned(planted_class):
     assert all(len(names) == 1 for names in by_problem.values()), by_problem
     honest = [f for f in result["flags"] if f["student"] != copier]
     assert all(isinstance(f["follow_through"], list) for f in honest)
+
+
+def test_the_tas_list_names_a_copied_chain_and_its_follow_through(planted_class):
+    """The TA's "Needs a human look" (``attnkit report --json``'s ``needs_a_look``): each flag
+    whose chain earned follow-through credit, with the parts named; never on an honest student."""
+    planted, result, _ = planted_class
+    paths = _PATHS
+    out = subprocess.run([sys.executable, "-m", "attnkit", "report", str(EXAMPLE), "--build", str(paths["build"]),
+                          "--gradebook", str(paths["gradebook"]), "--json"],
+                         env=paths["env"], cwd=ROOT, capture_output=True, text=True)
+    assert out.returncode == 0, out.stderr
+    summary = json.loads(out.stdout)
+    looks = [x for x in summary["needs_a_look"] if x["code"] == "copied-chain"]
+    carried = {f["student"] for f in result["flags"] if f["follow_through"]}
+    assert carried and {x["student"] for x in looks} == carried
+    for x in looks:
+        assert "follow-through credit on" in x["message"] and "rests on these answers" in x["message"]
+    students = {s["id"]: s for s in summary["students"]}
+    assert all(any(c["code"] == "copied-chain" for c in students[sid]["needs_a_look"]) for sid in carried)
+    honest = set(students) - {f["student"] for f in result["flags"]}
+    assert not any(x["student"] in honest for x in looks)
 
 
 def test_no_honest_student_is_flagged(planted_class):

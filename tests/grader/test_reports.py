@@ -279,6 +279,17 @@ def test_summary_json_is_data_for_the_cli(gradebook):
     assert [p["status"] for p in summary["students"][2]["parts"]] == ["missing"] * 6
 
 
+def test_forensics_that_fail_leave_the_summary_whole_and_say_so(gradebook, monkeypatch):
+    def broken(*_a, **_k):
+        raise RuntimeError("forensics broke")
+    monkeypatch.setattr("grader.forensics.forensics", broken)
+    summary = summary_json(gradebook, KEY)
+    assert summary["not_checked"] == "copied chains were not checked (RuntimeError: forensics broke)"
+    assert summary["students"] and "needs_a_look" in summary
+    monkeypatch.undo()
+    assert "not_checked" not in summary_json(gradebook, KEY)
+
+
 def test_errored_submissions_are_counted(tmp_path):
     with Gradebook(tmp_path / "g.sqlite") as gb:
         gb.record(SubmissionRow(A, "s2", "s2.ipynb", "h", "error", ("belongs to s9",), 0, 8, 0, "0.1.0"), [])

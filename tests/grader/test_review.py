@@ -1,5 +1,6 @@
 """What needs a human look, and what a student may read of it."""
 
+from grader.forensics import COPIED_CHAIN
 from grader.gradebook import SubmissionRow
 from grader.intake import ISSUE_CODES
 from grader.program import NOTE_CODES
@@ -14,7 +15,7 @@ def row(student, *issues):
 
 
 def test_every_code_is_one_the_grader_writes():
-    known = set(ISSUE_CODES) | set(NOTE_CODES) | {"late", "grader-error"}
+    known = set(ISSUE_CODES) | set(NOTE_CODES) | {"late", "grader-error", COPIED_CHAIN}
     assert NEEDS_A_LOOK <= known and INSTRUCTOR_ONLY <= known
 
 
