@@ -5,11 +5,11 @@ Projections are x @ W + b with W (d_in, d_out). Boolean masks mean True = may at
 Imports numpy only.
 """
 
-from .alignment import (ALIGNMENT_SCORES, AlignmentStep, ScoreFunction, additive_score, attend,
+from .alignment import (ALIGNMENT_SCORES, AlignmentStep, ScoreFunction, additive_score, attend, winner,
                         bahdanau_step, concat_score, content_score, dot_score, general_score,
                         location_score, luong_step, scaled_dot_score)
 from .attention import (AttentionSteps, attention_backward, attention_forward, attention_weights_backward, causal_attention,
-                        scaled_dot_product_attention, self_attention)
+                        gradient_check, scaled_dot_product_attention, self_attention)
 from .bert import (MLMSelection, bert_input_tokens, bert_pretraining_loss, mlm_head_output_shape,
                    mlm_loss, mlm_num_selected, mlm_select, nsp_head, nsp_loss)
 from .feed_forward import ffn, ffn_backward, ffn_forward, relu

@@ -184,3 +184,12 @@ def luong_step(h_t, H, W_c, score="dot", mask=None, **score_params) -> Alignment
     joined = np.concatenate([context, as_float(h_t, "h_t")], axis=-1)
     check_shapes(joined=(joined, "... n_in"), W_c=(W_c, "n_in n_out"))
     return AlignmentStep(scores, weights, context, np.tanh(joined @ W_c))
+
+
+def winner(scores) -> int:
+    """The position of the largest score, counted from 1 as the lecture numbers the encoder
+    states h_1 … h_n. ``scores``: (n,)."""
+    scores = as_float(scores, "scores")
+    if scores.ndim != 1:
+        raise ValueError(f"winner: expected the (n,) scores of one decoder step, got shape {scores.shape}")
+    return int(np.argmax(scores)) + 1

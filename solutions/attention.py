@@ -187,3 +187,19 @@ def attention_backward(dZ, cache):
     dQ = dS @ K * scale
     dK = np.swapaxes(dS, -1, -2) @ Q * scale
     return dQ, dK, dV
+
+
+def gradient_check(Q, K, V, dZ, row: int, col: int, h: float) -> float:
+    """The centred difference (ℓ(Q + hE) − ℓ(Q − hE)) / 2h of ℓ(Q) = Σ Z ⊙ dZ, Z = Attention(Q, K, V):
+    the finite-difference check of dQ[row, col] (E is 1 at (row, col), 0 elsewhere; its error
+    is O(h²)). Shapes as ``scaled_dot_product_attention``; dZ as Z."""
+    Q = as_float(Q, "Q")
+    if not (0 <= row < Q.shape[-2] and 0 <= col < Q.shape[-1]):
+        raise ValueError(f"gradient_check: entry ({row}, {col}) is outside Q of shape {Q.shape}")
+    E = np.zeros_like(Q)
+    E[..., row, col] = 1.0
+    dZ = as_float(dZ, "dZ")
+
+    def loss(q):
+        return float(np.sum(scaled_dot_product_attention(q, K, V) * dZ))
+    return (loss(Q + h * E) - loss(Q - h * E)) / (2 * h)

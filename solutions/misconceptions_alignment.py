@@ -14,7 +14,7 @@ import numpy as np
 from ._shapes import as_float, check_shapes
 from .alignment import AlignmentStep, additive_score, attend, dot_score, general_score
 from .masks import apply_mask
-from .misconceptions import twin
+from .misconceptions import add_twin, twin
 
 
 def _parts(s, H, W, U, v):
@@ -327,3 +327,16 @@ def content_score_by_s_norm_squared(s, H):
     dots, s_norm = _dots(s, H)
     return dots / s_norm ** 2
 
+
+# --- which encoder state wins ------------------------------------------------------------------
+
+def _winner_from_zero(scores):
+    scores = as_float(scores, "scores")
+    return int(np.argmax(scores))
+
+
+add_twin("winner_counted_from_zero", "winner", _winner_from_zero,
+         "the winner counted from 0 (NumPy's argmax) where the encoder states are numbered from 1",
+         "np.argmax gives the position from 0; the problem numbers the encoder states h_1 … h_n, "
+         "so the state with the largest score is h_{argmax + 1}.",
+         "np.argmax(scores)                      # should be np.argmax(scores) + 1 here")

@@ -284,3 +284,62 @@ add_twin("dot_product_moments_one_term", "dot_product_moments", _moments_one_ter
 def softmax_jacobian_no_outer_p(p):
     p = as_float(p, "p")
     return np.eye(p.shape[-1]) - np.ones(p.shape[-1])[:, None] * p[..., None, :]
+
+
+# --- the gradient check: (ℓ(Q + hE) − ℓ(Q − hE)) / 2h -----------------------------------------
+
+def _loss(Q, K, V, dZ):
+    from .attention import scaled_dot_product_attention
+    return float(np.sum(scaled_dot_product_attention(Q, K, V) * as_float(dZ, "dZ")))
+
+
+def _unit(shape, row, col):
+    if not (0 <= row < shape[-2] and 0 <= col < shape[-1]):
+        raise ValueError(f"entry ({row}, {col}) is outside a matrix of shape {shape}")
+    E = np.zeros(shape)
+    E[..., row, col] = 1.0
+    return E
+
+
+def _check_one_sided(Q, K, V, dZ, row, col, h):
+    Q = as_float(Q, "Q")
+    return (_loss(Q + h * _unit(Q.shape, row, col), K, V, dZ) - _loss(Q, K, V, dZ)) / h
+
+
+def _check_over_h(Q, K, V, dZ, row, col, h):
+    Q = as_float(Q, "Q")
+    E = _unit(Q.shape, row, col)
+    return (_loss(Q + h * E, K, V, dZ) - _loss(Q - h * E, K, V, dZ)) / h
+
+
+def _check_on_keys(Q, K, V, dZ, row, col, h):
+    K = as_float(K, "K")
+    E = _unit(K.shape, row, col)
+    return (_loss(Q, K + h * E, V, dZ) - _loss(Q, K - h * E, V, dZ)) / (2 * h)
+
+
+def _check_analytic(Q, K, V, dZ, row, col, h):
+    from .attention import attention_forward
+    _, cache = attention_forward(Q, K, V)
+    return float(attention_backward(as_float(dZ, "dZ"), cache)[0][..., row, col])
+
+
+add_twin("gradient_check_one_sided", "gradient_check", _check_one_sided,
+         "a one-sided difference (ℓ(Q + hE) − ℓ(Q)) / h instead of the centred one",
+         "The check asked for runs the forward pass at Q + hE and at Q − hE and divides the "
+         "difference by 2h. The one-sided difference from ℓ(Q) is a different estimate, with "
+         "an error of order h instead of h².",
+         "(loss(Q + h * E) - loss(Q)) / h       # should be (loss(Q + h * E) - loss(Q - h * E)) / (2 * h)")
+add_twin("gradient_check_over_h", "gradient_check", _check_over_h,
+         "the centred difference divided by h instead of 2h (twice the estimate)",
+         "Q + hE and Q − hE are 2h apart, so their difference is divided by 2h.",
+         "(loss(Q + h * E) - loss(Q - h * E)) / h  # should be / (2 * h)")
+add_twin("gradient_check_on_keys", "gradient_check", _check_on_keys,
+         "the entry of K perturbed instead of the entry of Q",
+         "The check is of dQ[i, j]: move that entry of Q by ±h and keep K, V and dZ as they are.",
+         "loss(Q, K + h * E) …                 # should perturb Q: loss(Q + h * E, K)")
+add_twin("gradient_check_analytic", "gradient_check", _check_analytic,
+         "the analytic dQ entry given instead of the finite difference",
+         "The check runs the forward pass twice more and divides: with this large h its value "
+         "differs from dQ[i, j] by an O(h²) error — that difference is what the next part asks.",
+         "dQ[i, j]                               # should be (loss(Q + h * E) - loss(Q - h * E)) / (2 * h)")

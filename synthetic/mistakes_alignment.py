@@ -261,17 +261,17 @@ def align_context_not_normalised(g):
     return np.exp(_dots(g) / np.sqrt(len(g.s))) @ g.H
 
 
-@mistake(ALIGN, "win_dot", "the winner counted from 0")
+@mistake(ALIGN, "win_dot", "the winner counted from 0", accept=["winner_counted_from_zero"])
 def align_win_dot_from_zero(g):
     return int(np.argmax(_dots(g)))
 
 
-@mistake(ALIGN, "win_additive", "the winner of the additive score counted from 0")
+@mistake(ALIGN, "win_additive", "the winner of the additive score counted from 0", accept=["winner_counted_from_zero"])
 def align_win_additive_from_zero(g):
     return int(np.argmax(np.tanh(g.s @ g.W + g.H @ g.U) @ g.v))
 
 
-@mistake(ALIGN, "win_scaled", "the scaled dot product's winner counted from 0")
+@mistake(ALIGN, "win_scaled", "the scaled dot product's winner counted from 0", accept=["winner_counted_from_zero"])
 def align_win_scaled_from_zero(g):
     return int(np.argmax(_dots(g)))
 
@@ -527,6 +527,6 @@ def grad_check_no_half(g):
     return (_loss_shifted(g, +1) - _loss_shifted(g, -1)) / 1e-4
 
 
-@mistake(GRAD, "grad_check", "K perturbed instead of Q")
+@mistake(GRAD, "grad_check", "K perturbed instead of Q (with a tiny step)", accept=["gradient_check_on_keys"])
 def grad_check_on_keys(g):
     return (_loss_shifted(g, +1, True) - _loss_shifted(g, -1, True)) / 2e-4

@@ -81,17 +81,25 @@ def grad2_ds_sign(g):
     return A * ((dA * A).sum(axis=1, keepdims=True) - dA)
 
 
-@mistake(GRAD, "grad_check", "a one-sided difference (ℓ(Q + hE) − ℓ(Q))/h with the given step h")
+@mistake(GRAD, "grad_check", "a one-sided difference (ℓ(Q + hE) − ℓ(Q))/h with the given step h",
+         accept=["gradient_check_one_sided"])
 def grad2_check_one_sided(g):
     return (_shifted(g, +1) - _loss(g)) / _check_entry(g)[2]
 
 
-@mistake(GRAD, "grad_check", "the centred difference over h instead of 2h")
+@mistake(GRAD, "grad_check", "the entry of K moved by ±h instead of the entry of Q",
+         accept=["gradient_check_on_keys"])
+def grad2_check_on_keys(g):
+    return (_shifted(g, +1, on_keys=True) - _shifted(g, -1, on_keys=True)) / (2 * _check_entry(g)[2])
+
+
+@mistake(GRAD, "grad_check", "the centred difference over h instead of 2h", accept=["gradient_check_over_h"])
 def grad2_check_no_half(g):
     return (_shifted(g, +1) - _shifted(g, -1)) / _check_entry(g)[2]
 
 
-@mistake(GRAD, "grad_check", "the analytic dQ entry given instead of a finite difference")
+@mistake(GRAD, "grad_check", "the analytic dQ entry given instead of a finite difference",
+         accept=["gradient_check_analytic"])
 def grad2_check_analytic(g):
     r, c, _ = _check_entry(g)
     A, _, s = _forward(g)

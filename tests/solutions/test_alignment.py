@@ -6,6 +6,7 @@ import inspect
 import math
 
 import numpy as np
+import solutions
 import pytest
 
 from solutions import (ALIGNMENT_SCORES, additive_score, bahdanau_step, concat_score,
@@ -247,3 +248,10 @@ def test_luong_step_takes_score_functions_by_name():
     np.testing.assert_array_equal(by_name.weights, by_function.weights)
     with pytest.raises(ValueError, match="unknown score function 'cosine'"):
         luong_step(S_STATE, H, np.eye(4)[:, :2], score="cosine")
+
+
+def test_the_winner_is_counted_from_one_as_the_lecture_numbers_h():
+    assert solutions.winner(np.array([0.3, -1.2, 2.5, 0.7])) == 3
+    assert solutions.winner([4.0]) == 1
+    with pytest.raises(ValueError, match="one decoder step"):
+        solutions.winner(np.zeros((2, 3)))

@@ -1,6 +1,7 @@
 import math
 
 import numpy as np
+import pytest
 
 import solutions
 
@@ -58,3 +59,20 @@ def test_causal_attention_output_row_ignores_later_tokens():
     before, after = solutions.causal_attention(X, X, X), solutions.causal_attention(changed, changed, changed)
     np.testing.assert_array_equal(before[:3], after[:3])
     assert not np.allclose(before[3:], after[3:])
+
+
+def test_the_gradient_check_is_the_centred_difference_and_its_error_is_order_h_squared():
+    r = np.random.default_rng(7)
+    Q, K, V, dZ = r.normal(size=(3, 4)), r.normal(size=(5, 4)), r.normal(size=(5, 2)), r.normal(size=(3, 2))
+    _, cache = solutions.attention_forward(Q, K, V)
+    analytic = solutions.attention_backward(dZ, cache)[0][1, 2]
+    assert abs(solutions.gradient_check(Q, K, V, dZ, 1, 2, 1e-5) - analytic) < 1e-9
+    errors = [solutions.gradient_check(Q, K, V, dZ, 1, 2, h) - analytic for h in (0.2, 0.1)]
+    assert 3.5 < errors[0] / errors[1] < 4.5          # halving h quarters an O(h²) error
+    E = np.zeros_like(Q)
+    E[1, 2] = 0.3
+    def loss(q):
+        return float(np.sum(solutions.scaled_dot_product_attention(q, K, V) * dZ))
+    assert solutions.gradient_check(Q, K, V, dZ, 1, 2, 0.3) == pytest.approx((loss(Q + E) - loss(Q - E)) / 0.6, abs=1e-14)
+    with pytest.raises(ValueError, match="outside Q"):
+        solutions.gradient_check(Q, K, V, dZ, 3, 0, 0.1)

@@ -150,6 +150,13 @@ def attention_backward_args():
     return {"dZ": rng().standard_normal(out.shape), "cache": cache}
 
 
+def gradient_check_args():
+    r = rng()
+    return {"Q": r.standard_normal((L, D_K)), "K": r.standard_normal((S, D_K)),
+            "V": r.standard_normal((S, D_V)), "dZ": r.standard_normal((L, D_V)), "row": 1, "col": 2,
+            "h": 0.3}
+
+
 # One argument builder per shadowed function. Builders are called once per call, so a function
 # that mutates its arguments cannot leak into the other's inputs.
 def large_score_sdpa_args():
@@ -250,6 +257,8 @@ ARGUMENTS = {
     "attention_backward": attention_backward_args,
     "dot_product_moments": lambda: {"d_k": 16, "var_q": 2.0, "var_k": 3.0},
     "attention_weights_backward": attention_backward_args,
+    "gradient_check": gradient_check_args,
+    "winner": lambda: {"scores": np.array([0.3, -1.2, 2.5, 0.7])},
 }
 
 

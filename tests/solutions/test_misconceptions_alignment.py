@@ -151,6 +151,7 @@ def _dots(a):
 
 
 HAND_WRITTEN: dict = {
+    "winner_counted_from_zero": lambda a: 2,          # scores [0.3, −1.2, 2.5, 0.7]: h_3 wins, index 2
     "additive_score_tanh_after_v": lambda a: np.tanh(_pre(a["s"], a) @ a["v"]),
     "additive_score_no_v": lambda a: np.tanh(_pre(a["s"], a)).sum(-1),
     "additive_score_sigmoid": lambda a: _sigmoid(_pre(a["s"], a)) @ a["v"],

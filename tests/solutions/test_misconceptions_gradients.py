@@ -57,7 +57,30 @@ def _dv_from_scores(a):
     return dS @ K / np.sqrt(D_K), _T(dS) @ Q / np.sqrt(D_K), _T(scores) @ dZ
 
 
+def _attention_loss(a, Q=None, K=None):
+    Q = a["Q"] if Q is None else Q
+    K = a["K"] if K is None else K
+    s = Q @ K.T / np.sqrt(Q.shape[-1])
+    e = np.exp(s - s.max(-1, keepdims=True))
+    return float(np.sum((e / e.sum(-1, keepdims=True)) @ a["V"] * a["dZ"]))
+
+
+def _E(shape, a):
+    E = np.zeros(shape)
+    E[a["row"], a["col"]] = 1.0
+    return E
+
+
 HAND_WRITTEN: dict = {
+    "gradient_check_one_sided": lambda a: (_attention_loss(a, Q=a["Q"] + a["h"] * _E(a["Q"].shape, a))
+                                           - _attention_loss(a)) / a["h"],
+    "gradient_check_over_h": lambda a: (_attention_loss(a, Q=a["Q"] + a["h"] * _E(a["Q"].shape, a))
+                                        - _attention_loss(a, Q=a["Q"] - a["h"] * _E(a["Q"].shape, a))) / a["h"],
+    "gradient_check_on_keys": lambda a: (_attention_loss(a, K=a["K"] + a["h"] * _E(a["K"].shape, a))
+                                         - _attention_loss(a, K=a["K"] - a["h"] * _E(a["K"].shape, a))) / (2 * a["h"]),
+    # the analytic entry: the centred difference with a tiny step agrees with it to ~1e-10
+    "gradient_check_analytic": lambda a: (_attention_loss(a, Q=a["Q"] + 1e-5 * _E(a["Q"].shape, a))
+                                          - _attention_loss(a, Q=a["Q"] - 1e-5 * _E(a["Q"].shape, a))) / 2e-5,
     # dx_j = p_j (dp_j − Σ_i dp_i), the row term without its p_i
     "softmax_backward_sum_without_p": lambda a: _p(a) * (a["dp"] - a["dp"].sum(-1, keepdims=True)),
     # dx_j = dp_j − Σ_i dp_i p_i, the factor p_j in front dropped
