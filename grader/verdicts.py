@@ -10,7 +10,7 @@ happens here, in the grader's own process.
 from __future__ import annotations
 
 import re
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 
 import numpy as np
 from solutions import MISCONCEPTIONS
@@ -332,6 +332,22 @@ def implement_family(family: dict, cases: list[dict], outcomes: dict, function: 
     return Verdict(score, points, status, message, names[0] if len(names) == 1 else None)
 
 
+def _explained_once(verdicts: dict) -> dict:
+    """One explanation per mistake: a family that fails by the mistake an earlier family
+    already explained names it and points there, instead of repeating the whole text."""
+    first: dict[str, str] = {}
+    out = {}
+    for family, v in verdicts.items():
+        m = MISCONCEPTIONS.get(v.misconception) if v.misconception else None
+        if m is not None and v.misconception in first:
+            v = replace(v, message=v.message.replace(
+                f"{m.summary}. {m.explanation}", f"{m.summary} (explained under `{first[v.misconception]}`)."))
+        elif m is not None:
+            first[v.misconception] = family
+        out[family] = v
+    return out
+
+
 def _diagnose_function(outcomes, positions, twins, names, rtol, atol, lookalikes=None) -> list[str]:
     """Every twin that behaves like the student's function on every case of the problem (in
     listed order), then every lookalike that does too (``diagnoses``): the same outputs where
@@ -429,7 +445,7 @@ def problem_verdicts(record: dict, values: dict, outcomes: dict, free_text: dict
                 family, cases, outcomes, record["function"], float(record["rtol"]),
                 float(record["atol"]), twins, record.get("misconceptions", ()),
                 record.get("lookalikes", {}))
-        return verdicts
+        return _explained_once(verdicts)
     answers = decode_names(record["answers"]) if kind != "free_response" else {}
 
     def stored(part: str):

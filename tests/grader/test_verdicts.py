@@ -302,3 +302,18 @@ def test_a_twin_that_raises_is_matched_by_code_that_raises_there_and_nan_by_a_bl
     zero = {"causal_attention_bottom_right": [_array(np.array([[0.0, 0.0]])), _array(np.array([[0.3, 0.7]]))]}
     assert implement_family(family, cases, nan, "f", 1e-6, 1e-9, zero, list(zero)).misconception == \
         "causal_attention_bottom_right"
+
+
+def test_a_mistake_is_explained_once_and_later_families_point_to_it(records):
+    record = next(r for r in records.values() if r["kind"] == "implement"
+                  and "causal_attention_triu" in r.get("twins", {}))
+    outputs = record["twins"]["causal_attention_triu"]
+    outcomes = {i: (CaseOutcome(True, from_jsonable(out)) if out is not None else CaseOutcome(False, error="ValueError: x"))
+                for i, out in enumerate(outputs)}
+    named = [(f, v) for f, v in problem_verdicts(record, {}, outcomes, {}).items()
+             if v.misconception == "causal_attention_triu"]
+    assert len(named) >= 2
+    m = MISCONCEPTIONS["causal_attention_triu"]
+    assert m.explanation in named[0][1].message
+    for _, v in named[1:]:
+        assert m.explanation not in v.message and f"(explained under `{named[0][0]}`)" in v.message
