@@ -213,7 +213,8 @@ def _twin_named(record: dict) -> list[tuple[str, str, bool]]:
             given = names_given(verdict, () if verdict.misconception else
                                 _part_alternatives(record, part, value))
             if not given and len(_part_alternatives(record, part, value, limit=False)) > MAX_ALTERNATIVES:
-                continue                # a value that many mistakes give names none (verdicts.few)
+                results.append((part, name, None))   # many mistakes give it: none named (verdicts.few)
+                continue
             results.append((part, name, _named(name, given)))
     return results
 
@@ -225,7 +226,7 @@ def _named(twin: str, given: list[str]) -> bool:
 
 def twins_baseline(seeds: int, only=None) -> dict:
     """Per template: how many listed twins' own answers the grader names as themselves."""
-    rows, missed = {}, []
+    rows, missed, shared = {}, [], 0
     for template in sorted(corpus.templates()):
         if only and template not in only:
             continue
@@ -235,13 +236,16 @@ def twins_baseline(seeds: int, only=None) -> dict:
             if record is None:
                 continue
             for part, name, ok in _twin_named(record):
+                if ok is None:
+                    shared += 1
+                    continue
                 total += 1
                 named += ok
                 if not ok:
                     missed.append({"template": template, "seed": seed, "part": part, "twin": name})
         if total:
             rows[template] = {"twins": total, "named": named}
-    return {"rows": rows, "missed": missed,
+    return {"rows": rows, "missed": missed, "shared": shared,
             "twins": sum(r["twins"] for r in rows.values()),
             "named": sum(r["named"] for r in rows.values())}
 
@@ -272,7 +276,9 @@ def report(result: dict, show_unnamed: bool = False) -> str:
     lines.append("")
     twins = result["twins"]
     lines.append(f"baseline, every twin still named: {twins['named']} of {twins['twins']} twin answers "
-                 f"named as themselves ({_share(twins['named'], twins['twins']).strip()})")
+                 f"named as themselves ({_share(twins['named'], twins['twins']).strip()})"
+                 + (f"; {twins['shared']} more that more than {MAX_ALTERNATIVES} mistakes give (none named)"
+                    if twins.get("shared") else ""))
     for miss in twins["missed"]:
         lines.append(f"  twin not named as itself: {miss['template']} seed {miss['seed']} "
                      f"{miss['part']}: {miss['twin']}")

@@ -63,7 +63,7 @@ def false_claim(variant) -> str | None:
         try:
             value = variant.evaluate(claim.expression)
             holds = bool(np.all(value))
-        except Exception as err:  # noqa: BLE001 — a claim that cannot be worked out does not hold
+        except Exception:  # noqa: BLE001 — a claim that cannot be worked out does not hold
             holds = False
         if not holds:
             return (f"{template.path}:{claim.line}: claims[{i}]: the template says {claim.says!r}, "

@@ -96,13 +96,19 @@ _KINDS = {"other-variant": "the value is a classmate's expected answer (or a cla
 
 def dashboard_html(gradebook: Gradebook, key: dict, deadline: Deadline | None = None) -> str:
     """The dashboard of the class as one HTML document (see the module's docstring)."""
-    summary = summary_json(gradebook, key, deadline)
+    from .forensics import forensics
     grades = class_grades(gradebook, key, deadline)
+    try:      # one forensics run for the section and the TA's list; a failure costs only the section
+        found = forensics(gradebook, key, deadline=deadline, grades=grades)
+    except Exception as err:  # noqa: BLE001
+        found = err
+    summary = summary_json(gradebook, key, deadline, grades=grades,
+                           flags=None if isinstance(found, Exception) else found["flags"])
     sections = [("distribution", "Score distribution", lambda: _distribution(summary)),
                 ("items", "Item analysis", lambda: _items(summary)),
                 ("misconceptions", "Misconceptions per problem", lambda: _misconceptions(summary)),
                 ("pools", "Pools of templates", lambda: _pools(summary)),
-                ("forensics", "Answer forensics", lambda: _forensics(gradebook, key, summary, deadline)),
+                ("forensics", "Answer forensics", lambda: _forensics(found, summary)),
                 ("matrices", "The commonest wrong matrices",
                  lambda: _matrices(gradebook, key, grades, _members(summary)))]
     title = f"{assignment_title(key, default=assignment_id(key))} — instructors' dashboard"
@@ -442,11 +448,12 @@ def _fairness(f: dict) -> str:
 # ------------------------------------------------------------------------------- 5. forensics
 
 
-def _forensics(gradebook: Gradebook, key: dict, summary: dict, deadline: Deadline | None) -> str:
-    """``grader.forensics``' flags: how many of each kind, then the least likely to be
-    coincidence. Names and evidence are the students' text: escaped."""
-    from .forensics import forensics
-    result = forensics(gradebook, key, deadline=deadline)
+def _forensics(result, summary: dict) -> str:
+    """``grader.forensics``' flags (``result``, or the exception it raised): how many of each
+    kind, then the least likely to be coincidence. Names and evidence are the students' text:
+    escaped."""
+    if isinstance(result, Exception):
+        raise result
     flags = result["flags"]
     intro = (f"<p class=\"muted\">Over {_counted(result['students'], 'student')}: answers that are a "
              "classmate's, not the student's own (attnkit forensics). Evidence to look at, not a verdict.</p>")

@@ -345,13 +345,16 @@ def _with_follow_through(flag: dict, parts) -> dict:
 COPIED_CHAIN = "copied-chain"      # the TA's list: follow-through credit that rests on a flag
 
 
-def copied_chains(gradebook, key: dict, grades, threshold: float = THRESHOLD) -> dict[str, list]:
+def copied_chains(gradebook, key: dict, grades, flags=None, threshold: float = THRESHOLD) -> dict[str, list]:
     """student → the (code, message) issues for the TA's list ("Needs a human look"): one per
     flag whose problem earned follow-through credit on the counted handin — a chain that
     may be another student's, worked "consistently" from a copied first step. Numbers only
-    (the code comparison reads notebooks, and an implement problem has no follow-through)."""
+    (the code comparison reads notebooks, and an implement problem has no follow-through).
+    ``flags``: the class's forensics flags when the caller has them."""
+    if flags is None:
+        flags = forensics(gradebook, key, threshold, code=False, grades=grades)["flags"]
     out: dict[str, list] = {}
-    for flag in forensics(gradebook, key, threshold, code=False, grades=grades)["flags"]:
+    for flag in flags:
         note = follow_through_note(flag)
         if note:
             out.setdefault(flag["student"], []).append(

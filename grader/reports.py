@@ -438,13 +438,15 @@ def _statistics(values: list[float]) -> dict:
     return {"mean": round(sum(values) / len(values), 6), "median": round(statistics.median(values), 6)}
 
 
-def summary_json(gradebook: Gradebook, key: dict, deadline: Deadline | None = None) -> dict:
+def summary_json(gradebook: Gradebook, key: dict, deadline: Deadline | None = None,
+                 grades=None, flags=None) -> dict:
     """The class as data: per student and part; per problem the mean and median over the
     graded submissions (a missing or unreadable one would only drag them towards 0); the
-    commonest misconceptions; how many submissions are missing or errored."""
-    grades = class_grades(gradebook, key, deadline)
+    commonest misconceptions; how many submissions are missing or errored. ``grades``,
+    ``flags``: the class's grades and its forensics flags, when the caller has them."""
+    grades = class_grades(gradebook, key, deadline) if grades is None else grades
     try:          # forensics that fail must not cost the grades their summary
-        copied, unchecked = copied_chains(gradebook, key, grades), None
+        copied, unchecked = copied_chains(gradebook, key, grades, flags), None
     except Exception as err:  # noqa: BLE001
         copied, unchecked = {}, f"copied chains were not checked ({type(err).__name__}: {err})"
     look = {s.id: [*s.look, *copied.get(s.id, ())] for s in grades}

@@ -123,7 +123,7 @@ def numeric_part(grading: dict, expected, value, twins: dict, variable: str,
         twins, lookalikes = twins()
     listed = grading.get("misconceptions", ())
     every = diagnoses(value, twins, listed, rtol, atol, lookalikes, nameable=telling(expected), limit=False)
-    names = every if len(every) <= MAX_ALTERNATIVES else []
+    names = few(every)
     if len(names) == 1:
         m = MISCONCEPTIONS[names[0]]
         return Verdict(0.0, points, FAILED, f"`{variable}` matches a known mistake: {m.summary}. "
@@ -302,7 +302,7 @@ def _case_problem(outcome: CaseOutcome | None, expected, rtol, atol) -> str:
 
 def implement_family(family: dict, cases: list[dict], outcomes: dict, function: str,
                      rtol: float, atol: float, twins: dict, misconceptions,
-                     lookalikes: dict | None = None) -> Verdict:
+                     lookalikes: dict | None = None, agreement: _Agreement | None = None) -> Verdict:
     """A test family of an ``implement`` problem: points in proportion to the hidden cases
     passed. ``cases`` are the key's tests of this family with their position ``position`` in
     the key; ``outcomes`` maps that position to a CaseOutcome."""
@@ -323,7 +323,7 @@ def implement_family(family: dict, cases: list[dict], outcomes: dict, function: 
     message = (f"`{function}` fails {len(failures)} of {len(cases)} hidden `{family['family']}` "
                f"case{'s' if len(cases) != 1 else ''}: {shown}.")
     names = _diagnose_function(outcomes, failed_positions, twins, misconceptions, rtol, atol,
-                               lookalikes)
+                               lookalikes, agreement)
     if len(names) == 1:
         m = MISCONCEPTIONS[names[0]]
         message += f" It matches a known mistake: {m.summary}. {m.explanation}"
@@ -348,39 +348,64 @@ def _explained_once(verdicts: dict) -> dict:
     return out
 
 
-def _diagnose_function(outcomes, positions, twins, names, rtol, atol, lookalikes=None) -> list[str]:
+# How a twin's output on one hidden case compares with the student's (``_agreement``).
+_SAME, _DIFFERENT, _NOT_RUN, _TWIN_RAISES, _BOTH_RAISE, _STUDENT_NAN = range(6)
+
+
+class _Agreement:
+    """Per twin, how it compares with the student's function on each hidden case — worked out
+    once per problem and read by every family's diagnosis (decoding a twin's stored outputs
+    and comparing them is most of the work)."""
+
+    def __init__(self, outcomes: dict, rtol: float, atol: float):
+        self.outcomes, self.rtol, self.atol = outcomes, rtol, atol
+        self._rows: dict[str, list[int]] = {}
+
+    def rows(self, name: str, wrong: list) -> list[int]:
+        if name not in self._rows:
+            self._rows[name] = [self._case(p, w) for p, w in enumerate(wrong)]
+        return self._rows[name]
+
+    def _case(self, p: int, w) -> int:
+        outcome = self.outcomes.get(p)
+        if outcome is None or (not outcome.ok and outcome.error.startswith("not run:")):
+            return _NOT_RUN
+        if w is None:            # the twin raises here (or refuses, as the reference does a
+            return _TWIN_RAISES if outcome.ok else _BOTH_RAISE     # row with nothing to attend to)
+        if not outcome.ok:
+            return _DIFFERENT
+        if _matches_outputs(outcome.value, from_jsonable(w), self.rtol, self.atol, blocked_rows=True):
+            return _SAME
+        return _DIFFERENT if _all_finite(outcome.value) else _STUDENT_NAN
+
+
+# On a failed case only these agree; elsewhere all but a different finite output or an error.
+_AGREES_WHERE_FAILED = {_SAME, _BOTH_RAISE}
+
+
+def _diagnose_function(outcomes, positions, twins, names, rtol, atol, lookalikes=None,
+                       agreement: _Agreement | None = None) -> list[str]:
     """Every twin that behaves like the student's function on every case of the problem (in
     listed order), then every lookalike that does too (``diagnoses``): the same outputs where
     it returns — not only on the cases of this family that failed (``positions``), since a
     twin that explains one family's failures but not another's is not the student's mistake
     (a saturated softmax makes many mistakes agree on one case). Where the twin raises, the
     student's code must raise too on a failed case and may do anything elsewhere; so may a
-    non-finite output outside the failed cases. Cases the
-    kit did not run (a crash before them) are skipped, unless they are in ``positions``: then
-    nothing names the family."""
+    non-finite output (NaN where the twin gives 0 is the student's convention for a row with
+    nothing to attend to) and a case the kit did not run. ``agreement``: the problem's, shared
+    by its families."""
     failed = set(positions)
+    agreement = agreement or _Agreement(outcomes, rtol, atol)
 
-    def gives_the_same(wrong) -> bool:
+    def gives_the_same(name, wrong) -> bool:
         if any(p >= len(wrong) for p in failed):
             return False
-        for p, w in enumerate(wrong):
-            outcome = outcomes.get(p)
-            if outcome is None or (not outcome.ok and outcome.error.startswith("not run:")):
-                if p in failed:
-                    return False
-                continue
-            if w is None:   # the twin raises here (or refuses, as the reference does a row with
-                if p in failed and outcome.ok:          # nothing to attend to): unknown elsewhere
-                    return False
-            elif not (outcome.ok and _matches_outputs(outcome.value, from_jsonable(w), rtol, atol,
-                                                      blocked_rows=True)):
-                if p in failed or not outcome.ok or _all_finite(outcome.value):
-                    return False     # elsewhere, NaN where the twin gives 0 (a row with nothing
-        return True                  # to attend to) is the student's convention, not a mistake
+        return all(r in _AGREES_WHERE_FAILED if p in failed else r != _DIFFERENT
+                   for p, r in enumerate(agreement.rows(name, wrong)))
     found = [name for name in names if twins.get(name) is not None and name in MISCONCEPTIONS
-             and gives_the_same(twins[name])]
+             and gives_the_same(name, twins[name])]
     return few(found + [name for name, wrong in (lookalikes or {}).items()
-                        if name not in found and name in MISCONCEPTIONS and gives_the_same(wrong)])
+                        if name not in found and name in MISCONCEPTIONS and gives_the_same(name, wrong)])
 
 
 def _all_finite(value) -> bool:
@@ -438,13 +463,14 @@ def problem_verdicts(record: dict, values: dict, outcomes: dict, free_text: dict
     verdicts = {}
     if kind == "implement":
         twins = record.get("twins", {})          # twin → [stored output per case]: decoded on use
+        agreement = _Agreement(outcomes, float(record["rtol"]), float(record["atol"]))
         for family in gradings(record):
             cases = [{**t, "position": i} for i, t in enumerate(record["tests"])
                      if t["family"] == family["family"]]
             verdicts[family["family"]] = implement_family(
                 family, cases, outcomes, record["function"], float(record["rtol"]),
                 float(record["atol"]), twins, record.get("misconceptions", ()),
-                record.get("lookalikes", {}))
+                record.get("lookalikes", {}), agreement)
         return _explained_once(verdicts)
     answers = decode_names(record["answers"]) if kind != "free_response" else {}
 

@@ -102,33 +102,38 @@ def _step(scores, H, mask):
     return AlignmentStep(scores, weights, context)
 
 
-@twin("bahdanau_step",
-      "alignment scores with the tanh taken after v: e_ij = tanh(v · (s_{i−1} W + h_j U))",
-      "Apply the tanh to each hidden unit of s_{i−1} W + h_j U first, then take the dot "
-      "product with v: e_ij = v · tanh(s_{i−1} W + h_j U). Taking the tanh of the final score "
-      "instead squashes every score into (−1, 1), and the weights and the context change.",
-      "e = np.tanh((s_prev @ W + H @ U) @ v)  # should be np.tanh(s_prev @ W + H @ U) @ v")
-def bahdanau_step_tanh_after_v(s_prev, H, W, U, v, mask=None):
-    return _step(additive_score_tanh_after_v(s_prev, H, W, U, v), H, mask)
+def _step_twin(name: str, score_twin, summary: str, explanation: str, code: str):
+    """Register the Bahdanau step that carries an additive-score twin's mistake on into the
+    weights and the context (``solutions.same_error`` groups the two)."""
+    def function(s_prev, H, W, U, v, mask=None):
+        return _step(score_twin(s_prev, H, W, U, v), H, mask)
+    return add_twin(name, "bahdanau_step", function, summary, explanation, code)
 
 
-@twin("bahdanau_step",
-      "alignment scores with v left out: the tanh units summed, e_ij = Σ_k tanh(s_{i−1} W + h_j U)_k",
-      "Take the dot product of the tanh units with the learned v: "
-      "e_ij = v · tanh(s_{i−1} W + h_j U). Summing the units instead is the same as using "
-      "v = (1, …, 1), and every score changes.",
-      "e = np.tanh(s_prev @ W + H @ U).sum(-1)  # should be np.tanh(s_prev @ W + H @ U) @ v")
-def bahdanau_step_no_v(s_prev, H, W, U, v, mask=None):
-    return _step(additive_score_no_v(s_prev, H, W, U, v), H, mask)
+_step_twin(
+    "bahdanau_step_tanh_after_v", additive_score_tanh_after_v,
+    "alignment scores with the tanh taken after v: e_ij = tanh(v · (s_{i−1} W + h_j U))",
+    "Apply the tanh to each hidden unit of s_{i−1} W + h_j U first, then take the dot "
+    "product with v: e_ij = v · tanh(s_{i−1} W + h_j U). Taking the tanh of the final score "
+    "instead squashes every score into (−1, 1), and the weights and the context change.",
+    "e = np.tanh((s_prev @ W + H @ U) @ v)  # should be np.tanh(s_prev @ W + H @ U) @ v")
 
 
-@twin("bahdanau_step",
-      "alignment scores with a sigmoid in place of the tanh: e_ij = v · σ(s_{i−1} W + h_j U)",
-      "Bahdanau's alignment network uses tanh (outputs in (−1, 1), centred on 0); σ's outputs "
-      "lie in (0, 1), so the scores, the weights and the context all change.",
-      "e = sigmoid(s_prev @ W + H @ U) @ v    # should be np.tanh(s_prev @ W + H @ U) @ v")
-def bahdanau_step_sigmoid(s_prev, H, W, U, v, mask=None):
-    return _step(additive_score_sigmoid(s_prev, H, W, U, v), H, mask)
+_step_twin(
+    "bahdanau_step_no_v", additive_score_no_v,
+    "alignment scores with v left out: the tanh units summed, e_ij = Σ_k tanh(s_{i−1} W + h_j U)_k",
+    "Take the dot product of the tanh units with the learned v: "
+    "e_ij = v · tanh(s_{i−1} W + h_j U). Summing the units instead is the same as using "
+    "v = (1, …, 1), and every score changes.",
+    "e = np.tanh(s_prev @ W + H @ U).sum(-1)  # should be np.tanh(s_prev @ W + H @ U) @ v")
+
+
+_step_twin(
+    "bahdanau_step_sigmoid", additive_score_sigmoid,
+    "alignment scores with a sigmoid in place of the tanh: e_ij = v · σ(s_{i−1} W + h_j U)",
+    "Bahdanau's alignment network uses tanh (outputs in (−1, 1), centred on 0); σ's outputs "
+    "lie in (0, 1), so the scores, the weights and the context all change.",
+    "e = sigmoid(s_prev @ W + H @ U) @ v    # should be np.tanh(s_prev @ W + H @ U) @ v")
 
 
 @twin("bahdanau_step",
@@ -144,15 +149,14 @@ def bahdanau_step_W_U_transposed(s_prev, H, W, U, v, mask=None):
     return _step(additive_score(s_prev, H, W, U, v), H, mask)      # square W and U only
 
 
-@twin("bahdanau_step",
-      "alignment scores without the decoder state: e_ij = v · tanh(h_j U), the s_{i−1} W term "
-      "left out",
-      "The score compares the previous decoder state with each encoder state, so both go into "
-      "the tanh: e_ij = v · tanh(s_{i−1} W + h_j U). Without s_{i−1} W the weights would be "
-      "the same at every decoder step, and so would the context.",
-      "e = np.tanh(H @ U) @ v                 # should be np.tanh(s_prev @ W + H @ U) @ v")
-def bahdanau_step_without_state(s_prev, H, W, U, v, mask=None):
-    return _step(additive_score_without_state(s_prev, H, W, U, v), H, mask)
+_step_twin(
+    "bahdanau_step_without_state", additive_score_without_state,
+    "alignment scores without the decoder state: e_ij = v · tanh(h_j U), the s_{i−1} W term "
+    "left out",
+    "The score compares the previous decoder state with each encoder state, so both go into "
+    "the tanh: e_ij = v · tanh(s_{i−1} W + h_j U). Without s_{i−1} W the weights would be "
+    "the same at every decoder step, and so would the context.",
+    "e = np.tanh(H @ U) @ v                 # should be np.tanh(s_prev @ W + H @ U) @ v")
 
 
 @twin("bahdanau_step",

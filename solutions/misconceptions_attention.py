@@ -9,6 +9,7 @@ twin by twin. Every twin registers in ``solutions.misconceptions.MISCONCEPTIONS`
 
 from __future__ import annotations
 
+from dataclasses import replace
 from typing import Callable
 
 import numpy as np
@@ -226,8 +227,8 @@ def _sdpa_weights_transposed(Q, K, V, mask=None, scale=None, return_steps=False)
     "Swap only the last two axes: np.swapaxes(K, -1, -2) (or K.transpose(0, 2, 1)).",
     "scores = Q @ K.T                        # should be Q @ np.swapaxes(K, -1, -2)")
 def _sdpa_k_dot_t(Q, K, V, mask=None, scale=None, return_steps=False):
-    Q, K, V = as_float(Q, "Q"), as_float(K, "K"), as_float(V, "V")
-    scale = 1.0 / np.sqrt(Q.shape[-1]) if scale is None else float(scale)
+    Q, K, V, dims = attention_shapes(Q, K, V)
+    scale = _default_scale(dims, scale)
     raw = Q @ K.T                               # raises where the shapes do not fit
     masked = apply_mask(raw * scale, mask)
     return _steps(raw, scale, raw * scale, masked, softmax(masked), V, return_steps)
@@ -245,11 +246,7 @@ def _sdpa_values_times_weights(Q, K, V, mask=None, scale=None, return_steps=Fals
     V = as_float(V, "V")
     if V.shape[-1] != steps.weights.shape[-2]:
         raise ValueError("V A needs d_v = L")
-    output = V @ steps.weights
-    if return_steps:
-        return AttentionSteps(steps.raw_scores, steps.scale, steps.scaled_scores, steps.masked_scores,
-                              steps.weights, output)
-    return output
+    return replace(steps, output=V @ steps.weights) if return_steps else V @ steps.weights
 
 
 @_sdpa_twin(
