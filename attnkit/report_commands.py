@@ -27,7 +27,9 @@ def _report(args) -> int:
     if not gradebook_path.exists():
         return fail([f"{gradebook_path}: no gradebook yet (run attnkit grade first)"])
 
+    from grader.forensics import class_forensics, flags_of
     from grader.gradebook import Gradebook, GradebookError
+    from grader.grades import class_grades
     from grader.marks import rescore
     from grader.reports import class_table, summary_json
 
@@ -35,8 +37,12 @@ def _report(args) -> int:
     try:
         with Gradebook(gradebook_path) as gradebook:
             rescored = rescore(gradebook, key, grader="attnkit report")
-            outcome = _write_reports(gradebook, key, out, args, assignment.deadline)
-            summary = summary_json(gradebook, key, assignment.deadline)
+            grades = class_grades(gradebook, key, assignment.deadline)
+            found = class_forensics(gradebook, key, grades, assignment.deadline,
+                                    code=bool(getattr(args, "dashboard", False)))
+            summary = summary_json(gradebook, key, assignment.deadline, grades=grades, flags=flags_of(found))
+            outcome = _write_reports(gradebook, key, out, args, assignment.deadline,
+                                     known={"grades": grades, "found": found, "summary": summary})
             table = (class_table(gradebook, key, summary=summary) if args.table and not args.json
                      else None)
     except GradebookError as err:
@@ -72,12 +78,13 @@ def _report(args) -> int:
     return code
 
 
-def _write_reports(gradebook, key: dict, out: Path, args, deadline=None) -> tuple[dict, dict, dict, dict]:
+def _write_reports(gradebook, key: dict, out: Path, args, deadline=None,
+                   known: dict | None = None) -> tuple[dict, dict, dict, dict]:
     """(written: output → where, not_written: output → why, fallbacks: student → what of
     their page could not be drawn, notes: output → what the instructor must know before
     importing it). Each output is written on its own: one that fails (a full disk, an answer
     no renderer expected, a title Canvas would ignore) is reported, and the others are
-    still written."""
+    still written. ``known``: the class's grades, forensics and summary, worked out once."""
     from grader import exports
     from grader.gradebook import GradebookError
     from grader.grades import class_grades
@@ -86,7 +93,8 @@ def _write_reports(gradebook, key: dict, out: Path, args, deadline=None) -> tupl
     fallbacks: dict[str, list[str]] = {}
     notes: dict[str, list[str]] = {}
     roster = getattr(args, "roster_students", None)
-    grades_of: list = []
+    known = known or {}
+    grades_of: list = [known["grades"]] if "grades" in known else []
 
     def grades():
         if not grades_of:
@@ -120,7 +128,8 @@ def _write_reports(gradebook, key: dict, out: Path, args, deadline=None) -> tupl
         # the instructors' page: beside the reports, never among the students' feedback pages
         from grader import dashboard
         outputs.append(("dashboard", out / "dashboard.html",
-                        lambda: dashboard.write_dashboard(gradebook, key, out / "dashboard.html", deadline)))
+                        lambda: dashboard.write_dashboard(gradebook, key, out / "dashboard.html", deadline,
+                                                          **known)))
     lms = dict.fromkeys(args.lms or ())               # in the order asked, each once
     if "canvas" in lms:
         outputs.append(lms_file("canvas", exports.write_canvas_csv, title=args.canvas_title,

@@ -35,6 +35,7 @@ from formats.key_shape import assignment_id, assignment_title, entry_for, gradin
 from formats.serialize import decode_names
 from formats.textfile import write_atomic
 
+from .forensics import class_forensics, flags_of
 from .gradebook import Gradebook, omitted_reason
 from .grades import GRADED, class_grades, score_text
 from .item_analysis import HIGH_FACILITY, LOW_DISCRIMINATION, LOW_FACILITY
@@ -94,16 +95,14 @@ _KINDS = {"other-variant": "the value is a classmate's expected answer (or a cla
 # ------------------------------------------------------------------------------- entry points
 
 
-def dashboard_html(gradebook: Gradebook, key: dict, deadline: Deadline | None = None) -> str:
-    """The dashboard of the class as one HTML document (see the module's docstring)."""
-    from .forensics import forensics
-    grades = class_grades(gradebook, key, deadline)
-    try:      # one forensics run for the section and the TA's list; a failure costs only the section
-        found = forensics(gradebook, key, deadline=deadline, grades=grades)
-    except Exception as err:  # noqa: BLE001
-        found = err
-    summary = summary_json(gradebook, key, deadline, grades=grades,
-                           flags=None if isinstance(found, Exception) else found["flags"])
+def dashboard_html(gradebook: Gradebook, key: dict, deadline: Deadline | None = None,
+                   grades=None, found=None, summary: dict | None = None) -> str:
+    """The dashboard of the class as one HTML document (see the module's docstring).
+    ``grades``, ``found`` (``class_forensics``) and ``summary``: what the caller has already."""
+    grades = class_grades(gradebook, key, deadline) if grades is None else grades
+    found = class_forensics(gradebook, key, grades, deadline) if found is None else found
+    if summary is None:
+        summary = summary_json(gradebook, key, deadline, grades=grades, flags=flags_of(found))
     sections = [("distribution", "Score distribution", lambda: _distribution(summary)),
                 ("items", "Item analysis", lambda: _items(summary)),
                 ("misconceptions", "Misconceptions per problem", lambda: _misconceptions(summary)),
@@ -117,11 +116,12 @@ def dashboard_html(gradebook: Gradebook, key: dict, deadline: Deadline | None = 
     return _document(title, "\n".join(body))
 
 
-def write_dashboard(gradebook: Gradebook, key: dict, path: str | Path, deadline: Deadline | None = None) -> Path:
+def write_dashboard(gradebook: Gradebook, key: dict, path: str | Path, deadline: Deadline | None = None,
+                    **known) -> Path:
     """``path`` (reports/dashboard.html), written atomically: an interrupted report never
-    leaves half a page where the last whole one was."""
+    leaves half a page where the last whole one was. ``known``: as ``dashboard_html``'s."""
     path = Path(path)
-    write_atomic(path, dashboard_html(gradebook, key, deadline).encode("utf-8", errors="replace"))
+    write_atomic(path, dashboard_html(gradebook, key, deadline, **known).encode("utf-8", errors="replace"))
     return path
 
 

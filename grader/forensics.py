@@ -342,6 +342,20 @@ def _with_follow_through(flag: dict, parts) -> dict:
     return flag
 
 
+def class_forensics(gradebook, key: dict, grades, deadline=None, code: bool = True):
+    """``forensics`` of the class, or the exception it raised: a failure must cost only the
+    output that shows it (a dashboard section, the TA's copied chains), never the others."""
+    try:
+        return forensics(gradebook, key, deadline=deadline, code=code, grades=grades)
+    except Exception as err:  # noqa: BLE001
+        return err
+
+
+def flags_of(found) -> list | None:
+    """The flags of a ``class_forensics`` result (None where it failed)."""
+    return None if isinstance(found, Exception) else found["flags"]
+
+
 COPIED_CHAIN = "copied-chain"      # the TA's list: follow-through credit that rests on a flag
 
 
