@@ -9,6 +9,9 @@ STAMP  := $(VENV)/.installed
 $(STAMP): pyproject.toml
 	$(PYTHON) -m venv $(VENV)
 	$(PY) -m pip install --quiet --disable-pip-version-check -e '.[dev]'
+	@# the repository's own tools (python -m synthetic, python -m bench) from any directory:
+	@# the editable install maps only the shipped packages
+	$(PY) -c 'import site, sys; open(site.getsitepackages()[0] + "/attention-kit-tools.pth", "w").write(sys.argv[1] + "\n")' '$(CURDIR)'
 	touch $(STAMP)
 
 DEMO_SECRET ?= demo secret: never use it for a real course

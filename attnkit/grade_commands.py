@@ -195,6 +195,7 @@ def _grade(args) -> int:
         warn(f"attnkit grade: {failure}")
     for entry in rescored:
         warn(f"attnkit grade: re-scored {entry.student} {entry.problem}/{entry.part}: {entry.note}")
+    _receipt_warnings(summary.receipts)
     if summary.code == 4:           # a usage error (a bad -k expression): pytest said why
         return 2
     if summary.code in (2, 3):      # errors during collection / pytest's internal error
@@ -227,6 +228,24 @@ def _grade(args) -> int:
     return 0
 
 
+def _receipt_warnings(changes) -> None:
+    """On stderr: whose recorded receipt time stayed against this run's worse source, and,
+    loudly, whose recorded time this run replaced (grader.receipts.merged)."""
+    kept: dict[tuple[str, str], list[str]] = {}
+    for c in changes:
+        if c.kept:
+            kept.setdefault((c.recorded_from, c.given_from or "no time"), []).append(c.student)
+    for (recorded, given), students in kept.items():
+        warn(f"attnkit grade: kept the receipt times recorded from {recorded} for {', '.join(students)} "
+             f"(this run had only {given}, a worse source)")
+    changed = [c for c in changes if not c.kept]
+    if changed:
+        warn(f"attnkit grade: WARNING: this run changed the recorded receipt time of {len(changed)} "
+             f"handin{'s' if len(changed) != 1 else ''}; lateness is now judged on the new time:")
+    for c in changed:
+        warn(f"  {c.student}: {c.recorded_at} ({c.recorded_from}) → {c.given_at} ({c.given_from})")
+
+
 def add_grade_command(commands) -> None:
     grade = commands.add_parser(
         "grade", help="grade submitted notebooks in the sandbox, into the gradebook",
@@ -248,7 +267,8 @@ def add_grade_command(commands) -> None:
     grade.add_argument("--regrade", action="store_true", help="grade unchanged submissions again")
     grade.add_argument("--received", metavar="CSV",
                        help="when each student handed in, from the LMS (student_id and received_at or "
-                            "submitted_at, ISO 8601 with an offset): wins over timestamp.txt and file times")
+                            "submitted_at, ISO 8601 with an offset): wins over timestamp.txt and file times, "
+                            "and is kept when a later run (--regrade) has only those")
     grade.add_argument("--roster", metavar="CSV",
                        help="the roster, for Canvas and Moodle downloads: its lms_id and lms_login columns "
                             "name the files' students")

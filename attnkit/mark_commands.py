@@ -139,6 +139,7 @@ def _export(args) -> int:
     assignment, key, gradebook_path = course
     from grader.gradebook import Gradebook, GradebookError
     from grader.marking.sheet import SheetError, export_sheet
+    from grader.marking.sheet_format import legend_path
 
     try:
         with Gradebook(gradebook_path) as gb:
@@ -149,7 +150,8 @@ def _export(args) -> int:
         return fail([str(err)])
     except OSError as err:
         return fail([f"{err.filename or args.out}: {err.strerror or err}"])
-    print(terminal_safe(f"wrote {rows} row{'s' if rows != 1 else ''} to {args.out}"))
+    print(terminal_safe(f"wrote {rows} row{'s' if rows != 1 else ''} to {args.out}; what each column means, "
+                        f"with the rubric items' points and texts: {legend_path(Path(args.out))}"))
     return 0
 
 
@@ -160,8 +162,10 @@ def _print_plan(plan) -> None:
         print(terminal_safe(f"  refused: {line}", newlines=False))
     for line in plan.problems:
         print(terminal_safe(f"  problem: {line}", newlines=False), file=sys.stderr)
-    print(f"{len(plan.changes)} to change, {plan.unchanged} unchanged, {len(plan.refused)} refused "
-          f"(changed in the sheet and in the gradebook), {len(plan.problems)} problems")
+    kinds = plan.refused_why
+    why = "; ".join(reason if len(kinds) == 1 else f"{reason}: {n}" for reason, n in kinds.items())
+    print(f"{len(plan.changes)} to change, {plan.unchanged} unchanged, {len(plan.refused)} refused"
+          f"{f' ({why})' if why else ''}, {len(plan.problems)} problems")
 
 
 def _import(args) -> int:
@@ -242,7 +246,9 @@ def add_mark_command(commands) -> None:
     export = sub.add_parser(
         "export", help="write a CSV sheet of hand grades to fill in without a browser",
         description="One row per student and part: the answer, a column per rubric item (1 when "
-                    "applied), adjustment, comment, reason, and the grade's version at the export.")
+                    "applied), adjustment, comment, reason, and the grade's version at the export. "
+                    "Beside it, SHEET-rubric.csv says what each column means, with each rubric item's "
+                    "points and text. Control characters in a text are written visibly, as ⟨U+0000⟩.")
     export.add_argument("assignment", metavar="ASSIGNMENT.yaml", help="the assignment spec (for its secret)")
     key_options(export)
     export.add_argument("--out", metavar="SHEET.csv", required=True, help="where to write the sheet")
@@ -254,8 +260,9 @@ def add_mark_command(commands) -> None:
         "import", help="check a filled-in sheet, show what it changes, and with --apply save it",
         description="Validate the sheet (students, parts, rubric versions, points in range) and "
                     "show what it would change. Rows changed both in the sheet and in the gradebook "
-                    "since the export are refused. Nothing is saved without --apply. Exit 1 when "
-                    "a row has problems or is refused.")
+                    "since the export, and rows whose answer changed since, are refused. Nothing is "
+                    "saved without --apply; with it, the sheet is saved in one transaction (all or "
+                    "nothing). Exit 1 when a row has problems or is refused.")
     imp.add_argument("assignment", metavar="ASSIGNMENT.yaml", help="the assignment spec (for its secret)")
     imp.add_argument("sheet", metavar="SHEET.csv", help="the sheet `attnkit mark export` wrote, filled in")
     key_options(imp)

@@ -34,7 +34,8 @@ if TYPE_CHECKING:        # (the bank and the template engine are imported when t
 
 TOP_KEYS = {"id": "required", "title": "required", "instructions": "optional",
             "secret": "required", "bank": "optional", "problems": "required",
-            "due": "optional", "timezone": "optional", "late": "optional", "extensions": "optional"}
+            "due": "optional", "timezone": "optional", "late": "optional", "extensions": "optional",
+            "counts": "optional"}
 PROBLEM_KEYS = {"template": "required", "pool": "optional", "id": "optional", "title": "optional",
                 "points": "optional", "parts": "optional", "tests": "optional",
                 "rtol": "optional", "atol": "optional", "follow_credit": "optional"}

@@ -38,6 +38,7 @@ from pathlib import Path
 from formats import answer_key
 from formats.version import KIT_VERSION
 from formats.key_shape import CLASS_STUDENT, issued_before, issued_digest
+from .due_text import due_text, late_text
 from .notebook import (Header, ProblemVariant, answer_names, build_notebook, notebook_bytes,
                        student_and_instructor)
 from . import pools
@@ -102,8 +103,12 @@ def _member(problem, member: str | None):
 
 
 def header(assignment, student=None) -> Header:
+    """What the notebook and the printed page say about the assignment: for a student, with
+    their own due date when they have an extension (the spec's ``extensions:``)."""
+    sid = student.id if student else None
     return Header(assignment.id, assignment.title, assignment.source_digest, assignment.instructions,
-                  student.id if student else "", student.name if student else "", KIT_VERSION)
+                  sid or "", student.name if student else "", KIT_VERSION,
+                  due_text(assignment.deadline, sid), late_text(assignment.deadline, sid))
 
 
 def key_entry(problems: list[ProblemVariant], notebook: str, student=None, issued: dict | None = None) -> dict:

@@ -1,5 +1,5 @@
-"""An assignment's due date, late policy and extensions, read from its spec with file:line
-errors (the values are ``formats.deadline``'s):
+"""An assignment's due date, late policy, extensions and which handin counts, read from its
+spec with file:line errors (the values are ``formats.deadline``'s):
 
     due: 2026-12-05 23:59              # ISO 8601; with an offset (+01:00, Z) or a timezone:
     timezone: Europe/Berlin            # an IANA name, for a due date without an offset
@@ -10,6 +10,11 @@ errors (the values are ``formats.deadline``'s):
       floor: 50                        # ... keeping at least 50 % of the points
       cutoff: 2026-12-08 23:59         # nothing accepted after it (cutoff: default the due date)
     extensions: extensions.csv         # columns student_id and due (a roster with a due column will do)
+    counts: last                       # last (the default) | best | last_on_time
+
+A time without seconds means second 0 of that minute: ``23:59`` is 23:59:00, and a handin
+received 30 seconds later is late. Seconds written are kept: ``23:59:59`` accepts a handin
+received at 23:59:59 (receipt times are compared to the second).
 """
 
 from __future__ import annotations
@@ -21,7 +26,7 @@ from datetime import date, datetime
 from pathlib import Path
 from zoneinfo import ZoneInfo, ZoneInfoNotFoundError
 
-from formats.deadline import POLICIES, UNITS, Deadline, LatePolicy
+from formats.deadline import COUNTS, POLICIES, UNITS, Deadline, LatePolicy
 from formats.textfile import read_utf8
 
 from .loading import LoadProblems, describe
@@ -29,7 +34,7 @@ from .yaml_lines import LineDict
 
 LATE_KEYS = {"policy": "optional", "percent": "optional", "per": "optional", "floor": "optional",
              "cutoff": "optional"}
-_FORMAT_HINT = "write it as 2026-12-05 23:59 or 2026-12-05T23:59:00+01:00"
+_FORMAT_HINT = "write it as 2026-12-05 23:59, 2026-12-05 23:59:59 or 2026-12-05T23:59:00+01:00"
 _DATE_ONLY = re.compile(r"\d{4}-\d{2}-\d{2}")
 
 
@@ -37,16 +42,27 @@ def read_deadline(load: LoadProblems, data: LineDict, folder: Path, error) -> De
     """The spec's deadline (None without ``due``); problems go to ``load``."""
     zone = _zone(load, data)
     if "due" not in data:
-        for name in ("late", "extensions", "timezone"):
+        for name in ("late", "extensions", "timezone", "counts"):
             if name in data:
                 load.error(data.line_of(name), name, "needs a due date (due: …)")
         return None
     due = _time(load, data["due"], data.line_of("due"), "due", zone)
     late = _late(load, data, zone)
     extensions = _extensions(load, data, folder, zone, error)
-    if due is None or late is None or extensions is None:
+    counts = _counts(load, data)
+    if due is None or late is None or extensions is None or counts is None:
         return None
-    return Deadline(due, late, extensions)
+    return Deadline(due, late, extensions, counts)
+
+
+def _counts(load: LoadProblems, data: LineDict) -> str | None:
+    """Which handin counts (``counts:``, default ``last``); None after saying what is wrong."""
+    counts = data.get("counts", "last")
+    if counts not in COUNTS:
+        load.error(data.line_of("counts"), "counts",
+                   f"expected one of {', '.join(COUNTS)}, got {describe(counts)}")
+        return None
+    return counts
 
 
 def _zone(load: LoadProblems, data: LineDict):

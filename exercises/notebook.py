@@ -28,6 +28,7 @@ import numpy as np
 from formats.cells import (CHECK, CODE_PLACEHOLDER, EXAMPLE, GIVENS, HEADER_CELL, HEATMAP, LETTERS,
                            MARKDOWN_PLACEHOLDER, PROMPT, SETUP, SETUP_CELL, SOLUTION, grade_id)
 from formats.cells import cell_id as _cell_id
+from .answer_checks import describe, shape_checks, value_test
 from .checks import CHECKS
 from .render import format_points
 from formats import indented_json
@@ -57,6 +58,8 @@ class Header:
     student_id: str = ""
     student_name: str = ""
     kit_version: str = ""
+    due: str = ""           # when it is due, time zone spelled out (exercises.due_text); "" if never
+    late_policy: str = ""   # what happens to late work, in one line
 
 
 # --- cells -------------------------------------------------------------------------------
@@ -132,65 +135,6 @@ def shared_givens(problems: list[ProblemVariant]) -> set[str]:
     return {name for name, n in seen.items() if n > 1}
 
 
-# --- what an answer looks like -----------------------------------------------------------
-
-def _describe(value) -> str:
-    if isinstance(value, str):
-        return "text (a string)"
-    if isinstance(value, (bool, np.bool_)):
-        return "True or False"
-    if isinstance(value, (int, np.integer)):
-        return "a whole number"
-    if isinstance(value, (float, np.floating)):
-        return "a number"
-    if isinstance(value, np.ndarray):
-        kind = {"b": "booleans", "i": "whole numbers"}.get(value.dtype.kind, "numbers")
-        return f"an array of {kind} of shape {value.shape}"
-    if isinstance(value, (list, tuple)):
-        return f"a list of {len(value)} items"
-    return type(value).__name__
-
-
-def _shape_checks(name: str, value) -> list[str]:
-    """Assert lines that reveal the form of the answer, never its value."""
-    if isinstance(value, str):
-        return [f'assert isinstance({name}, str), "{name} should be text (a string)"']
-    if isinstance(value, (list, tuple)):
-        return [f'assert len({name}) == {len(value)}, '
-                f'f"{name} should have {len(value)} items, not {{len({name})}}"']
-    shape = np.shape(value)
-    wanted = _describe(value)
-    # Numbers first: text (or None, or a list of words) would reach the checks below and
-    # fail there with NumPy's "ufunc 'isfinite' not supported", not with words.
-    lines = [f'assert not isinstance({name}, str), "{name} should be {wanted}, not text (a string)"',
-             f'assert np.asarray({name}).dtype.kind in "biuf", '
-             f'f"{name} should be {wanted}, not {{type({name}).__name__}}"',
-             f'assert np.shape({name}) == {shape!r}, '
-             f'f"{name} should have shape {shape}, not {{np.shape({name})}}"']
-    kind = np.asarray(value).dtype.kind
-    if kind == "f":
-        lines.append(f'assert np.all(np.isfinite({name})), "{name} contains NaN or inf"')
-    if kind in "iu" and np.ndim(value) == 0:
-        lines.append(f'assert float({name}).is_integer(), "{name} should be a whole number"')
-    return lines
-
-
-def _value_test(name: str, expected, rtol: float, atol: float) -> list[str]:
-    """The hidden check of a value (nbgrader course mode only: it holds the expected value)."""
-    if isinstance(expected, str):
-        return [f'assert " ".join(str({name}).split()).lower() == '
-                f'{" ".join(expected.split()).lower()!r}, "{name} is not right"']
-    if isinstance(expected, (list, tuple)) and expected and all(isinstance(e, str) for e in expected):
-        wanted = [" ".join(e.split()).lower() for e in expected]
-        return [f'assert [" ".join(str(x).split()).lower() for x in {name}] == {wanted!r}, '
-                f'"{name} is not right"']
-    array = np.asarray(expected)
-    if array.dtype.kind in "biu":
-        return [f"assert np.array_equal({name}, {literal(expected)}), \"{name} is not right\""]
-    return [f"assert np.shape({name}) == {array.shape!r} and np.allclose({name}, "
-            f"{literal(expected)}, rtol={rtol!r}, atol={atol!r}), \"{name} is not right\""]
-
-
 # --- problem cells -----------------------------------------------------------------------
 
 def _prompt_cell(n: int, problem: ProblemVariant) -> dict:
@@ -232,7 +176,7 @@ def _part_cells(problem: ProblemVariant, names: dict, version: str) -> list[dict
             continue
         cells.append(_cell("markdown", grade_id(problem.id, part.id, role=PROMPT),
                            f"**{label}** {v.part_prompt(part).strip()} ({points_text(part.points)})\n\n"
-                           f"Store your answer in `{name}`: {_describe(expected)}.", locked=True))
+                           f"Store your answer in `{name}`: {describe(expected)}.", locked=True))
         cells.append(_cell("code", gid, _solution_region(assignment(name, expected)),
                            solution=True))
         cells.append(_cell("code", grade_id(problem.id, part.id, role=CHECK), _numeric_check(part, name, expected, v, version),
@@ -271,7 +215,7 @@ def _same(a, b) -> bool:
 
 
 def _numeric_check(part, name: str, expected, variant: Variant, version: str) -> str:
-    lines = _shape_checks(name, expected)
+    lines = shape_checks(name, expected)
     n_cols = np.shape(expected)[-1] if np.ndim(expected) else 1
     for check_name, argument in part.checks:
         arg = None if argument is None else _check_argument(argument, variant)
@@ -282,7 +226,7 @@ def _numeric_check(part, name: str, expected, variant: Variant, version: str) ->
     source = (f"# Visible checks for `{name}`: properties only; the values are checked at grading.\n"
               f"if answered({name!r}):\n{body}\n"
               f'    print("{name}: visible checks passed (hidden checks run at grading)")')
-    hidden = _hidden(_value_test(name, expected, part.rtol, part.atol), version)
+    hidden = _hidden(value_test(name, expected, part.rtol, part.atol), version)
     return "\n".join([source, *hidden])
 
 
@@ -408,6 +352,8 @@ def _header_cell(header: Header, problems: list[ProblemVariant]) -> dict:
                else header.student_id)
         lines += [f"Prepared for **{markdown_text(who)}**: the numbers in this notebook are "
                   "yours alone.", ""]
+    if header.due:
+        lines += [f"**{markdown_text(header.due)}.** {markdown_text(header.late_policy)}".rstrip(), ""]
     if header.instructions.strip():
         lines += [header.instructions.strip(), ""]
     lines += ["Answer in the cells marked `YOUR CODE HERE` (or `YOUR ANSWER HERE`) and run the check "

@@ -55,10 +55,13 @@ def _title(head: Header, suffix: str = "") -> str:
 
 
 def problem_set_page(head: Header, problems: list[ProblemVariant]) -> str:
-    """The student's problem set: prompts, givens and space for the answers."""
+    """The student's problem set: when it is due (and what late work costs), prompts, givens
+    and space for the answers."""
     total = sum(p.variant.template.points for p in problems)
     body = [f"<h1>{escape(_title(head))}</h1>",
             f"<p>{points_text(total)} in total. The numbers on this sheet are yours alone.</p>"]
+    if head.due:
+        body.append(f'<p class="due"><strong>{escape(head.due)}.</strong> {escape(head.late_policy)}</p>')
     if head.instructions.strip():
         body.append(markdown_to_html(head.instructions))
     for n, p in enumerate(problems, 1):

@@ -9,7 +9,17 @@ A policy is one of:
 - ``cutoff``: nothing received after ``cutoff`` (default: the due date) is accepted.
 
 A student's due date is their extension's when they have one. Times are timezone-aware; a
-handin whose receipt time is unknown is taken as on time, and the report says so.
+handin whose receipt time is unknown is taken as on time, and the report says so. Times are
+compared to the second, as the gradebook records them: a due date of 23:59 is 23:59:00 (a
+handin received at 23:59:30 is 30 seconds late), one of 23:59:59 accepts anything received
+during that second.
+
+Which of a student's handins counts (``Deadline.counts``, the spec's ``counts:``):
+
+- ``last`` (the default): the last one received that the policy accepts;
+- ``best``: the accepted one with the highest score after its late penalty (the later one
+  of a tie);
+- ``last_on_time``: the last one received by the student's due date, else the last accepted.
 """
 
 from __future__ import annotations
@@ -19,6 +29,7 @@ from dataclasses import dataclass, field
 from datetime import datetime, timedelta
 
 POLICIES = ("accept", "penalty", "cutoff")
+COUNTS = ("last", "best", "last_on_time")
 UNITS = {"day": timedelta(days=1), "hour": timedelta(hours=1)}
 
 
@@ -51,6 +62,7 @@ class Deadline:
     due: datetime
     late: LatePolicy = LatePolicy()
     extensions: dict = field(default_factory=dict)     # student id → their due date
+    counts: str = "last"                               # which handin counts: one of COUNTS
 
     def due_for(self, student: str) -> datetime:
         return self.extensions.get(student, self.due)
@@ -61,7 +73,8 @@ class Deadline:
         if received_at is None:
             return Lateness(due, None, timedelta(0), True, 0.0,
                             "receipt time unknown: taken as on time")
-        late_by = max(received_at - due, timedelta(0))
+        # (to the second: the gradebook keeps receipt times so, and 23:59:59 means that second)
+        late_by = max(received_at.replace(microsecond=0) - due, timedelta(0))
         if not late_by:
             return Lateness(due, received_at, late_by, True, 0.0, f"on time{extended}")
         late = f"{_duration(late_by)} late{extended}"
@@ -80,6 +93,37 @@ class Deadline:
         return Lateness(due, received_at, late_by, True, percent,
                         f"{late}: −{percent:g} % ({policy.percent:g} % per {policy.per} started"
                         + (f", at most {100 - policy.floor:g} %" if policy.floor else "") + ")")
+
+
+    def choose(self, student: str, handins: list[tuple[datetime | None, float]]) -> Choice:
+        """Which of ``handins`` ((receipt time, score) each, the last received first) counts
+        under ``counts``, and why; every handin's lateness beside it."""
+        assessed = tuple(self.assess(student, at) for at, _ in handins)
+        accepted = [i for i, lateness in enumerate(assessed) if lateness.accepted]
+        if not accepted:
+            return Choice(None, assessed, "none is accepted: the last one was received after the cutoff")
+        later = "" if accepted[0] == 0 else " (the later ones are after the cutoff)"
+        if self.counts == "best":
+            after = {i: handins[i][1] * (1 - assessed[i].penalty_percent / 100) for i in accepted}
+            best = max(accepted, key=lambda i: (after[i], -i))     # (a tie: the later one)
+            return Choice(best, assessed, "the highest score after the late policy (counts: best)")
+        if self.counts == "last_on_time":
+            on_time = [i for i in accepted if not assessed[i].late]
+            if on_time:
+                return Choice(on_time[0], assessed, "the last one received by the due date "
+                                                    "(counts: last_on_time)")
+            return Choice(accepted[0], assessed, "none was received by the due date: the last one "
+                                                 f"the late policy accepts (counts: last_on_time){later}")
+        return Choice(accepted[0], assessed, f"the last one received that the late policy accepts{later}")
+
+
+@dataclass(frozen=True)
+class Choice:
+    """What ``Deadline.choose`` made of a student's handins: the index of the one that counts
+    (None: none is accepted), each one's lateness, and why that one counts."""
+    index: int | None
+    assessed: tuple[Lateness, ...]
+    why: str
 
 
 def _duration(delta: timedelta) -> str:

@@ -35,13 +35,13 @@ from formats.key_shape import assignment_id, assignment_title, entry_for, gradin
 from formats.serialize import decode_names
 from formats.textfile import write_atomic
 
+from .feedback_page import as_array, decoded_answer, labels_for, markdown_html, word_lists
 from .forensics import class_forensics, flags_of
 from .gradebook import Gradebook, omitted_reason
 from .grades import GRADED, class_grades, score_text
-from .item_analysis import HIGH_FACILITY, LOW_DISCRIMINATION, LOW_FACILITY
-from .reports import as_array, decoded_answer, labels_for, markdown_html, word_lists, summary_json
+from .item_analysis import HIGH_FACILITY, LOW_DISCRIMINATION, LOW_FACILITY, wrong_answers
+from .reports import summary_json
 
-FAILING = ("failed", "partial")
 MATRIX_PARTS = 4          # by-hand matrix parts drawn (those most often wrong)
 MAX_SIDE = 8              # rows and columns of a matrix drawn; a larger one is cut to its corner
 TOP_FLAGS = 40            # forensic flags listed (the least likely to be coincidence first)
@@ -109,7 +109,7 @@ def dashboard_html(gradebook: Gradebook, key: dict, deadline: Deadline | None = 
                 ("pools", "Pools of templates", lambda: _pools(summary)),
                 ("forensics", "Answer forensics", lambda: _forensics(found, summary)),
                 ("matrices", "The commonest wrong matrices",
-                 lambda: _matrices(gradebook, key, grades, _members(summary)))]
+                 lambda: _matrices(gradebook, key, grades, summary))]
     title = f"{assignment_title(key, default=assignment_id(key))} — instructors' dashboard"
     body = [_header(title, summary), _navigation(sections)]
     body += [_section(anchor, heading, make) for anchor, heading, make in sections]
@@ -372,8 +372,9 @@ def _misconceptions(summary: dict) -> str:
     if not out:
         return "<p>No graded part was answered wrong.</p>"
     return ("<p class=\"muted\">A part counts as wrong for a graded student who earned less than its full "
-            "points (parts waiting for a hand grade are left out). Grey: wrong answers no misconception "
-            "explains.</p>" + "".join(out))
+            "points, a grader's hand grade or override counted (parts waiting for a hand grade are left out); "
+            "the wrong matrices below count the same. Grey: wrong answers no misconception explains.</p>"
+            + "".join(out))
 
 
 def _misconception_rows(d: dict) -> str:
@@ -576,16 +577,6 @@ def _matrix_parts(key: dict, students: list[str]) -> list[tuple[str, str | None,
     return out
 
 
-def _members(summary: dict) -> dict[str, dict[str, str]]:
-    """student → pool problem → the member they got (summary_json has it: no entry read again)."""
-    return {s["id"]: s.get("pools", {}) for s in summary["students"]}
-
-
-def _has_member(members: dict, student: str, problem: str, template: str | None) -> bool:
-    """Whether the student's variant of the problem is that pool member (always, for None)."""
-    return template is None or members.get(student, {}).get(problem) == template
-
-
 def _error_shape(answer, expected, rtol: float, atol: float) -> str:
     """What kind of wrong a wrong matrix is, for an answer no misconception explains: the
     groups "most common" is counted in when every student has different numbers."""
@@ -615,39 +606,24 @@ def _error_shape(answer, expected, rtol: float, atol: float) -> str:
         else "most entries wrong"
 
 
-def _failing_counts(gradebook: Gradebook, key: dict, counted: dict, parts: list, members: dict) -> Counter:
-    """(problem, template, part) → how many counted handins failed it, without reading any answer."""
-    wanted: dict = {}
-    for pid, template, part in parts:
-        wanted.setdefault((pid, part), []).append(template)
-    out: Counter = Counter()
-    for student, handin, problem, part, status in gradebook.part_statuses(assignment_id(key)):
-        if status in FAILING and counted.get(student) == handin and (problem, part) in wanted:
-            for template in wanted[(problem, part)]:
-                if _has_member(members, student, problem, template):
-                    out[(problem, template, part)] += 1
-    return out
-
-
 def _commonest_mistake(gradebook: Gradebook, key: dict, problem: str, template: str | None, part: str,
-                       counted: dict, members: dict) -> Mistake | None:
-    """The part's failing answers (of the pool member ``template``'s students) grouped by the
-    misconception diagnosed (or, lacking one, by the shape of the error); the largest group
-    that can be drawn, and one of its students."""
-    counted = {sid: h for sid, h in counted.items() if _has_member(members, sid, problem, template)}
+                       counted: dict, wrong: list[str]) -> Mistake | None:
+    """The answers of the students who got the part wrong (``wrong``: the summary's, as the
+    misconception table counts them) grouped by the misconception diagnosed (or, lacking
+    one, by the shape of the error); the largest group that can be drawn, and one of its
+    students."""
+    counted = {sid: counted[sid] for sid in wrong if sid in counted}
     groups: dict[tuple[bool, str], list] = {}
-    wrong = 0
     for _, r in sorted(gradebook.part_results(assignment_id(key), problem, part, handins=counted),
                        key=lambda hr: hr[1].student):
-        if r.status not in FAILING or counted.get(r.student) is None:
-            continue
-        wrong += 1
         record = _record(key, r.student, problem)
         expected = _expected(record, part)
         if r.answer is None or omitted_reason(r.answer) is not None or _matrix(expected) is None:
             continue
         answer = decoded_answer(r.answer)
-        if r.misconception:
+        if r.status == "passed":            # the automatic grader passed it; a grader did not
+            label = (False, "points taken off by a grader")
+        elif r.misconception:
             label = (True, r.misconception)
         else:
             g = _grading(record, part)
@@ -661,22 +637,23 @@ def _commonest_mistake(gradebook: Gradebook, key: dict, problem: str, template: 
         r, answer, expected = drawable
         first = ranked[0][0]
         commonest = None if (named, label) == first else f"{first[1]} ({_counted(len(ranked[0][1]), 'student')})"
-        return Mistake(problem, part, label, named, tuple(m[0].student for m in members), wrong, r.student,
+        return Mistake(problem, part, label, named, tuple(m[0].student for m in members), len(wrong), r.student,
                        answer, expected, r.message or "", commonest, template)
     return None
 
 
-def _matrices(gradebook: Gradebook, key: dict, grades, members: dict) -> str:
-    """For the by-hand matrix parts most often wrong, the commonest mistake: one student's
-    wrong matrix beside their own expected one."""
+def _matrices(gradebook: Gradebook, key: dict, grades, summary: dict) -> str:
+    """For the by-hand matrix parts most often wrong (wrong as the misconception table counts
+    it: ``item_analysis.got_wrong``), the commonest mistake: one student's wrong matrix
+    beside their own expected one."""
     counted = {s.id: s.handin for s in grades if s.status == GRADED and s.handin}
     parts = _matrix_parts(key, sorted(counted) or [s.id for s in grades])
     if not parts:
         return "<p>The assignment has no by-hand matrix part.</p>"
-    failing = _failing_counts(gradebook, key, counted, parts, members)
-    chosen = sorted((p for p in parts if failing[p]), key=lambda p: -failing[p])[:MATRIX_PARTS]
-    mistakes = [m for m in (_commonest_mistake(gradebook, key, pid, template, part, counted, members)
-                            for pid, template, part in chosen) if m]
+    wrong = wrong_answers(summary["students"])
+    chosen = sorted((p for p in parts if wrong.get(p)), key=lambda p: -len(wrong[p]))[:MATRIX_PARTS]
+    mistakes = [m for m in (_commonest_mistake(gradebook, key, *where, counted, wrong[where]) for where in chosen)
+                if m]
     if not mistakes:
         return "<p>No by-hand matrix part has a wrong matrix to show.</p>"
     names = {s.id: s.name for s in grades}
@@ -700,7 +677,7 @@ def _mistake_html(m: Mistake, key: dict, names: dict) -> str:
     who = m.student + (f" ({names[m.student]})" if names.get(m.student) else "")
     words = word_lists(_record(key, m.student, m.problem))
     message = m.message if len(m.message) <= MESSAGE_CHARS else m.message[:MESSAGE_CHARS] + "…"
-    # as their feedback page shows it: Markdown without raw HTML or links (reports.markdown_html)
+    # as their feedback page shows it: Markdown without raw HTML or links (feedback_page.markdown_html)
     quote = (f'<div class="quote"><p><small>The grader told them:</small></p>{markdown_html(message)}</div>'
              if message else "")
     return (f'<section class="part" aria-label="{escape(m.where)}">'

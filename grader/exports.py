@@ -18,7 +18,10 @@ What each file says about a student (``ExportRow``): **graded** (every part has 
 submission). A missing student's grade is blank, not 0, unless ``missing_as_zero``; an LMS
 gets no grade for an incomplete or errored student unless ``partial`` (the points so far),
 and ``Export.notes`` says whose grades were left out, so no one is graded 0 for what no one
-has graded yet.
+has graded yet. Under a late policy every grade is the one after it; Moodle's feedback and
+Gradescope's output state the penalty (points, percent, how late) or that a handin was not
+accepted in ``grades.late_line``'s words, as the student's feedback page does (Canvas's
+import takes no comment).
 
 Every text cell (names, emails, ids, logins, feedback) is written as text a spreadsheet will
 not run: one that starts with ``= + - @``, a tab or a carriage return gets a leading ``'``
@@ -38,7 +41,7 @@ from formats.key_shape import (assignment_id, assignment_title, entry_for, head_
                                problem_title, rubric_of, total_points)
 from formats.textfile import printable, write_atomic
 
-from .grades import NOT_ACCEPTED, StudentGrades, score_text
+from .grades import NOT_ACCEPTED, StudentGrades, late_line, score_text
 from .marks import student_lines
 
 GRADED, INCOMPLETE, ERROR, MISSING = "graded", "incomplete", "error", "missing"
@@ -285,21 +288,26 @@ def canvas_export(grades: list[StudentGrades], key: dict, roster=None, *, missin
 
 
 def moodle_feedback(row: ExportRow, key: dict) -> str:
-    """What the student reads in Moodle: the points per problem and what is still to come.
-    Never the instructor's notes (a copied notebook is the instructor's to raise)."""
+    """What the student reads in Moodle: the points per problem, what the late policy did
+    (``grades.late_line``, as their feedback page and Gradescope say it) and what is still to
+    come. Never the instructor's notes (a copied notebook is the instructor's to raise)."""
     head = assignment_title(key, assignment_id(key))
     if row.earned is None:
         return f"{head}: no submission was received."
+    text = f"{head}: {number(row.earned)} of {number(row.max_score)} points"
+    if row.status == NOT_ACCEPTED:          # nothing was graded: no part to list
+        return f"{text}. {late_line(row)}"
     entry = entry_for(key, row.id) or {}
     parts = [f"{problem_title(p, problem_record(entry, p['id'], {}))} "
              f"{number(row.problem_scores.get(p['id'], 0.0))}/{number(p['points'])}"
              for p in head_problems(key)]
-    text = f"{head}: {number(row.earned)} of {number(row.max_score)} points"
+    if row.penalty:                         # the parts add up to the points before it
+        text += " after the late penalty"
     if row.status == INCOMPLETE:
         text += f" so far; {number(row.pending)} more are graded by hand later"
     elif row.status == ERROR:
         text += " so far; part of your notebook could not be graded yet, your instructor will look into it"
-    return text + ". " + "; ".join(parts) + "."
+    return text + ". " + "; ".join(parts) + "." + (f" {late_line(row)}" if row.penalty else "")
 
 
 def moodle_export(grades: list[StudentGrades], key: dict, roster=None, *, identify_by: str = "email",
@@ -365,7 +373,7 @@ def gradescope_results(s: StudentGrades, key: dict, visibility: str = "visible")
             if part.recheck:
                 test["name"] += " (pending)"
         elif result is None:
-            test["output"] = {MISSING: "No submission.", NOT_ACCEPTED: f"Not accepted: received {s.late}."}.get(
+            test["output"] = {MISSING: "No submission.", NOT_ACCEPTED: "Not graded: not accepted."}.get(
                 s.status, "Not graded yet (pending).")
             if s.status in (MISSING, NOT_ACCEPTED):
                 test["status"] = "failed"
@@ -379,7 +387,7 @@ def gradescope_results(s: StudentGrades, key: dict, visibility: str = "visible")
         tests.append(test)
     if s.penalty:                           # the late penalty: a row of its own
         tests.append({"name": "Late penalty", "number": str(len(titles) + 1), "score": -round(s.penalty, 6),
-                      "max_score": 0.0, "output": f"Received {s.late}.", "visibility": visibility})
+                      "max_score": 0.0, "output": late_line(s), "visibility": visibility})
     summary = f"{assignment_title(key, assignment_id(key))}: {number(s.total)} of {number(s.max_score)} points"
     if status == MISSING:
         summary += ". No submission was received."
@@ -388,9 +396,11 @@ def gradescope_results(s: StudentGrades, key: dict, visibility: str = "visible")
     elif status == ERROR:
         summary += ". Part of your notebook could not be graded yet."
     elif status == NOT_ACCEPTED:
-        summary += f". Your submission was not accepted: received {s.late}."
+        summary += ". " + late_line(s)
     else:
         summary += "."
+    if s.penalty and status != NOT_ACCEPTED:
+        summary += " " + late_line(s)
     # the notes the student may read (grader.review): their own notebook's, never another's
     return {"score": round(s.total, 6), "output": "\n".join([summary, *s.shown_notes]), "visibility": visibility,
             "stdout_visibility": "hidden", "extra_data": {"status": status, "pending_points": pending},

@@ -27,8 +27,9 @@ Cost: each part's distinct expected answers are sorted once by a weighted sum (f
 in [1, 2), not the plain sum, which is the same for every softmax matrix); a student's value is
 then compared in full only with those whose projection lies within what the tolerance allows
 (a binary search), and the listing stops once more than MAX_PARTNERS owners match (a value
-the class shares is no evidence), so a class of n costs O(n log n) per part for answers
-spread as variants are. A pool's members are compared each on its own.
+the class shares is no evidence). More than ``CROWD`` distinct values near one projection are
+no evidence either (answers built to share a projection, or a region too dense for a match to
+prove anything), so a class of n costs O(n log n) per part whatever its answers. A pool's members are compared each on its own.
 """
 
 from __future__ import annotations
@@ -53,6 +54,7 @@ from .intake import Found, read_submission
 OTHER_VARIANT, SHARED_WRONG, SIMILAR_CODE = "other-variant", "shared-wrong", "similar-code"
 THRESHOLD = 0.1          # at most this share of the class may share the value
 MAX_PARTNERS = 3
+CROWD = 256              # distinct values near one projection beyond which a value is no evidence
 
 
 @dataclass(frozen=True)
@@ -104,7 +106,10 @@ class _PartIndex:
 
     def matching(self, value, limit: int | None = None) -> list | None:
         """The owners of the values ``value`` matches within the tolerance; None when there are
-        more than ``limit`` of them (no need to list a value the whole class shares)."""
+        more than ``limit`` of them (no need to list a value the whole class shares), or when
+        more than ``CROWD`` distinct values lie near its projection (a crowd: answers built to
+        share one projection, or a region so dense that a match there proves nothing) — so a
+        query costs at most that many comparisons, whatever the class handed in."""
         a = _array(value)
         if a is None:
             return []
@@ -116,6 +121,8 @@ class _PartIndex:
         bound += 1e-9 * (1 + 2 * float(np.abs(a).sum()))       # the sums' own rounding
         x = float(_weights(a.size) @ a.ravel())
         lo, hi = bisect.bisect_left(self.keys, x - bound), bisect.bisect_right(self.keys, x + bound)
+        if hi - lo > max(CROWD, 4 * ((limit or 0) + 1)):
+            return None
         out: list = []
         for _, b, owners in self.rows[lo:hi]:
             if b.shape == a.shape and within(a, b, self.rtol, self.atol):

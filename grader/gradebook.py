@@ -4,10 +4,13 @@ SQLite file. It only ever adds knowledge.
 A **handin** is one distinct notebook a student handed in (its content hash): the main
 folder's, a late one, a resubmission. Each is kept with its own grade; grading it again (a
 rebuilt key, a newer kit) replaces that handin's grade and nothing else. Which handin
-*counts* is decided when the gradebook is read (``submissions``, ``results``: by default the
-one received last), and a student with none is missing — a fact of the report, never a row
-that overwrites a grade. So runs over any sequence of folders (the main one, a late one, a
-single resubmission, an empty one) accumulate.
+*counts* is decided when the gradebook is read (``submissions``, ``results``: the one
+received last; under a deadline, its ``counts:`` rule, ``grader.grades``), and a student with
+none is missing — a fact of the report, never a row that overwrites a grade. So runs over any
+sequence of folders (the main one, a late one, a single resubmission, an empty one)
+accumulate. A handin's receipt time is knowledge too: grading it again keeps the time
+recorded from a better source (an LMS export over a file's modification time,
+``grader.receipts.merged``) and ``receipt_changes`` says what was kept or replaced.
 
 Why SQLite in WAL mode: a batch of hundreds of notebooks is graded by several threads and may
 be interrupted at any moment (Ctrl-C, a laptop lid, a killed job). Each handin is recorded in
@@ -40,6 +43,8 @@ from datetime import datetime, timezone
 from pathlib import Path
 
 from formats.textfile import printable
+
+from .receipts import ReceiptChange, merged
 
 FORMAT = "attnkit-gradebook"
 SCHEMA_VERSION = 3     # 3: hand grades (grader.marks) and their log
@@ -111,10 +116,23 @@ CREATE TABLE results (
 _MARK_LOG_INDEX = ("CREATE INDEX IF NOT EXISTS mark_log_part ON mark_log "
                    "(assignment, student, problem, part, seq)")
 
+# An INSERT OR REPLACE over an entry deletes it by conflict resolution, which fires no DELETE
+# trigger: an insert may neither name an entry that exists nor land before the last one (its
+# number is the log's order). In a BEFORE trigger a number SQLite is to choose reads -1, which
+# no entry has (the AFTER trigger refuses a number below 1), so the kit's own inserts pass.
+_MARK_LOG_INSERT_GUARDS = ("""
+CREATE TRIGGER IF NOT EXISTS mark_log_append_only_replace BEFORE INSERT ON mark_log
+WHEN EXISTS (SELECT 1 FROM mark_log WHERE seq = NEW.seq)
+BEGIN SELECT RAISE(ABORT, 'mark_log is append-only'); END""", """
+CREATE TRIGGER IF NOT EXISTS mark_log_append_only_insert AFTER INSERT ON mark_log
+WHEN NEW.seq < 1 OR EXISTS (SELECT 1 FROM mark_log WHERE seq > NEW.seq)
+BEGIN SELECT RAISE(ABORT, 'mark_log is append-only'); END""")
+
 # Hand grades (grader.marks): the current one per part, and the log of every grading event.
 # A student's hand grade belongs to the student's part, not to a handin: a resubmission keeps
 # it (flagged when the answer it was applied to is no longer the counted one). The log is
-# append-only: triggers refuse an UPDATE or DELETE, so history cannot be rewritten by mistake.
+# append-only: triggers refuse an UPDATE, a DELETE and an insert over or before an entry, so
+# history cannot be rewritten by mistake.
 MARK_KINDS = ("hand", "override")
 MARK_EVENTS = ("mark", "override", "clear", "rescore", "import")
 _MARKS_SCHEMA = (f"""
@@ -157,7 +175,7 @@ CREATE TABLE mark_log (
 CREATE TRIGGER mark_log_append_only_update BEFORE UPDATE ON mark_log
 BEGIN SELECT RAISE(ABORT, 'mark_log is append-only'); END""", """
 CREATE TRIGGER mark_log_append_only_delete BEFORE DELETE ON mark_log
-BEGIN SELECT RAISE(ABORT, 'mark_log is append-only'); END""", _MARK_LOG_INDEX)
+BEGIN SELECT RAISE(ABORT, 'mark_log is append-only'); END""", _MARK_LOG_INDEX, *_MARK_LOG_INSERT_GUARDS)
 
 _SUBMISSION_COLUMNS = ("assignment", "student", "handin", "path", "content_hash", "status", "notes",
                        "issues", "score", "max_score", "duration_ms", "kit_version", "received_at",
@@ -354,6 +372,9 @@ class Gradebook:
         self.path = Path(path)
         self._lock = threading.RLock()
         self._conn: sqlite3.Connection | None = None
+        # Receipt times this connection's writes kept against a worse source, or replaced
+        # (grader.receipts.merged), in the order written: what a grading run reports.
+        self.receipt_changes: list[ReceiptChange] = []
         self.path.parent.mkdir(parents=True, exist_ok=True)
         try:
             # isolation_level=None: transactions are begun and ended here, explicitly.
@@ -401,7 +422,9 @@ class Gradebook:
             elif self._schema_version() == 2:
                 self._migrate_from_2()
             elif "mark_log" in self._tables():
-                c.execute(_MARK_LOG_INDEX)     # (a schema-3 file written before the index)
+                # (a schema-3 file written before the index or the insert guards)
+                for statement in (_MARK_LOG_INDEX, *_MARK_LOG_INSERT_GUARDS):
+                    c.execute(statement)
             c.execute("COMMIT")
         except BaseException:
             if c.in_transaction:
@@ -559,17 +582,40 @@ class Gradebook:
         with self._lock, self._errors():
             c = self._connection()
             c.execute("BEGIN IMMEDIATE")
+            changes: list[ReceiptChange] = []
             try:
                 for who, new_submission, new_results in rows:
-                    self._replace(c, who, new_submission, new_results)
+                    self._replace(c, who, new_submission, new_results, changes)
                 c.execute("COMMIT")
             except BaseException:
                 if c.in_transaction:
                     c.execute("ROLLBACK")
                 raise
+            self.receipt_changes += changes
 
-    def _replace(self, c, who: tuple, new_submission: tuple, new_results: list) -> None:
-        if self._stored(who) == (new_submission, new_results):
+    def set_receipt(self, assignment: str, student: str, handin: str, received_at: str | None,
+                    received_from: str) -> None:
+        """Give a recorded handin a receipt time from ``received_from`` (an LMS export for a
+        handin not graded again), as ``record`` would: a worse source keeps the recorded one."""
+        who = (assignment, student, handin)
+        with self.transaction() as c:
+            recorded = c.execute("SELECT received_at, received_from FROM submissions WHERE "
+                                 "assignment = ? AND student = ? AND handin = ?", who).fetchone()
+            at, source, change = merged(student, handin, recorded, (received_at, _text(received_from)))
+            if recorded is not None and (at, source) != tuple(recorded):
+                c.execute("UPDATE submissions SET received_at = ?, received_from = ? WHERE "
+                          "assignment = ? AND student = ? AND handin = ?", (at, source, *who))
+        if recorded is not None and change is not None:
+            self.receipt_changes.append(change)
+
+    def _replace(self, c, who: tuple, new_submission: tuple, new_results: list, changes: list) -> None:
+        stored = self._stored(who)
+        if stored[0] is not None:        # the receipt time recorded from a better source stays
+            at, source, change = merged(who[1], who[2], stored[0][-2:], new_submission[-2:])
+            new_submission = (*new_submission[:-2], at, source)
+            if change is not None:
+                changes.append(change)
+        if stored == (new_submission, new_results):
             return
         # (to the microsecond: the order of two handins with no receipt time)
         now = datetime.now(timezone.utc).isoformat(timespec="microseconds")

@@ -4,27 +4,30 @@ when there is one), and what the instructor must know about it.
 
 The key decides who is in the class and what the problems and parts are (in its order); a
 student without a counted handin is ``missing`` (or ``not accepted`` under a cutoff), never left
-out. What reads this: the reports (``grader.reports``), the LMS exports (``grader.exports``)
-and the TA's list (``grader.pipeline``).
+out. Which handin counts is the deadline's ``counts`` rule (``formats.deadline``; without a
+deadline, the one received last); every handin is listed beside it (``StudentGrades.history``),
+and a late handin counted over an on-time one that scored more needs a look. What reads this:
+the reports (``grader.reports``), the LMS exports (``grader.exports``) and the TA's list
+(``grader.pipeline``).
 """
 
 from __future__ import annotations
 
 from dataclasses import dataclass, replace
 from datetime import datetime
+from typing import NamedTuple
 
-from formats.deadline import Deadline
+from formats.deadline import Deadline, Lateness
 from formats.key_shape import (assignment_id, entry_for, graded_parts, head_problems, is_class_key,
                               key_students, problem_record, total_points)
 
 from .gradebook import Gradebook, ResultRow, SubmissionRow
 from .marks import HAND, Mark, marks as active_marks, rechecks
-from .review import flagged, student_notes
+from .review import RECHECK, REPLACED_ON_TIME, flagged, student_notes
 
 MISSING, GRADED, ERROR, MANUAL = "missing", "graded", "error", "manual"
 MARKED, OVERRIDDEN = "marked", "overridden"      # a part's status once a grader scored it
 NOT_ACCEPTED = "not accepted"
-RECHECK = "mark-recheck"          # the TA's list: a hand grade to look at again
 
 
 @dataclass(frozen=True)
@@ -62,6 +65,40 @@ class Part:
 
 
 @dataclass(frozen=True)
+class Handin:
+    """One of a student's handins as the deadline saw it: its row, its lateness (None without
+    a deadline), whether it counts, and why (or why not). Its score is the automatic one: a
+    hand grade belongs to the student's part, not to a handin."""
+    row: SubmissionRow
+    lateness: Lateness | None
+    counts: bool
+    why: str
+
+    @property
+    def after_penalty(self) -> float:
+        """The handin's score less its late penalty (0 when the policy refuses it)."""
+        if self.lateness is None:
+            return self.row.score
+        if not self.lateness.accepted:
+            return 0.0
+        return self.row.score * (1 - self.lateness.penalty_percent / 100)
+
+
+class Counted(NamedTuple):
+    """What ``counted`` says of one student: the handin that counts (None: none, or none the
+    policy accepts), its lateness, how many they handed in, the latest's handin id, every
+    handin (``Handin``, the last received first), the refused one when none is accepted, and
+    what the choice itself makes the TA look at (lateness, a better on-time handin not counted)."""
+    submission: SubmissionRow | None
+    lateness: Lateness | None
+    handins: int
+    latest: str | None
+    history: tuple[Handin, ...] = ()
+    refused: SubmissionRow | None = None
+    issues: tuple[tuple[str, str], ...] = ()
+
+
+@dataclass(frozen=True)
 class StudentGrades:
     id: str
     name: str
@@ -74,12 +111,13 @@ class StudentGrades:
     problem_scores: dict          # problem id → points earned
     issues: tuple = ()            # (code, message) of the counted handin: grader.review
     handins: int = 0              # distinct notebooks handed in (the counted one is below)
-    path: str = ""                # the counted handin's file
+    path: str = ""                # the counted handin's file (not accepted: the refused one's)
     received_at: str | None = None   # when it was handed in (UTC), and where that time comes from
     received_from: str = ""
     handin: str = ""              # the counted handin (the gradebook's key for its rows)
     penalty: float = 0.0          # late penalty, in points (already taken off ``total``)
     late: str = ""                # what the late policy made of the counted handin ("" without one)
+    history: tuple[Handin, ...] = ()  # every handin, the last received first, the counted one marked
 
     @property
     def look(self) -> list[tuple[str, str]]:
@@ -136,18 +174,19 @@ def class_grades(gradebook: Gradebook, key: dict, deadline: Deadline | None = No
     grades = []
     chosen = counted(gradebook, key, deadline)
     marked, recheck = _marks_by_student(gradebook, assignment, chosen)
-    for sid, (submission, lateness, handins, latest) in chosen.items():
-        if submission is not None and submission.handin != latest:
+    for sid, c in chosen.items():
+        submission = c.submission
+        if submission is not None and submission.handin != c.latest:
             rows[sid] = gradebook.results(assignment, sid, answers=False, handin=submission.handin)
         grades.append(_late(_grades_of(key, sid, submission, rows.get(sid, []) if submission else [],
-                                       handins, marked.get(sid), recheck.get(sid)), lateness))
+                                       c.handins, marked.get(sid), recheck.get(sid)), c))
     return grades
 
 
 def _marks_by_student(gradebook: Gradebook, assignment: str, chosen: dict) -> tuple[dict, dict]:
     """student → {(problem, part): active mark}, and student → {(problem, part): why it
     needs another look}, for the students with a counted handin."""
-    handins = {sid: s.handin for sid, (s, *_rest) in chosen.items() if s is not None}
+    handins = {sid: c.submission.handin for sid, c in chosen.items() if c.submission is not None}
     marked: dict[str, dict] = {}
     for (sid, pid, part), mark in active_marks(gradebook, assignment).items():
         if sid in handins:
@@ -159,22 +198,15 @@ def _marks_by_student(gradebook: Gradebook, assignment: str, chosen: dict) -> tu
     return marked, recheck
 
 
-def counted(gradebook: Gradebook, key: dict, deadline: Deadline | None = None) -> dict:
-    """student → (the handin that counts or None, what the late policy made of it or None,
-    how many they handed in, the handin id of the latest), for every student of the key, read
-    from the handins alone (no parts, no key entries)."""
+def counted(gradebook: Gradebook, key: dict, deadline: Deadline | None = None) -> dict[str, Counted]:
+    """student → ``Counted`` (the handin that counts or None, what the late policy made of it
+    or None, how many they handed in, the handin id of the latest, …), for every student of
+    the key, read from the handins alone (no parts, no key entries)."""
     assignment = assignment_id(key)
     handins: dict[str, list[SubmissionRow]] = {}
     for h in gradebook.handins(assignment):            # (each student's, latest first)
         handins.setdefault(h.student, []).append(h)
-    out = {}
-    for sid in _students(key, handins):
-        mine = handins.get(sid, [])
-        submission, lateness = (mine[0] if mine else None), None
-        if deadline is not None and mine:
-            submission, lateness = _counting_handin(deadline, sid, mine)
-        out[sid] = submission, lateness, len(mine), mine[0].handin if mine else None
-    return out
+    return {sid: _counting_handin(deadline, sid, handins.get(sid, [])) for sid in _students(key, handins)}
 
 
 def to_review(gradebook: Gradebook, key: dict, deadline: Deadline | None = None) -> list[tuple]:
@@ -184,12 +216,13 @@ def to_review(gradebook: Gradebook, key: dict, deadline: Deadline | None = None)
     out = []
     chosen = counted(gradebook, key, deadline)
     _, recheck = _marks_by_student(gradebook, assignment_id(key), chosen)
-    for sid, (submission, lateness, handins, _) in chosen.items():
-        if not handins:
+    for sid, c in chosen.items():
+        if not c.handins:
             continue
+        submission = c.submission
         status = submission.status if submission is not None else NOT_ACCEPTED
-        path = submission.path if submission is not None else ""
-        issues = (*(submission.issues if submission is not None else ()), *_late_issues(lateness))
+        path = (submission or c.refused).path
+        issues = (*(submission.issues if submission is not None else ()), *c.issues)
         again = [(RECHECK, f"{pid}/{part}: {why}") for (pid, part), why in recheck.get(sid, {}).items()]
         out.append((sid, path, look_of(issues, status, path) + again))
     return out
@@ -217,14 +250,65 @@ def score_text(x: float, decimals: int = 2) -> str:
     return "0" if text == "-0" else text
 
 
-def _counting_handin(deadline: Deadline, student: str, handins: list[SubmissionRow]):
-    """(the handin that counts, what the policy made of it): the last one received that the
-    policy accepts; (None, the last one's lateness) when it accepts none."""
-    assessed = [(h, deadline.assess(student, _received(h))) for h in handins]
-    for handin, lateness in assessed:
-        if lateness.accepted:
-            return handin, lateness
-    return None, assessed[0][1]
+# How formats.deadline ends the words of a handin received after the cutoff.
+_REFUSED_WORDS = ": after the cutoff, not accepted"
+
+
+def late_line(s) -> str:
+    """What the late policy did to a student's handin, in the words every report gives the
+    student (the feedback page, Moodle's feedback, Gradescope's): the points taken off, with
+    how late and the percent, or that the handin was not accepted; "" when it did neither.
+    ``s``: a StudentGrades, or anything with its ``status``, ``penalty`` and ``late``."""
+    if s.status == NOT_ACCEPTED:
+        how = s.late[:-len(_REFUSED_WORDS)] + ", after the cutoff" if s.late.endswith(_REFUSED_WORDS) \
+            else s.late
+        return f"Not accepted: your notebook was received {how}, so it earns no points."
+    if s.penalty:
+        return f"Late penalty: −{score_text(s.penalty)} points (received {s.late})."
+    return ""
+
+
+def _counting_handin(deadline: Deadline | None, student: str, handins: list[SubmissionRow]) -> Counted:
+    """Which of ``handins`` (the last received first) counts: without a deadline the last
+    one; with one, its ``counts`` rule over those the policy accepts (``Deadline.choose``);
+    none when it accepts none (the last one is the refused handin then)."""
+    if not handins:
+        return Counted(None, None, 0, None)
+    latest = handins[0].handin
+    if deadline is None:
+        history = tuple(Handin(h, None, i == 0, "received last" if i == 0 else "a later handin counts")
+                        for i, h in enumerate(handins))
+        return Counted(handins[0], None, len(handins), latest, history)
+    choice = deadline.choose(student, [(_received(h), h.score) for h in handins])
+    history = tuple(Handin(h, lateness, i == choice.index,
+                           choice.why if i == choice.index
+                           else "not accepted" if not lateness.accepted else "another handin counts")
+                    for i, (h, lateness) in enumerate(zip(handins, choice.assessed)))
+    if choice.index is None:
+        lateness = choice.assessed[0]
+        return Counted(None, lateness, len(handins), latest, history, handins[0], _late_issues(lateness))
+    lateness = choice.assessed[choice.index]
+    return Counted(handins[choice.index], lateness, len(handins), latest, history, None,
+                   _late_issues(lateness) + _replaced_issues(history, deadline.counts))
+
+
+def _replaced_issues(history: tuple[Handin, ...], rule: str) -> tuple:
+    """A late handin counted while an on-time one scored more: said, with both scores (the
+    policy is the spec's, but a lower grade must never come silently)."""
+    chosen = next((h for h in history if h.counts), None)
+    if chosen is None or not chosen.lateness.late:
+        return ()
+    better = [h for h in history if not h.counts and h.lateness.accepted and not h.lateness.late
+              and h.after_penalty > chosen.after_penalty]
+    if not better:
+        return ()
+    best = max(better, key=lambda h: h.after_penalty)
+    penalty = chosen.lateness.penalty_percent
+    after = f" after −{penalty:g} %" if penalty else ""
+    return ((REPLACED_ON_TIME, f"the late handin ({score_text(chosen.after_penalty)} of "
+                               f"{score_text(chosen.row.max_score)}{after}) counts; an on-time handin "
+                               f"scored {score_text(best.row.score)} (counts: {rule}; with counts: best "
+                               "or last_on_time in the spec the late one would not count)"),)
 
 
 def _received(handin: SubmissionRow):
@@ -234,13 +318,18 @@ def _received(handin: SubmissionRow):
         return None
 
 
-def _late(s: StudentGrades, lateness) -> StudentGrades:
-    """``s`` with its late penalty taken off, as a figure of its own."""
+def _late(s: StudentGrades, c: Counted) -> StudentGrades:
+    """``s`` with its handins beside it and its late penalty taken off, as a figure of its
+    own; a student whose handins the policy all refuses is ``not accepted``, with the refused
+    handin's file and time."""
+    s = replace(s, history=c.history)
+    lateness = c.lateness
     if lateness is None:
         return s
-    issues = (*s.issues, *_late_issues(lateness))
+    issues = (*s.issues, *c.issues)
     if not lateness.accepted:
-        return replace(s, status=NOT_ACCEPTED, late=lateness.words, issues=issues)
+        return replace(s, status=NOT_ACCEPTED, late=lateness.words, issues=issues, path=c.refused.path,
+                       received_at=c.refused.received_at, received_from=c.refused.received_from)
     penalty = round(s.total * lateness.penalty_percent / 100, 6)
     return replace(s, total=s.total - penalty, penalty=penalty, late=lateness.words, issues=issues)
 

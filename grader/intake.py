@@ -61,6 +61,8 @@ from formats.key_shape import (CLASS_STUDENT, IMPLEMENT, entry_for, givens_of, g
 from formats.serialize import decode_names
 from formats.textfile import printable, quick_json, terminal_safe
 
+from .receipts import RECEIVED_FROM_MTIME, RECEIVED_FROM_TIMESTAMP  # noqa: F401 — named here too
+
 # Submissions are read on the grader's sandbox threads, and CPython 3.11's parser is not safe
 # to run in two threads at once ("SystemError: AST constructor recursion depth mismatch"):
 # every ast.parse of the grader holds this lock.
@@ -92,6 +94,8 @@ ISSUE_CODES = {
     "metadata-stripped": "kit cells without nbgrader metadata, matched by their cell ids",
     "no-kit-cells": "no kit cell identifiable: every code cell runs, values read by name",
     "kit-cell-missing": "an answer, givens or example cell is not in the notebook",
+    "check-cell-missing": "a part's check cell is not in the notebook: grading never runs it, but the "
+                          "student worked without the part's form check",
     "duplicate-grade-id": "a grade id on two cells (a copied cell): both kept, in order",
     "givens-edited": "a locked givens cell was changed (harmless: givens come from the key)",
     # the notebook's variant record
@@ -138,10 +142,6 @@ class Issue:
 
     def __str__(self) -> str:
         return self.message
-
-
-RECEIVED_FROM_TIMESTAMP = "nbgrader timestamp.txt"
-RECEIVED_FROM_MTIME = "file modification time"
 
 
 @dataclass(frozen=True)
@@ -835,6 +835,13 @@ def _kit_issues(found: Found, cells: tuple[Cell, ...], kit: dict[str, KitCell],
             issues.append(Issue("kit-cell-missing", f"{found.shown}: the cell {k.grade_id} is missing "
                                                     f"(deleted, or its id was lost): {_MISSING_EFFECT[k.role]}",
                                 k.grade_id))
+    checks = [k.grade_id for k in kit.values() if k.role == "check" and k.grade_id not in present]
+    if checks:
+        issues.append(Issue("check-cell-missing", f"{found.shown}: the check cell{'s' if len(checks) > 1 else ''} "
+                                                  f"{listed(checks)} {'are' if len(checks) > 1 else 'is'} missing "
+                                                  "(deleted, or the id was lost): grading does not run check "
+                                                  "cells, so the score is unaffected, but the part's form was "
+                                                  "not checked in the notebook", checks[0]))
     positions: dict[str, list[int]] = {}
     for c in known:
         positions.setdefault(c.grade_id, []).append(c.index + 1)

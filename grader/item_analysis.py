@@ -30,6 +30,9 @@ equally hard: the Kruskal–Wallis test (Kruskal & Wallis 1952, JASA 47; with th
 for ties) on the problem's score share, H = [12/(N(N+1)) Σ R_i²/n_i − 3(N+1)] / [1 −
 Σ(t³ − t)/(N³ − N)], against χ² with k − 1 degrees of freedom. Ranks, not means, since scores
 pile up at full marks; members are drawn at random, so a difference is the members' own.
+
+What a *wrong* answer is, for every table that counts them, is ``got_wrong``'s: a counted
+score below full marks, after hand grades and overrides.
 """
 
 from __future__ import annotations
@@ -66,6 +69,30 @@ class Item:
                 "max_score": self.max_score, "n": self.n,
                 "facility": r(self.facility), "sd": r(self.sd), "discrimination": r(self.discrimination),
                 "efficiency": r(self.efficiency), "flags": list(self.flags)}
+
+
+def got_wrong(student: dict, part: dict) -> bool:
+    """Whether a student got a part wrong — the one definition every table of wrong answers
+    uses (``reports.misconceptions_by_part``, the dashboard's wrong matrices): a graded
+    student's part whose counted score, a grader's hand grade or override when there is one,
+    is below its full points. A part a grader raised to full marks is not wrong, whatever the
+    automatic grader said; one still waiting for a hand grade (or another look) is not wrong
+    yet. ``student``, ``part``: as ``reports.summary_json`` gives them."""
+    if student["status"] != "graded" or part["waiting"] or part["status"] == "manual":
+        return False
+    # (scores are stored to 6 decimals: 3.333333 of 10/3 points is full marks)
+    return part["score"] < part["max_score"] * (1 - 1e-6)
+
+
+def wrong_answers(students: list[dict]) -> dict[tuple, list[str]]:
+    """(problem, template, part) → the students who got it wrong (``got_wrong``), in the
+    summary's order; ``template`` is the pool member the student got (None: no pool)."""
+    out: dict[tuple, list[str]] = {}
+    for s in students:
+        for p in s["parts"]:
+            if got_wrong(s, p):
+                out.setdefault((p["problem"], s.get("pools", {}).get(p["problem"]), p["part"]), []).append(s["id"])
+    return out
 
 
 def _mean(xs) -> float:

@@ -19,7 +19,8 @@ another look. Changing a rubric item's points re-scores every mark that applied 
 Every save names the version it was made from (0 for a part never marked): two graders
 saving the same part from the same version never overwrite each other — the second gets a
 ``Conflict`` with the grade as it now stands. Each save is one transaction, committed before
-it returns: what a caller was told is saved survives a kill.
+it returns: what a caller was told is saved survives a kill. Inside ``together(gb)`` the saves
+are one transaction instead (a grading sheet is imported whole or not at all).
 """
 
 from __future__ import annotations
@@ -27,6 +28,8 @@ from __future__ import annotations
 import hashlib
 import json
 import math
+from contextlib import contextmanager
+from contextvars import ContextVar
 from dataclasses import asdict, dataclass, field
 from datetime import datetime, timezone
 
@@ -253,6 +256,44 @@ def _now() -> str:
     return datetime.now(timezone.utc).isoformat(timespec="seconds")
 
 
+# (gradebook, its connection) while ``together`` holds its transaction, in this thread only
+_TOGETHER: ContextVar = ContextVar("marks_together", default=None)
+
+
+@contextmanager
+def together(gb: Gradebook):
+    """``with together(gb): save(…); save(…)``: every save and clear made inside on ``gb`` is
+    one transaction, committed when the block ends; none is if it raises or the process dies
+    first. A save that raises inside (a ``Conflict``) is undone alone: the others stand."""
+    if _TOGETHER.get() is not None:
+        raise RuntimeError("together() is not re-entrant")
+    with gb.transaction() as c:
+        token = _TOGETHER.set((gb, c))
+        try:
+            yield
+        finally:
+            _TOGETHER.reset(token)
+
+
+@contextmanager
+def _transaction(gb: Gradebook):
+    """A save's own transaction, or a savepoint in the ``together`` block open on ``gb``."""
+    open_ = _TOGETHER.get()
+    if open_ is None or open_[0] is not gb:
+        with gb.transaction() as c:
+            yield c
+        return
+    c = open_[1]
+    c.execute("SAVEPOINT mark_save")
+    try:
+        yield c
+    except BaseException:
+        c.execute("ROLLBACK TO mark_save")
+        c.execute("RELEASE mark_save")
+        raise
+    c.execute("RELEASE mark_save")
+
+
 def _current(c, who: tuple) -> Mark | None:
     row = c.execute(f"SELECT {', '.join(_COLUMNS)} FROM marks WHERE assignment = ? AND student = ? "
                     "AND problem = ? AND part = ?", who).fetchone()
@@ -298,7 +339,7 @@ def save(gb: Gradebook, key: dict, problem: str, part: str, targets: list[Target
         base = rubric.start if kind == HAND else (t.result.score if t.result else 0.0)
         prepared.append((t, rubric, points, kind, checked, base))
     saved = []
-    with gb.transaction() as c:
+    with _transaction(gb) as c:
         at = _now()
         for t, rubric, points, kind, checked, base in prepared:
             who = (assignment, t.student, problem, part)
@@ -321,7 +362,7 @@ def save(gb: Gradebook, key: dict, problem: str, part: str, targets: list[Target
 def clear(gb: Gradebook, key: dict, problem: str, part: str, target: Target, grader: str) -> Mark:
     """Withdraw a mark: the part goes back to its auto score, or to waiting for a human."""
     assignment = assignment_id(key)
-    with gb.transaction() as c:
+    with _transaction(gb) as c:
         who = (assignment, target.student, problem, part)
         current = _current(c, who)
         if current is None or current.version != target.expected_version:

@@ -20,8 +20,8 @@ from formats.deadline import Deadline
 from formats.key_shape import assignment_id
 
 from .budget import CPU_SECONDS
-from .grading import GradingRun, grader_version
-from .intake import Issue, find_submissions, match
+from .grading import GradingRun, grader_version, received
+from .intake import Issue, Submission, file_hash, find_submissions, match
 from .plugin import run_pytest
 from .grades import to_review
 from .review import needs_a_look
@@ -43,6 +43,7 @@ class GradeSummary:
     run: GradingRun = field(repr=False, default=None)
     absent: list[str] = field(default_factory=list)   # not in this folder, graded by an earlier run
     look: list[dict] = field(default_factory=list)     # grader.review.needs_a_look, over the class
+    receipts: list = field(default_factory=list)       # grader.receipts.ReceiptChange: kept or replaced
 
     def as_json(self, gradebook: Path | str) -> dict:
         """The summary ``attnkit grade --json`` prints."""
@@ -51,6 +52,8 @@ class GradeSummary:
                 "graded": len(self.recorded), "unchanged": len(self.skipped),
                 "not_recorded": len(self.not_recorded), "missing": sorted(self.missing),
                 "not_in_folder": sorted(self.absent), "needs_a_look": self.look,
+                "receipts": {"kept": [c.as_json() for c in self.receipts if c.kept],
+                             "changed": [c.as_json() for c in self.receipts if not c.kept]},
                 "issues": [{"code": i.code, "message": i.message} for i in self.issues],
                 "gradebook": str(gradebook), "seconds": round(self.seconds, 3),
                 "submissions_per_second": round(len(self.recorded) / max(self.seconds, 1e-9), 1),
@@ -88,7 +91,8 @@ def grade_folder(key: dict, folder: Path, gradebook, sandbox, *, servers: int = 
     ``kit_version`` is what the gradebook stores (default: this grader's); ``deadline`` is
     the assignment's (its late policy decides which handin counts, and lateness needs a look);
     ``roster`` (``exercises.roster`` students) maps LMS ids in Canvas and Moodle file names;
-    ``receipts`` (``grader.receipts.read_receipts``) are when the LMS says each handed in;
+    ``receipts`` (``grader.receipts.read_receipts``) are when the LMS says each handed in
+    (unchanged handins too; never over a better source's: ``GradeSummary.receipts``);
     ``review``: list what needs a human look over the class (a read of the class's grades;
     a caller that reads them anyway, for a table, passes False and takes it from there).
     ``cluster``: a Dask client; the submissions are graded on its workers in shards of
@@ -103,11 +107,9 @@ def grade_folder(key: dict, folder: Path, gradebook, sandbox, *, servers: int = 
     submissions, missing, issues = match(found, key, read=read_ahead, roster=roster)
     if students is not None:
         submissions = [s for s in submissions if s.student in students]
-    if receipts is not None:
-        times, source = receipts
-        submissions = [replace(s, received_at=times[s.student], received_from=source)
-                       if s.student in times else s for s in submissions]
+    submissions = _with_receipts(submissions, receipts)
     bar = progress(len(submissions)) if progress is not None else None
+    changes_before = len(gradebook.receipt_changes)
     run = GradingRun(key, submissions, gradebook, sandbox, servers=servers, regrade=regrade,
                      progress=bar, cpu_seconds=cpu_seconds, judges=judges and cluster is None,
                      kit_version=grader_version() if kit_version is None else kit_version)
@@ -119,6 +121,7 @@ def grade_folder(key: dict, folder: Path, gradebook, sandbox, *, servers: int = 
     finally:
         if bar is not None:
             bar.close()
+    _receipts_of_unchanged(run, receipts)
     # Not in this folder is not missing: a student graded by an earlier run keeps that grade
     # (the gradebook only adds); missing are those with nothing in the gradebook at all.
     absent = [s for s in missing if gradebook.submission(assignment, s) is not None]
@@ -126,7 +129,30 @@ def grade_folder(key: dict, folder: Path, gradebook, sandbox, *, servers: int = 
     look = needs_a_look(to_review(gradebook, key, deadline)) if review else []
     return GradeSummary(assignment, len(submissions), list(run.recorded), list(run.skipped),
                         list(run.not_recorded), list(run.failed), never, list(issues),
-                        code, run.interrupted, time.perf_counter() - started, run, absent, look)
+                        code, run.interrupted, time.perf_counter() - started, run, absent, look,
+                        gradebook.receipt_changes[changes_before:])
+
+
+def _with_receipts(submissions: list, receipts: tuple[dict, str] | None) -> list:
+    """``submissions`` with the LMS's receipt times (``receipts``: times, source) where it has one."""
+    if receipts is None:
+        return submissions
+    times, source = receipts
+    return [replace(s, received_at=times[s.student], received_from=source) if s.student in times else s
+            for s in submissions]
+
+
+def _receipts_of_unchanged(run: GradingRun, receipts: tuple[dict, str] | None) -> None:
+    """The LMS's receipt times given to the handins this run did not grade again (unchanged):
+    the export is news about them too, though their grades are current."""
+    if receipts is None:
+        return
+    for student in run.skipped:
+        if student in receipts[0]:
+            submission = run.submissions[student]
+            handin = (submission.content_hash if isinstance(submission, Submission)
+                      else file_hash(submission))
+            run.gradebook.set_receipt(run.assignment, student, handin, *received(submission))
 
 
 def _on_cluster(run: GradingRun, client, shard_size: int | None, wall_seconds: float | None,

@@ -2,9 +2,8 @@
 
 - ``write_csv``, ``write_gradescope``: the class list and Gradescope's results.json, from
   ``grader.exports`` (which also writes what Canvas and Moodle import);
-- ``write_feedback``: one self-contained HTML page per student (no script, no CDN, no link);
-  a part that cannot be drawn is shown as text, a page that cannot be made is a minimal one,
-  so every student always gets a page (``FeedbackPages.fallbacks`` says whose fell back);
+- ``write_feedback``: one self-contained HTML page per student (``grader.feedback_page``,
+  named here too);
 - ``class_table``: the same numbers as aligned plain text for the terminal, with a summary;
   every text in it from a roster or the gradebook shown terminal-safe;
 - ``summary_json``: everything ``class_table`` shows, as data (``attnkit report --json``).
@@ -19,37 +18,29 @@ student before the deadline must not hand their answers to their classmates.
 
 from __future__ import annotations
 
-import re
 import statistics
 import unicodedata
 from collections import Counter
 from pathlib import Path
 
-import numpy as np
 from solutions import MISCONCEPTIONS
 
-from formats.cells import LETTERS
-from exercises.html import code_block, escape, heatmap_svg, markdown_to_html, page
-from exercises.preview import _decimals_for, value_text
-from formats.serialize import decode_names, from_jsonable
 from formats.key_shape import (assignment_id, assignment_title, entry_for, head_problems, problem_record,
-                               problem_title, total_points, rubric_of)
-from formats.textfile import terminal_safe, write_atomic
+                               total_points)
+from formats.textfile import terminal_safe
 
 from formats.deadline import Deadline
 
 from . import exports
-from .gradebook import Gradebook, ResultRow, omitted_reason
-from .grades import (ERROR, GRADED, MANUAL, MISSING, NOT_ACCEPTED, Part, StudentGrades, class_grades,
-                     score_text, with_answers)
-from .marks import student_lines
+# (the feedback pages are grader.feedback_page's, named here too, where callers find them)
+from .feedback_page import (FeedbackPages, MAX_CELLS, as_array, decoded_answer, feedback_page,  # noqa: F401
+                            labels_for, markdown_html, minimal_page, value_html, word_lists, write_feedback)
+from .gradebook import Gradebook
+from .grades import (ERROR, GRADED, MISSING, NOT_ACCEPTED, Part, StudentGrades, class_grades,
+                     score_text, with_answers)  # noqa: F401 (with_answers: callers import it from here)
+from .item_analysis import got_wrong
 from .forensics import copied_chains
 from .review import needs_a_look
-
-# Beyond this many numbers an answer is described, not drawn: a page of 4096 cells helps no one.
-MAX_CELLS = 400
-
-
 
 _points = score_text
 
@@ -76,357 +67,6 @@ def write_gradescope(gradebook: Gradebook, key: dict, out_dir: str | Path,
                      deadline: Deadline | None = None) -> list[Path]:
     """``out_dir/<student>/results.json`` for every student of the key (grader.exports)."""
     return exports.write_gradescope(class_grades(gradebook, key, deadline), key, out_dir)
-
-
-# -------------------------------------------------------------------------------- feedback
-
-
-_ANCHOR = re.compile(r"<a\s[^>]*>|</a>")
-
-
-def markdown_html(text: str) -> str:
-    """Markdown as HTML without links: the page opens offline and sends no one anywhere,
-    whatever a student wrote in an answer. markdown-it escapes raw HTML (html=False), so an
-    ``<a`` here can only be one it made itself."""
-    return _ANCHOR.sub("", markdown_to_html(text))
-
-
-_STATUS_LABELS = {"passed": "✓ correct", "failed": "✗ not correct", "partial": "◐ partly correct",
-                  "missing": "— no answer", "error": "⚠ error", "manual": "✎ graded by hand",
-                  "marked": "✎ graded by hand", "overridden": "✎ score changed by a grader"}
-
-
-def word_lists(record: dict) -> list[list[str]]:
-    """Lists of words among the givens (tokens of a sentence): labels for a matrix's rows or
-    columns when their number matches."""
-    try:
-        givens = decode_names(record.get("givens", {}))
-    except (ValueError, KeyError, TypeError):
-        return []
-    return [list(v) for _, v in sorted(givens.items())
-            if isinstance(v, list) and v and all(isinstance(x, str) for x in v)]
-
-
-def labels_for(shape, words: list[list[str]]):
-    pick = lambda n: next((w for w in words if len(w) == n), None)  # noqa: E731
-    return pick(shape[0]), pick(shape[1])
-
-
-def as_array(value):
-    """A list of numbers (or of equally shaped arrays) as one array, else None."""
-    if isinstance(value, np.ndarray):
-        return value
-    if not isinstance(value, (list, tuple)) or not value:
-        return None
-    try:
-        array = np.asarray(value)
-    except (ValueError, TypeError):
-        return None
-    return array if array.dtype.kind in "biuf" else None
-
-
-def _is_float(value) -> bool:
-    """Floats are compared with the part's tolerance; whole numbers, booleans and text exactly."""
-    if isinstance(value, (float, np.floating)):
-        return True
-    array = as_array(value)
-    return array is not None and array.dtype.kind == "f"
-
-
-def _math(text: str) -> str:
-    return markdown_html(text) if "$" in text else f"<p><code>{escape(text)}</code></p>"
-
-
-def value_html(value, decimals: int = 4, words=()) -> str:
-    """An answer for the page: numbers and vectors as math, 2-D arrays as heatmaps (rows and
-    columns named after the givens' words when their number matches), text as text."""
-    reason = omitted_reason(value)
-    if reason is not None:
-        return f"<p><em>{escape(reason)}</em></p>"
-    array = as_array(value)
-    if array is not None and array.ndim >= 1:
-        if array.size > MAX_CELLS or (array.size == 0 and array.ndim > 1):
-            # (an empty array is judged by its shape: (21000, 0, 0) would be 21,000 drawings)
-            what = "too large to show here" if array.size else "no entries to show"
-            return f"<p>An array of shape {escape(array.shape)}: {what}.</p>"
-        if array.ndim == 2 and array.dtype.kind in "iuf" and min(array.shape) > 1:
-            rows, cols = labels_for(array.shape, list(words))
-            return f"<figure>{heatmap_svg(array, rows, cols)}</figure>"
-        if array.ndim >= 3:
-            return "".join(f"<p>[{i}]</p>" + value_html(array[i], decimals, words)
-                           for i in range(array.shape[0]))
-    if isinstance(value, str):
-        return code_block(value) if "\n" in value else f"<p><code>{escape(value)}</code></p>"
-    if isinstance(value, dict):
-        return ("<dl>" + "".join(f"<dt><code>{escape(k)}</code></dt><dd>{value_html(v, decimals, words)}</dd>"
-                                 for k, v in value.items()) + "</dl>")
-    if isinstance(value, (list, tuple)) and any(isinstance(v, (list, tuple, dict, np.ndarray)) for v in value):
-        shown = value[:16]
-        more = f"<p>… and {len(value) - len(shown)} more.</p>" if len(value) > len(shown) else ""
-        return "".join(f"<p>[{i}]</p>" + value_html(v, decimals, words) for i, v in enumerate(shown)) + more
-    try:
-        return _math(value_text(array if array is not None else value, "markdown", decimals))
-    except Exception:  # noqa: BLE001 — an odd value must not cost the student their page
-        return f"<p><code>{escape(repr(value))}</code></p>"
-
-
-def decoded_answer(answer):
-    if answer is None or omitted_reason(answer) is not None:
-        return answer
-    try:
-        return from_jsonable(answer)
-    except (ValueError, TypeError, KeyError):
-        return answer
-
-
-def _option_html(options: list[dict], index: int) -> str:
-    letter = LETTERS[index] if 0 <= index < len(LETTERS) else "?"
-    text = options[index]["text"] if 0 <= index < len(options) else ""
-    return f'<div class="option"><p><strong>{letter}.</strong></p>{markdown_html(text)}</div>'
-
-
-def _student_answer_html(record: dict, part: Part, words) -> str:
-    result = part.result
-    if result is None or result.answer is None:
-        return "<p><em>No answer recorded.</em></p>"
-    value = decoded_answer(result.answer)
-    kind = record.get("kind")
-    if kind == "free_response" and isinstance(value, str):
-        return f'<div class="free-text">{markdown_html(value)}</div>'
-    if kind == "choice" and isinstance(value, str):
-        options = record.get("options", {}).get(part.part, [])
-        letter = value.strip().upper()
-        if len(letter) == 1 and letter in LETTERS[:len(options)]:
-            return _option_html(options, LETTERS.index(letter))
-    return value_html(value, _decimals(record, part.part, value), words)
-
-
-def _grading(record: dict, part: str) -> dict:
-    return next((g for g in record.get("grading", []) if g.get("id") == part), {})
-
-
-def _decimals(record: dict, part: str, value) -> int:
-    """As many decimals as the part's tolerance needs: a value off by more than the
-    tolerance never looks the same as the right one."""
-    atol = _grading(record, part).get("atol", record.get("atol", 1e-4))  # implement: one for all
-    return _decimals_for(float(atol), value)
-
-
-def _expected_html(record: dict, part: Part, words) -> str:
-    kind = record.get("kind")
-    if kind == "free_response":
-        return _rubric_html(rubric_of(record, part.part, part.points))
-    if kind == "implement":
-        out = []
-        for test in record.get("tests", []):
-            if test.get("family") == part.part:
-                expected = from_jsonable(test["expected"])
-                out.append(f"<p>Hidden case {int(test.get('index', 0)) + 1}: expected output</p>"
-                           + value_html(expected, _decimals(record, part.part, expected), words))
-        return "".join(out)
-    answers = record.get("answers", {})
-    if part.part not in answers:
-        return ""
-    expected = decode_names({part.part: answers[part.part]})[part.part]
-    if kind == "choice":
-        return _option_html(record.get("options", {}).get(part.part, []), int(expected))
-    grading = _grading(record, part.part)
-    atol, rtol = float(grading.get("atol", 0.0)), float(grading.get("rtol", 0.0))
-    shown = value_html(expected, _decimals_for(atol, expected), words)
-    if _is_float(expected):
-        shown += f"<p><small>Compared with tolerance atol {atol:g}, rtol {rtol:g}.</small></p>"
-    return shown
-
-
-def _rubric_html(rubric) -> str:
-    """What a full answer contains, for a student's page: the guide and each item's points
-    and text — never the graders' notes."""
-    items = "".join(f"<li><strong>{'+' if i.points > 0 else '−'}{_points(abs(i.points))}</strong> "
-                    f"{markdown_html(i.text)}</li>" for i in rubric.items)
-    return (markdown_html(rubric.guide) if rubric.guide.strip() else "") + (f"<ul class=\"rubric\">{items}</ul>"
-                                                                       if items else "")
-
-
-def _mark_html(record: dict, part: Part) -> str:
-    """A hand grade on the student's page: the applied items' texts, the comment."""
-    if part.mark is None:
-        return ""
-    lines = student_lines(part.mark, rubric_of(record, part.part, part.points))
-    waiting = ("<p><em>A grader will look at this part again; the score may change.</em></p>"
-               if part.recheck else "")
-    return ('<div class="marked"><h4>Grader\'s feedback</h4><ul>'
-            + "".join(f"<li>{escape(line)}</li>" for line in lines) + "</ul>" + waiting + "</div>")
-
-
-def _diagnosis_html(result: ResultRow) -> str:
-    if not result or not result.misconception:
-        return ""
-    m = MISCONCEPTIONS.get(result.misconception)
-    if m is None:
-        return (f'<div class="diagnosis"><p><strong>Diagnosis:</strong> '
-                f"<code>{escape(result.misconception)}</code></p></div>")
-    if m.summary in result.message:      # the message names it already: add the wrong line only
-        return (f'<div class="diagnosis"><p><strong>The mistake, in code:</strong></p>'
-                f"{code_block(m.code)}</div>")
-    explanation = "" if m.explanation in result.message else f"<p>{escape(m.explanation)}</p>"
-    return (f'<div class="diagnosis"><p><strong>Diagnosis:</strong> your answer equals '
-            f"{escape(m.summary)}.</p>{explanation}{code_block(m.code)}</div>")
-
-
-def _part_head(part: Part, index: int) -> str:
-    label = f"({LETTERS[index].lower()}) {part.part}" if index < len(LETTERS) else part.part
-    status = _STATUS_LABELS.get(part.status, part.status)
-    return (f'<div class="part status-{escape(part.status)}"><h3>{escape(label)} — '
-            f"{_points(part.score)} / {_points(part.points)} · {escape(status)}</h3>")
-
-
-_NOT_DRAWN = "This answer could not be drawn."
-
-
-def _part_fallback(part: Part, index: int) -> str:
-    """A part whose rendering failed: its status, score and message as plain escaped text."""
-    message = part.result.message if part.result else ""
-    return (_part_head(part, index) + (f"<p>{escape(message)}</p>" if message else "")
-            + f"<p><em>{_NOT_DRAWN}</em></p></div>")
-
-
-def _part_html(record: dict, part: Part, index: int, reveal: bool, words) -> str:
-    result = part.result
-    head = _part_head(part, index)
-    body = []
-    if result is None and part.mark is None:
-        body.append("<p>Not graded.</p>")
-    elif result is not None and (part.mark is None or part.mark.kind != "hand"):
-        if result.message:
-            body.append(markdown_html(result.message))
-        body.append(_diagnosis_html(result))
-    body.append(_mark_html(record, part))
-    if record.get("kind") == "free_response":
-        if part.status == MANUAL and not (result and result.message):
-            body.append("<p>This part is graded by hand; its points are added later.</p>")
-        body.append("<h4>Your answer</h4>" + _student_answer_html(record, part, words))
-        if reveal:
-            body.append("<h4>Rubric</h4>" + _expected_html(record, part, words))
-    else:
-        if result is not None and result.answer is not None:
-            body.append("<h4>Your answer</h4>" + _student_answer_html(record, part, words))
-        if reveal:
-            body.append("<h4>Expected</h4>" + _expected_html(record, part, words))
-    return head + "".join(body) + "</div>"
-
-
-def _drawn_part(record: dict, part: Part, index: int, reveal: bool, words, fallbacks) -> str:
-    """``_part_html``, or its fallback when a value cannot be drawn (the part is named in
-    ``fallbacks``): one answer must not cost the student the rest of their page."""
-    try:
-        return _part_html(record, part, index, reveal, words)
-    except Exception as err:  # noqa: BLE001 — whatever the value, the page goes on
-        if fallbacks is not None:
-            fallbacks.append(f"{part.problem}/{part.part} ({type(err).__name__})")
-        return _part_fallback(part, index)
-
-
-def feedback_page(s: StudentGrades, key: dict, reveal: bool = False, fallbacks=None) -> str:
-    """The student's page: their score per problem and per part, what went wrong and why,
-    their own answers; the expected answers only with ``reveal``. A part that cannot be
-    drawn is shown as text, and named in the list ``fallbacks`` when one is given."""
-    entry = entry_for(key, s.id)
-    title = f"{assignment_title(key, default=assignment_id(key))} — feedback"
-    who = f"{s.name} ({s.id})" if s.name else s.id
-    body = [f"<h1>{escape(title)}</h1>", f"<p>{escape(who)}</p>",
-            f"<p><strong>{_points(s.total)} / {_points(s.max_score)} points</strong></p>"]
-    if s.status == MISSING:
-        body.append("<p>No submission was received for this assignment.</p>")
-    elif s.status == ERROR:
-        body.append("<p>Your notebook could not be graded; the notes below say why.</p>")
-    if s.shown_notes:
-        body.append("<ul class=\"notes\">" + "".join(f"<li>{escape(n)}</li>" for n in s.shown_notes) + "</ul>")
-    if any(p.status == MANUAL for p in s.parts):
-        body.append("<p>Some parts are graded by hand: their points are not included yet.</p>")
-    elif any(p.waiting for p in s.parts):
-        body.append("<p>A grader will look at some parts again: their points may change.</p>")
-    problems = head_problems(key)
-    rows = "".join(f"<tr><td>{n}. {escape(problem_title(p, problem_record(entry or {}, p['id'], {})))}</td>"
-                   f"<td>{_points(s.problem_scores[p['id']])} / {_points(p['points'])}</td></tr>"
-                   for n, p in enumerate(problems, 1))
-    if s.penalty:
-        rows += (f"<tr><td>Late penalty ({escape(s.late)})</td>"
-                 f"<td>−{_points(s.penalty)}</td></tr>")
-    body.append(f"<table><thead><tr><th>Problem</th><th>Points</th></tr></thead><tbody>{rows}</tbody></table>")
-    if s.status == NOT_ACCEPTED:
-        body.append(f"<p>This submission was received {escape(s.late)}.</p>")
-    if reveal:
-        body.append("<p><em>This page shows the expected answers.</em></p>")
-    for n, problem in enumerate(problems, 1):
-        pid = problem["id"]
-        record = problem_record(entry, pid, {})
-        words = word_lists(record)
-        parts = [p for p in s.parts if p.problem == pid]
-        section = [f'<section class="problem"><h2>Problem {n}. {escape(problem_title(problem, record))} '
-                   f"({_points(s.problem_scores[pid])} / {_points(problem['points'])})</h2>"]
-        section += [_drawn_part(record, p, i, reveal, words, fallbacks) for i, p in enumerate(parts)]
-        body.append("".join(section) + "</section>")
-    return page(f"{title}: {who}", "\n".join(body))
-
-
-def minimal_page(s: StudentGrades, key: dict) -> str:
-    """The page of a student whose full page could not be made: the total and every part's
-    status, score and message, as escaped text, from nothing but strings and numbers."""
-    title = f"{key['assignment'].get('title', key['assignment']['id'])} — feedback"
-    parts = "".join(f"<li>{escape(p.problem)}, {escape(p.part)}: {_points(p.score)} / "
-                    f"{_points(p.points)} · {escape(p.status)}"
-                    + (f"<br>{escape(p.result.message)}" if p.result and p.result.message else "")
-                    + "</li>" for p in s.parts)
-    body = (f"<h1>{escape(title)}</h1><p>{escape(s.id)}</p>"
-            f"<p><strong>{_points(s.total)} / {_points(s.max_score)} points</strong></p>"
-            f"<p><em>This page could not be drawn in full; here is every part's result.</em></p>"
-            f"<ul>{parts}</ul>")
-    return page(f"{title}: {s.id}", body)
-
-
-def _bare_page(s: StudentGrades) -> str:
-    return page("feedback", f"<p>{escape(s.id)}: your feedback page could not be drawn; "
-                            "ask your instructor for your results.</p>")
-
-
-class FeedbackPages(list):
-    """The pages ``write_feedback`` wrote (a list of paths, one per student), and
-    ``fallbacks``: student → what could not be drawn on their page (parts, or the page)."""
-
-    def __init__(self):
-        super().__init__()
-        self.fallbacks: dict[str, list[str]] = {}
-
-
-def _page_for(s: StudentGrades, key: dict, reveal: bool) -> tuple[str, list[str]]:
-    """(the student's page, what fell back): the full page, else the minimal one, else a
-    bare line — a student always gets a page."""
-    fallbacks: list[str] = []
-    try:
-        return feedback_page(s, key, reveal, fallbacks), fallbacks
-    except Exception as err:  # noqa: BLE001 — the page, not the whole report, falls back
-        fallbacks.append(f"the whole page ({type(err).__name__})")
-    try:
-        return minimal_page(s, key), fallbacks
-    except Exception:  # noqa: BLE001
-        return _bare_page(s), fallbacks
-
-
-def write_feedback(gradebook: Gradebook, key: dict, out_dir: str | Path, reveal: bool = False,
-                   progress=None, deadline: Deadline | None = None) -> FeedbackPages:
-    """``out_dir/<student>.html`` for every student of the key, each page made on its own
-    (see ``_page_for``); ``progress`` (optional) gets ``advance(1)`` per page."""
-    written = FeedbackPages()
-    for s in class_grades(gradebook, key, deadline):
-        path = Path(out_dir) / f"{s.id}.html"
-        html_text, fallbacks = _page_for(with_answers(gradebook, key, s), key, reveal)
-        write_atomic(path, html_text.encode("utf-8", errors="replace"))
-        written.append(path)
-        if fallbacks:
-            written.fallbacks[s.id] = fallbacks
-        if progress is not None:
-            progress.advance(1)
-    return written
 
 
 # ---------------------------------------------------------------------- summary and table
@@ -475,6 +115,7 @@ def summary_json(gradebook: Gradebook, key: dict, deadline: Deadline | None = No
                  "needs_a_look": [{"code": c, "message": m} for c, m in look[s.id]],
                  "file": s.path, "handins": s.handins, "received_at": s.received_at,
                  "received_from": s.received_from, "late": s.late, "late_penalty": round(s.penalty, 6),
+                 "handed_in": [_handin_json(h) for h in s.history],
                  "problems": {pid: round(x, 6) for pid, x in s.problem_scores.items()},
                  "complete": s.status == GRADED and not s.waiting, "waiting_parts": s.waiting,
                  "parts": [{"problem": p.problem, "part": p.part, "score": round(p.score, 6),
@@ -503,6 +144,7 @@ def summary_json(gradebook: Gradebook, key: dict, deadline: Deadline | None = No
         "item_analysis": items,
         "pools": _pools_json(items["pools"], key, students),
         "needs_a_look": needs_a_look((s.id, s.path, look[s.id]) for s in grades),
+        "counting_rule": deadline.counts if deadline is not None else "last",
         **({"not_checked": unchecked} if unchecked else {}),
         "counts": {"students": len(grades), "graded": statuses[GRADED], "missing": statuses[MISSING],
                    "error": statuses[ERROR],
@@ -510,6 +152,18 @@ def summary_json(gradebook: Gradebook, key: dict, deadline: Deadline | None = No
                    "manual_parts": sum(s.waiting for s in grades if s.status != MISSING),
                    "needs_a_look": sum(bool(look[s.id]) for s in grades)},
     }
+
+
+def _handin_json(h) -> dict:
+    """One of a student's handins (grader.grades.Handin): when and whence it came, its
+    automatic score before and after the late policy, and whether it counts and why."""
+    lateness = h.lateness
+    return {"file": h.row.path, "received_at": h.row.received_at, "received_from": h.row.received_from,
+            "status": h.row.status, "score": round(h.row.score, 6), "max_score": h.row.max_score,
+            "late": lateness.words if lateness is not None else "",
+            "accepted": lateness.accepted if lateness is not None else True,
+            "late_penalty_percent": lateness.penalty_percent if lateness is not None else 0.0,
+            "score_after_penalty": round(h.after_penalty, 6), "counts": h.counts, "why": h.why}
 
 
 def pool_members(key: dict) -> dict[str, dict[str, str]]:
@@ -536,10 +190,10 @@ def _pools_json(analysed: list[dict], key: dict, students: list[dict]) -> list[d
 
 
 def misconceptions_by_part(students: list[dict]) -> list[dict]:
-    """Per part (a pool member's parts per member): how many graded students lost points on
-    it, how many of those a known misconception explains, and which — the answer-note
-    frequencies of Moodle's and STACK's reports. A part waiting for a hand grade is not
-    wrong yet."""
+    """Per part (a pool member's parts per member): how many graded students got it wrong
+    (``item_analysis.got_wrong``: below full marks after hand grades and overrides), how
+    many of those a known misconception explains, and which — the answer-note frequencies
+    of Moodle's and STACK's reports."""
     counts: dict[tuple, Counter] = {}
     wrong: Counter = Counter()
     for s in students:
@@ -548,7 +202,7 @@ def misconceptions_by_part(students: list[dict]) -> list[dict]:
         for p in s["parts"]:
             k = (p["problem"], s.get("pools", {}).get(p["problem"]), p["part"])
             counts.setdefault(k, Counter())
-            if p["waiting"] or p["status"] == MANUAL or p["score"] >= p["max_score"] * (1 - 1e-6):
+            if not got_wrong(s, p):
                 continue
             wrong[k] += 1
             if p["misconception"]:

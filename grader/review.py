@@ -4,7 +4,13 @@ A submission's issues (grader.intake's ``ISSUE_CODES``, the program's ``NOTE_COD
 stored with it (``SubmissionRow.issues``: code and message). Some mean the grade may not be
 what the student earned and a person should look before it stands: a file that could not be
 read, kit cells deleted or edited, a notebook issued to someone else or to no one, copies and
-renamed files, late work. ``attnkit grade`` lists those first, and the class table marks them.
+renamed files, late work, a hand grade to look at again. ``attnkit grade`` lists those first,
+and the class table marks them.
+
+There is one definition of what needs a look: a student's ``look`` (grader.grades'
+``StudentGrades.look``, and ``to_review`` for the TA's list after a run), made of the issues
+``flagged`` keeps and the look codes the grades add. The class table's ``look``, the TA's list
+(``needs_a_look``) and ``report --json`` all read that list, and filter nothing more.
 
 Some of those messages speak about *another* student, or suspect one ("this notebook was issued
 to student u014"): they are for the instructor only. A student's feedback shows what was
@@ -15,21 +21,25 @@ from __future__ import annotations
 
 from collections.abc import Iterable
 
+RECHECK = "mark-recheck"                 # a hand grade to look at again (grader.marks)
+REPLACED_ON_TIME = "replaced-on-time"    # a late handin counts over an on-time one that scored more
+
 # Issues that need a person to look before the grade stands.
 NEEDS_A_LOOK = frozenset({
     # the file could not be read (or not all of it): the grade is 0 or partial for a reason
     "unreadable", "symlink", "too-large", "too-complex", "too-many-cells", "empty-file", "not-text",
     "invalid-json", "not-a-notebook", "not-nbformat-4", "no-cells", "bad-cell",
     # the kit's cells
-    "no-kit-cells", "kit-cell-missing", "duplicate-grade-id", "givens-edited", "answer-not-code",
+    "no-kit-cells", "kit-cell-missing", "check-cell-missing", "duplicate-grade-id", "givens-edited",
+    "answer-not-code",
     # whose notebook is it
     "no-record", "wrong-student", "wrong-assignment", "wrong-variant", "earlier-variant",
     # files and names
     "duplicate", "several-notebooks", "ambiguous", "renamed", "paired-by-record",
     # when it came
-    "bad-timestamp", "late-by-name", "late",
-    # the grader's own failure on the counted handin
-    "grader-error",
+    "bad-timestamp", "late-by-name", "late", REPLACED_ON_TIME,
+    # the grader's own failure on the counted handin; a hand grade to look at again
+    "grader-error", RECHECK,
     # follow-through credit on answers forensics flags as another student's (grader.forensics)
     "copied-chain",
 })
@@ -51,11 +61,12 @@ def flagged(issues: Iterable[tuple[str, str]]) -> list[tuple[str, str]]:
 
 
 def needs_a_look(submissions) -> list[dict]:
-    """For the TA: every issue that needs a look of ``submissions`` — (student, file, issues)
-    — as {student, file, code, message} objects, by student then in the order found."""
+    """For the TA: ``submissions`` — (student, file, look), ``look`` what needs a look of
+    theirs (``StudentGrades.look``, ``to_review``; already chosen: nothing is left out here) —
+    as {student, file, code, message} objects, by student then in the order found."""
     return [{"student": student, "file": file, "code": code, "message": message}
-            for student, file, issues in sorted(submissions, key=lambda s: s[0])
-            for code, message in flagged(issues)]
+            for student, file, look in sorted(submissions, key=lambda s: s[0])
+            for code, message in look]
 
 
 def student_notes(notes: Iterable[str], issues: Iterable[tuple[str, str]]) -> list[str]:

@@ -2,16 +2,23 @@
 and imported back — the marking page's work without a browser.
 
 One row per student with a counted handin, per part: ``submission, problem, part, version,
-rubric_version, answer``, one column per rubric item (``<part>:<item id>``: ``1`` when
-applied), ``adjustment, comment, reason``, and, for reading only, ``score, max_score``.
-A row's ``version`` is its grade's version at the export (0: never graded); the import
-compares each row with the grade *as it was exported* (``marks.history`` holds every
-version), so a sheet never reverts work done in the gradebook since:
+rubric_version, answer_digest, answer``, one column per rubric item (``<part>:<item id>``:
+``1`` when applied), ``adjustment, comment, reason``, and, for reading only, ``score,
+max_score``; beside it, ``<sheet>-rubric.csv`` gives each column's meaning and each item's
+points and text (``sheet_format``). A row's ``version`` is its grade's version at the export
+(0: never graded); the import compares each row with the grade *as it was exported*
+(``marks.history`` holds every version), so a sheet never reverts work done since:
 
 - the row equals the exported state: nothing to import (even if the gradebook moved on);
 - the row changed and the gradebook did not: a change, saved from the exported version
   (``marks.save`` refuses it if someone saves the part between the plan and the import);
-- both changed: refused, with what to do.
+- both changed: refused, with what to do;
+- the student's counted answer is no longer the one exported (``answer_digest``): a change is
+  refused, so a grade never goes to an answer its grader did not read. The ``answer`` cell
+  is for reading only, never compared.
+
+A sheet is imported whole: its changes are saved in one transaction (``marks.together``),
+so a kill leaves none of them or all; a row someone saved meanwhile is a conflict, left out.
 
 A blank row is "not graded yet". To record 0 points with no item applied, write ``0`` in
 the adjustment. A sheet cannot withdraw a grade (blanking a graded row is a problem): the
@@ -19,44 +26,38 @@ marking page clears grades.
 
 The file is read as a spreadsheet re-saves it: a byte-order mark, CRLF line endings, ``;``
 or tab separators, ``TRUE``/``x``/``✓`` in an item cell, a decimal comma. Text cells are
-written formula-safe (``exports.safe_cell``) and read back without the guard.
+written with every character visible and formula-safe, and read back exactly
+(``sheet_format``): an unedited sheet changes nothing, whatever its texts hold.
 """
 
 from __future__ import annotations
 
-import csv
-import io
-import math
-import re
+from collections import Counter
 from dataclasses import dataclass, field
 from pathlib import Path
 
 from formats.deadline import Deadline
 from formats.key_shape import assignment_id, entry_for, rubric_of
 from formats.rubric import Rubric
-from formats.textfile import ProblemsError, printable, read_utf8, write_atomic
+from formats.textfile import printable
 
-from ..exports import csv_text, safe_cell
 from ..gradebook import Gradebook, ResultRow
 from ..marks import (COMMENT_LIMIT, HAND, OVERRIDE, Conflict, Edit, MarkError, Target, history,
-                     part_rubric, save)
-from .queue import Answer, markable_parts, normalised, part_queue, part_record
+                     part_rubric, save, together)
+from .queue import Answer, markable_parts, part_queue, part_record
+from .sheet_format import (SheetError, answer_cell, digest_cell, is_digest, read_number, read_table, read_version,
+                           newlines, shown, text_cell, text_of, write_csv, write_legend)
+from .sheet_format import number_text as _num
 
-HEAD = ("submission", "problem", "part", "version", "rubric_version", "answer")
+HEAD = ("submission", "problem", "part", "version", "rubric_version", "answer_digest", "answer")
 TAIL = ("adjustment", "comment", "reason", "score", "max_score")
-MAX_BYTES = 128 * 1024 * 1024     # a class of thousands with long answers fits; a stray dump does not
-MAX_ROWS = 100_000
 PROBLEM_LIMIT = 200               # problems listed; the rest are counted
-SHOWN = 40                        # characters of a cell quoted in a message
-SPREADSHEET_CELL = 32_000         # Excel keeps 32,767 characters of a cell: a longer answer comes back cut
 APPLIED = frozenset({"1", "x", "✓", "✔", "yes", "y", "true"})
 NOT_APPLIED = frozenset({"", "0", "no", "n", "false"})
-_VERSION = re.compile(r"\d{1,9}(?:\.0*)?")
-
-
-class SheetError(ProblemsError):
-    """A sheet that cannot be read at all (not UTF-8, not CSV, empty, no header), or a plan
-    with problems given to ``apply_import``; each line reads 'SHEET[:line]: message'."""
+# Why a changed row is refused, as the import's summary counts them
+BOTH_CHANGED = "changed in the sheet and in the gradebook"
+ANSWER_CHANGED = "the answer changed since the export"
+OTHER_GRADEBOOK = "exported from another gradebook"
 
 
 # --- a part's grade as the sheet sees it ----------------------------------------------------
@@ -73,24 +74,12 @@ class State:
     reason: str = ""
 
 
-def _lines(text: str) -> str:
-    """Line endings as the gradebook keeps them: a spreadsheet writes CRLF inside a cell."""
-    return text.replace("\r\n", "\n").replace("\r", "\n")
-
-
 def _state_of(mark: dict | None) -> State:
     """The state of a mark (``Mark.as_json()`` or a log entry's ``mark``; None: never marked)."""
     if not mark or not mark.get("active"):
         return State()
     return State(True, frozenset(mark.get("items", {})), float(mark.get("adjustment", 0.0)),
-                 _lines(printable(str(mark.get("comment", "")))), printable(str(mark.get("reason", ""))).strip())
-
-
-def _num(x: float) -> str:
-    """A number as the sheet writes it: the shortest text that reads back as the same float,
-    integers without '.0' (so an unedited cell compares equal after a round trip)."""
-    text = repr(float(x) + 0.0)
-    return text[:-2] if text.endswith(".0") else text
+                 newlines(printable(str(mark.get("comment", "")))), printable(str(mark.get("reason", ""))).strip())
 
 
 # --- export --------------------------------------------------------------------------------
@@ -127,102 +116,34 @@ def _item_columns(parts) -> list[str]:
 def _export_row(key: dict, problem: str, part: str, answer: Answer) -> dict[str, str]:
     """The cells of one student's part: their grade now, or blank cells when not graded."""
     rubric, points, free = part_rubric(key, answer.student, problem, part)
-    row = {"submission": safe_cell(answer.student), "problem": problem, "part": part,
+    row = {"submission": text_cell(answer.student), "problem": problem, "part": part,
            "version": str(answer.version), "rubric_version": rubric.version,
-           "answer": safe_cell(answer.text), "max_score": _num(points)}
+           "answer_digest": digest_cell(answer.result), "answer": answer_cell(answer.result),
+           "max_score": _num(points)}
     mark = answer.mark if answer.marked else None
     if mark is not None:
         row.update({f"{part}:{i}": "1" for i in mark.items if rubric.item(i)})
-        row.update(adjustment=_num(mark.adjustment), comment=safe_cell(mark.comment),
-                   reason=safe_cell(mark.reason), score=_num(mark.score))
+        row.update(adjustment=_num(mark.adjustment), comment=text_cell(mark.comment),
+                   reason=text_cell(mark.reason), score=_num(mark.score))
     elif not free and answer.result is not None:
         row["score"] = _num(answer.result.score)        # the automatic score, for reading
     return row
 
 
-def _csv(rows: list[list[str]]) -> bytes:
-    """The kit's CSV (as ``grader.exports``): UTF-8 without a byte-order mark, RFC 4180
-    (CRLF, quotes where needed)."""
-    return csv_text(rows).encode("utf-8")
-
-
 def export_sheet(gb: Gradebook, key: dict, path, parts=None, deadline: Deadline | None = None) -> int:
     """Write the sheet of ``parts`` ((problem, part) pairs; None: every free-response part)
-    to ``path``, atomically; returns the rows written. Rows follow the key's part order,
-    then the student id, so two exports of the same gradebook are the same file."""
+    to ``path``, atomically, and its legend beside it (``sheet_format.legend_path``); returns
+    the rows written. Rows follow the key's part order, then the student id, so two exports
+    of the same gradebook are the same file."""
     chosen = _chosen(key, parts)
     header = [*HEAD, *_item_columns(chosen), *TAIL]
     rows = []
     for problem, part, _, _ in chosen:
         queue = part_queue(gb, key, problem, part, deadline)
         rows += [_export_row(key, problem, part, a) for a in sorted(queue.answers, key=lambda a: a.student)]
-    write_atomic(Path(path), _csv([header, *([r.get(c, "") for c in header] for r in rows)]))
+    write_csv(Path(path), [header, *([r.get(c, "") for c in header] for r in rows)])
+    write_legend(Path(path), header, chosen)
     return len(rows)
-
-
-# --- reading a sheet -------------------------------------------------------------------------
-
-def _delimiter(text: str) -> str:
-    """The separator the header uses: ',' as exported, ';' or a tab as a spreadsheet in
-    some locales re-saves it."""
-    first = text.split("\n", 1)[0]
-    return max((",", ";", "\t"), key=first.count)
-
-
-def _read_bytes_head(path: Path, shown: str) -> bytes:
-    """The first bytes of the file, after checking its size (a sheet is read whole)."""
-    try:
-        size = path.stat().st_size
-        with open(path, "rb") as f:
-            head = f.read(4)
-    except FileNotFoundError:
-        raise SheetError([f"{shown}: no such file"]) from None
-    except OSError as err:
-        raise SheetError([f"{shown}: cannot read: {err.strerror}"]) from None
-    if size > MAX_BYTES:
-        raise SheetError([f"{shown}: {size} bytes; a sheet is at most {MAX_BYTES // 2**20} MiB "
-                          "(export one part at a time)"])
-    return head
-
-
-def _read_table(path: Path, shown: str) -> tuple[list[str], list[tuple[int, list[str]]]]:
-    """(the header, [(line, cells)] of every non-blank row) of a CSV sheet; ``SheetError``
-    naming the file for one that is not a readable CSV with a header."""
-    if _read_bytes_head(path, shown).startswith(b"PK\x03\x04"):
-        raise SheetError([f"{shown}: a spreadsheet workbook (.xlsx/.ods), not CSV: save it as "
-                          "\"CSV UTF-8\" and import that"])
-    text, _ = read_utf8(path, shown, SheetError)
-    if not text.strip():
-        raise SheetError([f"{shown}: the file is empty (export a sheet with `attnkit mark export`)"])
-    if "\x00" in text:
-        raise SheetError([f"{shown}: not a CSV file (it holds NUL bytes: a binary file?)"])
-    reader = csv.reader(io.StringIO(text, newline=""), delimiter=_delimiter(text), strict=True)
-    records, start = [], 1
-    try:
-        header = [h.strip() for h in next(reader)]
-        start = reader.line_num + 1
-        for cells in reader:
-            line, start = start, reader.line_num + 1
-            if any(c.strip() for c in cells):
-                records.append((line, cells))
-            if len(records) > MAX_ROWS:
-                raise SheetError([f"{shown}:{line}: more than {MAX_ROWS} rows (export one part at a time)"])
-    except csv.Error as err:
-        raise SheetError([f"{shown}:{start}: not a CSV file the kit can read: {err}"]) from None
-    if "submission" not in header:
-        raise SheetError([f"{shown}:1: no header: the first line must name the columns "
-                          f"({', '.join(HEAD)}, …); start from a sheet `attnkit mark export` wrote"])
-    return header, records
-
-
-def _unguard(cell: str) -> str:
-    """A text cell without the apostrophe ``safe_cell`` put before a formula-like text."""
-    return cell[1:] if cell.startswith("'") and safe_cell(cell[1:]) == cell else cell
-
-
-def _shown(cell: str) -> str:
-    """A cell quoted in a message: short, its control characters escaped (repr)."""
-    return repr(cell if len(cell) <= SHOWN else cell[:SHOWN] + "…")
 
 
 # --- the plan --------------------------------------------------------------------------------
@@ -260,7 +181,7 @@ class Change:
         for name in ("comment", "reason"):
             old, new = getattr(b, name), getattr(a, name)
             if old != new:
-                said.append(f"{name} {_shown(old) if old else '(none)'} → {_shown(new) if new else '(none)'}")
+                said.append(f"{name} {shown(old) if old else '(none)'} → {shown(new) if new else '(none)'}")
         old = "(not graded)" if self.before_score is None else _num(self.before_score)
         said.append(f"score {old} → {_num(self.after_score)}")
         return f"{self.student} {self.problem}/{self.part}: " + "; ".join(said)
@@ -272,14 +193,21 @@ class Change:
 @dataclass
 class ImportPlan:
     """What importing a sheet would do. ``apply_import`` writes the ``changes``; it refuses a
-    plan with ``problems`` (fix the sheet first). ``refused`` rows are left as they are."""
+    plan with ``problems`` (fix the sheet first). ``refused`` rows are left as they are;
+    ``refused_why`` counts them by why (``BOTH_CHANGED``, ``ANSWER_CHANGED``, ``OTHER_GRADEBOOK``)."""
 
     sheet: str
     changes: list[Change] = field(default_factory=list)
     unchanged: int = 0
     refused: list[str] = field(default_factory=list)
     problems: list[str] = field(default_factory=list)
+    refused_why: Counter = field(default_factory=Counter)
     _more: int = field(default=0, repr=False)
+
+    def refuse(self, message: str, why: str) -> None:
+        """Leave a changed row out: ``message`` says which and what to do."""
+        self.refused.append(message)
+        self.refused_why[why] += 1
 
     def problem(self, line: int, column: str, message: str) -> None:
         """Record 'SHEET:line: column: message' (the first ``PROBLEM_LIMIT``; the rest counted)."""
@@ -319,7 +247,8 @@ def _check_header(header: list[str], key: dict, rows: list[dict], plan: ImportPl
         plan.problem(1, name or "(blank)", "a duplicated column")
     for name in (*HEAD, *TAIL):
         if name not in header:
-            plan.problem(1, name, "a missing column")
+            why = " (it says which answer each row grades): export the sheet again" if name == "answer_digest" else ""
+            plan.problem(1, name, "a missing column" + why)
             ok = False
     parts = _key_parts(key)
     items = {f"{part}:{i.id}" for _, part, rubric, _ in parts for i in rubric.items}
@@ -335,24 +264,6 @@ def _check_header(header: list[str], key: dict, rows: list[dict], plan: ImportPl
     return ok
 
 
-def _version(cell: str) -> int | None:
-    """The whole number the export wrote ('3'; '3.0' as a spreadsheet may re-save it)."""
-    cell = cell.strip()
-    return int(float(cell)) if _VERSION.fullmatch(cell) else None
-
-
-def _number(cell: str) -> float | None:
-    """A number as a person or a spreadsheet writes it ('-0.5', '-0,5', '+1'); None if not."""
-    cell = cell.strip().replace("\u2212", "-")
-    if re.fullmatch(r"[+-]?\d+,\d+", cell):
-        cell = cell.replace(",", ".")
-    try:
-        x = float(cell)
-    except ValueError:
-        return None
-    return x if math.isfinite(x) else None
-
-
 def _sheet_state(row: dict, line: int, part: str, rubric: Rubric, kind: str,
                  plan: ImportPlan) -> State | None:
     """The grade a row states, or None after reporting what is wrong with it."""
@@ -364,23 +275,23 @@ def _sheet_state(row: dict, line: int, part: str, rubric: Rubric, kind: str,
         if cell in APPLIED:
             applied.append(item.id)
         elif cell not in NOT_APPLIED:
-            plan.problem(line, column, f"{_shown(row[column])} is not an item mark (write 1 or x to apply "
+            plan.problem(line, column, f"{shown(row[column])} is not an item mark (write 1 or x to apply "
                          "the item, leave it blank otherwise)")
     own = {f"{part}:{i.id}" for i in rubric.items}
     for column, cell in row.items():
         if ":" in column and column not in own and cell.strip().casefold() not in NOT_APPLIED:
             item = column.split(":", 1)[1]
-            plan.problem(line, column, f"{_shown(cell)}: {row['problem']}/{part} has no item {item!r}")
-    adjustment_cell = _unguard(row.get("adjustment", "")).strip()
-    adjustment = 0.0 if not adjustment_cell else _number(adjustment_cell)
+            plan.problem(line, column, f"{shown(cell)}: {row['problem']}/{part} has no item {item!r}")
+    adjustment_cell = text_of(row.get("adjustment", "")).strip()
+    adjustment = 0.0 if not adjustment_cell else read_number(adjustment_cell)
     span = max(rubric.ceiling - rubric.floor, 0.0)
     if adjustment is None:
-        plan.problem(line, "adjustment", f"{_shown(adjustment_cell)} is not a number")
+        plan.problem(line, "adjustment", f"{shown(adjustment_cell)} is not a number")
     elif abs(adjustment) > span:
         plan.problem(line, "adjustment", f"{adjustment_cell} is outside ±{_num(span)} (the part's "
                      f"range, {_num(rubric.floor)} to {_num(rubric.ceiling)})")
-    comment = _lines(printable(_unguard(row.get("comment", ""))))
-    reason = printable(_unguard(row.get("reason", ""))).strip()
+    comment = newlines(printable(text_of(row.get("comment", ""))))
+    reason = printable(text_of(row.get("reason", ""))).strip()
     if len(comment) > COMMENT_LIMIT:
         plan.problem(line, "comment", f"{len(comment)} characters (at most {COMMENT_LIMIT})")
     graded = bool(applied or adjustment_cell or comment.strip() or reason)
@@ -431,27 +342,17 @@ def _score(state: State, rubric: Rubric, kind: str, answer: Answer) -> float | N
     return rubric.score(state.items, state.adjustment, auto if kind == OVERRIDE else rubric.start)
 
 
-def _same_answer(cell: str, answer: Answer) -> bool:
-    """The sheet's answer is the one that counts now (whitespace and case aside; a
-    spreadsheet cuts a long cell, so a long prefix of the answer is the answer): a grade is
-    never attached to an answer the grader did not read."""
-    if not cell.strip():
-        return True                               # (a cell emptied to keep the sheet small: nothing to compare)
-    sheet, now = normalised(_lines(_unguard(cell))), normalised(answer.text)
-    return sheet == now or (len(cell) >= SPREADSHEET_CELL and now.startswith(sheet))
-
-
 def _row_identity(ctx: _Context, row: dict, line: int, plan: ImportPlan):
     """(student, problem, part, their answer, rubric, kind) of a row, or None after reporting
     an unknown id, part, a row without a counted handin or a duplicate."""
-    student = _unguard(row["submission"]).strip()
+    student = text_of(row["submission"]).strip()
     problem, part = row["problem"].strip(), row["part"].strip()
     if not student or entry_for(ctx.key, student) is None:
-        plan.problem(line, "submission", f"{_shown(student)} is not a student of the assignment")
+        plan.problem(line, "submission", f"{shown(student)} is not a student of the assignment")
         return None
     if (problem, part) not in ctx.parts:
         column = "part" if any(p == problem for p, _ in ctx.parts) else "problem"
-        plan.problem(line, column, f"the key has no part {_shown(problem)}/{_shown(part)}")
+        plan.problem(line, column, f"the key has no part {shown(problem)}/{shown(part)}")
         return None
     first = ctx.seen.setdefault((student, problem, part), line)
     if first != line:
@@ -475,11 +376,9 @@ def _plan_row(ctx: _Context, row: dict, line: int, plan: ImportPlan) -> None:
     if who is None:
         return
     student, problem, part, answer, rubric, kind = who
-    version = _version(row["version"])
-    if version is None:
-        plan.problem(line, "version", f"{_shown(row['version'])} is not a version (the export wrote a whole number)")
+    version = _exported_version(row, line, plan)
     if row["rubric_version"].strip() != rubric.version:
-        plan.problem(line, "rubric_version", f"{_shown(row['rubric_version'].strip())}: the rubric of "
+        plan.problem(line, "rubric_version", f"{shown(row['rubric_version'].strip())}: the rubric of "
                      f"{problem}/{part} changed since the export (now {rubric.version}); export the sheet again")
         return
     sheet = _sheet_state(row, line, part, rubric, kind, plan)
@@ -496,7 +395,7 @@ def _plan_row(ctx: _Context, row: dict, line: int, plan: ImportPlan) -> None:
         exported_score = mark["score"] if mark and mark.get("active") else _score(State(), rubric, kind, answer)
     new_score = _score(sheet, rubric, kind, answer)
     if not _score_cell_ok(row.get("score", ""), {exported_score, now_score, new_score}):
-        plan.problem(line, "score", f"{_shown(row['score'].strip())} is not read: a score comes from the items "
+        plan.problem(line, "score", f"{shown(row['score'].strip())} is not read: a score comes from the items "
                      f"and the adjustment (this row gives {'no score' if new_score is None else _num(new_score)}); "
                      "set the adjustment instead")
         return
@@ -504,16 +403,17 @@ def _plan_row(ctx: _Context, row: dict, line: int, plan: ImportPlan) -> None:
         plan.unchanged += 1                      # nothing to import (the gradebook may have moved on)
         return
     if version != answer.version and (found or answer.version != 0):
-        plan.refused.append(_refusal(where, version, answer, found))
+        plan.refuse(*_refusal(where, version, answer, found))
         return
     if not sheet.graded:
         plan.problem(line, "adjustment", f"{student} {problem}/{part} is graded in the gradebook and blank on "
                      "the sheet: a sheet cannot withdraw a grade (clear it on the marking page; write 0 in the "
                      "adjustment for 0 points)")
         return
-    if not _same_answer(row.get("answer", ""), answer):
-        plan.refused.append(f"{where}: the answer on the sheet is not the one that counts now (a later "
-                            "handin, or an edited answer cell); grade it from a new export")
+    if row["answer_digest"].strip() != digest_cell(answer.result):
+        plan.refuse(f"{where}: {ANSWER_CHANGED} (a later handin counts, or it was graded again): not "
+                    "imported, so no grade goes to an answer its grader did not read; export the sheet "
+                    "again and grade the answer that counts", ANSWER_CHANGED)
         return
     before = exported if found else current
     plan.changes.append(Change(line, student, problem, part, answer.version, answer.result, rubric, before,
@@ -523,31 +423,43 @@ def _plan_row(ctx: _Context, row: dict, line: int, plan: ImportPlan) -> None:
 def _score_cell_ok(cell: str, allowed: set) -> bool:
     """A score cell is read-only: blank, or a score the row had or now gives (an edited score
     would otherwise be ignored without a word)."""
-    cell = _unguard(cell).strip()
+    cell = text_of(cell).strip()
     if not cell:
         return True
-    x = _number(cell)
+    x = read_number(cell)
     return x is not None and any(s is not None and abs(s - x) <= 1e-6 for s in allowed)
 
 
-def _refusal(where: str, version: int, answer: Answer, found: bool) -> str:
-    """Why a row changed on the sheet is not imported."""
+def _exported_version(row: dict, line: int, plan: ImportPlan) -> int | None:
+    """The grade's version the row was exported at, its answer's digest checked too (None:
+    a problem, reported)."""
+    version = read_version(row["version"])
+    if version is None:
+        plan.problem(line, "version", f"{shown(row['version'])} is not a version (the export wrote a whole number)")
+    if not is_digest(row["answer_digest"]):
+        plan.problem(line, "answer_digest", f"{shown(row['answer_digest'].strip())} is not what the export "
+                     "wrote (it says which answer the row grades): copy it back from the export")
+        return None
+    return version
+
+
+def _refusal(where: str, version: int, answer: Answer, found: bool) -> tuple[str, str]:
+    """(why a row changed on the sheet is not imported, in words; which kind of why)."""
     now = answer.version
     if not found:
         return (f"{where}: this gradebook has no version {version} of the grade (now version {now}): "
-                "was the sheet exported from another gradebook? Export it again and redo the row")
+                "was the sheet exported from another gradebook? Export it again and redo the row"), OTHER_GRADEBOOK
     by = f" by {answer.mark.grader}" if answer.mark else ""
     return (f"{where}: changed on the sheet and in the gradebook since the export (version {version} → "
-            f"{now}{by}); not imported: export the sheet again and redo the row")
+            f"{now}{by}); not imported: export the sheet again and redo the row"), BOTH_CHANGED
 
 
 def plan_import(gb: Gradebook, key: dict, path, deadline: Deadline | None = None) -> ImportPlan:
     """Read and check a sheet against the gradebook: what importing it would change, what
     it leaves, what it refuses (changed on both sides) and its problems. Writes nothing.
     ``SheetError`` for a file that is not a readable sheet."""
-    shown = str(path)
-    header, records = _read_table(Path(path), shown)
-    plan = ImportPlan(shown)
+    header, records = read_table(Path(path), str(path), HEAD)
+    plan = ImportPlan(str(path))
     rows = []
     for line, cells in records:
         extra = cells[len(header):]
@@ -563,21 +475,25 @@ def plan_import(gb: Gradebook, key: dict, path, deadline: Deadline | None = None
 
 
 def apply_import(gb: Gradebook, key: dict, plan: ImportPlan, grader: str) -> Applied:
-    """Save the plan's changes, one transaction per row, each from the version the plan
+    """Save the plan's changes in one transaction (``marks.together``): all of them or, if
+    anything fails or the process dies first, none. Each is saved from the version the plan
     compared it with: a row someone saved in between is a conflict, reported in
     ``.conflicts`` and left as it is; the others are saved. A plan with problems is refused
     whole (``SheetError``): a sheet is fixed, then imported."""
     if plan.problems:
         raise SheetError(plan.problems)
     applied = Applied()
-    for change in plan.changes:
-        target = Target(change.student, change.expected_version, change.result)
-        try:
-            applied += save(gb, key, change.problem, change.part, [target], change.edit(), grader, event="import")
-        except (Conflict, MarkError) as err:
-            applied.conflicts.append(f"{plan.sheet}:{change.line}: {err}")
+    with together(gb):
+        for change in plan.changes:
+            target = Target(change.student, change.expected_version, change.result)
+            try:
+                saved = save(gb, key, change.problem, change.part, [target], change.edit(), grader, event="import")
+            except (Conflict, MarkError) as err:
+                applied.conflicts.append(f"{plan.sheet}:{change.line}: {err}")
+            else:
+                applied += saved
     return applied
 
 
-__all__ = ["Applied", "Change", "ImportPlan", "SheetError", "State", "apply_import", "export_sheet",
-           "plan_import"]
+__all__ = ["ANSWER_CHANGED", "Applied", "BOTH_CHANGED", "Change", "ImportPlan", "OTHER_GRADEBOOK", "SheetError",
+           "State", "apply_import", "export_sheet", "plan_import"]

@@ -32,6 +32,7 @@ from formats.serialize import decode_names
 from grader.sandbox import walls
 from grader.gradebook import Gradebook
 from synthetic import MISCONCEPTION_PREFIX, load_manifest, profile_names, submission_path, synthesize
+from tests.children import sigint_default
 
 ROOT = Path(__file__).resolve().parents[2]
 EXAMPLE = ROOT / "problem_bank" / "assignments" / "example.yaml"
@@ -584,7 +585,8 @@ def test_ctrl_c_stops_the_run_with_130_and_keeps_what_was_graded(course, tmp_pat
             "--jobs", "1", "--timeout", "30"]
     process = subprocess.Popen([sys.executable, "-m", "attnkit", *map(str, args)], cwd=ROOT,
                                env={**os.environ, "ATTNKIT_SECRET": SECRET},
-                               stdout=subprocess.DEVNULL, stderr=subprocess.PIPE)
+                               stdout=subprocess.DEVNULL, stderr=subprocess.PIPE,
+                               preexec_fn=sigint_default)
     try:
         deadline = time.monotonic() + 120
         while len(_recorded(gb)) < 2:        # the third one loops until its 30 s deadline
@@ -704,7 +706,7 @@ def test_a_page_that_cannot_be_drawn_falls_back_and_is_named(hostile, tmp_path, 
 
     def broken(*_args, **_kwargs):
         raise ValueError("a renderer bug")
-    monkeypatch.setattr("grader.reports.heatmap_svg", broken)
+    monkeypatch.setattr("grader.feedback_page.heatmap_svg", broken)
     code, out, err = _report(course, gradebook, tmp_path, "--json")
     assert code == 0, err
     fallbacks = json.loads(out)["fallbacks"]

@@ -113,3 +113,73 @@ def test_a_rubric_changed_in_the_key_rescores_at_the_next_report(graded_class, t
     with Gradebook(gb_path) as gb:
         log = marks.history(gb, "attention-hw1", problem="motivation", part="static")
     assert "rescore" in {e.event for e in log}
+
+
+# Runs `attnkit mark import` in this process after arming a kill: the Nth write of a grade
+# (inside the save, before anything commits it) sends this very process SIGKILL.
+KILLED_IMPORT = """
+import os, signal, sys
+from grader import marks
+write, count = marks._write, [0]
+def killing_write(*args, **kwargs):
+    write(*args, **kwargs)
+    count[0] += 1
+    if count[0] == int(os.environ["KILL_AFTER_WRITES"]):
+        os.kill(os.getpid(), signal.SIGKILL)
+marks._write = killing_write
+from attnkit.cli import main
+sys.exit(main(sys.argv[1:]))
+"""
+
+
+def test_an_import_killed_mid_apply_saves_nothing_and_a_rerun_saves_everything(graded_class, tmp_path):
+    build, key, shared, secret = graded_class(12)
+    gb_path = tmp_path / "gradebook.sqlite"
+    shutil.copy(shared, gb_path)
+    sheet = tmp_path / "sheet.csv"
+    common = ("--build", build, "--gradebook", gb_path)
+    run("mark", "export", EXAMPLE, *common, "--out", sheet, secret=secret)
+    with open(sheet, encoding="utf-8", newline="") as f:
+        header, *rows = list(csv.reader(f))
+    for row in rows:                                           # every row graded: one item applied
+        part = row[header.index("part")]
+        row[next(i for i, h in enumerate(header) if h.startswith(f"{part}:"))] = "1"
+    with open(sheet, "w", encoding="utf-8", newline="") as f:
+        csv.writer(f, lineterminator="\r\n").writerows([header, *rows])
+    argv = ["mark", "import", str(EXAMPLE), str(sheet), *map(str, common), "--apply"]
+    env = {**os.environ, "ATTNKIT_SECRET": secret, "KILL_AFTER_WRITES": str(len(rows) * 2 // 3)}
+    killed = subprocess.run([sys.executable, "-c", KILLED_IMPORT, *argv], env=env, cwd=ROOT,
+                            capture_output=True, text=True)
+    assert killed.returncode == -9, killed.stderr              # the kill came from inside the save loop
+    assert len(rows) >= 30
+    with Gradebook(gb_path) as gb:                             # (opening runs SQLite's quick_check)
+        assert marks.marks(gb, "attention-hw1") == {} and marks.history(gb, "attention-hw1") == []
+        assert gb.query("PRAGMA integrity_check") == [("ok",)]
+    done = run("mark", "import", EXAMPLE, sheet, *common, "--apply", secret=secret)
+    assert f"saved {len(rows)} grades" in done.stdout
+    with Gradebook(gb_path) as gb:
+        assert len(marks.marks(gb, "attention-hw1")) == len(rows)
+        assert {e.event for e in marks.history(gb, "attention-hw1")} == {"import"}
+
+
+def test_the_import_summary_says_why_rows_are_refused_and_the_export_names_its_legend(graded_class, tmp_path):
+    build, key, shared, secret = graded_class(12)
+    gb_path = tmp_path / "gradebook.sqlite"
+    shutil.copy(shared, gb_path)
+    sheet = tmp_path / "sheet.csv"
+    common = ("--build", build, "--gradebook", gb_path)
+    done = run("mark", "export", EXAMPLE, *common, "--out", sheet, "--part", "motivation/static", secret=secret)
+    assert str(tmp_path / "sheet-rubric.csv") in done.stdout and (tmp_path / "sheet-rubric.csv").is_file()
+    with open(sheet, encoding="utf-8", newline="") as f:
+        header, *rows = list(csv.reader(f))
+    for row in rows[:2]:
+        row[header.index("static:context")] = "1"
+    with open(sheet, "w", encoding="utf-8", newline="") as f:
+        csv.writer(f, lineterminator="\r\n").writerows([header, *rows])
+    with Gradebook(gb_path) as gb, gb.transaction() as c:        # a later handin's answer counts now
+        c.execute("UPDATE results SET answer = '\"a later answer\"' WHERE student = ? AND part = 'static'",
+                  (rows[0][header.index("submission")],))
+    done = run("mark", "import", EXAMPLE, sheet, *common, secret=secret, check=False)
+    assert done.returncode == 1
+    assert "1 to change, 10 unchanged, 1 refused (the answer changed since the export), 0 problems" in done.stdout
+    assert "changed in the sheet and in the gradebook" not in done.stdout

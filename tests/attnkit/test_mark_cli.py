@@ -15,6 +15,7 @@ from pathlib import Path
 import pytest
 
 from attnkit.cli import main
+from tests.children import sigint_default
 
 ROOT = Path(__file__).resolve().parents[2]
 EXAMPLE = ROOT / "problem_bank" / "assignments" / "example.yaml"
@@ -84,7 +85,7 @@ def test_serve_prints_the_url_with_its_token_and_stops_cleanly_on_sigint(graded_
     proc = subprocess.Popen([sys.executable, "-m", "attnkit", "mark", str(EXAMPLE), "--build", str(out),
                              "--gradebook", str(copy), "--no-browser"], cwd=ROOT,
                             env={**os.environ, "ATTNKIT_SECRET": secret}, stdout=subprocess.PIPE,
-                            stderr=subprocess.PIPE, text=True)
+                            stderr=subprocess.PIPE, text=True, preexec_fn=sigint_default)
     try:
         lines = []
         for line in proc.stdout:
@@ -136,7 +137,8 @@ def test_the_browser_is_opened_through_a_private_redirect_file_never_with_the_to
     proc = subprocess.Popen([sys.executable, "-m", "attnkit", "mark", str(EXAMPLE), "--build", str(out),
                              "--gradebook", str(copy)], cwd=ROOT,
                             env={**os.environ, "ATTNKIT_SECRET": secret, "BROWSER": f"{fake} %s"},
-                            stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+                            stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
+                            preexec_fn=sigint_default)
     try:
         url = next(line.strip() for line in proc.stdout if line.strip().startswith("http://"))
         token = url.split("token=")[1]

@@ -27,7 +27,7 @@ secret: {env: ATTNKIT_TEST_SECRET}
 bank: bank
 problems:
 """
-TOP_KEYS = "id, title, instructions, secret, bank, problems, due, timezone, late, extensions"
+TOP_KEYS = "id, title, instructions, secret, bank, problems, due, timezone, late, extensions, counts"
 PROBLEM_KEYS = "template, pool, id, title, points, parts, tests, rtol, atol, follow_credit"
 SDPA_PARTS = "raw_scores, scaled_scores, weights, output"
 MASKED_FAMILIES = "basic, batched, masked, batched_masked, non_square, large_logits"

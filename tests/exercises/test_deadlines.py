@@ -69,3 +69,61 @@ def test_an_extensions_file_needs_its_columns_and_real_dates(tmp_path):
     (tmp_path / "ext.csv").write_text("student_id,due\ns1,someday\n", encoding="utf-8")
     assert problems(tmp_path, "due: 2026-12-05T23:59Z\nextensions: ext.csv\n")[0].startswith(
         "6: extensions (ext.csv:2): 'someday' is not a date and time")
+
+
+@pytest.mark.parametrize("due", ["2026-12-05 23:59", "2026-12-05T23:59Z", "2026-12-05T23:59:00+00:00"])
+def test_a_due_time_without_seconds_is_second_0_and_30_seconds_after_is_late(tmp_path, due):
+    a = spec(tmp_path, f"due: {due}\ntimezone: UTC\nlate: {{policy: cutoff}}\n")
+    assert a.deadline.due == datetime(2026, 12, 5, 23, 59, 0, tzinfo=timezone.utc)
+    late = a.deadline.assess("s1", datetime(2026, 12, 5, 23, 59, 30, tzinfo=timezone.utc))
+    assert late.late_by == timedelta(seconds=30) and not late.accepted and late.words.startswith("30 seconds late")
+
+
+@pytest.mark.parametrize("due, zone", [("2026-12-05 23:59:59", ZoneInfo("Europe/Berlin")),
+                                       ("'2026-12-05 23:59:59'", ZoneInfo("Europe/Berlin")),
+                                       ("2026-12-05T23:59:59+01:00", timezone(timedelta(hours=1))),
+                                       ("2026-12-05 23:59:59.5 +01:00", timezone(timedelta(hours=1)))])
+def test_a_due_time_with_seconds_keeps_them(tmp_path, due, zone):
+    """YAML reads an unquoted date and time with seconds as a timestamp, quoted as text: both
+    mean the second written, in the spec's timezone when it has no offset."""
+    a = spec(tmp_path, f"due: {due}\ntimezone: Europe/Berlin\nlate: {{policy: cutoff}}\n")
+    assert a.deadline.due.replace(microsecond=0) == datetime(2026, 12, 5, 23, 59, 59, tzinfo=zone)
+    assert a.deadline.due.utcoffset() == timedelta(hours=1)
+    that_second = datetime(2026, 12, 5, 22, 59, 59, 700_000, tzinfo=timezone.utc)
+    assert a.deadline.assess("s1", that_second).words == "on time"
+    assert not a.deadline.assess("s1", that_second + timedelta(seconds=1)).accepted
+
+
+@pytest.mark.parametrize("counts", ["last", "best", "last_on_time"])
+def test_counts_chooses_the_rule(tmp_path, counts):
+    assert spec(tmp_path, f"due: 2026-12-05T23:59Z\ncounts: {counts}\n").deadline.counts == counts
+
+
+def test_counts_defaults_to_the_last_handin(tmp_path):
+    assert spec(tmp_path, "due: 2026-12-05T23:59Z\n").deadline.counts == "last"
+
+
+@pytest.mark.parametrize("text, expected", [
+    ("due: 2026-12-05T23:59Z\ncounts: highest\n",
+     "6: counts: expected one of last, best, last_on_time, got str 'highest'"),
+    ("due: 2026-12-05T23:59Z\ncounts: [best]\n", "6: counts: expected one of last, best, last_on_time, got"),
+    ("counts: best\n", "5: counts: needs a due date"),
+])
+def test_a_bad_counts_names_the_file_and_key(tmp_path, text, expected):
+    with pytest.raises(AssignmentError) as caught:
+        spec(tmp_path, text)
+    assert any(p.startswith("hw.yaml:" + expected) for p in caught.value.problems), caught.value.problems
+
+
+def test_the_readmes_deadline_example_loads_as_documented(tmp_path):
+    import re
+    from pathlib import Path
+
+    readme = (Path(__file__).resolve().parents[2] / "problem_bank" / "README.md").read_text(encoding="utf-8")
+    block = next(b for b in re.findall(r"```yaml\n(.*?)```", readme, re.S) if b.startswith("due: "))
+    (tmp_path / "extensions.csv").write_text("student_id,due\ns1,2026-12-07 23:59:59\n", encoding="utf-8")
+    d = spec(tmp_path, block).deadline
+    berlin = ZoneInfo("Europe/Berlin")
+    assert (d.due, d.counts, d.late.kind, d.late.cutoff) == (
+        datetime(2026, 12, 5, 23, 59, tzinfo=berlin), "last", "penalty", datetime(2026, 12, 8, 23, 59, tzinfo=berlin))
+    assert d.extensions == {"s1": datetime(2026, 12, 7, 23, 59, 59, tzinfo=berlin)}

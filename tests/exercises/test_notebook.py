@@ -345,3 +345,63 @@ def test_points_that_do_not_divide_evenly_are_shown_as_fractions(tmp_path, monke
     assert "[5/3 pt]" in terminal
     for output in (shown, text(instructor), pages, terminal):
         assert "1.66667" not in output and "0.666667" not in output
+
+
+DUE_SPEC = """id: hw
+title: HW
+secret: {env: THIRDS_SECRET}
+due: 2026-12-05 23:59
+timezone: Europe/Berlin
+late: {policy: penalty, percent: 10, per: day, floor: 50, cutoff: 2026-12-08 23:59}
+extensions: extensions.csv
+problems:
+  - {template: thirds.yaml, points: 3}
+"""
+
+
+def test_the_due_date_and_late_policy_open_the_notebook_and_the_printed_page(tmp_path, monkeypatch):
+    """In the first cell, where a student looks: their own due date (an extension's, when
+    they have one), its time zone spelled out, and the late policy in one line."""
+    from types import SimpleNamespace
+
+    from exercises.assignment import load_assignment
+    from exercises.build import header, problem_variants
+    from exercises.printable import problem_set_page
+    (tmp_path / "thirds.yaml").write_text(THIRDS)
+    (tmp_path / "hw.yaml").write_text(DUE_SPEC)
+    (tmp_path / "extensions.csv").write_text("student_id,due\ns2,2026-12-10 12:00\n")
+    monkeypatch.setenv("THIRDS_SECRET", "a secret of at least sixteen bytes")
+    assignment = load_assignment(tmp_path / "hw.yaml")
+    first = {}
+    for sid in ("s1", "s2"):
+        head = header(assignment, SimpleNamespace(id=sid, name=f"Student {sid}"))
+        problems = problem_variants(assignment, assignment.secret(), sid)
+        student, instructor = student_and_instructor(head, problems)
+        first[sid] = student["cells"][0]["source"]
+        assert instructor["cells"][0]["source"] == first[sid]
+        assert head.due in problem_set_page(head, problems) and head.late_policy in problem_set_page(head, problems)
+        assert student_and_instructor(head, problems)[0] == student          # the same notebook every build
+    assert ("**Due Saturday 2026-12-05, 23:59 Europe/Berlin time (UTC+01:00).** Late work loses 10 % of its "
+            "points per day started, at most 50 %; nothing is accepted after Tuesday 2026-12-08, 23:59 "
+            "Europe/Berlin time (UTC+01:00).") in first["s1"]
+    # s2's extension runs past the cutoff, which moves with it
+    assert ("**Due Thursday 2026-12-10, 12:00 Europe/Berlin time (UTC+01:00), your extension.** Nothing "
+            "handed in after it is accepted.") in first["s2"]
+    # a class-wide notebook (nbgrader) says the class's date; a spec without one says none
+    assert header(assignment).due == "Due Saturday 2026-12-05, 23:59 Europe/Berlin time (UTC+01:00)"
+    (tmp_path / "plain.yaml").write_text("id: hw\ntitle: HW\nsecret: {env: THIRDS_SECRET}\n"
+                                         "problems:\n  - {template: thirds.yaml, points: 3}\n")
+    plain = load_assignment(tmp_path / "plain.yaml")
+    assert header(plain).due == "" and "Due" not in student_and_instructor(
+        header(plain), problem_variants(plain, plain.secret(), "s1"))[0]["cells"][0]["source"]
+
+
+def test_a_due_date_shows_its_offset_from_utc_however_it_was_given():
+    from datetime import datetime, timedelta, timezone
+
+    from exercises.due_text import when_text
+    assert when_text(datetime(2026, 3, 2, 9, 30, tzinfo=timezone.utc)) == "Monday 2026-03-02, 09:30 UTC"
+    assert when_text(datetime(2026, 3, 2, 23, 59, 59, tzinfo=timezone(timedelta(hours=-5)))) == \
+        "Monday 2026-03-02, 23:59:59 UTC-05:00"
+    assert when_text(datetime(2026, 3, 2, 12, 0, tzinfo=timezone(timedelta(hours=5, minutes=30)))) == \
+        "Monday 2026-03-02, 12:00 UTC+05:30"

@@ -214,6 +214,41 @@ def test_the_commonest_wrong_matrix_is_drawn_beside_the_expected_one(graded):
     assert "misconception <code>" in section          # a diagnosed one among them
 
 
+_DRAWN = re.compile(r'<section class="part" aria-label="([^"]*)"><h3>.*?(\d+) students? of the (\d+) who got '
+                    r'this part wrong made this mistake \(([^)]*)\)', re.S)
+
+
+def _drawn(html: str) -> dict[str, tuple[int, list[str]]]:
+    """The wrong matrices drawn: part → (how many got it wrong, who made the mistake shown)."""
+    section = html[html.index('id="matrices"'):]
+    return {where: (int(wrong), who.rstrip(", …").split(", ")) for where, _, wrong, who in _DRAWN.findall(section)}
+
+
+def test_every_table_counts_the_same_students_wrong_and_an_override_to_full_marks_is_not_wrong(graded, tmp_path):
+    from grader import marks
+    key, gradebook = graded
+    copied = tmp_path / "gradebook.sqlite"
+    shutil.copy(gradebook, copied)
+    with Gradebook(copied) as gb:
+        where, (_, who) = next(iter(_drawn(dashboard_html(gb, key)).items()))
+        problem, part = where.split("/")
+        student = who[0]
+        (result,) = [r for r in gb.results(assignment_id(key), student) if (r.problem, r.part) == (problem, part)]
+        marks.save(gb, key, problem, part, [marks.Target(student, 0, result)],
+                   marks.Edit((), result.max_score - result.score, "", "the answer is right: a check was too strict"),
+                   "ta")
+        html = dashboard_html(gb, key)
+        summary = summary_json(gb, key)
+    table = {(f"{d['problem']}[{d['template']}]/{d['part']}" if d.get("template") else f"{d['problem']}/{d['part']}"):
+             d["wrong"] for d in summary["misconceptions_by_part"]}
+    drawn = _drawn(html)
+    assert drawn
+    for shown, (wrong, students) in drawn.items():
+        assert wrong == table[shown], shown              # the matrices' count is the misconception table's
+    if where in drawn:
+        assert student not in drawn[where][1]
+
+
 def test_a_large_matrix_is_cut_to_its_corner():
     html = dashboard._figure(np.arange(144.0).reshape(12, 12), "big", [])
     assert "the first 8×8 of 12×12" in html and html.count("<rect") == 64

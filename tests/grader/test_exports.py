@@ -21,17 +21,19 @@ import io
 import json
 import re
 from dataclasses import replace
+from datetime import datetime, timedelta, timezone
 from types import SimpleNamespace
 
 import pytest
 
 from formats.key_shape import (assignment_id, entry_for, graded_parts, head_problems, key_students,
                                problem_record, total_points)
+from formats.deadline import Deadline, LatePolicy
 from grader.exports import (ExportError, canvas_column, canvas_export, export_rows, grades_export,
                             gradescope_results, moodle_export, safe_cell, write_canvas_csv,
                             write_gradescope, write_grades_csv, write_moodle_csv)
 from grader.gradebook import Gradebook, ResultRow, SubmissionRow
-from grader.grades import class_grades
+from grader.grades import class_grades, late_line
 
 SECRET = "exports test secret: long enough, never a real one"
 BOM = b"\xef\xbb\xbf"
@@ -364,3 +366,64 @@ def test_gradescope_results_have_visibility_everywhere_and_pending_parts(grades,
     assert "issued to student" not in json.dumps(results)                  # instructor notes stay out
     with pytest.raises(ExportError, match="visibility"):
         gradescope_results(grades[0], key, visibility="students")
+
+
+# ------------------------------------------------------------------------- the late policy
+
+
+DUE = datetime(2026, 12, 5, 23, 59, tzinfo=timezone.utc)
+LATE = Deadline(DUE, LatePolicy("penalty", 10, "day", 50, DUE + timedelta(days=2)))
+
+
+@pytest.fixture(scope="module")
+def late_grades(key, tmp_path_factory):
+    """The class under a penalty of 10 % a started day with a cutoff two days after the due
+    date: ada right everywhere but one part, a day and an hour late (−20 %); bo three days
+    late (after the cutoff: not accepted); cy on time; dee never handed in."""
+    ada, bo, cy, _ = key_students(key)
+    right = lambda kind, part: ("failed", 0.0) if part == "weights" else ("passed", 1.0)  # noqa: E731
+    with Gradebook(tmp_path_factory.mktemp("late") / "gb.sqlite") as gb:
+        for sid, received in ((ada, DUE + timedelta(days=1, hours=1)), (bo, DUE + timedelta(days=3)),
+                              (cy, DUE - timedelta(hours=2))):
+            rows = record(gb, key, sid, right)
+            (handin,) = gb.handins(assignment_id(key), sid)
+            gb.record(replace(handin, received_at=received.isoformat(), received_from="test"), rows)
+        return {s.id: s for s in class_grades(gb, key, LATE)}
+
+
+def test_moodle_feedback_states_the_late_penalty_and_a_refused_handin(late_grades, key):
+    ada, bo, cy, _ = key_students(key)
+    late, refused = late_grades[ada], late_grades[bo]
+    assert late.penalty > 0 and refused.status == "not accepted"          # (what the policy made of them)
+    export = moodle_export(list(late_grades.values()), key, identify_by="idnumber")
+    feedback = {r[0]: r[2] for r in lines(export.data())[1:]}
+    # the parts listed add up to the total once the penalty, with its percent and how late, is off
+    assert sum(late.problem_scores.values()) - late.penalty == pytest.approx(late.total)
+    assert all(f" {score:g}/" in feedback[ada] for score in late.problem_scores.values())
+    assert f"Late penalty: −{late.penalty:g} points (received 1 day 1 hour late: −20 %" in feedback[ada]
+    assert f"{late.total:g} of 56 points after the late penalty" in feedback[ada]
+    # a refused handin is said to be refused, not graded 0 part by part
+    assert feedback[bo] == ("Homework 1: Attention, by hand and in code: 0 of 56 points. Not accepted: your "
+                            "notebook was received 3 days late, after the cutoff, so it earns no points.")
+    assert "late" not in feedback[cy].lower() and "accepted" not in feedback[cy]
+
+
+def test_the_late_policy_is_told_in_the_same_words_by_moodle_gradescope_and_the_feedback_page(late_grades, key):
+    from exercises.html import escape
+    from grader.reports import feedback_page
+    ada, bo, *_ = key_students(key)
+    grades = list(late_grades.values())
+    feedback = {r[0]: r[2] for r in lines(moodle_export(grades, key, identify_by="idnumber").data())[1:]}
+    for sid in (ada, bo):
+        said = late_line(late_grades[sid])
+        assert said and said in feedback[sid]
+        assert said in gradescope_results(late_grades[sid], key)["output"]
+        assert escape(said) in feedback_page(late_grades[sid], key)
+    # Gradescope's penalty row says it too, and a refused handin's parts say why they have no score
+    penalty_row = next(t for t in gradescope_results(late_grades[ada], key)["tests"] if t["name"] == "Late penalty")
+    assert penalty_row["output"] == late_line(late_grades[ada])
+    assert penalty_row["score"] == -late_grades[ada].penalty
+    assert {t["output"] for t in gradescope_results(late_grades[bo], key)["tests"]} == {"Not graded: not accepted."}
+    # Canvas's import takes a grade and no comment: the grade is the one after the policy
+    canvas = {r[2]: r[5] for r in lines(canvas_export(grades, key).data())[2:]}
+    assert float(canvas[ada]) == pytest.approx(late_grades[ada].total) and canvas[bo] == "0"

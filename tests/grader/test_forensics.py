@@ -238,6 +238,31 @@ def test_a_class_handing_in_one_wrong_matrix_costs_one_comparison_each(monkeypat
     assert len(calls) < 20 * n, len(calls)
 
 
+def test_answers_built_to_share_one_projection_cost_a_bounded_number_of_comparisons(monkeypatch):
+    """Distinct wrong matrices that all have the index's weighted sum (moved along a direction
+    orthogonal to its weights) put the class in one window: each query used to compare with
+    all of them (2,000 answers: 4 million comparisons, 25 s). A crowd is no evidence, and
+    each query now costs at most CROWD comparisons."""
+    import numpy as np
+    import grader.forensics as forensics_module
+    from grader.forensics import CROWD, _weights, shared_wrong_flags
+    rng = np.random.default_rng(4)
+    n = 2000
+    w = _weights(16)
+    along = np.zeros(16)
+    along[0], along[1] = w[1], -w[0]                # w · along = 0: the projection does not move
+    base = np.full(16, 0.25)
+    crafted = {f"s{i:04d}": to_jsonable((base + 0.01 * i * along).reshape(4, 4)) for i in range(n)}
+    key = {"students": {sid: {"problems": {"p": _record("A", "w", _softmax_rows(rng))}}
+                        for sid in crafted}}
+    answers = {(sid, "p", "w"): v for sid, v in crafted.items()}
+    calls = []
+    real = forensics_module.within
+    monkeypatch.setattr(forensics_module, "within", lambda *a: calls.append(1) or real(*a))
+    assert shared_wrong_flags(key, answers) == [] and other_variant_flags(key, answers) == []
+    assert len(calls) <= 2 * CROWD * n, len(calls)
+
+
 def test_a_damaged_stored_answer_does_not_stop_forensics(graded_class, tmp_path):
     import shutil
     import sqlite3

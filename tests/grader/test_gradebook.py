@@ -407,3 +407,51 @@ def test_part_results_can_read_only_the_counted_handins(tmp_path):
         chosen = gb.part_results("hw", "p", "q", handins={"s1": "h1", "s2": "h3"})
         assert sorted((h, r.answer) for h, r in chosen) == [("h1", "h1"), ("h3", "h3")]
         assert gb.part_results("hw", "p", "q", handins={}) == []
+
+
+def _log_entry(c, seq=None, grader="ta1"):
+    columns = "assignment, student, problem, part, version, event, grader, at, mark, note"
+    values = (A, "s1", "p", "q", 1, "mark", grader, "2026-01-01T00:00:00+00:00", "{}", "")
+    if seq is None:
+        c.execute(f"INSERT INTO mark_log ({columns}) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?)", values)
+    else:
+        c.execute(f"INSERT OR REPLACE INTO mark_log (seq, {columns}) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
+                  (seq, *values))
+
+
+@pytest.mark.parametrize("seq", [1, 2, 0, -1, -5])
+def test_the_mark_log_refuses_an_insert_or_replace_over_or_before_its_entries(tmp_path, seq):
+    """REPLACE deletes the old row by conflict resolution, which fires no DELETE trigger: an
+    entry could be rewritten, or one slipped in before the others, without the insert guard."""
+    path = tmp_path / "g.sqlite"
+    Gradebook(path).close()
+    with sqlite3.connect(path) as c:
+        _log_entry(c)
+        _log_entry(c)
+    with sqlite3.connect(path) as c:
+        with pytest.raises(sqlite3.IntegrityError, match="append-only"):
+            _log_entry(c, seq, grader="forger")
+        c.execute("REPLACE INTO mark_log SELECT * FROM mark_log WHERE 0")      # (nothing to replace: fine)
+    with sqlite3.connect(path) as c:
+        assert c.execute("SELECT seq, grader FROM mark_log ORDER BY seq").fetchall() == [(1, "ta1"), (2, "ta1")]
+        _log_entry(c)                                                          # appending still works
+        _log_entry(c, 4)                                                       # (the next number: an append)
+        assert [r[0] for r in c.execute("SELECT seq FROM mark_log ORDER BY seq")] == [1, 2, 3, 4]
+
+
+def test_an_existing_gradebook_gains_the_mark_log_insert_guard_when_opened(tmp_path):
+    path = tmp_path / "g.sqlite"
+    Gradebook(path).close()
+    with sqlite3.connect(path) as c:
+        guards = [r[0] for r in c.execute("SELECT name FROM sqlite_master WHERE type = 'trigger' "
+                                          "AND sql LIKE '%INSERT ON mark_log%'")]
+        assert guards
+        for name in guards:                                   # a gradebook written before the guard
+            c.execute(f"DROP TRIGGER {name}")
+        _log_entry(c)
+        _log_entry(c, 1, grader="forger")                     # (what the guard is for)
+    Gradebook(path).close()
+    with sqlite3.connect(path) as c:
+        with pytest.raises(sqlite3.IntegrityError, match="append-only"):
+            _log_entry(c, 1, grader="forger again")
+        assert c.execute("SELECT grader FROM mark_log").fetchall() == [("forger",)]

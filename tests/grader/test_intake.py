@@ -360,7 +360,7 @@ def test_missing_kit_cells_are_named_with_what_follows(course, key, tmp_path):
     gone = {"masks-causal", "masks--givens", "implement-masked_attention--example", "masks-causal--check"}
     notebook["cells"] = [c for c in notebook["cells"] if c["id"] not in gone]
     s = read_submission(flat(tmp_path, A, notebook), key)
-    assert sorted(s.issues, key=lambda i: i.cell) == [
+    assert sorted(s.issues, key=lambda i: (i.code == "check-cell-missing", i.cell)) == [
         Issue("kit-cell-missing", f"{A}.ipynb: the cell implement-masked_attention--example is missing "
                                   "(deleted, or its id was lost): its example is not defined unless another "
                                   "cell defines it", "implement-masked_attention--example"),
@@ -370,7 +370,11 @@ def test_missing_kit_cells_are_named_with_what_follows(course, key, tmp_path):
         Issue("kit-cell-missing", f"{A}.ipynb: the cell masks-causal is missing (deleted, or its id was "
                                   "lost): the answer is read from its variable wherever the notebook defines "
                                   "it", "masks-causal"),
-    ]        # a check cell is not graded from: losing it changes nothing
+        Issue("check-cell-missing", f"{A}.ipynb: the check cell masks-causal--check is missing (deleted, or "
+                                    "the id was lost): grading does not run check cells, so the score is "
+                                    "unaffected, but the part's form was not checked in the notebook",
+              "masks-causal--check"),
+    ]        # a check cell is not graded from, but the TA should know it went (grader.review)
 
 
 def test_a_copied_cell_keeps_both_copies_and_says_so(course, key, tmp_path):
@@ -467,6 +471,7 @@ def test_without_a_key_only_the_file_is_checked(course, tmp_path):
 def test_every_issue_code_is_documented():
     used = {"unreadable", "symlink", "too-large", "empty-file", "not-text", "invalid-json", "not-a-notebook",
             "not-nbformat-4", "no-cells", "bad-cell", "metadata-stripped", "no-kit-cells", "kit-cell-missing",
+            "check-cell-missing",
             "duplicate-grade-id", "givens-edited", "no-record", "wrong-student", "wrong-assignment",
             "wrong-variant", "earlier-variant", "duplicate", "unknown-student", "too-complex", "too-many-cells",
             # when it was handed in, and pairing files with students

@@ -14,7 +14,8 @@ import math
 import numpy as np
 import pytest
 
-from grader.item_analysis import chi2_sf, cronbach_alpha, from_summary, item, kruskal_wallis
+from grader.item_analysis import (chi2_sf, cronbach_alpha, from_summary, got_wrong, item, kruskal_wallis,
+                                  wrong_answers)
 
 I1, I2, I3 = [1, 1, 0, 1, 0], [1, 0, 1, 0, 0], [2, 2, 1, 0, 0]
 TOTALS = [4, 3, 2, 1, 0]
@@ -189,3 +190,22 @@ def test_a_members_part_still_waiting_is_not_counted_against_it():
     pool = from_summary(summary)["pools"][0]
     assert not pool["fairness"]["flag"], pool["fairness"]
     assert [m["facility"] for m in pool["members"]] == [pytest.approx(0.8), pytest.approx(0.82)]
+
+
+def _part(score, status="failed", waiting=False, max_score=2.0, part="a"):
+    return {"problem": "p", "part": part, "score": score, "max_score": max_score, "status": status,
+            "waiting": waiting}
+
+
+def test_wrong_is_below_full_marks_after_hand_grades_and_overrides():
+    graded = {"status": "graded"}
+    assert got_wrong(graded, _part(0.0)) and got_wrong(graded, _part(1.0, "partial"))
+    assert not got_wrong(graded, _part(2.0, "overridden"))              # raised to full marks by a grader
+    assert got_wrong(graded, _part(1.5, "overridden"))                  # a passed part marked down
+    assert not got_wrong(graded, _part(10 / 3 - 4e-7, "passed", max_score=10 / 3))   # stored to 6 decimals
+    assert not got_wrong(graded, _part(0.0, "manual", waiting=True))    # not graded yet
+    assert not got_wrong(graded, _part(0.0, "marked", waiting=True))    # to look at again
+    assert not got_wrong({"status": "error"}, _part(0.0))               # only graded submissions count
+    students = [{"id": "s1", "status": "graded", "parts": [_part(2.0, "overridden"), _part(0.0, part="b")]},
+                {"id": "s2", "status": "graded", "pools": {"p": "member"}, "parts": [_part(1.0)]}]
+    assert wrong_answers(students) == {("p", None, "b"): ["s1"], ("p", "member", "a"): ["s2"]}

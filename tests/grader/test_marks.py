@@ -90,6 +90,8 @@ def test_a_group_is_saved_whole_or_not_at_all(course):
     (marks.Edit((), float("nan")), "the adjustment nan is outside ±2"),
     (marks.Edit((), "lots"), "the adjustment must be a number, not 'lots'"),
     (marks.Edit((), 0, "x" * 10_001), "the comment is 10001 characters"),
+    # a reason over the limit is refused as a comment is, never cut without a word
+    (marks.Edit((), 0, "", "r" * 10_001), "the reason is 10001 characters (at most 10000)"),
 ])
 def test_an_invalid_grade_is_refused_with_the_reason(course, edit, message):
     key, gb = course

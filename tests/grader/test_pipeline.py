@@ -73,3 +73,32 @@ def test_runs_over_any_folders_accumulate(course, sandbox, tmp_path_factory, run
             for student, (received, _) in latest.items():
                 assert gradebook.submission(hw, student).received_at == received
             assert {s.student for s in gradebook.submissions(hw)} == set(latest)
+
+
+def test_a_deleted_check_cell_reaches_the_tas_list(course, sandbox, tmp_path):
+    """Grading never runs a check cell, so its loss costs no point; but the student worked
+    without the part's form check, and the TA's list says so (as attnkit check does)."""
+    import json
+
+    from grader.reports import class_table, look_list, summary_json
+
+    key, made = course
+    hw, student = assignment_id(key), key_students(key)[0]
+    source = submission_path(made / "correct", "nbgrader", hw, student)
+    target = submission_path(tmp_path / "subs", "nbgrader", hw, student)
+    target.parent.mkdir(parents=True)
+    notebook = json.loads(source.read_text(encoding="utf-8"))
+    check = next(c["id"] for c in notebook["cells"] if c.get("id", "").endswith("--check"))
+    notebook["cells"] = [c for c in notebook["cells"] if c.get("id") != check]
+    target.write_text(json.dumps(notebook), encoding="utf-8")
+    with Gradebook(tmp_path / "g.sqlite") as gradebook:
+        summary = grade_folder(key, tmp_path / "subs", gradebook, sandbox, servers=2, kit_version="")
+        assert [(x["student"], x["code"]) for x in summary.look] == [(student, "check-cell-missing")]
+        assert check in summary.look[0]["message"] and summary.look[0]["file"] == str(target)
+        data = summary_json(gradebook, key)
+        table = class_table(gradebook, key, summary=data)
+    (me,) = [s for s in data["students"] if s["id"] == student]
+    assert me["total"] == me["max"] - sum(p["max_score"] for p in me["parts"] if p["status"] == "manual")
+    assert [x["code"] for x in me["needs_a_look"]] == ["check-cell-missing"]
+    assert f"{student}  check-cell-missing: " in look_list(data)
+    assert any(line.startswith(student) and line.endswith("look") for line in table.splitlines())

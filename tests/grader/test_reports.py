@@ -404,7 +404,7 @@ def test_an_answer_whose_range_overflows_is_drawn_and_every_page_written(tmp_pat
 def test_a_part_that_cannot_be_drawn_falls_back_to_its_text(gradebook, tmp_path, monkeypatch):
     def broken(*_args, **_kwargs):
         raise ValueError("a renderer bug")
-    monkeypatch.setattr("grader.reports.heatmap_svg", broken)
+    monkeypatch.setattr("grader.feedback_page.heatmap_svg", broken)
     written = write_feedback(gradebook, KEY, tmp_path)
     assert len(written) == 3
     assert written.fallbacks == {"s1": ["attn/weights (ValueError)"], "s2": ["attn/weights (ValueError)"]}
@@ -422,7 +422,7 @@ def test_a_page_that_cannot_be_made_is_a_minimal_page_never_a_missing_one(tmp_pa
 
     def broken(_record):
         raise RuntimeError("a bug outside any part")
-    monkeypatch.setattr("grader.reports.word_lists", broken)
+    monkeypatch.setattr("grader.feedback_page.word_lists", broken)
     with Gradebook(tmp_path / "g.sqlite") as gb:
         gb.record(sub("s1", rows), rows)
         written = write_feedback(gb, KEY, tmp_path / "fb")

@@ -4,8 +4,8 @@ from grader.forensics import COPIED_CHAIN
 from grader.gradebook import SubmissionRow
 from grader.intake import ISSUE_CODES
 from grader.program import NOTE_CODES
-from grader.review import (INSTRUCTOR_HAS_A_NOTE, INSTRUCTOR_ONLY, NEEDS_A_LOOK, needs_a_look,
-                           student_notes)
+from grader.review import (INSTRUCTOR_HAS_A_NOTE, INSTRUCTOR_ONLY, NEEDS_A_LOOK, RECHECK, REPLACED_ON_TIME,
+                           flagged, needs_a_look, student_notes)
 
 
 def row(student, *issues):
@@ -15,7 +15,7 @@ def row(student, *issues):
 
 
 def test_every_code_is_one_the_grader_writes():
-    known = set(ISSUE_CODES) | set(NOTE_CODES) | {"late", "grader-error", COPIED_CHAIN}
+    known = set(ISSUE_CODES) | set(NOTE_CODES) | {"late", "grader-error", COPIED_CHAIN, RECHECK, REPLACED_ON_TIME}
     assert NEEDS_A_LOOK <= known and INSTRUCTOR_ONLY <= known
 
 
@@ -23,7 +23,7 @@ def test_the_ta_list_names_each_flagged_issue_with_its_file():
     rows = [row("b", ("wrong-student", "b.ipynb: this notebook was issued to student a")),
             row("a", ("invalid-json", "a.ipynb: not valid JSON"), ("magics-stripped", "a.ipynb: % lines")),
             row("c")]
-    assert needs_a_look((r.student, r.path, r.issues) for r in rows) == [
+    assert needs_a_look((r.student, r.path, flagged(r.issues)) for r in rows) == [
         {"student": "a", "file": "a.ipynb", "code": "invalid-json", "message": "a.ipynb: not valid JSON"},
         {"student": "b", "file": "b.ipynb", "code": "wrong-student",
          "message": "b.ipynb: this notebook was issued to student a"}]
@@ -36,3 +36,9 @@ def test_a_student_never_reads_a_note_about_another_student():
     assert not any("student a" in n for n in shown)
     plain = row("c", ("invalid-json", "c.ipynb: not valid JSON"))
     assert student_notes(plain.notes, plain.issues) == list(plain.notes)     # their own file's trouble
+
+
+def test_the_ta_list_leaves_out_nothing_it_is_given():
+    """What needs a look is decided once (StudentGrades.look, to_review): the list shows all of it."""
+    look = [(RECHECK, "motivation/static: the answer changed since it was marked"), ("late", "received 1 day late")]
+    assert [(x["code"], x["message"]) for x in needs_a_look([("a", "a.ipynb", look)])] == look

@@ -4,6 +4,7 @@ misconception edits checked against the key's twins, the bytes reproducible and 
 manifest saying what each profile costs."""
 
 import json
+import os
 from pathlib import Path
 
 import nbformat
@@ -564,3 +565,17 @@ def test_the_command_line_writes_and_prints_every_submission(built, tmp_path, mo
     monkeypatch.setenv("SYNTH_SECRET", "another secret of enough bytes!")
     assert synthetic.main([str(build_dir), "--key", str(build_dir / "instructor" / "answer_key.json"),
                            "--secret-env", "SYNTH_SECRET", "--out", str(out)]) == 1
+
+
+def test_the_generator_runs_from_any_directory(tmp_path):
+    """``python -m synthetic`` (and ``python -m bench``'s modules) from a directory that is not
+    the repository's: the dev install puts the repository's tools on the path, not only the
+    shipped packages, and nothing else on PYTHONPATH is needed."""
+    import subprocess
+    import sys
+    env = {k: v for k, v in os.environ.items() if k != "PYTHONPATH"}
+    for module in ("synthetic", "bench.credit"):
+        done = subprocess.run([sys.executable, "-m", module, "--help"], cwd=tmp_path, env=env,
+                              capture_output=True, text=True, timeout=120)
+        assert done.returncode == 0, (module, done.stderr[-2000:])
+        assert "usage" in done.stdout.lower(), module

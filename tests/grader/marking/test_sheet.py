@@ -10,6 +10,7 @@ import pytest
 
 from grader.gradebook import Gradebook
 from grader.marking import sheet as sheet_module
+from grader.marking import sheet_format
 from grader.marking.queue import part_queue
 from grader.marking.sheet import SheetError, apply_import, export_sheet, plan_import
 from grader.marks import HAND, OVERRIDE, Edit, Target, history, mark_of, marks, part_rubric, save
@@ -80,7 +81,7 @@ def test_the_export_has_a_row_per_student_and_part_in_the_key_order(course):
     path, n = exported(course)
     header, rows = read(path)
     assert n == len(rows) == STUDENTS * 3
-    assert header[:6] == ["submission", "problem", "part", "version", "rubric_version", "answer"]
+    assert header[:7] == ["submission", "problem", "part", "version", "rubric_version", "answer_digest", "answer"]
     assert header[-5:] == ["adjustment", "comment", "reason", "score", "max_score"]
     assert {"static:same_vector", "static:context", "bottleneck:counts", "common_cause:root_cause"} <= set(header)
     assert [(r["part"], r["submission"]) for r in rows] == [
@@ -270,7 +271,7 @@ def test_a_row_graded_against_an_answer_that_no_longer_counts_is_refused(course)
     row_of(rows, "s2026004")["static:context"] = "1"
     write(path, header, rows)
     plan = plan_import(gb, key, path)
-    assert plan.changes == [] and "not the one that counts now" in plan.refused[0]
+    assert plan.changes == [] and "the answer changed since the export" in plan.refused[0]
 
 
 # --- what a sheet may not say -----------------------------------------------------------------
@@ -338,8 +339,8 @@ def test_an_override_needs_a_reason(course):
     path = tmp / "auto.csv"
     export_sheet(gb, key, path, [("scaling", "variance")])
     header, rows = read(path)
-    assert header == ["submission", "problem", "part", "version", "rubric_version", "answer", "adjustment",
-                      "comment", "reason", "score", "max_score"]
+    assert header == ["submission", "problem", "part", "version", "rubric_version", "answer_digest", "answer",
+                      "adjustment", "comment", "reason", "score", "max_score"]
     row = row_of(rows, "s2026001", "variance")
     assert row["score"] != ""                                 # the automatic score, for reading
     row["adjustment"] = "-0.5"
@@ -373,7 +374,7 @@ def test_a_row_with_more_cells_than_the_header_and_a_comment_of_blanks(course):
     lines[1] += ",surplus"
     path.write_bytes("\r\n".join(lines).encode("utf-8"))
     plan = plan_import(gb, key, path)
-    assert plan.problems == [f"{path}:2: (beyond the header): 22 cells, the header names 21 columns"]
+    assert plan.problems == [f"{path}:2: (beyond the header): 23 cells, the header names 22 columns"]
     header, rows = read(exported(course)[0])
     row_of(rows, "s2026001")["comment"] = "  "
     write(path, header, rows)
@@ -401,7 +402,7 @@ def test_the_problems_listed_are_capped(course, monkeypatch):
     ("submission,answer\ns1,caf\xe9\n".encode("latin-1"), ":2: not valid UTF-8"),
     (b"s2026001,motivation,static,0\n", ":1: no header"),
     (b"PK\x03\x04\x14\x00rest of a zip", "a spreadsheet workbook (.xlsx/.ods), not CSV"),
-    (b"submission,answer\ns1,\x00\x01\x02\n", "not a CSV file (it holds NUL bytes"),
+    (b"submission,answer\ns1,\x00\x01\x02\n", ":2: not a CSV file (it holds NUL bytes"),
     (b'submission,answer\ns1,"never closed\n', ": not a CSV file the kit can read"),
 ])
 def test_a_file_that_is_not_a_sheet_is_named_in_a_clear_error(course, data, expected):
@@ -418,11 +419,11 @@ def test_a_missing_file_and_a_too_large_one_are_refused(course, monkeypatch):
     with pytest.raises(SheetError, match="no such file"):
         plan_import(gb, key, tmp / "nowhere.csv")
     path, _ = exported(course)
-    monkeypatch.setattr(sheet_module, "MAX_BYTES", 100)
+    monkeypatch.setattr(sheet_format, "MAX_BYTES", 100)
     with pytest.raises(SheetError, match="a sheet is at most"):
         plan_import(gb, key, path)
-    monkeypatch.setattr(sheet_module, "MAX_BYTES", 2**30)
-    monkeypatch.setattr(sheet_module, "MAX_ROWS", 5)
+    monkeypatch.setattr(sheet_format, "MAX_BYTES", 2**30)
+    monkeypatch.setattr(sheet_format, "MAX_ROWS", 5)
     with pytest.raises(SheetError, match=r":7: more than 5 rows"):
         plan_import(gb, key, path)
 
