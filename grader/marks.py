@@ -243,11 +243,12 @@ def _checked(edit: Edit, rubric: Rubric, kind: str, where: str) -> Edit:
         raise MarkError(f"{where}: the adjustment {edit.adjustment!r} is outside ±{span:g} "
                         f"(the part's range, {rubric.floor:g} to {rubric.ceiling:g})")
     comment, reason = printable(str(edit.comment)), printable(str(edit.reason)).strip()
-    if len(comment) > COMMENT_LIMIT:
-        raise MarkError(f"{where}: the comment is {len(comment)} characters (at most {COMMENT_LIMIT})")
+    for name, text in (("comment", comment), ("reason", reason)):
+        if len(text) > COMMENT_LIMIT:     # refused, never cut: what was saved is what was written
+            raise MarkError(f"{where}: the {name} is {len(text)} characters (at most {COMMENT_LIMIT})")
     if kind == OVERRIDE and not reason:
         raise MarkError(f"{where}: an override of an automatic score needs a reason")
-    return Edit(tuple(edit.items), adjustment, comment, reason[:COMMENT_LIMIT])
+    return Edit(tuple(edit.items), adjustment, comment, reason)
 
 
 # --- writing -----------------------------------------------------------------------------------

@@ -1,8 +1,8 @@
 """The instructor's trial term, replayed end to end through ``attnkit``: eight students, a due
 date in a time zone, 20 % per started day late with a floor of 40 % and a cutoff, an
 extension file, an LMS export of submission times, the main folder, a late folder and a Canvas
-download (``_LATE`` in its name), a regrade *without* the export, hand grades by the sheet and
-by the marking page's API, then Canvas, Moodle and Gradescope. Every final grade is worked by
+download (``_LATE`` in its name), a regrade *without* the export, hand grades by the sheet,
+then Canvas, Moodle and Gradescope. Every final grade is worked by
 hand here — from the synthetic manifests and the rubric points, never by the grader:
 
     t-01  on time (the LMS export says so)                       auto + hand
@@ -45,7 +45,6 @@ DUE = datetime(2026, 12, 5, 22, 59, tzinfo=timezone.utc)          # 23:59 in Ber
 # the sheet's hand grades, the same for every student: the items applied, their points
 HAND = {"static": ("same_vector", "context"), "bottleneck": ("counts",), "common_cause": ("root_cause",)}
 HAND_POINTS = 2 + 1 + 1
-PAGE_STUDENT, PAGE_ITEM = "t-01", "attention"                      # one more item, by the page
 
 
 def attnkit(*argv) -> tuple[int, str, str]:
@@ -130,30 +129,8 @@ def hand_grades_by_sheet(trial) -> set[str]:
     return graded
 
 
-def hand_grade_by_page(trial) -> None:
-    """One more rubric item for PAGE_STUDENT, saved through the marking page's own API."""
-    from grader.marking.server import MarkingServer
-    folder, _, _, key = trial
-    import urllib.request
-    gradebook = folder / "build" / "instructor" / "gradebook.sqlite"
-    with MarkingServer(key, gradebook, grader="ta-page") as server:
-        headers = server.api_headers()
-        base = server.base_url()
-
-        def call(path, body=None):
-            request = urllib.request.Request(base + path, headers={**headers, "Content-Type": "application/json"},
-                                             data=None if body is None else json.dumps(body).encode())
-            with urllib.request.urlopen(request, timeout=30) as response:
-                return json.loads(response.read())
-
-        shown = call(f"/api/answer?problem=motivation&part=common_cause&student={PAGE_STUDENT}")
-        items = [*HAND["common_cause"], PAGE_ITEM]
-        call("/api/mark", {**shown["save_with"], "items": items})
-
-
 def hand_worked(folder: Path, graded: set[str]) -> dict[str, float]:
     hand = {sid: HAND_POINTS for sid in graded}
-    hand[PAGE_STUDENT] += 0 if os.environ.get("SKIP_PAGE") else 1
     return {"t-01": auto(folder, "correct", "t-01") + hand["t-01"],
             "t-02": round((auto(folder, "partial", "t-02") + hand["t-02"]) * 0.6, 4),
             "t-03": round((auto(folder, "correct", "t-03") + hand["t-03"]) * 0.8, 4),
@@ -192,10 +169,9 @@ def test_the_trial_term_ends_with_the_hand_worked_grades(trial):
     assert "t-07" in err
     after = report(trial)
     assert totals(after) == totals(before)
-    # 5. hand grades: the sheet for everyone, the page for one more item
+    # 5. hand grades, by the sheet
     graded = hand_grades_by_sheet(trial)
     assert graded == {"t-01", "t-02", "t-03", "t-04", "t-05", "t-07"}      # no refused, no missing
-    if not os.environ.get("SKIP_PAGE"): hand_grade_by_page(trial)
     # 6. the final files
     final = report(trial, "--lms", "canvas", "--lms", "moodle")
     want = hand_worked(folder, graded)
