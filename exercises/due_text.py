@@ -22,9 +22,11 @@ _WEEKDAYS = ("Monday", "Tuesday", "Wednesday", "Thursday", "Friday", "Saturday",
 
 
 def when_text(t: datetime) -> str:
-    """``Saturday 2026-12-05, 23:59 Europe/Berlin time (UTC+01:00)``; a time given as an
-    offset alone is ``… 23:59 UTC+01:00``, one in UTC ``… 23:59 UTC``."""
-    clock = f"{t:%H:%M:%S}" if t.second else f"{t:%H:%M}"
+    """``Saturday 2026-12-05, 23:59:00 Europe/Berlin time (UTC+01:00)``; a time given as an
+    offset alone is ``… 23:59:00 UTC+01:00``, one in UTC ``… 23:59:00 UTC``. The seconds are
+    always written: the deadline is that very second (a spec's ``23:59`` is 23:59:00, and a
+    notebook received at 23:59:30 is late), which "23:59" alone would leave to a guess."""
+    clock = f"{t:%H:%M:%S}"
     offset = t.utcoffset()
     minutes = round(offset.total_seconds() / 60) if offset is not None else 0
     sign, minutes = ("+" if minutes >= 0 else "-"), abs(minutes)
@@ -35,7 +37,7 @@ def when_text(t: datetime) -> str:
 
 
 def due_text(deadline: Deadline | None, student: str | None = None) -> str:
-    """"Due Saturday 2026-12-05, 23:59 Europe/Berlin time (UTC+01:00)", the student's own
+    """"Due Saturday 2026-12-05, 23:59:00 Europe/Berlin time (UTC+01:00)", the student's own
     date when they have an extension ("…, your extension"); "" without a due date."""
     if deadline is None:
         return ""

@@ -60,6 +60,27 @@ def _shown(c: str, newlines: bool) -> str:
     return _escaped(c) if _hidden(c) else c
 
 
+# ``visible``: a ⟨ that starts an escape's spelling, and every character outside printable ASCII
+# and a text's own layout (tab, line feed, carriage return); plain ASCII is never looked at.
+_TO_SHOW = re.compile(r"(⟨(?=U\+))|[^\x20-\x7e\t\n\r]")
+
+
+def _visible(match: re.Match) -> str:
+    c = match.group()
+    return f"⟨U+{ord(c):04X}⟩" if match.group(1) or _hidden(c) else c
+
+
+def visible(text) -> str:
+    """``text`` with every character a page or a spreadsheet would act on or hide (see
+    ``_HIDDEN``; a tab, a line feed and a carriage return excepted) written ``⟨U+XXXX⟩``
+    (``⟨U+202E⟩`` for a right-to-left override, ``⟨U+0000⟩`` for NUL), and a ``⟨`` before
+    ``U+`` written ``⟨U+27E8⟩``, so a text that spells an escape itself is told apart and
+    comes back as it was (``grader.marking.sheet_format.text_of`` reads it back). Not
+    ``\\x00``: answers are full of backslashes (LaTeX's ``\\sqrt``); ``⟨q, k⟩`` stays as it is.
+    Linear in ``text``."""
+    return _TO_SHOW.sub(_visible, str(text))
+
+
 def _json_escaped(c: str) -> str:
     code = ord(c)
     if code < 0x10000:

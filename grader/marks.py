@@ -63,6 +63,16 @@ class Conflict(RuntimeError):
                          f"since (version {now}, this edit started from version {expected})")
 
 
+class AnswerChanged(RuntimeError):
+    """The answer a grader read is no longer the student's counted answer (a later handin
+    counts, or it was graded again): a grade is saved only onto the answer its grader read."""
+
+    def __init__(self, problem: str, part: str, students: list[str]):
+        self.problem, self.part, self.students = problem, part, students
+        super().__init__(f"{problem}/{part}: the answer changed since it was read ({', '.join(students)}): "
+                         "not saved; read the answer that counts now and grade it")
+
+
 @dataclass(frozen=True)
 class Mark:
     assignment: str
@@ -317,19 +327,48 @@ def _write(c, mark: Mark, event: str, note: str) -> None:
 @dataclass(frozen=True)
 class Target:
     """One student's part to mark, with the automatic result of their counted handin (None:
-    no handin, or no row for the part) and the version the grader's edit started from."""
+    no handin, or no row for the part), the version the grader's edit started from, and the
+    digest of the answer the grader read (``answer_digest``; None: ``result``'s own answer,
+    for a caller that read it there)."""
 
     student: str
     expected_version: int
     result: ResultRow | None = None
+    answer_seen: str | None = None
+
+    @property
+    def answer_now(self) -> str:
+        return answer_digest(self.result.answer if self.result else None)
+
+
+class Saved(list):
+    """The marks of a ``save``, one per target; ``kept`` names the targets whose part already
+    held this very grade (another grader saved the same since): left as they stood."""
+
+    def __init__(self):
+        super().__init__()
+        self.kept: list[str] = []
+
+
+def _same_grade(current: Mark | None, checked: Edit, target: Target) -> bool:
+    """``current`` is already this grade of this answer (another grader saved the same)."""
+    return (current is not None and current.active and current.answer_digest == target.answer_now
+            and (current.kind == HAND or current.auto_digest == auto_digest(target.result))
+            and set(current.items) == set(checked.items) and current.adjustment == checked.adjustment
+            and current.comment == checked.comment and current.reason == checked.reason)
 
 
 def save(gb: Gradebook, key: dict, problem: str, part: str, targets: list[Target], edit: Edit,
-         grader: str, event: str = "mark") -> list[Mark]:
+         grader: str, event: str = "mark") -> Saved:
     """Apply ``edit`` to ``problem``/``part`` of every target (an answer group: one grade for
     all), in one transaction: all saved, or — when any target changed since its expected
-    version — none, and a ``Conflict`` for the first that did."""
+    version — none, and a ``Conflict`` for the first that did; an ``AnswerChanged`` naming
+    every target whose counted answer is not the one its grader read. A target saved since
+    with this very grade is no conflict: its mark is returned as it stands (not rewritten)."""
     assignment = assignment_id(key)
+    changed = [t.student for t in targets if t.answer_seen is not None and t.answer_seen != t.answer_now]
+    if changed:
+        raise AnswerChanged(problem, part, changed)
     prepared = []
     for t in targets:
         rubric, points, free = part_rubric(key, t.student, problem, part)
@@ -339,20 +378,23 @@ def save(gb: Gradebook, key: dict, problem: str, part: str, targets: list[Target
         # changed it starts from the new score, never from a stale one)
         base = rubric.start if kind == HAND else (t.result.score if t.result else 0.0)
         prepared.append((t, rubric, points, kind, checked, base))
-    saved = []
+    saved = Saved()
     with _transaction(gb) as c:
         at = _now()
         for t, rubric, points, kind, checked, base in prepared:
             who = (assignment, t.student, problem, part)
             current = _current(c, who)
             if (current.version if current else 0) != t.expected_version:
+                if _same_grade(current, checked, t):
+                    saved.append(current)
+                    saved.kept.append(t.student)
+                    continue
                 raise Conflict(t.student, problem, part, t.expected_version, current)
             mark = Mark(assignment, t.student, problem, part, kind, True,
                         rubric.points_of(checked.items), checked.adjustment, checked.comment,
                         checked.reason, rubric.score(checked.items, checked.adjustment, base),
                         float(points), float(base), rubric.version,
-                        answer_digest(t.result.answer if t.result else None),
-                        auto_digest(t.result) if kind == OVERRIDE else "", "", printable(grader),
+                        t.answer_now, auto_digest(t.result) if kind == OVERRIDE else "", "", printable(grader),
                         at, t.expected_version + 1)
             _write(c, mark, event if kind == HAND or event == "import" else OVERRIDE,
                    f"{len(targets)} answers graded together" if len(targets) > 1 else "")

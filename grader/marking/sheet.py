@@ -292,8 +292,9 @@ def _sheet_state(row: dict, line: int, part: str, rubric: Rubric, kind: str,
                      f"range, {_num(rubric.floor)} to {_num(rubric.ceiling)})")
     comment = newlines(printable(text_of(row.get("comment", ""))))
     reason = printable(text_of(row.get("reason", ""))).strip()
-    if len(comment) > COMMENT_LIMIT:
-        plan.problem(line, "comment", f"{len(comment)} characters (at most {COMMENT_LIMIT})")
+    for column, text in (("comment", comment), ("reason", reason)):
+        if len(text) > COMMENT_LIMIT:            # as ``marks`` refuses it: planned, with its place
+            plan.problem(line, column, f"{len(text)} characters (at most {COMMENT_LIMIT})")
     graded = bool(applied or adjustment_cell or comment.strip() or reason)
     if kind == OVERRIDE and graded and not reason:
         plan.problem(line, "reason", "an override of an automatic score needs a reason")

@@ -9,8 +9,8 @@ character and runs nothing, and read back to exactly the text written:
   DEL, C1, bidi overrides and isolates, zero-width ones, line and paragraph separators, lone
   surrogates) except a tab, a line feed and a carriage return is written ``⟨U+XXXX⟩``
   (``⟨U+0000⟩`` for NUL, ``⟨U+202E⟩`` for a right-to-left override); a ``⟨`` followed by
-  ``U+`` is written ``⟨U+27E8⟩``, so a text that spells an escape itself comes back as it was.
-  (Not ``\\x00``: answers are full of backslashes, LaTeX's ``\\sqrt`` say, that would then
+  ``U+`` is written ``⟨U+27E8⟩``, so a text that spells an escape itself comes back as it was
+  (``formats.textfile.visible``, as the marking page shows an answer). (Not ``\\x00``: answers are full of backslashes, LaTeX's ``\\sqrt`` say, that would then
   need escaping too; ``⟨q, k⟩`` stays as it is.)
 - a text that starts with ``= + - @``, a tab or a carriage return gets a leading ``'``
   (``grader.exports.safe_cell``: OWASP's CSV-injection guard), and so does one that starts
@@ -42,7 +42,7 @@ from pathlib import Path
 
 import numpy as np
 
-from formats.textfile import ProblemsError, _hidden, read_utf8, write_atomic
+from formats.textfile import ProblemsError, read_utf8, visible, write_atomic
 
 from ..exports import csv_text, safe_cell
 from ..feedback_page import decoded_answer
@@ -54,9 +54,6 @@ MAX_ROWS = 100_000
 SHOWN = 40                        # characters of a cell quoted in a message
 SPREADSHEET_CELL = 32_000         # Excel keeps 32,767 characters of a cell and drops the rest unsaid
 LEGEND = ("column", "problem", "part", "points", "text", "note")
-# Looked at one by one: a ⟨ before U+, and every character but printable ASCII and a cell's
-# own layout (a tab, a line break: CSV quotes them). Plain ASCII text is never looked at.
-_TO_ESCAPE = re.compile(r"(⟨(?=U\+))|[^\x20-\x7e\t\n\r]")
 _ESCAPE = re.compile(r"⟨U\+([0-9A-F]{4,6})⟩")
 _DIGEST = re.compile(r"a[0-9a-f]{16}")
 _VERSION = re.compile(r"\d{1,9}(?:\.0*)?")
@@ -69,14 +66,9 @@ class SheetError(ProblemsError):
 
 # --- text cells ---------------------------------------------------------------------------------
 
-def _visible(match: re.Match) -> str:
-    c = match.group()
-    return f"⟨U+{ord(c):04X}⟩" if match.group(1) or _hidden(c) else c
-
-
 def text_cell(text) -> str:
     """A text as the sheet writes it (see the module's docstring); ``text_of`` reads it back."""
-    text = _TO_ESCAPE.sub(_visible, str(text))
+    text = visible(text)
     return "'" + text if text.startswith("'") else safe_cell(text)
 
 

@@ -1,9 +1,9 @@
 """The instructor's trial term, replayed end to end through ``attnkit``: eight students, a due
 date in a time zone, 20 % per started day late with a floor of 40 % and a cutoff, an
 extension file, an LMS export of submission times, the main folder, a late folder and a Canvas
-download (``_LATE`` in its name), a regrade *without* the export, hand grades by the sheet,
-then Canvas, Moodle and Gradescope. Every final grade is worked by
-hand here — from the synthetic manifests and the rubric points, never by the grader:
+download (``_LATE`` in its name), a regrade *without* the export, hand grades by the sheet and
+one more by the marking page (its server on loopback, as the page calls it), then Canvas,
+Moodle and Gradescope. Every final grade is worked by hand here — from the synthetic manifests and the rubric points, never by the grader:
 
     t-01  on time (the LMS export says so)                       auto + hand
     t-02  on time 48 pts, then a partial notebook 1 d 2 h late   (auto + hand) × 0.6 (2 days)
@@ -24,6 +24,8 @@ import io
 import json
 import os
 import shutil
+import threading
+import urllib.request
 from contextlib import redirect_stderr, redirect_stdout
 from datetime import datetime, timedelta, timezone
 from pathlib import Path
@@ -35,6 +37,7 @@ from exercises.assignment import load_assignment
 from exercises.build import build
 from exercises.roster import load_roster
 from formats.answer_key import load_key
+from grader.marking.server import MarkingServer
 from synthetic import load_manifest, submission_path, synthesize
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -45,6 +48,7 @@ DUE = datetime(2026, 12, 5, 22, 59, tzinfo=timezone.utc)          # 23:59 in Ber
 # the sheet's hand grades, the same for every student: the items applied, their points
 HAND = {"static": ("same_vector", "context"), "bottleneck": ("counts",), "common_cause": ("root_cause",)}
 HAND_POINTS = 2 + 1 + 1
+PAGE_STUDENT, PAGE_ITEM = "t-01", "attention"                      # one more item, by the page
 
 
 def attnkit(*argv) -> tuple[int, str, str]:
@@ -129,8 +133,33 @@ def hand_grades_by_sheet(trial) -> set[str]:
     return graded
 
 
+def hand_grade_by_page(trial) -> None:
+    """One more rubric item for PAGE_STUDENT, saved through the marking page's server as the
+    page saves it: the answer read first, the grade saved with what was read."""
+    folder, _, _, key = trial
+    server = MarkingServer(folder / "build" / "instructor" / "gradebook.sqlite", key, grader="ta-page")
+    thread = threading.Thread(target=server.serve_forever, daemon=True)
+    thread.start()
+
+    def call(path, body=None):
+        request = urllib.request.Request(
+            f"http://127.0.0.1:{server.port}{path}", data=None if body is None else json.dumps(body).encode(),
+            headers={"X-Attnkit-Token": server.token, "Content-Type": "application/json"})
+        with urllib.request.urlopen(request, timeout=30) as response:
+            return json.loads(response.read())
+    try:
+        shown = call(f"/api/answer?problem=motivation&part=common_cause&student={PAGE_STUDENT}")
+        assert shown["answer"]["mark"]["grader"] == "ta-sheet"
+        saved = call("/api/mark", {**shown["save_with"], "items": [*HAND["common_cause"], PAGE_ITEM]})
+        assert saved["answers"][0]["mark"]["grader"] == "ta-page"
+    finally:
+        server.shutdown()
+        thread.join(5)
+
+
 def hand_worked(folder: Path, graded: set[str]) -> dict[str, float]:
     hand = {sid: HAND_POINTS for sid in graded}
+    hand[PAGE_STUDENT] += 1
     return {"t-01": auto(folder, "correct", "t-01") + hand["t-01"],
             "t-02": round((auto(folder, "partial", "t-02") + hand["t-02"]) * 0.6, 4),
             "t-03": round((auto(folder, "correct", "t-03") + hand["t-03"]) * 0.8, 4),
@@ -169,9 +198,10 @@ def test_the_trial_term_ends_with_the_hand_worked_grades(trial):
     assert "t-07" in err
     after = report(trial)
     assert totals(after) == totals(before)
-    # 5. hand grades, by the sheet
+    # 5. hand grades: the sheet for everyone, the page for one more item
     graded = hand_grades_by_sheet(trial)
     assert graded == {"t-01", "t-02", "t-03", "t-04", "t-05", "t-07"}      # no refused, no missing
+    hand_grade_by_page(trial)
     # 6. the final files
     final = report(trial, "--lms", "canvas", "--lms", "moodle")
     want = hand_worked(folder, graded)

@@ -381,14 +381,14 @@ def test_the_due_date_and_late_policy_open_the_notebook_and_the_printed_page(tmp
         assert instructor["cells"][0]["source"] == first[sid]
         assert head.due in problem_set_page(head, problems) and head.late_policy in problem_set_page(head, problems)
         assert student_and_instructor(head, problems)[0] == student          # the same notebook every build
-    assert ("**Due Saturday 2026-12-05, 23:59 Europe/Berlin time (UTC+01:00).** Late work loses 10 % of its "
-            "points per day started, at most 50 %; nothing is accepted after Tuesday 2026-12-08, 23:59 "
+    assert ("**Due Saturday 2026-12-05, 23:59:00 Europe/Berlin time (UTC+01:00).** Late work loses 10 % of its "
+            "points per day started, at most 50 %; nothing is accepted after Tuesday 2026-12-08, 23:59:00 "
             "Europe/Berlin time (UTC+01:00).") in first["s1"]
     # s2's extension runs past the cutoff, which moves with it
-    assert ("**Due Thursday 2026-12-10, 12:00 Europe/Berlin time (UTC+01:00), your extension.** Nothing "
+    assert ("**Due Thursday 2026-12-10, 12:00:00 Europe/Berlin time (UTC+01:00), your extension.** Nothing "
             "handed in after it is accepted.") in first["s2"]
     # a class-wide notebook (nbgrader) says the class's date; a spec without one says none
-    assert header(assignment).due == "Due Saturday 2026-12-05, 23:59 Europe/Berlin time (UTC+01:00)"
+    assert header(assignment).due == "Due Saturday 2026-12-05, 23:59:00 Europe/Berlin time (UTC+01:00)"
     (tmp_path / "plain.yaml").write_text("id: hw\ntitle: HW\nsecret: {env: THIRDS_SECRET}\n"
                                          "problems:\n  - {template: thirds.yaml, points: 3}\n")
     plain = load_assignment(tmp_path / "plain.yaml")
@@ -400,8 +400,8 @@ def test_a_due_date_shows_its_offset_from_utc_however_it_was_given():
     from datetime import datetime, timedelta, timezone
 
     from exercises.due_text import when_text
-    assert when_text(datetime(2026, 3, 2, 9, 30, tzinfo=timezone.utc)) == "Monday 2026-03-02, 09:30 UTC"
+    assert when_text(datetime(2026, 3, 2, 9, 30, tzinfo=timezone.utc)) == "Monday 2026-03-02, 09:30:00 UTC"
     assert when_text(datetime(2026, 3, 2, 23, 59, 59, tzinfo=timezone(timedelta(hours=-5)))) == \
         "Monday 2026-03-02, 23:59:59 UTC-05:00"
     assert when_text(datetime(2026, 3, 2, 12, 0, tzinfo=timezone(timedelta(hours=5, minutes=30)))) == \
-        "Monday 2026-03-02, 12:00 UTC+05:30"
+        "Monday 2026-03-02, 12:00:00 UTC+05:30"

@@ -9,10 +9,16 @@
 
 (() => {
   const $ = (id) => document.getElementById(id);
-  const TOKEN = document.querySelector('meta[name="attnkit-token"]').content;
-  // The token out of the address bar at once (a shared screen, a bookmark, the history would
-  // show it); a reload gets in with the HttpOnly cookie the server set with this page.
-  if (location.search) history.replaceState(null, "", location.pathname + location.hash);
+  // The token comes in the printed address (?token=) and is kept in sessionStorage, which
+  // only this origin (this port) reads and which lasts as long as the tab: a reload still
+  // works. Never a cookie: a browser sends a host's cookies to every port of it. Out of the
+  // address bar at once (a shared screen, a bookmark, the history would show it).
+  const TOKEN = (() => {
+    const given = new URLSearchParams(location.search).get("token");
+    if (given) sessionStorage.setItem("attnkit-token", given);
+    if (location.search) history.replaceState(null, "", location.pathname + location.hash);
+    return sessionStorage.getItem("attnkit-token") || "";
+  })();
   const HAND = "hand";
   const S = {
     parts: [], part: null, answers: [], byStudent: new Map(), groups: [],
@@ -34,6 +40,7 @@
     return el;
   }
   function pts(x) { return (x > 0 ? "+" : "") + Number(x).toString(); }
+  function points(x) { return `${+Number(x).toFixed(4)} ${Math.abs(x) === 1 ? "point" : "points"}`; }
   function clamp(x, lo, hi) { return Math.min(Math.max(x, lo), hi); }
 
   async function api(method, path, body) {
@@ -105,6 +112,10 @@
   // --- loading ------------------------------------------------------------------------------
 
   async function start() {
+    if (!TOKEN) {
+      fatal("Open this page with the address attnkit mark printed (it carries the page's key).");
+      return;
+    }
     // The parts list (with every part's progress) and the part the URL names are asked for at
     // once: the part is shown as soon as it arrives, the picker is filled when the list does.
     S.names = localStorage.getItem("attnkit-names") === "1";
@@ -136,7 +147,7 @@
       const box = document.createElement("optgroup");
       box.label = label;
       for (const p of S.parts.filter(keep)) {
-        const option = make("option", `${p.problem} / ${p.part} (${p.points} pts) · ${p.graded} of ${p.answers}`);
+        const option = make("option", `${p.problem} / ${p.part} (${points(p.points)}) · ${p.graded} of ${p.answers}`);
         option.value = `${p.problem}/${p.part}`;
         box.append(option);
       }
@@ -193,7 +204,8 @@
     if (shown !== S.shown) return;                       // the grader moved on meanwhile
     if (status !== 200) { setStatus(data.error, true); return; }
     S.detail = data;
-    if (data.answer.version !== first.version) {         // someone saved it since the queue was read
+    if (data.answer.version !== first.version                // someone saved it since the queue was read,
+        || data.answer.answer_digest !== first.answer_digest) {   // or a later handin counts now
       absorb([data.answer], false);
       if (!S.dirty) { S.view = viewOf(data.answer); S.basis.set(first.student, data.answer.version); }
     }
@@ -224,7 +236,7 @@
     if (summary) {
       summary.graded = S.part.kind === HAND ? S.answers.filter(isDone).length : S.answers.filter((a) => a.marked).length;
       const option = [...$("part").options].find((o) => o.value === `${summary.problem}/${summary.part}`);
-      if (option) text(option, `${summary.problem} / ${summary.part} (${summary.points} pts) · ${summary.graded} of ${summary.answers}`);
+      if (option) text(option, `${summary.problem} / ${summary.part} (${points(summary.points)}) · ${summary.graded} of ${summary.answers}`);
     }
   }
 
@@ -273,7 +285,7 @@
     trusted($("guide"), d.rubric.guide_html);
     $("guide-box").hidden = !d.rubric.guide_html;
     $("history").replaceChildren(...d.history.map((h) => make("li",
-      `v${h.version} ${h.event} by ${h.grader}, ${h.at}: ${h.score} pts` +
+      `v${h.version} ${h.event} by ${h.grader}, ${h.at}: ${points(h.score)}` +
       (h.items.length ? ` [${h.items.join(", ")}]` : "") + (h.adjustment ? ` adjustment ${pts(h.adjustment)}` : "") +
       (h.comment ? ` — “${h.comment}”` : "") + (h.note ? ` (${h.note})` : ""))));
   }
@@ -322,7 +334,7 @@
   function savedLine(a) {
     if (!a.mark) return "Not graded yet.";
     const m = a.mark;
-    return m.active ? `Saved: ${m.score} ${m.score === 1 ? "pt" : "pts"}, version ${m.version}, by ${m.grader} at ${m.marked_at}.`
+    return m.active ? `Saved: ${points(m.score)}, version ${m.version}, by ${m.grader} at ${m.marked_at}.`
                     : `Cleared by ${m.grader} at ${m.marked_at} (version ${m.version}).`;
   }
 
@@ -376,7 +388,7 @@
 
   async function sendSave(t, members, epochs, body) {
     if (members.some((id, i) => (S.epoch.get(id) || 0) !== epochs[i])) return;   // waits for the grader's decision
-    body.students = members.map((id) => ({ id, version: S.basis.get(id) }));
+    body.students = members.map((id) => ({ id, version: S.basis.get(id), answer: S.byStudent.get(id).answer_digest }));
     body.grader = S.grader;
     const { status, data } = await api("POST", "/api/mark", body);
     const shownHere = current() && current().key === t.key;
@@ -394,7 +406,14 @@
       absorb(data.answers, false);
       showConflict(t, body, data);
     } else {
-      setStatus("Not saved: " + data.error, true);
+      // Refused (an adjustment out of range, say): the page goes back to the grade that is
+      // saved, so the score shown is never one the gradebook does not hold.
+      if (shownHere && !S.conflict) {
+        S.view = viewOf(S.byStudent.get(members[0]));
+        S.dirty = false;
+        renderEditor(current());
+      }
+      setStatus("Not saved: " + data.error + " " + savedLine(S.byStudent.get(members[0])), true);
     }
   }
 
@@ -402,11 +421,17 @@
     const theirs = data.answers[0];
     const m = theirs && theirs.mark;
     const who = m ? `${m.grader} (version ${m.version}, ${m.marked_at})` : "someone";
-    text($("conflict-text"), `Not saved: ${who} saved this grade since you opened it. ` +
-         `Their grade is shown now${m && m.active ? `: ${m.score} pts` + (m.items.length ? ` [${m.items.join(", ")}]` : "") +
-         (m.comment ? `, “${m.comment}”` : "") : " (cleared)"}.`);
+    if (data.changed) {
+      text($("conflict-text"), `Not saved: the answer changed since you read it (${data.changed.join(", ")}: ` +
+           "a later handin counts, or it was graded again). The answer that counts now is shown: read it and grade it.");
+    } else {
+      text($("conflict-text"), `Not saved: ${who} saved this grade since you opened it. ` +
+           `Their grade is shown now${m && m.active ? `: ${points(m.score)}` + (m.items.length ? ` [${m.items.join(", ")}]` : "") +
+           (m.comment ? `, “${m.comment}”` : "") : " (cleared)"}.`);
+    }
     text($("conflict-mine"), `Yours: [${mine.items.join(", ")}]` + (mine.adjustment ? ` adjustment ${pts(mine.adjustment)}` : "") +
          (mine.comment ? `, “${mine.comment}”` : ""));
+    $("conflict-mine-save").hidden = !!data.changed;     // a changed answer is read, then graded afresh
     S.conflict = { key: t.key, mine };
     if (current() && current().key === t.key) {
       S.view = viewOf(S.byStudent.get(t.members[0].student));
@@ -436,7 +461,7 @@
     const a = t.members[0];
     await S.chain;
     const body = { problem: S.part.problem, part: S.part.part, grader: S.grader,
-                   students: [{ id: a.student, version: S.basis.get(a.student) }] };
+                   students: [{ id: a.student, version: S.basis.get(a.student), answer: a.answer_digest }] };
     const { status, data } = await api("POST", "/api/clear", body);
     if (status === 200) { absorb(data.answers, true); S.view = viewOf(S.byStudent.get(a.student)); renderEditor(current()); setStatus(savedLine(S.byStudent.get(a.student))); }
     else if (status === 409) { absorb(data.answers, false); showConflict(t, { items: [], adjustment: 0, comment: "" }, data); }
@@ -542,11 +567,13 @@
     $("adjustment").addEventListener("change", commitAdjustment);
     $("reason").addEventListener("change", commitReason);
     $("names").addEventListener("change", () => {
+      $("names").blur();                       // the shortcut keys work again at once
       S.names = $("names").checked;
       localStorage.setItem("attnkit-names", S.names ? "1" : "0");
       if (current()) renderAnswer(current());
     });
     $("grader").addEventListener("change", () => {
+      $("grader").blur();
       S.grader = $("grader").value.trim() || S.grader;
       $("grader").value = S.grader;
       localStorage.setItem("attnkit-grader", S.grader);

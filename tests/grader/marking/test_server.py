@@ -91,13 +91,15 @@ def first_answer(server):
 
 # --- the token ------------------------------------------------------------------------------
 
-ROUTES_GET = ["/", "/mark.js", "/mark.css", "/api/parts", f"/api/part?problem={PROBLEM}&part={PART}",
-              f"/api/answer?problem={PROBLEM}&part={PART}&student=s2026001"]
+PAGE_FILES = ["/", "/mark.js", "/mark.css"]
+API_GET = ["/api/parts", f"/api/part?problem={PROBLEM}&part={PART}",
+           f"/api/answer?problem={PROBLEM}&part={PART}&student=s2026001"]
+ROUTES_GET = PAGE_FILES + API_GET
 
 
-@pytest.mark.parametrize("path", ROUTES_GET)
+@pytest.mark.parametrize("path", API_GET)
 @pytest.mark.parametrize("token", [None, "wrong-token", ""])
-def test_every_get_route_refuses_a_missing_or_wrong_token(served, path, token):
+def test_every_api_route_refuses_a_missing_or_wrong_token(served, path, token):
     server, _, _ = served
     status, headers, body = request(server, path, token=token)
     assert status == 403
@@ -107,14 +109,17 @@ def test_every_get_route_refuses_a_missing_or_wrong_token(served, path, token):
     assert status == 403
 
 
-def test_the_page_and_its_files_take_the_token_in_the_url(served):
+@pytest.mark.parametrize("path", PAGE_FILES)
+def test_the_page_and_its_files_hold_no_secret_and_a_wrong_token_in_the_url_is_refused(served, path):
     server, _, _ = served
-    for path in ("/", "/mark.js", "/mark.css"):
-        status, headers, body = request(server, path, token="query")
+    for token in ("query", None):                     # the printed address, and a reload of the tab
+        status, headers, body = request(server, path, token=token)
         assert status == 200, path
-    status, headers, body = request(server, "/", token="query")
-    assert headers["Content-Type"].startswith("text/html")
-    assert f'/mark.js?token={server.token}'.encode() in body
+        assert server.token.encode() not in body and "Set-Cookie" not in headers
+    assert request(server, path, token=None)[1]["Content-Type"].startswith(
+        "text/html" if path == "/" else "text/")
+    status, _, body = request(server, path + "?token=nope", token=None)
+    assert status == 403 and body == b"forbidden\n"
 
 
 def test_the_api_takes_the_token_only_in_its_header(served):
@@ -130,7 +135,7 @@ def test_the_api_takes_the_token_only_in_its_header(served):
 def test_a_post_with_the_token_in_the_url_only_is_refused_and_saves_nothing(served):
     server, key, gradebook = served
     a = first_answer(server)
-    body = {"problem": PROBLEM, "part": PART, "students": [{"id": a["student"], "version": a["version"]}],
+    body = {"problem": PROBLEM, "part": PART, "students": [{"id": a["student"], "version": a["version"], "answer": a["answer_digest"]}],
             "items": ["same_vector"], "adjustment": 0, "comment": "", "reason": ""}
     status, _, _ = request(server, "/api/mark", method="POST", token="query", body=body)
     assert status == 403
@@ -144,7 +149,7 @@ def test_a_post_with_the_token_in_the_url_only_is_refused_and_saves_nothing(serv
 def test_a_post_from_another_origin_is_refused(served):
     server, _, _ = served
     a = first_answer(server)
-    body = {"problem": PROBLEM, "part": PART, "students": [{"id": a["student"], "version": a["version"]}]}
+    body = {"problem": PROBLEM, "part": PART, "students": [{"id": a["student"], "version": a["version"], "answer": a["answer_digest"]}]}
     status, _, _ = request(server, "/api/mark", method="POST", body=body, headers={"Origin": "http://evil.example"})
     assert status == 403
 
@@ -199,7 +204,7 @@ def test_the_page_loads_nothing_from_elsewhere_and_has_no_inline_script_or_style
     assert "<style" not in html and " style=" not in html
     assert not re.search(r"\son[a-z]+=", html)     # no inline event handler
     scripts = re.findall(r"<script[^>]*>", html)
-    assert scripts and all(re.fullmatch(r'<script src="/mark\.js\?token=[\w-]+" defer>', s) for s in scripts)
+    assert scripts and all(re.fullmatch(r'<script src="/mark\.js" defer>', s) for s in scripts)
 
 
 # --- bodies ------------------------------------------------------------------------------------
@@ -229,7 +234,8 @@ def test_a_post_must_be_json(served):
 
 def mark_body(a, items, version=None, **kw):
     return {"problem": PROBLEM, "part": PART, "items": items, "adjustment": 0, "comment": "", "reason": "",
-            "students": [{"id": a["student"], "version": a["version"] if version is None else version}], **kw}
+            "students": [{"id": a["student"], "version": a["version"] if version is None else version,
+                          "answer": a["answer_digest"]}], **kw}
 
 
 def test_a_save_answers_after_the_commit_with_the_new_version(served):
@@ -268,8 +274,9 @@ def test_a_group_is_saved_at_once_or_not_at_all(served):
     _, part = api(server, f"/api/part?problem={PROBLEM}&part={PART}")
     group = part["groups"][0]
     versions = {a["student"]: a["version"] for a in part["answers"]}
+    digests = {a["student"]: a["answer_digest"] for a in part["answers"]}
     body = {"problem": PROBLEM, "part": PART, "items": ["context"], "adjustment": 0.5, "comment": "group",
-            "students": [{"id": s, "version": versions[s]} for s in group["members"]]}
+            "students": [{"id": s, "version": versions[s], "answer": digests[s]} for s in group["members"]]}
     stale = {**body, "students": [{**body["students"][0], "version": versions[group["members"][0]] + 7},
                                   *body["students"][1:]]}
     assert api(server, "/api/mark", stale)[0] == 409
@@ -289,7 +296,7 @@ def test_a_group_is_saved_at_once_or_not_at_all(served):
     ({"adjustment": "1"}, "must be a number"),
     ({"items": "same_vector"}, "list of rubric item ids"),
     ({"students": []}, "students"),
-    ({"students": [{"id": "nobody", "version": 0}]}, "no answer"),
+    ({"students": [{"id": "nobody", "version": 0, "answer": "0" * 16}]}, "no answer"),
     ({"grader": "x" * 500}, "grader"),
 ])
 def test_a_bad_grade_is_a_400_with_the_reason(served, change, message):
@@ -307,7 +314,7 @@ def test_an_override_needs_a_reason(served):
     _, part = api(server, f"/api/part?problem={auto['problem']}&part={auto['part']}")
     a = part["answers"][0]
     body = {"problem": auto["problem"], "part": auto["part"], "items": [], "adjustment": 0, "comment": "",
-            "reason": "", "students": [{"id": a["student"], "version": a["version"]}]}
+            "reason": "", "students": [{"id": a["student"], "version": a["version"], "answer": a["answer_digest"]}]}
     status, data = api(server, "/api/mark", body)
     assert status == 400 and "reason" in data["error"]
     status, data = api(server, "/api/mark", {**body, "reason": "the key's rounding"})
@@ -319,9 +326,10 @@ def test_clear_withdraws_a_grade_and_checks_its_version(served):
     a = first_answer(server)
     _, data = api(server, "/api/mark", mark_body(a, ["same_vector"]))
     saved = data["answers"][0]
-    clear = {"problem": PROBLEM, "part": PART, "students": [{"id": a["student"], "version": saved["version"] - 1}]}
+    clear = {"problem": PROBLEM, "part": PART, "students": [{"id": a["student"], "version": saved["version"] - 1,
+                                                                "answer": a["answer_digest"]}]}
     assert api(server, "/api/clear", clear)[0] == 409
-    status, data = api(server, "/api/clear", {**clear, "students": [{"id": a["student"], "version": saved["version"]}]})
+    status, data = api(server, "/api/clear", {**clear, "students": [{**clear["students"][0], "version": saved["version"]}]})
     assert status == 200 and data["answers"][0]["marked"] is False
 
 
@@ -394,6 +402,7 @@ def test_a_server_killed_mid_save_loses_nothing_it_acknowledged(graded_class, tm
         server = type("Remote", (), {"port": port, "token": token})()
         _, part = api(server, f"/api/part?problem={PROBLEM}&part={PART}")
         versions = {a["student"]: a["version"] for a in part["answers"]}
+        digests = {a["student"]: a["answer_digest"] for a in part["answers"]}
         acknowledged, enough, done = [], threading.Event(), threading.Event()
 
         def saves():
@@ -403,7 +412,7 @@ def test_a_server_killed_mid_save_loses_nothing_it_acknowledged(graded_class, tm
                     s = students[i % len(students)]
                     items = [["same_vector"], ["context"], []][i % 3]
                     status, data = api(server, "/api/mark", {"problem": PROBLEM, "part": PART, "items": items,
-                                       "comment": f"save {i}", "students": [{"id": s, "version": versions[s]}]})
+                                       "comment": f"save {i}", "students": [{"id": s, "version": versions[s], "answer": digests[s]}]})
                     assert status == 200, data
                     versions[s] = data["answers"][0]["version"]
                     acknowledged.append((s, versions[s], sorted(items), f"save {i}"))
@@ -506,28 +515,6 @@ def test_a_crash_is_written_to_the_terminal_escaped(served, capsys, monkeypatch)
     err = capsys.readouterr().err
     assert "RuntimeError" in err and "\\x1b]0;pwned\\x07" in err
     assert "\x1b" not in err and "\x07" not in err
-
-
-def test_the_page_sets_a_strict_cookie_so_the_token_can_leave_the_address_bar(served):
-    server, _, _ = served
-    status, headers, _ = request(server, "/", token="query")
-    assert status == 200
-    cookie = headers["Set-Cookie"]
-    assert cookie.startswith(f"attnkit-mark-{server.port}={server.token};")
-    assert "HttpOnly" in cookie and "SameSite=Strict" in cookie and "Path=/" in cookie
-    jar = f"other=1; =junk; a=\"b; attnkit-mark-{server.port}={server.token}"
-    for path in ("/", "/mark.js", "/mark.css"):          # a reload and its files: the cookie is enough
-        assert request(server, path, token=None, headers={"Cookie": jar})[0] == 200, path
-    # ... the right cookie only: another port's, or a wrong token, opens nothing
-    assert request(server, "/", token=None, headers={"Cookie": f"attnkit-mark-1={server.token}"})[0] == 403
-    assert request(server, "/", token=None, headers={"Cookie": f"attnkit-mark-{server.port}=guess"})[0] == 403
-    # ... and never the API: a save from any page must still carry the header
-    mine = {"Cookie": f"attnkit-mark-{server.port}={server.token}"}
-    assert request(server, "/api/parts", token=None, headers=mine)[0] == 403
-    a = first_answer(server)
-    assert request(server, "/api/mark", method="POST", token=None, headers=mine, body=mark_body(a, []))[0] == 403
-    # only the page opened with ?token= sets it
-    assert "Set-Cookie" not in request(server, "/", token=None, headers=mine)[1]
 
 
 def test_the_token_never_reaches_the_terminal(served, capsys):

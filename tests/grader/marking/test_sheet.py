@@ -321,6 +321,7 @@ def duplicate(header, rows):
     (edit_row(version="one"), ":4: version: 'one' is not a version"),
     (edit_row(score="2"), ":4: score: '2' is not read: a score comes from the items and the adjustment"),
     (edit_row(comment="x" * 10_001), ":4: comment: 10001 characters (at most 10000)"),
+    (edit_row(reason="x" * 10_001), ":4: reason: 10001 characters (at most 10000)"),
     (duplicate, ":38: submission: s2026001 motivation/static is a duplicated row (first on line 2)"),
 ])
 def test_each_problem_is_named_with_the_file_line_and_column(course, edit, expected):
