@@ -17,12 +17,19 @@ key keeps it, with the values of the other names it reads, so the grader can com
 part again from *the student's own* earlier answers (``grader.follow_through``): a student
 who got (b) wrong and (c) right from their (b) gets (c)'s points times ``follow_credit``
 (a template's top-level key or an assignment's; default ``DEFAULT_CREDIT``).
+
+A part that a later part follows from must have a real answer on every variant: a draw whose
+correct answer there is all zeros or has flat rows (``formats.degenerate``) is drawn again
+(``trivial_source``). The grader withholds credit carried from a degenerate answer only when
+the key's own answer lacks that form — so a chain that *starts* degenerate would let any
+answer of that form earn every later step; and its later steps would teach nothing.
 """
 
 from __future__ import annotations
 
 from formats import serialize
 from formats.compare import within
+from formats.degenerate import forms
 
 from .expressions import Expression
 from .loading import LoadProblems, key_path
@@ -89,3 +96,16 @@ def follow_record(variant) -> dict:
                               "read numbers and arrays only (the givens, parameters, derived values)") from None
         out[part.id] = {"expression": part.follow.source, "parts": used, "values": values}
     return out
+
+
+def trivial_source(template, answers: dict) -> str | None:
+    """Why this draw's chain would carry nothing (None: every part a follow recipe reads has
+    an answer that is not degenerate)."""
+    ids = {p.id for p in template.parts}
+    read = {n for p in template.parts if p.follow is not None for n in p.follow.names & ids}
+    for part in template.parts:
+        if part.id in read:
+            form = forms(answers[part.id], part.rtol, part.atol)
+            if form:
+                return f"the answer to part {part.id} has {form[0]}: the steps that follow from it would be trivial"
+    return None

@@ -385,6 +385,9 @@ def _draw(template, evaluator, rng, rng_seed, seed, attempt, validate=True, coll
             raise Rejected(f"{problem} in the answer to part {part.id}")
         if validate:
             _reference_passes(template, part, i, expected, scope, evaluator)
+    trivial = follow.trivial_source(template, answers) if template.kind == "numeric" else None
+    if trivial:
+        raise Rejected(trivial)
     tests = _hidden_tests(template, evaluator, rng, scope, validate) if template.kind == "implement" else []
     values = {k: v for k, v in scope.values.items() if k not in answers}
     variant = Variant(template, seed, attempt, values,

@@ -986,3 +986,24 @@ def test_values_only_the_texts_read_are_worked_out_once_the_draw_is_kept(monkeyp
     assert derived["sim"] == 1 and derived["moments"] >= 2          # the redrawn draws made no sim
     assert {"sim", "ratio_mant", "j_raw"} <= set(v.values)
     assert "sim" in template.solution and v.solution()              # which the solution reads
+
+
+@pytest.mark.parametrize("name, seed, part", [("bahdanau_step_by_hand", 63, "pre"),
+                                              ("dog_ran_fast", None, "raw_scores")])
+def test_a_chain_never_starts_from_a_degenerate_answer(name, seed, part):
+    """A draw whose correct answer at a part a recipe follows from is all zeros or has flat
+    rows is drawn again: there, any answer of that form would be "consistent" with every
+    later step (bahdanau seed 63 drew pre = [[0.4, 0.4], [0, 2.4], [1.2, 0]])."""
+    from exercises import follow
+    from formats.degenerate import forms
+
+    template = bank(name)
+    if seed is None:                        # the first seed of the first 200 that drew one
+        seed = next(s for s in range(200) if any("would be trivial" in r for r in make_variant(template, s).rejections))
+    v = make_variant(template, seed)
+    assert any(r.startswith(f"the answer to part {part} has flat rows") for r in v.rejections), v.rejections
+    spec = next(p for p in template.parts if p.id == part)
+    assert forms(v.answers[part], spec.rtol, spec.atol) == ()
+    assert follow.trivial_source(template, v.answers) is None
+    flat = {**v.answers, part: np.ones_like(np.asarray(v.answers[part], dtype=float))}
+    assert follow.trivial_source(template, flat).startswith(f"the answer to part {part} has flat rows")
