@@ -100,7 +100,7 @@ def carried(record: dict, values: dict, verdicts: dict) -> dict:
             if why is not None:
                 trivial[part] = why
         if withheld is not None:
-            out[part] = _withheld(verdict, *withheld)
+            out[part] = _withheld(verdict, *withheld, names.get(part, part))
             continue
         points = verdict.max_score
         given = ", ".join(f"`{names.get(p, p)}`" for p in wrong)
@@ -169,9 +169,14 @@ def _trivial_result(part: str, value, answers: dict, tolerances: dict, names: di
             "so this step did no real work on them: no credit is carried forward.")
 
 
-def _withheld(verdict: Verdict, why: str, twin: str | None) -> Verdict:
-    """The part's own verdict, with why follow-through credit is not given (and the twin named)."""
+def _withheld(verdict: Verdict, why: str, twin: str | None, name: str) -> Verdict:
+    """The part's own verdict, with why follow-through credit is not given (and the twin named).
+    Where the carried answer names the mistake its own verdict could not tell apart from others
+    ("3 different mistakes give this value"), the mistake is known now: one explanation, not two."""
     if not why:
         return verdict
+    if twin is not None and not verdict.misconception:
+        return replace(verdict, message=f"`{name}` is not the expected value. {FOLLOW_WITHHELD} {why}",
+                       misconception=twin)
     return replace(verdict, message=f"{verdict.message} {FOLLOW_WITHHELD} {why}",
                    misconception=verdict.misconception or twin)

@@ -225,3 +225,21 @@ def test_dog_ran_fast_recipes_carry_the_chain_from_the_projections_as_the_refere
     by_reference = _dog_student(record, slip)
     for name, value in by_reference.items():
         assert np.allclose(by_recipe[name], value), name
+
+
+# --- one explanation: a withheld step names the carried mistake alone ---------------------------
+
+@pytest.mark.parametrize("seed", SEEDS)
+def test_a_step_withheld_for_its_own_mistake_gives_one_explanation(seed):
+    """dog_ran_fast's implied_ran from unscaled slide scores: alone, its value is one that
+    several mistakes give ("… different mistakes give this value"); carried, the mistake is
+    known, so the feedback names it once instead of offering a list and then naming it."""
+    record = _record("dog_ran_fast", seed)
+    twin = _stored(record, "sdpa_no_scale")
+    assert _lists(record, "implied_ran", "sdpa_no_scale")
+    _, verdicts = _judge(record, "slide_scaled", twin["slide_scaled"], ["implied_ran"])
+    implied = verdicts["implied_ran"]
+    assert implied.score == 0 and implied.misconception == "sdpa_no_scale"
+    assert implied.message.count(FOLLOW_WITHHELD) == 1
+    assert "different mistakes give this value" not in implied.message
+    assert "cannot be told apart" not in implied.message
