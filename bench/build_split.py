@@ -20,7 +20,7 @@ import inspect
 import time
 from contextlib import contextmanager
 
-from exercises import expressions, references, variant
+from exercises import evaluation, expressions, references, twin_values, variant
 from exercises.build import collector_paced, header, key_entry
 from exercises.notebook import ProblemVariant, notebook_bytes, student_and_instructor
 from exercises.seeds import variant_seed
@@ -81,7 +81,7 @@ def recorded_calls():
     engine takes them from its tables (``references.FUNCTIONS``, and the guarded table a
     template without fully masked rows uses), a twin put in a reference's place in an
     expression (``expressions._function``), and a twin run on a hidden case
-    (``variant._called``). The function kept is the bare one, not the engine's guard."""
+    (``twin_values._called``). The function kept is the bare one, not the engine's guard."""
     calls: list = []
     depth = [0]
 
@@ -99,7 +99,7 @@ def recorded_calls():
         record.recording = True
         return record
 
-    lookup, call_on_case = expressions._function, variant._called
+    lookup, call_on_case = expressions._function, twin_values._called
 
     def function_of(name, scope):
         function = lookup(name, scope)
@@ -117,15 +117,15 @@ def recorded_calls():
         finally:
             depth[0] -= 1
 
-    tables = [references.FUNCTIONS, variant._GUARDED]
+    tables = [references.FUNCTIONS, evaluation.GUARDED]
     saved = [dict(table) for table in tables]
     for table in tables:
         table.update({name: recorder(f) for name, f in table.items() if _of_solutions(f)})
-    expressions._function, variant._called = function_of, called
+    expressions._function, twin_values._called = function_of, called
     try:
         yield calls
     finally:
-        expressions._function, variant._called = lookup, call_on_case
+        expressions._function, twin_values._called = lookup, call_on_case
         for table, before in zip(tables, saved):
             table.update(before)
 

@@ -2,7 +2,7 @@
 name would be a guess.
 
 ``search`` runs, for each numeric part, every registered twin of every reference function
-the part's answer is computed with (``searched_parts``; ``solutions.misconceptions.twins_of``)
+the part's answer is computed with (``searched_parts``; ``solutions.twins.registry.twins_of``)
 and keeps each wrong answer in ``variant.lookalikes``; for an ``implement`` problem, every
 unlisted twin of its reference on every hidden case. The grader names a kept mistake when it
 alone matches (on a ``formats.compare.telling`` part). Two listed twins that look alike, or a
@@ -20,19 +20,19 @@ import numpy as np
 
 from formats import serialize
 from formats.compare import is_numeric, within
-from solutions.misconceptions import twins_of
+from solutions.twins.registry import twins_of
 
 from . import references
 from .schema import TemplateError
-from .variant import (_FLOATS, Rejected, VariantError, _RAISED, _affected_by, _answers_with,
-                      _needed_by, _too_close, _twin_output, constant_parts, make_variant,
-                      quick_within, same_on_every_draw)
+from .evaluation import Rejected, VariantError
+from .twin_values import (FLOATS, RAISED, affected_by, answers_with, constant_parts, needed_by, quick_within,
+                          same_on_every_draw, too_close_to, twin_output)
 
 # the reductions of ndarray.all() and .any(), called without their Python wrappers
 _ALL, _ANY = np.logical_and.reduce, np.logical_or.reduce
 
 
-def search(template, variant, evaluator, attempt: int, collisions: set | None = None) -> None:
+def search(template, variant, evaluator, attempt: int, collisions: set | None = None, *, probe) -> None:
     """Search the space of known mistakes on this variant, and keep each name unambiguous.
 
     The search: every registered twin of every reference function a part's answer is
@@ -47,8 +47,10 @@ def search(template, variant, evaluator, attempt: int, collisions: set | None = 
     listed one, while redrawing can help (``_Redraws``). Otherwise both are kept and the
     grader says "matches either … or …" instead of a name. Raises ``Rejected`` to redraw;
     ``collisions`` (a probe, see ``structural``) collects every look-alike pair instead.
+    ``probe(template, seed, collisions)``: a probe draw (``variant.probe_variant``; passed in,
+    since the search is itself part of a draw).
     """
-    redraws = _Redraws(template, attempt, collisions)
+    redraws = _Redraws(template, attempt, collisions, probe)
     try:
         if template.kind == "implement":
             _functions_distinguishable(template, variant, evaluator, redraws)
@@ -77,7 +79,7 @@ def _may_redraw(template, parts, attempt: int) -> bool:
         # alternatives instead, from the outputs kept in the key.
         return False
     sampled = {p.name for p in template.parameters if p.distribution is not None}
-    return bool(_needed_by(template, parts) & sampled)
+    return bool(needed_by(template, parts) & sampled)
 
 
 PROBES = 3        # fixed draws that tell a structural ambiguity from a chance one
@@ -92,21 +94,22 @@ class _Redraws:
     variant of causal_mask_by_hand). When ``collisions`` is a set (a probe), nothing is
     redrawn and every pair that looks alike is added to it."""
 
-    def __init__(self, template, attempt: int, collisions: set | None = None):
-        self.template, self.attempt, self.collisions = template, attempt, collisions
+    def __init__(self, template, attempt: int, collisions: set | None, probe):
+        self.template, self.attempt, self.collisions, self.probe = template, attempt, collisions, probe
 
     def redraw(self, parts, pair: tuple) -> bool:
         if self.collisions is not None:
             self.collisions.add(pair)
             return False
-        return _may_redraw(self.template, parts, self.attempt) and pair not in structural(self.template)
+        return _may_redraw(self.template, parts, self.attempt) and pair not in structural(self.template, self.probe)
 
 
 _STRUCTURAL: dict[int, tuple] = {}
 
 
-def structural(template) -> frozenset:
-    """(mistake, mistake, part) that look alike on each of PROBES fixed draws of ``template``.
+def structural(template, probe) -> frozenset:
+    """(mistake, mistake, part) that look alike on each of PROBES fixed draws of ``template``
+    (``probe(template, seed, collisions)``: ``variant.probe_variant``).
     A pure function of the template (the probe seeds are fixed), so every process, worker
     and run draws the same variants; computed once per template and process."""
     cached = _STRUCTURAL.get(id(template))
@@ -117,7 +120,7 @@ def structural(template) -> frozenset:
     for k in range(PROBES):
         collisions: set = set()
         try:
-            make_variant(template, PROBE_SEED + k, _collisions=collisions)
+            probe(template, PROBE_SEED + k, collisions)
         except (VariantError, TemplateError):
             continue
         seen = collisions if seen is None else seen & collisions
@@ -162,7 +165,7 @@ def _surely_apart(a, b, rtol, atol) -> bool:
 def _alike(a, b, rtol, atol) -> bool:
     """Could one student's value match both a and b (each within the tolerance)? Twice the
     tolerance apart or less; NaN where both have NaN counts as equal, as in the grader."""
-    if type(a) in _FLOATS and type(b) in _FLOATS and math.isfinite(a) and math.isfinite(b):
+    if type(a) in FLOATS and type(b) in FLOATS and math.isfinite(a) and math.isfinite(b):
         # two numbers: the rule below, without arrays (same arithmetic, same verdict)
         return abs(a - b) <= 2 * atol + 2 * rtol * abs(b)
     if _surely_apart(a, b, rtol, atol):
@@ -218,7 +221,7 @@ def _answers_distinguishable(template, variant, evaluator, redraws: _Redraws) ->
                     variant.lookalikes.setdefault(alt, {})[part.id] = found
             if not todo:
                 continue
-            wrong = _answers_with(template, variant, evaluator, shadows, function, todo, where_defined=True)
+            wrong = answers_with(template, variant, evaluator, shadows, function, todo, where_defined=True)
             for part in todo:
                 if part.id in wrong:
                     _keep_searched(variant, part, alt, wrong[part.id], redraws, stacks)
@@ -241,9 +244,9 @@ def searched_parts(template) -> dict:
     shadowed = {m.shadows for m in references.MISCONCEPTIONS.values()}
     out: dict = {}
     for function in sorted(shadowed):
-        affected = _affected_by(template, function)
+        affected = affected_by(template, function)
         parts = [p for p in template.parts if p.answer is not None
-                 and (function in p.answer.calls or _needed_by(template, [p]) & affected)]
+                 and (function in p.answer.calls or needed_by(template, [p]) & affected)]
         if parts:
             out[function] = parts
     _SEARCHED[id(template)] = (template, out)
@@ -284,7 +287,7 @@ def _keep_searched(variant, part, alt, value, redraws: _Redraws, stacks: dict) -
         stack = _stack(stacks, variant, part)
         verdict = stack.verdict(value, part.rtol, part.atol) if stack else None
         if verdict is None:         # not comparable in one expression: one by one
-            if _too_close(value, variant.answers[part.id], part.rtol, part.atol):
+            if too_close_to(value, variant.answers[part.id], part.rtol, part.atol):
                 return
             twin = next((n for n, twin_value in _listed_values(variant, part).items()
                          if _alike(twin_value, value, part.rtol, part.atol)), None)
@@ -318,12 +321,12 @@ class _Stack:
     """A part's answer and its listed twins' values as the rows of one array, when all are
     finite float64 arrays of one shape (most array parts). A searched value is then compared
     with the answer and every listed twin in one NumPy expression, instead of one
-    ``_too_close`` and one ``_alike`` call per twin, and the listed twins with each other in
+    ``too_close_to`` and one ``_alike`` call per twin, and the listed twins with each other in
     one more. The example assignment's build compares ~300 searched values a student, on
     parts listing 0–9 twins (measured with callgrind: 5 % fewer instructions a student).
 
     The same rule in the same IEEE arithmetic as those two, entry by entry — |x − y| ≤
-    2·atol + 2·rtol·|y|, y the answer for ``_too_close`` and the second value for ``_alike``
+    2·atol + 2·rtol·|y|, y the answer for ``too_close_to`` and the second value for ``_alike``
     — so the same verdicts (tested against them; ``_alike``'s sum test only spares a
     comparison whose verdict it knows). Anything else is compared one by one as before
     (``verdict`` says None): NaN or ±inf, integers, lists, another shape, and plain numbers,
@@ -361,7 +364,7 @@ class _Stack:
         return False, (self.names[int(alike.argmax())] if _ANY(alike, axis=None) else None)
 
     def _answer_bound(self, rtol, atol) -> np.ndarray:
-        """``_too_close``'s bound around the answer, the same numbers for every value the
+        """``too_close_to``'s bound around the answer, the same numbers for every value the
         search compares on the part: made once."""
         bound = self._bound
         if bound is None or bound[0] != rtol or bound[1] != atol:
@@ -385,8 +388,8 @@ def _functions_distinguishable(template, variant, evaluator, redraws: _Redraws) 
             if family:
                 raise Rejected(f"misconceptions {a} and {b} agree on test family {family}")
     for alt, function in twins_of(template.reference, listed).items():
-        outputs = [_twin_output(template, evaluator, function, case, variant) for case in variant.tests]
-        outputs = [None if out is _RAISED else out for out in outputs]
+        outputs = [twin_output(template, evaluator, function, case, variant) for case in variant.tests]
+        outputs = [None if out is RAISED else out for out in outputs]
         if not failures.of(outputs) or all(out is None for out in outputs):
             continue                    # right on every case, or nothing to name it by
         # Which listed twin it looks like matters only where that redraws (or to a probe):

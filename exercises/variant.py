@@ -20,49 +20,26 @@ redrawn: it raises TemplateError with file:line at once.
 
 from __future__ import annotations
 
-import functools
-import inspect
-import math
 from collections import Counter
-from dataclasses import dataclass, field, replace
+from dataclasses import dataclass, field
 
 import numpy as np
-from solutions.misconceptions import BLOCKED_SCORE
 
 from formats import serialize
 from formats.rubric import Rubric
 
-from . import follow, references, rubrics
+from . import follow, mistake_search, references, rubrics
 from .checks import CHECKS
 from .claims import false_claim
-from formats.compare import is_numeric, within
+from formats.compare import is_numeric
 from .distributions import DISTRIBUTIONS
-from .expressions import BUILTINS as _BUILTINS, Expression, ExpressionError, IllPosed, Scope
+from .expressions import Expression, ExpressionError, IllPosed, Scope
 from .render import RenderError, render
 from .schema import MAX_OPTIONS, Parameter, Template, TemplateError
 from .seeds import generator
-
-
-class Rejected(Exception):
-    """This draw is not a valid variant; the reason is counted and another draw is made."""
-
-
-class VariantError(ValueError):
-    """No valid variant within ``sampling.max_attempts`` draws."""
-
-    def __init__(self, message: str, rejections: Counter):
-        super().__init__(message)
-        self.rejections = rejections
-
-
-@dataclass
-class TestCase:
-    family: str
-    index: int
-    args: dict
-    expected: object
-    # the args as read-only views, made once (``_read_only_args``); False: one is mutable
-    _read_only: dict | bool | None = field(default=None, repr=False, compare=False)
+from .evaluation import (Rejected, TestCase, VariantError, fresh_copy, functions_for, output_of,
+                         per_template, plain_value, scope_for)
+from .twin_values import UNSET, constant_table, jsonable_twins, misconceptions_caught, quick_within
 
 
 # The record's values that serialize.to_jsonable or to_packed made (floats finite: NaN and
@@ -127,7 +104,7 @@ class Variant:
 
     def evaluate(self, expression: Expression):
         """One of the template's expressions on this variant's values (a check's argument)."""
-        scope = _scope(self.template, {**self.values, **self.answers}, self.rng_seed)
+        scope = scope_for(self.template, {**self.values, **self.answers}, self.rng_seed)
         return _Evaluator(self.template).evaluate(expression, scope, self.template.line_of("parts"),
                                                   "parts")
 
@@ -163,9 +140,9 @@ class Variant:
             "tests": [{"family": case.family, "index": case.index,
                        "args": serialize.encode_names(case.args, packed=True),
                        "expected": serialize.to_packed(case.expected)} for case in self.tests],
-            "twins": _jsonable_twins(self.twins),
+            "twins": jsonable_twins(self.twins),
             # only when a diagnosis here is ambiguous, so other records and digests stay as they were
-            **({"lookalikes": _jsonable_twins(self.lookalikes)} if self.lookalikes else {}),
+            **({"lookalikes": jsonable_twins(self.lookalikes)} if self.lookalikes else {}),
             **self._follow_fields(),
         }
         # the values' texts are remembered: the key entry holding this record reuses them
@@ -186,35 +163,6 @@ class Variant:
 
 
 # --- evaluation ------------------------------------------------------------------------------
-
-def _mask_parameters(function) -> tuple[str, ...]:
-    try:
-        return tuple(p for p in inspect.signature(function).parameters if "mask" in p)
-    except (TypeError, ValueError):
-        return ()
-
-
-def _refusing_fully_masked_rows(name, function):
-    signature = inspect.signature(function)
-    names = _mask_parameters(function)
-
-    @functools.wraps(function)
-    def guarded(*args, **kwargs):
-        bound = signature.bind_partial(*args, **kwargs).arguments
-        for arg in names:
-            mask = bound.get(arg)
-            if not isinstance(mask, np.ndarray) or mask.ndim < 1 or mask.shape[-1] == 0:
-                continue
-            # bool: True = may attend; additive float: blocked at −inf or the −1e9 fill
-            allowed = mask if mask.dtype == bool else mask > BLOCKED_SCORE
-            if np.any(~allowed.any(axis=-1)):
-                raise IllPosed(f"a fully masked row in the {arg} of {name}()")
-        return function(*args, **kwargs)
-    return guarded
-
-
-_GUARDED = {name: (_refusing_fully_masked_rows(name, f) if _mask_parameters(f) else f)
-            for name, f in references.FUNCTIONS.items()}
 
 
 class _Evaluator:
@@ -260,12 +208,12 @@ class _Evaluator:
             self.fail(p.line, key, ValueError(f"{p.distribution}: {err}"))
 
     def derive(self, derived, scope: Scope, key: str, cached=None) -> None:
-        """Evaluate ``derived`` in order. ``cached``: a per-template table (``_constants``)
+        """Evaluate ``derived`` in order. ``cached``: a per-template table (``constant_table``)
         of the values that are the same on every draw, reused instead of recomputed."""
         for d in derived:
             if cached is not None and d.name in cached.names:
-                hit = cached.values.get(d.name, _MISSING)
-                if hit is not _MISSING:
+                hit = cached.values.get(d.name, UNSET)
+                if hit is not UNSET:
                     scope.values[d.name] = hit
                     continue
                 value = scope.values[d.name] = self.evaluate(d.expression, scope, d.line, f"{key}.{d.name}")
@@ -278,15 +226,6 @@ def _is_matrix(value) -> bool:
     """A list of lists of numbers (a constant matrix, stored as float64)."""
     return (isinstance(value, list) and bool(value) and all(isinstance(r, list) for r in value)
             and all(isinstance(x, (int, float)) and not isinstance(x, bool) for r in value for x in r))
-
-
-def _plain(value):
-    """NumPy scalars → Python numbers; tuples → lists; arrays stay arrays."""
-    if isinstance(value, np.generic):
-        return value.item()
-    if isinstance(value, (tuple, list)):
-        return [_plain(v) for v in value]
-    return value
 
 
 _ANY = np.logical_or.reduce       # np.any's reduction, without its Python wrappers
@@ -309,20 +248,31 @@ def _finite_problem(value) -> str | None:
 
 # --- making a variant -----------------------------------------------------------------------
 
-def make_variant(template: Template, seed: int, validate: bool = True, _collisions: set | None = None) -> Variant:
+def make_variant(template: Template, seed: int, validate: bool = True) -> Variant:
     """The variant of ``template`` for ``seed``, validated; VariantError if none is found.
 
     ``validate=False`` skips the checker checks (reference re-run, JSON round trip, visible
     checks, misconception twins, rendering) but not constraints or well-posedness, so it
     gives the same variant when the validated one needed no redraw; it exists only so the
     benchmark can show what validation costs."""
+    return _made(template, seed, validate, None)
+
+
+def probe_variant(template: Template, seed: int, collisions: set) -> Variant:
+    """A probe draw for ``mistake_search.structural``: every look-alike pair the mistake
+    search meets is collected in ``collisions`` and nothing is redrawn for it. (Passed to
+    the search rather than imported there: the search is part of a draw.)"""
+    return _made(template, seed, True, collisions)
+
+
+def _made(template: Template, seed: int, validate: bool, collisions: set | None) -> Variant:
     rng = generator(seed)
     evaluator = _Evaluator(template)
     rejections: Counter = Counter()
     for attempt in range(1, template.max_attempts + 1):
         rng_seed = int(rng.integers(2**63))
         try:
-            variant = _draw(template, evaluator, rng, rng_seed, seed, attempt, validate, _collisions)
+            variant = _draw(template, evaluator, rng, rng_seed, seed, attempt, validate, collisions)
         except (Rejected, IllPosed) as reason:
             rejections[str(reason)] += 1
             continue
@@ -334,29 +284,20 @@ def make_variant(template: Template, seed: int, validate: bool = True, _collisio
                        f"{common}", rejections)
 
 
-def _scope(template: Template, values: dict, rng_seed: int, strict=True, functions=None) -> Scope:
-    return Scope(values=values, functions=functions or _functions_for(template), strict=strict,
-                 tie_gap=template.tie_gap, rng_seed=rng_seed)
-
-
-def _functions_for(template: Template) -> dict:
-    return references.FUNCTIONS if template.allow_fully_masked_rows else _GUARDED
-
-
 def _draw(template, evaluator, rng, rng_seed, seed, attempt, validate=True, collisions=None) -> Variant:
-    scope = _scope(template, {}, rng_seed)
+    scope = scope_for(template, {}, rng_seed)
     evaluator.sample(template.parameters, rng, scope, "parameters")
     sampled = set(scope.values)
     early = [(i, c) for i, c in enumerate(template.constraints) if c.expression.names <= sampled]
     # Constraints on parameters alone run first, so they can guard the derived values.
     _check_constraints(template, evaluator, early, scope)
     now, later = _derived_now_and_later(template) if validate else (template.derived, ())
-    evaluator.derive(now, scope, "derived", _constants(template, scope.functions))
+    evaluator.derive(now, scope, "derived", constant_table(template, scope.functions))
     answers, options = {}, {}
     for i, part in enumerate(template.parts):
         key = f"parts[{i}]"
         if part.answer is not None:
-            answers[part.id] = _plain(evaluator.evaluate(part.answer, scope, part.line, f"{key}.answer"))
+            answers[part.id] = plain_value(evaluator.evaluate(part.answer, scope, part.line, f"{key}.answer"))
             if answers[part.id] is None:
                 evaluator.fail(part.line, f"{key}.answer", ValueError(
                     f"{part.answer.source!r} gives nothing (None)"))
@@ -394,11 +335,11 @@ def _draw(template, evaluator, rng, rng_seed, seed, attempt, validate=True, coll
                       {name: values[name] for name in template.givens}, answers, options, tests,
                       rng_seed)
     if validate:
-        _misconceptions_caught(template, variant, evaluator)
-        mistake_search.search(template, variant, evaluator, attempt, collisions)
+        misconceptions_caught(template, variant, evaluator)
+        mistake_search.search(template, variant, evaluator, attempt, collisions, probe=probe_variant)
         if later:           # the variant is kept: now the values only its texts read
-            kept = _scope(template, variant.values, rng_seed)
-            evaluator.derive(later, kept, "derived", _constants(template, kept.functions))
+            kept = scope_for(template, variant.values, rng_seed)
+            evaluator.derive(later, kept, "derived", constant_table(template, kept.functions))
         _renders(template, variant, evaluator)
         _follows(template, variant, evaluator)
         problem = false_claim(variant)
@@ -408,16 +349,6 @@ def _draw(template, evaluator, rng, rng_seed, seed, attempt, validate=True, coll
 
 
 _SPLIT: dict[int, tuple] = {}
-
-
-def _per_template(table: dict, template, make):
-    """``make(template)``, worked out once per template and process and kept in ``table``
-    (by id, with the template itself, so a new template at a reused id is never answered
-    with another's entry)."""
-    cached = table.get(id(template))
-    if cached is None or cached[0] is not template:
-        cached = table[id(template)] = (template, make(template))
-    return cached[1]
 
 
 def _derived_now_and_later(template) -> tuple[list, list]:
@@ -430,7 +361,7 @@ def _derived_now_and_later(template) -> tuple[list, list]:
     that raises (IllPosed, say) then redraws with the same next seed as before; and every
     use of ``rng`` in an expression is a fresh generator of the draw's seed, so a value is
     the same whenever it is worked out."""
-    return _per_template(_SPLIT, template, _split_derived)
+    return per_template(_SPLIT, template, _split_derived)
 
 
 def _split_derived(template) -> tuple[list, list]:
@@ -467,7 +398,7 @@ def _check_constraints(template, evaluator, constraints, scope) -> None:
 def _choice(template, evaluator, part, key, scope, answer, rng):
     if isinstance(part.options, Expression):
         raw = evaluator.evaluate(part.options, scope, part.line, f"{key}.options")
-        texts = [str(_plain(o)) for o in raw]
+        texts = [str(plain_value(o)) for o in raw]
         feedback = [""] * len(texts)
     else:
         try:
@@ -536,7 +467,7 @@ def _hidden_tests(template, evaluator, rng, scope, validate=True) -> list[TestCa
                 raise TemplateError([f"{template.path}:{family.line}: {key}: {err}"]) from None
             # The reference must pass on the arguments as the answer key stores them.
             if validate and not quick_within(
-                    _output(template, evaluator, reference(**serialize.decode_names(stored)), local),
+                    output_of(template, evaluator, reference(**serialize.decode_names(stored)), local),
                     expected, template.rtol, template.atol):
                 raise TemplateError([f"{template.path}:{template.line_of('reference')}: reference: "
                                      f"{template.reference}() does not pass its own test "
@@ -548,25 +479,25 @@ def _hidden_tests(template, evaluator, rng, scope, validate=True) -> list[TestCa
 def _draw_case(template, evaluator, rng, scope, family, key):
     """One valid case of a test family: (args, expected output, its scope); Rejected if the
     family's constraints keep failing."""
-    guarded = _functions_for(template)[template.reference]
+    guarded = functions_for(template)[template.reference]
     for _ in range(template.max_attempts):
-        local = _scope(template, dict(scope.values), int(rng.integers(2**63)))
+        local = scope_for(template, dict(scope.values), int(rng.integers(2**63)))
         try:
             evaluator.sample(family.parameters, rng, local, f"{key}.parameters")
             evaluator.derive(family.derived, local, f"{key}.derived")
             if not all(_truth(evaluator, c.expression, local, c.line, f"{key}.constraints[{j}]")
                        for j, c in enumerate(family.constraints)):
                 raise Rejected(f"constraint in test family {family.family}")
-            args = {name: _plain(evaluator.evaluate(e, local, family.line, f"{key}.args.{name}"))
+            args = {name: plain_value(evaluator.evaluate(e, local, family.line, f"{key}.args.{name}"))
                     for name, e in family.args.items()}
             try:
-                result = guarded(**_fresh(args))
+                result = guarded(**fresh_copy(args))
             except (Rejected, IllPosed):
                 raise
             except Exception as err:  # noqa: BLE001 — the template's args do not fit
                 evaluator.fail(family.line, f"{key}.args",
                                ValueError(f"{template.reference}() raised {type(err).__name__}: {err}"))
-            expected = _output(template, evaluator, result, local)
+            expected = output_of(template, evaluator, result, local)
         except (Rejected, IllPosed):
             continue
         problem = _finite_problem(expected)
@@ -585,14 +516,14 @@ def example_case(variant: Variant) -> TestCase:
     template = variant.template
     evaluator = _Evaluator(template)
     rng = generator(variant.rng_seed ^ 0x6578616D706C65)   # "example" in ASCII
-    scope = _scope(template, dict(variant.values), variant.rng_seed)
+    scope = scope_for(template, dict(variant.values), variant.rng_seed)
     family = template.tests[0]
     for _ in range(template.max_attempts):
         try:
             args, _, local = _draw_case(template, evaluator, rng, scope, family, "tests[0]")
             args = rounded_example(args)
-            result = _functions_for(template)[template.reference](**_fresh(args))
-            expected = _output(template, evaluator, result, local)
+            result = functions_for(template)[template.reference](**fresh_copy(args))
+            expected = output_of(template, evaluator, result, local)
         except (Rejected, IllPosed):
             continue
         if _finite_problem(expected):
@@ -612,321 +543,6 @@ def rounded_example(value):
     if isinstance(value, float):
         return round(value, 3)
     return value
-
-
-def _fresh(value):
-    """A copy a called function may change in place without touching the stored case
-    (arrays copied, containers rebuilt, immutable values shared): deepcopy, only faster."""
-    if isinstance(value, np.ndarray):
-        return value.copy()
-    if isinstance(value, dict):
-        return {k: _fresh(v) for k, v in value.items()}
-    if isinstance(value, list):
-        return [_fresh(v) for v in value]
-    if isinstance(value, tuple):
-        return tuple(_fresh(v) for v in value)
-    return value
-
-
-def _output(template, evaluator, result, scope):
-    if template.output is None:
-        return _plain(result)
-    local = replace(scope, values={**scope.values, "result": result})
-    return _plain(evaluator.evaluate(template.output, local, template.line_of("output"), "output"))
-
-
-def _jsonable_twins(twins: dict) -> dict:
-    """The twins' answers as the key stores them (packed: only the kit reads them); one that
-    cannot be stored (an object, a complex number) is left out: that mistake is then caught
-    but not named."""
-    stored = {}
-    for name, answers in twins.items():
-        try:
-            stored[name] = serialize.to_packed(answers)
-        except serialize.NotSerializable:
-            continue
-    return stored
-
-
-def _misconceptions_caught(template, variant, evaluator) -> None:
-    """Every listed twin is caught on this variant; what each gives is kept in
-    ``variant.twins`` so the grader can name the mistake a wrong answer matches."""
-    if template.kind == "implement":
-        for name in template.misconceptions:
-            twin = references.MISCONCEPTIONS[name].function
-            outputs = [_twin_output(template, evaluator, twin, case, variant) for case in variant.tests]
-            if not any(out is _RAISED or not _too_close(out, case.expected, template.rtol, template.atol)
-                       for out, case in zip(outputs, variant.tests)):
-                raise Rejected(f"misconception {name} passes every hidden test")
-            variant.twins[name] = [None if out is _RAISED else out for out in outputs]
-        return
-    constant, known = constant_parts(template), same_on_every_draw(template)
-    for name in template.all_misconceptions:
-        twin = references.MISCONCEPTIONS[name]
-        parts = [p for p in template.parts if name in p.misconceptions]
-        # a part the same on every draw was checked by the first variant that got this far
-        todo = [p for p in parts if ("twin", name, p.id) not in known]
-        try:
-            wrong = _answers_with(template, variant, evaluator, twin.shadows, twin.function, todo) if todo else {}
-        except Exception as err:  # noqa: BLE001 — a twin that crashes could never be diagnosed
-            raise Rejected(f"misconception {name} raises {type(err).__name__} here") from None
-        for part in todo:
-            if _too_close(wrong[part.id], variant.answers[part.id], part.rtol, part.atol):
-                raise Rejected(f"misconception {name} is within twice the tolerance of the "
-                               f"answer to part {part.id}")
-            if part.id in constant:
-                known["twin", name, part.id] = wrong[part.id]
-        variant.twins[name] = {p.id: wrong[p.id] if p.id in wrong else known["twin", name, p.id]
-                               for p in parts}
-
-
-def _answers_with(template, variant, evaluator, shadows: str, function, parts,
-                  where_defined: bool = False) -> dict:
-    """part id → the answer of each of ``parts`` with ``function`` in place of the reference
-    function ``shadows`` (a twin, or a lookalike). Values the swap cannot change are reused;
-    only what these parts need and the swapped call can change is recomputed. A swapped call
-    that raises raises, unless ``where_defined``: then it leaves out only the parts that need
-    it (QK needs a square K, and a template may call the function on other shapes elsewhere).
-
-    What the swap changes in a value that is the same on every draw (the lecture's own
-    numbers: ``_constants``) is the same on every draw too: computed once per template,
-    twin and process."""
-    plan = _plan(template, shadows, parts)
-    functions = {**references.FUNCTIONS, shadows: function}
-    redo = plan.redo
-    unchanged = {k: v for k, v in variant.values.items() if k not in redo}
-    scope = _scope(template, unchanged, variant.rng_seed, strict=False, functions=functions)
-    cached = _constants(template, functions, (shadows, function))
-    values = scope.values
-    if not where_defined:
-        evaluator.derive(plan.derived, scope, "derived", cached)
-        return {part.id: _plain(part.answer.evaluate(scope)) for part in parts}
-    broken: set[str] = set()
-    for d in plan.derived:
-        if not d.expression.names & broken:
-            name = d.name
-            if name in cached.names:
-                hit = cached.values.get(name, _MISSING)
-                if hit is not _MISSING:
-                    values[name] = hit
-                    continue
-            try:
-                value = values[name] = d.expression.evaluate(scope)
-                if name in cached.names:
-                    cached.values[name] = value
-                continue
-            except Exception:  # noqa: BLE001 — the mistake cannot be made here: no value to name
-                pass
-        broken.add(d.name)
-    out = {}
-    for part, needs in zip(parts, plan.needs):
-        if not needs & broken:
-            try:
-                out[part.id] = _plain(part.answer.evaluate(scope))
-            except Exception:  # noqa: BLE001
-                pass
-    return out
-
-
-_MISSING = object()
-
-
-@dataclass
-class _Plan:
-    redo: frozenset           # the derived values to recompute
-    derived: list             # those, in the template's order
-    needs: list               # per part: the derived values its answer reads
-
-
-_PLANS: dict[int, tuple] = {}
-
-
-def _plan(template, shadows: str, parts) -> _Plan:
-    """What ``_answers_with`` recomputes for a swap of ``shadows`` on ``parts``: a function
-    of the template alone, so worked out once per (template, function, parts) and process."""
-    cached = _PLANS.get(id(template))
-    if cached is None or cached[0] is not template:
-        cached = _PLANS[id(template)] = (template, {})
-    key = (shadows, tuple(id(p) for p in parts))
-    plan = cached[1].get(key)
-    if plan is None:
-        redo = frozenset(_affected_by(template, shadows) & _needed_by(template, parts))
-        plan = _Plan(redo, [d for d in template.derived if d.name in redo],
-                     [_needed_by(template, [p]) for p in parts])
-        cached[1][key] = (parts, plan)
-    else:
-        plan = plan[1]
-    return plan
-
-
-@dataclass
-class _Constant:
-    names: frozenset          # derived values that read only constants (no draw, no rng)
-    values: dict              # name → value, filled on first use
-
-
-_CONSTANT: dict[int, tuple] = {}
-
-
-def constant_names(template) -> frozenset:
-    """The derived values that are the same on every draw of ``template``: they read only
-    constant parameters, other such values and built-in constants (never ``rng``, never a
-    drawn parameter). Their values with any one function table are therefore the same on
-    every draw too."""
-    return _same_on_every_draw(template)[0]
-
-
-def constant_parts(template) -> frozenset:
-    """The ids of the parts whose answer is the same on every draw: it reads only what
-    ``constant_names`` holds, constant parameters and built-in constants (the lecture's own
-    numbers). What a twin gives on such a part, and what the mistake search finds there, is
-    then the same on every draw too (``same_on_every_draw``)."""
-    return _same_on_every_draw(template)[1]
-
-
-_SAME: dict[int, tuple] = {}
-
-
-def _same_on_every_draw(template) -> tuple[frozenset, frozenset]:
-    return _per_template(_SAME, template, _constant_names_and_parts)
-
-
-def _constant_names_and_parts(template) -> tuple[frozenset, frozenset]:
-    parameters = {p.name: p for p in template.parameters}
-    derived = {d.name for d in template.derived}
-    constant = {name for name, p in parameters.items() if p.distribution is None}
-
-    def reads_constants_only(names) -> bool:
-        return all(n in constant or (n not in parameters and n not in derived and n != "rng"
-                                     and (n in references.CONSTANTS
-                                          or (n in _BUILTINS and not callable(_BUILTINS[n]))))
-                   for n in names)
-
-    for d in template.derived:
-        if reads_constants_only(d.expression.names):
-            constant.add(d.name)
-    parts = frozenset(p.id for p in template.parts
-                      if p.answer is not None and reads_constants_only(p.answer.names))
-    return frozenset(constant & derived), parts
-
-
-def same_on_every_draw(template) -> dict:
-    """A per-template, per-process table for what validation finds on ``constant_parts``:
-    filled by the first variant, read by every later one (keys are the caller's)."""
-    return _per_template(_SAME_FOUND, template, lambda _: {})
-
-
-_SAME_FOUND: dict[int, tuple] = {}
-
-
-def _constants(template, functions: dict, swap=None) -> _Constant:
-    """The cache of ``constant_names(template)`` for one function table: the template's own
-    (``swap`` None) or the reference table with ``swap`` = (name, function) in place."""
-    cached = _CONSTANT.get(id(template))
-    if cached is None or cached[0] is not template:
-        cached = _CONSTANT[id(template)] = (template, constant_names(template), {})
-    key = (swap, id(functions.get(swap[0])) if swap else id(functions))
-    table = cached[2].get(key)
-    if table is None:
-        table = cached[2][key] = _Constant(cached[1], {})
-    return table
-
-
-def _affected_by(template, function_name: str) -> set[str]:
-    """The derived values that call ``function_name``, directly or through another one."""
-    affected: set[str] = set()
-    for d in template.derived:
-        if function_name in d.expression.calls or d.expression.names & affected:
-            affected.add(d.name)
-    return affected
-
-
-def _too_close(wrong, expected, rtol, atol) -> bool:
-    """A twin's answer must lie outside twice the tolerance, so that no answer the grader
-    accepts is also within tolerance of the mistake (diagnosis is never ambiguous)."""
-    return quick_within(wrong, expected, 2 * rtol, 2 * atol)
-
-
-_FLOATS = (float, np.float64)
-_INTS = (int, np.int64)
-
-
-def quick_within(actual, expected, rtol, atol) -> bool:
-    """``formats.compare.within``, with the answer to the commonest question of validation
-    — two finite floats, or two whole numbers — given without building arrays: the same
-    rule, the same IEEE arithmetic (|a − e| ≤ atol + rtol·|e|; whole numbers exactly), so
-    the same verdict. Everything else goes to ``within``."""
-    ta, te = type(actual), type(expected)
-    if ta in _FLOATS and te in _FLOATS:
-        if math.isfinite(actual) and math.isfinite(expected):
-            return abs(actual - expected) <= atol + rtol * abs(expected)
-    elif ta in _INTS and te in _INTS and -2**62 < actual < 2**62 and -2**62 < expected < 2**62:
-        return actual == expected
-    return within(actual, expected, rtol, atol)
-
-
-def _needed_by(template, parts) -> set[str]:
-    """The derived values the answers of ``parts`` read, directly or through another one."""
-    needed: set[str] = set().union(*(p.answer.names for p in parts)) if parts else set()
-    for d in reversed(template.derived):
-        if d.name in needed:
-            needed |= d.expression.names
-    return needed
-
-
-_RAISED = object()
-
-
-def _twin_output(template, evaluator, twin, case, variant):
-    """The twin's output on a hidden case, or _RAISED (a function that raises fails it)."""
-    try:
-        result = _called(twin, case)
-        if template.output is None:
-            return _plain(result)
-        scope = _scope(template, dict(variant.values), variant.rng_seed, strict=False)
-        return _output(template, evaluator, result, scope)
-    except Exception:  # noqa: BLE001 — a student function that raises fails the case
-        return _RAISED
-
-
-def _called(function, case: TestCase):
-    """``function(**case.args)`` on read-only views of the case's arrays: no copy for each of
-    the forty-odd twins run on a case (measured: ~1,200 copies an implement variant before).
-    A function that writes into its arguments is called again on copies, as a
-    student's function would be; an output that is a view of the arguments is copied."""
-    views = _read_only_args(case)
-    if views is None:
-        return function(**_fresh(case.args))
-    try:
-        result = function(**views)
-    except ValueError as err:
-        if "read-only" not in str(err):
-            raise
-        return function(**_fresh(case.args))
-    if isinstance(result, np.ndarray) and not result.flags.writeable:
-        result = result.copy()
-    return result
-
-
-_IMMUTABLE = (int, float, bool, str, bytes, type(None), np.generic)
-
-
-def _read_only_args(case: TestCase) -> dict | None:
-    """The case's arguments as read-only views (made once per case), or None when one is not
-    an array or an immutable value (a list could be changed in place)."""
-    views = case._read_only
-    if views is None:
-        if not all(isinstance(v, (np.ndarray, *_IMMUTABLE)) for v in case.args.values()):
-            views = False
-        else:
-            views = {}
-            for name, value in case.args.items():
-                if isinstance(value, np.ndarray):
-                    value = value.view()
-                    value.flags.writeable = False
-                views[name] = value
-        case._read_only = views
-    return views or None
 
 
 def _follows(template, variant, evaluator) -> None:
@@ -952,7 +568,3 @@ def _renders(template, variant, evaluator) -> None:
             except RenderError as err:
                 evaluator.fail(part.line, f"parts[{i}].{key}", err)
 
-
-# The mistake search reads this module's helpers (answers with a function swapped, twin
-# outputs) and draws probe variants with make_variant: imported last, as a module.
-from . import mistake_search  # noqa: E402

@@ -221,7 +221,7 @@ def unrunnable(entry: dict, reason: str) -> Graded:
 
 # Everything that decides a score: the grader (its sandbox too), the formats it reads the key
 # and the answers in, the misconceptions it names. (Not synthetic/: demo data is not scoring.)
-_SCORING_CODE = ("grader/**/*.py", "formats/*.py", "solutions/misconceptions.py")
+_SCORING_CODE = ("grader/**/*.py", "formats/*.py", "solutions/twins/*.py")
 
 
 def grader_version() -> str:

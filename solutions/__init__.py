@@ -5,6 +5,8 @@ Projections are x @ W + b with W (d_in, d_out). Boolean masks mean True = may at
 Imports numpy only.
 """
 
+from importlib import import_module as _import_module
+
 from .alignment import (ALIGNMENT_SCORES, AlignmentStep, ScoreFunction, additive_score, attend, winner,
                         bahdanau_step, concat_score, content_score, dot_score, general_score,
                         location_score, luong_step, scaled_dot_score)
@@ -18,8 +20,7 @@ from .linear import linear, linear_backward, linear_forward
 from .losses import (cross_entropy, softmax_cross_entropy_backward,
                      softmax_cross_entropy_forward)
 from .masks import additive_mask, apply_mask, causal_mask, combine_masks, padding_mask
-from .misconceptions import (MISCONCEPTIONS, Misconception, get_misconception,
-                             misconceptions_for)
+from .twins.registry import MISCONCEPTIONS, Misconception, get_misconception, misconceptions_for
 from .model import Transformer, TransformerConfig, decoder_stack, encoder_stack, parameter_shapes
 from .multihead import (head_projection, merge_heads, mha_backward, mha_forward, mha_weights,
                         multi_head_attention, split_heads)
@@ -35,3 +36,9 @@ from .torch_layout import (decoder_layer_params_from_torch, encoder_layer_params
                            key_padding_mask_from_torch, linear_from_torch, mask_from_torch,
                            mha_params_from_torch, transformer_weights_from_torch)
 from .transformer_layers import add_and_norm, decoder_layer, encoder_layer
+
+# Importing a family of twins registers it. In this order: the mistake search tries them in it,
+# and the causal twins lift the core attention twins registered before them.
+for _family in ("core_attention", "core_layers", "attention", "attention_masks", "layers", "layers_stack",
+                "bert", "alignment", "gradients"):
+    _import_module(f"{__name__}.twins.{_family}")

@@ -55,7 +55,8 @@ def variable_of(part: str) -> str:
 
 @functools.lru_cache(maxsize=4096)
 def _record(template_id: str, seed: int) -> dict | None:
-    from exercises.variant import VariantError, make_variant
+    from exercises.evaluation import VariantError
+    from exercises.variant import make_variant
     try:
         made = make_variant(templates()[template_id], seed).record()
     except (VariantError, KeyError):

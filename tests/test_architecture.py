@@ -22,7 +22,7 @@ MAY_IMPORT = {
     "exercises": {"exercises", "formats", "solutions"},
     # the grader reads the shared formats; its reports draw pages with the exercises' renderers;
     # follow-through credit evaluates the key's recipes with the exercises' expression language
-    "grader": {"grader", "formats", "solutions.misconceptions", "solutions",
+    "grader": {"grader", "formats", "solutions",
                "exercises.html", "exercises.preview", "exercises.expressions", "exercises.references"},
     "grader.sandbox": {"grader.sandbox", "grader.budget"},
     # grading on a Dask cluster: the grader's own run on the workers, Dask to get there
@@ -143,3 +143,86 @@ def test_the_server_side_imports_nothing_else_however_deep():
         path = path / "__init__.py" if path.is_dir() else path.with_suffix(".py")
         todo += [n for n in imports(path) if n.split(".")[0] in PROJECT]
     assert seen <= server_side, sorted(seen - server_side)
+
+
+# --- no import cycles, inside a package too ------------------------------------------------------
+
+def _module_path(name: str) -> Path | None:
+    base = ROOT / Path(*name.split("."))
+    for path in (base.with_suffix(".py"), base / "__init__.py"):
+        if path.exists():
+            return path
+    return None
+
+
+def import_edges(path: Path) -> set[str]:
+    """The project modules ``path``'s import statements load (those inside functions too):
+    ``from package import submodule`` loads the submodule, ``from module import name`` the
+    module. (A package's ``__init__`` is not counted as imported by its own submodules: Python
+    runs it first, but that is loading order, not a dependency one could break.)"""
+    package = module_name(path) if path.name == "__init__.py" else module_name(path).rpartition(".")[0]
+    targets = set()
+    for node in ast.walk(ast.parse(path.read_text(encoding="utf-8"))):
+        if isinstance(node, ast.Import):
+            targets.update(alias.name for alias in node.names)
+        elif isinstance(node, ast.ImportFrom):
+            base = package.split(".")[:len(package.split(".")) - node.level + 1] if node.level else []
+            module = ".".join(base + ([node.module] if node.module else []))
+            for alias in node.names:
+                sub = f"{module}.{alias.name}"
+                targets.add(sub if _module_path(sub) else module)
+    out = set()
+    for name in targets:
+        while name and name.split(".")[0] in PROJECT and _module_path(name) is None:
+            name = name.rpartition(".")[0]
+        if name and name.split(".")[0] in PROJECT:
+            out.add(name)
+    return out
+
+
+def import_cycles(sources) -> list[list[str]]:
+    """Every strongly connected set of two or more modules (or a module importing itself),
+    by Tarjan's algorithm over the import graph."""
+    graph = {module_name(p): import_edges(p) - {module_name(p)} for p in sources}
+    index, low, stack, on_stack, cycles = {}, {}, [], set(), []
+
+    def visit(v):
+        index[v] = low[v] = len(index)
+        stack.append(v)
+        on_stack.add(v)
+        for w in graph.get(v, ()):
+            if w not in index:
+                visit(w)
+                low[v] = min(low[v], low[w])
+            elif w in on_stack:
+                low[v] = min(low[v], index[w])
+        if low[v] == index[v]:
+            members = []
+            while True:
+                w = stack.pop()
+                on_stack.discard(w)
+                members.append(w)
+                if w == v:
+                    break
+            if len(members) > 1:
+                cycles.append(sorted(members))
+
+    for v in sorted(graph):
+        if v not in index:
+            visit(v)
+    return cycles
+
+
+def test_no_module_imports_itself_back_however_far_round():
+    assert import_cycles(SOURCES) == []
+
+
+def test_the_cycle_check_finds_a_cycle(tmp_path, monkeypatch):
+    """The check itself: two modules of a package importing each other, one inside a function."""
+    package = tmp_path / "bench"
+    package.mkdir()
+    (package / "__init__.py").write_text("")
+    (package / "a.py").write_text("from .b import g\n")
+    (package / "b.py").write_text("def g():\n    from bench import a\n")
+    monkeypatch.setattr(sys.modules[__name__], "ROOT", tmp_path)
+    assert import_cycles(sorted(package.rglob("*.py"))) == [["bench.a", "bench.b"]]

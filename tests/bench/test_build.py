@@ -28,13 +28,13 @@ def test_the_report_gives_the_ratio_against_nbgrader():
 
 
 def test_the_split_says_where_a_students_time_goes():
-    from exercises import expressions, references, variant
+    from exercises import evaluation, expressions, references, twin_values
     from exercises.assignment import load_assignment
 
     from bench import build_split
 
     def hooks():
-        return (expressions._function, variant._called, dict(references.FUNCTIONS), dict(variant._GUARDED))
+        return (expressions._function, twin_values._called, dict(references.FUNCTIONS), dict(evaluation.GUARDED))
 
     before = hooks()
     assignment = load_assignment(build.EXAMPLE)

@@ -16,7 +16,8 @@ import pytest
 
 from exercises.bank import BankError, load_bank
 from exercises.schema import TemplateError, load_template
-from exercises.variant import VariantError, make_variant
+from exercises.evaluation import VariantError
+from exercises.variant import make_variant
 
 FIXTURES = Path(__file__).resolve().parents[1] / "fixtures"
 BAD = FIXTURES / "bad_templates"

@@ -6,7 +6,7 @@ import pytest
 
 from exercises import mistake_search
 from exercises.bank import load_bank
-from exercises.variant import make_variant
+from exercises.variant import make_variant, probe_variant
 from formats.compare import telling
 
 
@@ -31,10 +31,10 @@ def test_unlisted_twins_are_kept_where_they_give_a_wrong_answer(bank):
 
 def test_a_structural_look_alike_is_found_once_and_never_redrawn(bank):
     template = bank["causal_mask_by_hand"]
-    pairs = mistake_search.structural(template)
+    pairs = mistake_search.structural(template, probe_variant)
     # masked after the softmax, the exponentials are the unmasked ones: on every draw
     assert ("sdpa_mask_after_softmax", "sdpa_mask_ignored", "exp_scores") in pairs
-    assert mistake_search.structural(template) is pairs                # one probe per process
+    assert mistake_search.structural(template, probe_variant) is pairs                # one probe per process
     redrawn = [r for seed in range(10) for r in make_variant(template, seed).rejections
                if "looks like sdpa_mask_ignored on part exp_scores" in r]
     assert redrawn == []
@@ -54,7 +54,7 @@ def test_telling_values(value, expected):
 # --- the caches of issue 19: what does not depend on the draw is worked out once ----------
 
 def test_values_the_same_on_every_draw_are_known_and_only_those(bank):
-    from exercises.variant import constant_names
+    from exercises.twin_values import constant_names
     names = constant_names(bank["dog_ran_fast"])
     assert {"e768", "slide", "head", "printed_gap"} <= names     # the slide's own numbers
     assert not names & {"X", "Q", "K", "V", "steps"}               # drawn: x_rows, W_Q …
@@ -63,7 +63,7 @@ def test_values_the_same_on_every_draw_are_known_and_only_those(bank):
 
 
 def test_parts_the_same_on_every_draw_are_known_and_only_those(bank):
-    from exercises.variant import constant_parts
+    from exercises.twin_values import constant_parts
     # Part 1 of the walkthrough is the slide's own numbers; part 2 is drawn
     assert constant_parts(bank["dog_ran_fast"]) == {
         "slide_scaled", "slide_scaled_head", "z_the", "implied_ran", "ran_self"}
@@ -75,23 +75,23 @@ def test_parts_the_same_on_every_draw_are_known_and_only_those(bank):
 def test_what_the_search_finds_on_such_parts_is_copied_not_searched_again(bank, monkeypatch):
     """The second variant takes the first one's findings on the constant parts: the twins are
     not run there again, and it holds what a fresh process finds."""
-    from exercises import variant as variant_module
+    from exercises import twin_values
     template = bank["dog_ran_fast"]
-    variant_module._SAME_FOUND.clear()
+    twin_values._SAME_FOUND.clear()
     first = make_variant(template, 11)
     evaluated = []
-    real = variant_module._answers_with
+    real = twin_values.answers_with
 
     def counting(template, variant, evaluator, shadows, function, parts, **kwargs):
         evaluated.extend(p.id for p in parts)
         return real(template, variant, evaluator, shadows, function, parts, **kwargs)
 
-    monkeypatch.setattr(mistake_search, "_answers_with", counting)
-    monkeypatch.setattr(variant_module, "_answers_with", counting)
+    monkeypatch.setattr(mistake_search, "answers_with", counting)
+    monkeypatch.setattr(twin_values, "answers_with", counting)
     second = make_variant(template, 12)
-    assert evaluated and not set(evaluated) & variant_module.constant_parts(template)
+    assert evaluated and not set(evaluated) & twin_values.constant_parts(template)
     assert second.lookalikes and any("slide_scaled" in kept for kept in second.lookalikes.values())
-    variant_module._SAME_FOUND.clear()
+    twin_values._SAME_FOUND.clear()
     assert make_variant(template, 12).digest == second.digest
     assert make_variant(template, 11).digest == first.digest
 
@@ -99,15 +99,15 @@ def test_what_the_search_finds_on_such_parts_is_copied_not_searched_again(bank, 
 def test_cached_values_give_the_variants_a_fresh_process_gives(bank):
     """A variant made with the per-template caches filled by earlier variants (and by other
     twins) is the variant made with them empty: the same record, digest and draws."""
-    from exercises import variant as variant_module
+    from exercises import twin_values
     for template_id in ("dog_ran_fast", "why_sqrt_dk", "causal_mask_by_hand"):
         template = bank[template_id]
         warm = [make_variant(template, seed) for seed in range(6)]
         for seed in (5, 3):
-            variant_module._CONSTANT.clear()
-            variant_module._PLANS.clear()
-            variant_module._SAME.clear()
-            variant_module._SAME_FOUND.clear()
+            twin_values._CONSTANT.clear()
+            twin_values._PLANS.clear()
+            twin_values._SAME.clear()
+            twin_values._SAME_FOUND.clear()
             mistake_search._TWINS.clear()
             cold = make_variant(template, seed)
             assert cold.digest == warm[seed].digest and cold.attempts == warm[seed].attempts
@@ -121,7 +121,7 @@ def test_cached_values_give_the_variants_a_fresh_process_gives(bank):
     (3, 3, 0.5, 1.0), (3, 4, 0.5, 1.0), (np.int64(7), 7, 0, 0), (True, 1, 0, 0), (2**70, 2**70, 0, 0),
     (1, 1.0, 0, 0), (1.0, 1, 0, 0), (np.array([1.0]), 1.0, 0, 0.1), ("a", "A", 0, 0)])
 def test_quick_within_says_what_compare_says(actual, expected, rtol, atol):
-    from exercises.variant import quick_within
+    from exercises.twin_values import quick_within
     from formats.compare import within
     assert quick_within(actual, expected, rtol, atol) == within(actual, expected, rtol, atol)
 
@@ -158,7 +158,7 @@ def test_an_implement_variant_keeps_its_look_alikes_without_comparing_them_to_li
     v = make_variant(template, 3)
     assert v.lookalikes and calls == []
     mistake_search._STRUCTURAL.pop(id(template), None)
-    mistake_search.structural(template)              # the probe draws still compare them
+    mistake_search.structural(template, probe_variant)              # the probe draws still compare them
     assert calls
 
 
@@ -173,8 +173,8 @@ def _stack_case(answer, twins, part_rtol, part_atol):
 
 
 def _one_by_one(variant, part, names, value):
-    from exercises.variant import _too_close
-    if _too_close(value, variant.answers["p"], part.rtol, part.atol):
+    from exercises.twin_values import too_close_to
+    if too_close_to(value, variant.answers["p"], part.rtol, part.atol):
         return True, None
     return False, next((n for n in names if mistake_search._alike(variant.twins[n]["p"], value,
                                                                   part.rtol, part.atol)), None)

@@ -16,7 +16,9 @@ import pytest
 
 import solutions
 from exercises.schema import TemplateError, load_template
-from exercises.variant import VariantError, _too_close, make_variant
+from exercises.evaluation import VariantError
+from exercises.twin_values import too_close_to
+from exercises.variant import make_variant
 from formats.compare import compare
 from formats import serialize
 from exercises.bank import template_files
@@ -682,11 +684,11 @@ def test_too_close_uses_twice_the_tolerance():
     inside_twice = expected + np.array([[0.15, 0.0]])   # outside 1× atol, inside 2×
     outside_twice = expected + np.array([[0.25, 0.0]])
     assert not compare(inside_twice, expected, 0.0, 0.1).ok
-    assert _too_close(inside_twice, expected, 0.0, 0.1)
-    assert not _too_close(outside_twice, expected, 0.0, 0.1)
+    assert too_close_to(inside_twice, expected, 0.0, 0.1)
+    assert not too_close_to(outside_twice, expected, 0.0, 0.1)
     # rtol doubles too
-    assert _too_close(np.array([1.15]), np.array([1.0]), 0.1, 0.0)
-    assert not _too_close(np.array([1.25]), np.array([1.0]), 0.1, 0.0)
+    assert too_close_to(np.array([1.15]), np.array([1.0]), 0.1, 0.0)
+    assert not too_close_to(np.array([1.25]), np.array([1.0]), 0.1, 0.0)
 
 
 MARGIN = """
@@ -935,7 +937,8 @@ def test_a_twin_that_raises_forces_a_redraw():
 
 def test_a_function_run_on_a_case_never_changes_it_and_writers_get_copies():
     import numpy as np
-    from exercises.variant import TestCase, _called
+    from exercises.evaluation import TestCase
+    from exercises.twin_values import _called
 
     case = TestCase("basic", 0, {"Q": np.arange(4.0), "n": 2}, None)
 
@@ -954,7 +957,8 @@ def test_a_function_run_on_a_case_never_changes_it_and_writers_get_copies():
 
 
 def test_a_case_with_a_list_argument_is_called_on_copies():
-    from exercises.variant import TestCase, _called
+    from exercises.evaluation import TestCase
+    from exercises.twin_values import _called
 
     case = TestCase("basic", 0, {"lengths": [3, 1]}, None)
 

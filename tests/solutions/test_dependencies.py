@@ -20,7 +20,7 @@ def imported_top_level_modules(path: Path) -> set[str]:
 
 
 def test_only_numpy_and_the_standard_library():
-    for path in sorted(PACKAGE.glob("*.py")):
+    for path in sorted(PACKAGE.rglob("*.py")):
         third_party = {name for name in imported_top_level_modules(path)
                        if name not in sys.stdlib_module_names and name != "__future__"}
         assert third_party <= {"numpy"}, f"{path.name} imports {sorted(third_party - {'numpy'})}"

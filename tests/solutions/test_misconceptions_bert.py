@@ -114,7 +114,7 @@ def test_twin_equals_the_hand_written_wrong_computation(name):
 # --- issue 36: the MLM count and WordPiece twins -------------------------------------------------
 
 def _twin_fn(name):
-    from solutions.misconceptions import MISCONCEPTIONS
+    from solutions.twins.registry import MISCONCEPTIONS
     return MISCONCEPTIONS[name].function
 
 

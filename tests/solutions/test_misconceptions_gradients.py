@@ -121,7 +121,7 @@ def test_twin_equals_the_hand_written_wrong_computation(name):
 
 def test_the_2d_k_scale_is_not_computed_where_it_is_the_1_over_d_k_scale():
     # d_k = 2: √(2·2) = 2 = d_k, the twin sdpa_divide_by_d_k itself.
-    from solutions.misconceptions import MISCONCEPTIONS
+    from solutions.twins.registry import MISCONCEPTIONS
     r = np.random.default_rng(0)
     Q, K, V = r.standard_normal((3, 2)), r.standard_normal((4, 2)), r.standard_normal((4, 3))
     with pytest.raises(ValueError, match="d_k = 2"):
@@ -131,7 +131,7 @@ def test_the_2d_k_scale_is_not_computed_where_it_is_the_1_over_d_k_scale():
 def test_skipping_the_softmax_backward_gives_rows_that_do_not_sum_to_zero():
     # The softmax's gradient rows sum to 0 (a shift of the scores changes nothing); dp's do not.
     from solutions import softmax_backward, softmax_forward
-    from solutions.misconceptions import MISCONCEPTIONS
+    from solutions.twins.registry import MISCONCEPTIONS
     r = np.random.default_rng(1)
     _, p = softmax_forward(r.standard_normal((3, 5)))
     dp = r.standard_normal((3, 5))
@@ -142,7 +142,7 @@ def test_skipping_the_softmax_backward_gives_rows_that_do_not_sum_to_zero():
 # --- issue 36: the twins added for the mistakes the corpus found unnamed -------------------------
 
 def _twin_fn(name):
-    from solutions.misconceptions import MISCONCEPTIONS
+    from solutions.twins.registry import MISCONCEPTIONS
     return MISCONCEPTIONS[name].function
 
 

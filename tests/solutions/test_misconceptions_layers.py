@@ -4,7 +4,7 @@ decoder layers) added after the first issue-17 batch (``test_misconceptions.chec
 import numpy as np
 import pytest
 
-from solutions.misconceptions import MISCONCEPTIONS
+from solutions.twins.registry import MISCONCEPTIONS
 from tests.solutions.test_misconceptions import (HEADS, _layer_norm, _mha_by_hand,
                                                  _softmax, check_twin, multi_head_attention_args)
 

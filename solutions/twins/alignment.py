@@ -11,10 +11,10 @@ from __future__ import annotations
 
 import numpy as np
 
-from ._shapes import as_float, check_shapes
-from .alignment import AlignmentStep, additive_score, attend, dot_score, general_score
-from .masks import apply_mask
-from .misconceptions import add_twin, twin
+from .._shapes import as_float, check_shapes
+from ..alignment import AlignmentStep, additive_score, attend, dot_score, general_score
+from ..masks import apply_mask
+from .registry import add_twin, twin
 
 
 def _parts(s, H, W, U, v):

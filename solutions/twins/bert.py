@@ -1,17 +1,17 @@
 """Misconception twins of BERT's pre-training objectives: the NSP head and loss, the MLM
-selection and loss. Every twin registers in ``solutions.misconceptions.MISCONCEPTIONS``."""
+selection and loss. Every twin registers in ``solutions.twins.registry.MISCONCEPTIONS``."""
 
 from __future__ import annotations
 
 import numpy as np
 
-from .bert import (MASK, MLMSelection, mlm_head_output_shape, mlm_loss, mlm_num_selected, mlm_select,
+from ..bert import (MASK, MLMSelection, mlm_head_output_shape, mlm_loss, mlm_num_selected, mlm_select,
                    nsp_loss)
-from .linear import linear
-from .losses import IGNORE_INDEX
-from .misconceptions import add_twin, twin
-from .softmax import log_softmax, softmax
-from .tokenization import CONTINUATION, token_ids, tokenize_words, wordpiece_tokenize
+from ..linear import linear
+from ..losses import IGNORE_INDEX
+from .registry import add_twin, twin
+from ..softmax import log_softmax, softmax
+from ..tokenization import CONTINUATION, token_ids, tokenize_words, wordpiece_tokenize
 
 # --- the NSP head ----------------------------------------------------------------------------
 

@@ -8,12 +8,12 @@ from __future__ import annotations
 
 import numpy as np  # noqa: F401
 
-from .scaling import DotProductMoments
-from .misconceptions import add_twin, twin  # noqa: F401
+from ..scaling import DotProductMoments
+from .registry import add_twin, twin  # noqa: F401
 
-from ._shapes import as_float
-from .attention import attention_backward
-from .misconceptions import scale_twin
+from .._shapes import as_float
+from ..attention import attention_backward
+from .common import scale_twin
 
 
 # --- the softmax's backward pass ------------------------------------------------------------
@@ -289,7 +289,7 @@ def softmax_jacobian_no_outer_p(p):
 # --- the gradient check: (ℓ(Q + hE) − ℓ(Q − hE)) / 2h -----------------------------------------
 
 def _loss(Q, K, V, dZ):
-    from .attention import scaled_dot_product_attention
+    from ..attention import scaled_dot_product_attention
     return float(np.sum(scaled_dot_product_attention(Q, K, V) * as_float(dZ, "dZ")))
 
 
@@ -319,7 +319,7 @@ def _check_on_keys(Q, K, V, dZ, row, col, h):
 
 
 def _check_analytic(Q, K, V, dZ, row, col, h):
-    from .attention import attention_forward
+    from ..attention import attention_forward
     _, cache = attention_forward(Q, K, V)
     return float(attention_backward(as_float(dZ, "dZ"), cache)[0][..., row, col])
 
