@@ -1,5 +1,5 @@
 """``attnkit forensics``: answer forensics for instructors, parsing and printing only; the
-work is grader.forensics'. Never shown to students: it writes no page and no report file."""
+work is grader.forensics.flags'. Never shown to students: it writes no page and no report file."""
 
 from __future__ import annotations
 
@@ -17,8 +17,8 @@ def _forensics(args) -> int:
     assignment, key, gradebook_path, _ = course
     if not gradebook_path.exists():
         return fail([f"{gradebook_path}: no gradebook yet (run attnkit grade first)"])
-    from grader.forensics import follow_through_note, forensics
-    from grader.gradebook import Gradebook, GradebookError
+    from grader.forensics.flags import follow_through_note, forensics
+    from grader.store.gradebook import Gradebook, GradebookError
     build = Path(args.build) if args.build else None
     if build is None and Path(args.key_path).parent.name == "instructor":
         build = Path(args.key_path).parent.parent        # the key's own build folder

@@ -1,4 +1,4 @@
-"""``attnkit grade``: parsing, printing and exit codes; the work is grader.pipeline's.
+"""``attnkit grade``: parsing, printing and exit codes; the work is grader.run.pipeline's.
 
 Everything printed that can hold a student's, a roster's or a file system's text (names,
 notes, messages, file names) goes through ``terminal_safe`` or ``terminal_json`` first: an
@@ -89,12 +89,12 @@ def _grading_place(args):
     """(sandbox, None) on this machine, or (None, Dask client) with --cluster."""
     if not args.cluster:
         from grader.sandbox.client import Limits, Sandbox
-        # lazy: a run with judges (grader.judges) has each start a server of its own
+        # lazy: a run with judges (grader.run.judges) has each start a server of its own
         with Sandbox(args.jobs, Limits(wall_seconds=args.timeout), lazy=True) as sandbox:
             yield sandbox, None
         return
     try:
-        from grader.cluster import connect
+        from grader.run.cluster import connect
         client, local = connect(args.cluster)
     except ImportError:
         raise ClusterUnavailable("--cluster needs Dask's distributed: pip install "
@@ -102,7 +102,7 @@ def _grading_place(args):
     except (OSError, ValueError, TimeoutError) as err:
         raise ClusterUnavailable(f"--cluster {args.cluster}: {err}") from None
     try:
-        from grader.cluster import get_workers_ready, workers_of_another_kit, workers_unprotected
+        from grader.run.cluster import get_workers_ready, workers_of_another_kit, workers_unprotected
         from formats.version import KIT_VERSION
         others = workers_of_another_kit(client)
         if others:
@@ -142,15 +142,15 @@ def _grade(args) -> int:
         return fail([f"{args.submissions}: no such folder"])
     receipts = None
     if args.received:
-        from grader.receipts import ReceiptsError, read_receipts
+        from grader.intake.receipts import ReceiptsError, read_receipts
         try:
             receipts = read_receipts(args.received)
         except ReceiptsError as err:
             return fail(err.problems)
 
-    from grader.cluster import NoWorkers
-    from grader.gradebook import Gradebook, GradebookError
-    from grader.pipeline import grade_folder
+    from grader.run.cluster import NoWorkers
+    from grader.store.gradebook import Gradebook, GradebookError
+    from grader.run.pipeline import grade_folder
 
     started = time.perf_counter()
     refused = _unprotected(args, walls)
@@ -171,11 +171,11 @@ def _grade(args) -> int:
                                    review=args.json,     # (the table below reads the class anyway)
                                    cluster=client, shard_size=args.shard_size, wall_seconds=args.timeout)
             # a rebuilt key may carry a changed rubric: its hand grades follow (and the log says so)
-            from grader.marks import rescore
+            from grader.store.marks import rescore
             rescored = rescore(gradebook, key, grader="attnkit grade")
             table = look = None
             if not args.json:
-                from grader.reports import class_table, look_list, summary_json
+                from grader.reports.summary import class_table, look_list, summary_json
                 class_summary = summary_json(gradebook, key, assignment.deadline)
                 table, look = class_table(gradebook, key, summary=class_summary), look_list(class_summary)
     except GradebookError as err:
@@ -230,7 +230,7 @@ def _grade(args) -> int:
 
 def _receipt_warnings(changes) -> None:
     """On stderr: whose recorded receipt time stayed against this run's worse source, and,
-    loudly, whose recorded time this run replaced (grader.receipts.merged)."""
+    loudly, whose recorded time this run replaced (grader.intake.receipts.merged)."""
     kept: dict[tuple[str, str], list[str]] = {}
     for c in changes:
         if c.kept:

@@ -45,8 +45,8 @@ def _course(args):
 
 def _rescore(gradebook_path: Path, key: dict) -> None:
     """Re-score the grades made under an older version of a rubric, and say which."""
-    from grader.gradebook import Gradebook
-    from grader.marks import rescore
+    from grader.store.gradebook import Gradebook
+    from grader.store.marks import rescore
 
     with Gradebook(gradebook_path) as gb:
         entries = rescore(gb, key)
@@ -89,7 +89,7 @@ def _serve(args) -> int:
     if isinstance(course, int):
         return course
     assignment, key, gradebook_path = course
-    from grader.gradebook import GradebookError
+    from grader.store.gradebook import GradebookError
     from grader.marking.server import MarkingServer
 
     try:
@@ -137,7 +137,7 @@ def _export(args) -> int:
     if isinstance(course, int):
         return course
     assignment, key, gradebook_path = course
-    from grader.gradebook import Gradebook, GradebookError
+    from grader.store.gradebook import Gradebook, GradebookError
     from grader.marking.sheet import SheetError, export_sheet
     from grader.marking.sheet_format import legend_path
 
@@ -175,7 +175,7 @@ def _import(args) -> int:
     assignment, key, gradebook_path = course
     if not Path(args.sheet).is_file():
         return fail([f"{args.sheet}: no such file"])
-    from grader.gradebook import Gradebook, GradebookError
+    from grader.store.gradebook import Gradebook, GradebookError
     from grader.marking.sheet import SheetError, apply_import, plan_import
 
     try:

@@ -1,5 +1,5 @@
 """``attnkit report``: the gradebook's reports written, parsing and printing only; the work
-is grader.reports'.
+is grader.reports.summary'.
 
 Everything printed that can hold a student's, a roster's or a file system's text (names,
 notes, messages, file names) goes through ``terminal_safe`` or ``terminal_json`` first: an
@@ -27,11 +27,11 @@ def _report(args) -> int:
     if not gradebook_path.exists():
         return fail([f"{gradebook_path}: no gradebook yet (run attnkit grade first)"])
 
-    from grader.forensics import class_forensics, flags_of
-    from grader.gradebook import Gradebook, GradebookError
-    from grader.grades import class_grades
-    from grader.marks import rescore
-    from grader.reports import class_table, summary_json
+    from grader.forensics.flags import class_forensics, flags_of
+    from grader.store.gradebook import Gradebook, GradebookError
+    from grader.store.grades import class_grades
+    from grader.store.marks import rescore
+    from grader.reports.summary import class_table, summary_json
 
     out = Path(args.out) if args.out else args.key_path.parent.parent / "reports"
     try:
@@ -85,10 +85,10 @@ def _write_reports(gradebook, key: dict, out: Path, args, deadline=None,
     importing it). Each output is written on its own: one that fails (a full disk, an answer
     no renderer expected, a title Canvas would ignore) is reported, and the others are
     still written. ``known``: the class's grades, forensics and summary, worked out once."""
-    from grader import exports
-    from grader.gradebook import GradebookError
-    from grader.grades import class_grades
-    from grader.reports import write_feedback
+    from grader.reports import exports
+    from grader.store.gradebook import GradebookError
+    from grader.store.grades import class_grades
+    from grader.reports.summary import write_feedback
 
     fallbacks: dict[str, list[str]] = {}
     notes: dict[str, list[str]] = {}
@@ -126,7 +126,7 @@ def _write_reports(gradebook, key: dict, out: Path, args, deadline=None,
                ("feedback", out / "feedback" / "<student>.html", feedback)]
     if getattr(args, "dashboard", False):
         # the instructors' page: beside the reports, never among the students' feedback pages
-        from grader import dashboard
+        from grader.reports import dashboard
         outputs.append(("dashboard", out / "dashboard.html",
                         lambda: dashboard.write_dashboard(gradebook, key, out / "dashboard.html", deadline,
                                                           **known)))

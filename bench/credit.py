@@ -15,7 +15,7 @@ earlier answers (exactly what follow-through credit checks). The first steps:
   slip; which entry, and by how much, varies with the seed).
 
 Each is judged by the grader's own functions (``problem_verdicts`` then ``carried``, as
-``grader.grading`` calls them). The table gives the share of the later points carried
+``grader.run.grading`` calls them). The table gives the share of the later points carried
 forward: of the later parts that are wrong on their own, the share of their points that
 follow-through credit gives back (a case where every later part is right on its own, an
 argmax the garbage did not move, has nothing to carry and is left out).
@@ -35,8 +35,8 @@ import numpy as np
 
 from formats import key_shape as shape
 from formats.serialize import decode_names
-from grader.follow_through import recompute, carried
-from grader.verdicts import PASSED, problem_verdicts
+from grader.verdicts.follow_through import recompute, carried
+from grader.verdicts.parts import PASSED, problem_verdicts
 from synthetic import mistakes as corpus
 
 KINDS = ("zeros", "constant", "support", "one-hot", "slip")

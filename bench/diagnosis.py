@@ -2,7 +2,7 @@
 
 Every mistake of the corpus (``synthetic.mistakes``: wrong answers computed independently of
 the kit's twins) is answered on several seeds of its template and judged by the grader's own
-verdict function (``grader.verdicts.problem_verdicts``, as ``grade_record`` calls it). Each
+verdict function (``grader.verdicts.parts.problem_verdicts``, as ``grade_record`` calls it). Each
 (mistake, seed) case is
 
 * named correctly: the grader's name (or, where the entry allows it, one of the alternatives
@@ -30,8 +30,8 @@ from formats import key_shape as shape
 from formats.cells import LETTERS
 from formats.compare import telling
 from formats.serialize import decode_names, from_jsonable
-from grader import verdicts as grader_verdicts
-from grader.verdicts import MAX_ALTERNATIVES, PASSED, CaseOutcome, problem_verdicts
+from grader.verdicts import parts as grader_verdicts
+from grader.verdicts.parts import MAX_ALTERNATIVES, PASSED, CaseOutcome, problem_verdicts
 from solutions.same_error import same_error
 from synthetic import mistakes as corpus
 

@@ -5,9 +5,9 @@ A class of N students (default 200) gets the example assignment's variants (the 
 right, or with one of their own variant's listed mistakes on every part it changes (each
 twin in turn), or right except a few parts with a slip of their own. Planted colluders copy
 from a classmate: every numeric answer, some of them, the answers rounded to the shown
-decimals, or a pair that shares one invented wrong answer. Forensics (``grader.forensics``)
+decimals, or a pair that shares one invented wrong answer. Forensics (``grader.forensics.flags``)
 then reads the failed answers the grader would have stored. Similar code is planted too
-(``grader.code_similarity``, on code, no notebooks): honest students hand in the reference
+(``grader.forensics.code_similarity``, on code, no notebooks): honest students hand in the reference
 solution, the reference with one of the synthetic misconception edits (a large class hands in
 each edit several times), or an independent implementation of their own
 (``synthetic.colluders.ALTERNATIVES``); a planted pair is a student's own implementation and
@@ -31,8 +31,8 @@ from exercises.build import problem_variants
 from formats.compare import within
 from formats.key_shape import gradings
 from formats.serialize import decode_names, from_jsonable, to_jsonable
-from grader.code_similarity import fingerprints, similar_pairs
-from grader.forensics import other_variant_flags, shared_wrong_flags
+from grader.forensics.code_similarity import fingerprints, similar_pairs
+from grader.forensics.flags import other_variant_flags, shared_wrong_flags
 from synthetic.colluders import ALTERNATIVES, disguise
 from synthetic.misconceptions import CODE_EDITS, edit_code
 
@@ -180,7 +180,7 @@ def measure(students: int = 200, cases: int = 24, seed: int = 0) -> dict:
 
 
 def _code_flag(student: str, partner: str):
-    from grader.forensics import SIMILAR_CODE, Flag
+    from grader.forensics.flags import SIMILAR_CODE, Flag
     return Flag(student, SIMILAR_CODE, (partner,), "implement", "masked_attention", "", 0.0)
 
 

@@ -144,7 +144,7 @@ def grade(key: Path, submissions: Path, gradebook: Path, jobs: int, extra: tuple
             # CPU per submission: the grading process itself (start-up included), and its
             # children (sandbox servers and the forks that run student code; Dask's workers)
             "cpu_ms": {"grader": own_cpu * per, "children": max(total_cpu - own_cpu, 0.0) * per,
-                       # of the children: the judges' own work (grader.judges) and their sandboxes'
+                       # of the children: the judges' own work (grader.run.judges) and their sandboxes'
                        **({"judges": judged["judge"] * per, "sandbox": judged["sandbox"] * per}
                           if judged else {})},
             "judges": summary.get("judges", 0), "judges_peak_rss_mb": summary.get("judges_peak_rss_mb", 0.0),

@@ -257,7 +257,7 @@ def measured(args: list[str], env: dict, max_seconds: float, memory_gb: float) -
 
 def _with_judges(graded: dict) -> dict:
     """The trusted side's CPU with its judges' (``grade --json``: ``judges_cpu_seconds``): a
-    judge process does a submission's trusted work (grader.judges), and the grading process's
+    judge process does a submission's trusted work (grader.run.judges), and the grading process's
     children's CPU counts the judges as well as the sandboxes. {} where the summary does not
     say (no judges, or no summary)."""
     try:

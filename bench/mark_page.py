@@ -25,7 +25,7 @@ import time
 from pathlib import Path
 
 from formats.key_shape import assignment_id
-from grader.gradebook import Gradebook, ResultRow, SubmissionRow
+from grader.store.gradebook import Gradebook, ResultRow, SubmissionRow
 
 ROOT = Path(__file__).resolve().parents[1]
 EXAMPLE = ROOT / "problem_bank" / "assignments" / "example.yaml"

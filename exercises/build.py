@@ -227,7 +227,7 @@ def collector_paced():
     that hold no cycles and are freed by their reference counts: measured, the records and
     notebooks took 12.7–13.0 ms a student with it on and 9.4 ms with it off. What does make
     cycles (an exception's traceback, a template renderer's frames) is collected when the
-    chunk ends. (Grading paces it by submissions, with more to it: ``grader.garbage``; the
+    chunk ends. (Grading paces it by submissions, with more to it: ``grader.run.garbage``; the
     build may not import the grader, and needs only this.)"""
     enabled = gc.isenabled()
     gc.disable()

@@ -14,7 +14,7 @@ A numeric part may say how its answer is computed from the answers before it:
 reference functions. On every variant it must give the part's own answer from the correct
 earlier answers (checked at build, so a recipe that is wrong can never award credit). The
 key keeps it, with the values of the other names it reads, so the grader can compute the
-part again from *the student's own* earlier answers (``grader.follow_through``): a student
+part again from *the student's own* earlier answers (``grader.verdicts.follow_through``): a student
 who got (b) wrong and (c) right from their (b) gets (c)'s points times ``follow_credit``
 (a template's top-level key or an assignment's; default ``DEFAULT_CREDIT``).
 

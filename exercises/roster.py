@@ -13,7 +13,7 @@ Columns (a header row; any order; other columns are ignored):
 A column's own name wins over its aliases, and the first alias present (in that order) is
 the one read; matching ignores case, spaces, '_' and '-'. No alias is ever read as
 student_id. Intake uses the LMS columns to pair Canvas and Moodle bulk downloads with
-students (grader.intake.match).
+students (grader.intake.submissions.match).
 
 Rosters come out of spreadsheets and learning-management systems, so the reader accepts
 what those write: Excel's UTF-8 byte-order mark, ';' as the separator (European Excel),

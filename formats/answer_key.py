@@ -285,7 +285,7 @@ class Entries(Mapping):
     and checked again against the digest its signature covers (an entry edited in place
     since is refused, never half-trusted). The last few entries used stay parsed: enough for
     a caller that asks for one student's entry several times in a row; not more, because a
-    parsed entry is thousands of containers the garbage collector walks (grader.garbage;
+    parsed entry is thousands of containers the garbage collector walks (grader.run.garbage;
     measured while grading: with 32 kept a young collection took ~50 ms, with 4 ~15 ms)."""
 
     CACHED = 4

@@ -18,7 +18,7 @@ nothing):
   rows (all equal), one-hot rows (a single non-zero entry: ``100·I``, an identity) and rows
   that are constant on their support (``tril(ones)`` after a causal mask).
 
-Both sides may read it: the grader (``grader.follow_through``) withholds the credit and says
+Both sides may read it: the grader (``grader.verdicts.follow_through``) withholds the credit and says
 why, in the words ``describe`` returns. The work is linear in the value's size, and the
 value has the key's own shape before it gets here.
 """

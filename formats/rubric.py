@@ -4,7 +4,7 @@ arithmetic that turns applied items into points.
 A template declares it (``exercises.schema``: ``rubric: {items: [...], floor, ceiling,
 start, guide}``); the build renders each item's ``text`` with the student's own variant
 values and stores it in the key's record under ``rubric`` (part id → ``Rubric.to_record()``);
-the grader's hand grades (``grader.marks``) name the items they applied.
+the grader's hand grades (``grader.store.marks``) name the items they applied.
 
     score = clamp(base + Σ points of the applied items + adjustment, floor, ceiling)
 

@@ -1,5 +1,5 @@
 """Planted colluders: some synthetic submissions rewritten as copies of a classmate's, to
-measure answer forensics (``grader.forensics``) through the real grader, end to end.
+measure answer forensics (``grader.forensics.flags``) through the real grader, end to end.
 
 Given a build folder, its verified key and the folder ``python -m synthetic`` wrote,
 ``plant_colluders`` rewrites a few honest students' notebooks (``correct``, ``partial`` and

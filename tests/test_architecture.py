@@ -1,4 +1,4 @@
-"""The import rules of ARCHITECTURE.md, enforced: each package imports only what it may.
+"""The import rules of docs/architecture.md, enforced: each package imports only what it may.
 
 Read from the source (every import statement, those inside functions too), so a rule broken
 on a path no test runs is still caught.
@@ -26,7 +26,7 @@ MAY_IMPORT = {
                "exercises.html", "exercises.preview", "exercises.expressions", "exercises.references"},
     "grader.sandbox": {"grader.sandbox", "grader.budget"},
     # grading on a Dask cluster: the grader's own run on the workers, Dask to get there
-    "grader.cluster": {"grader", "formats"},
+    "grader.run.cluster": {"grader", "formats"},
     # the server side of the sandbox: what a student's child process holds
     "grader.sandbox.server": {"grader.sandbox.frames", "grader.sandbox.walls", "grader.sandbox.protocol"},
     "grader.sandbox.walls": {"grader.sandbox.protocol"},
@@ -43,7 +43,7 @@ THIRD_PARTY = {
     # and a record's canonical text (formats.compact_json: json's text in under half the time)
     "solutions": set(), "formats": {"orjson"},
     "exercises": {"yaml", "jinja2", "markdown_it", "mdit_py_plugins", "latex2mathml", "nbformat"},
-    "grader": {"pytest", "_pytest"}, "grader.cluster": {"dask", "distributed"},
+    "grader": {"pytest", "_pytest"}, "grader.run.cluster": {"dask", "distributed"},
     "grader.sandbox": set(), "grader.sandbox.server": set(), "grader.sandbox.walls": set(),
     "grader.sandbox.frames": set(), "grader.sandbox.protocol": set(),
     "attnkit": set(), "synthetic": {"yaml"}, "bench": None,       # None: anything

@@ -1,7 +1,7 @@
 """The marking page's JSON API (``grader.marking.server`` serves it): what each route does,
 with the gradebook and the key, and no HTTP — the parts to mark and their progress, one
 part's answers (``grader.marking.queue``), one answer with its prompt, givens, rubric and
-history, and saving or clearing a grade (``grader.marks``).
+history, and saving or clearing a grade (``grader.store.marks``).
 
 Student text (answers, auto messages, TAs' comments) leaves only as JSON strings, which the
 page puts in the DOM with ``textContent``; an answer's and a message's control and format
@@ -27,8 +27,8 @@ from exercises.html import markdown_to_html
 from formats.key_shape import assignment_id
 from formats.textfile import printable, visible
 
-from ..gradebook import Gradebook, answer_digest
-from ..marks import AnswerChanged, Conflict, Edit, MarkError, Target, clear, look, save
+from grader.store.gradebook import Gradebook, answer_digest
+from grader.store.marks import AnswerChanged, Conflict, Edit, MarkError, Target, clear, look, save
 from .queue import Answer, answer_of, detail, part_queue, parts_to_mark
 
 GRADER_LIMIT = 100                # characters of a grader's name

@@ -22,9 +22,9 @@ from formats.key_shape import (assignment_id, entry_for, givens_of, graded_parts
                               kind as record_kind, problem_record, prompt_of, rubric_of)
 from formats.rubric import Rubric
 
-from ..gradebook import Gradebook, ResultRow, omitted_reason
-from ..grades import counted
-from ..marks import HAND, OVERRIDE, Mark, history, look, mark_of, marks as all_marks, rechecks
+from grader.store.gradebook import Gradebook, ResultRow, omitted_reason
+from grader.store.grades import counted
+from grader.store.marks import HAND, OVERRIDE, Mark, history, look, mark_of, marks as all_marks, rechecks
 
 ANSWER_SHOWN = 64 * 1024          # characters of an answer the queue carries (the gradebook caps at 64 kB)
 NO_ANSWER = "(no answer)"
@@ -301,7 +301,7 @@ class Detail:
     givens: dict                  # name → the value as a NumPy literal (text)
     rubric: Rubric
     kind: str                     # the record's kind (numeric, choice, free_response, implement)
-    history: tuple                # grader.marks.LogEntry, oldest first
+    history: tuple                # grader.store.marks.LogEntry, oldest first
 
 
 def detail(gb: Gradebook, key: dict, problem: str, part: str, student: str) -> Detail:

@@ -35,7 +35,7 @@ could try to reach a local server:
 - student text leaves only as JSON strings (``grader.marking.api`` says how it is shown), and
   every JSON response escapes ``<``, ``>`` and ``&`` even inside strings.
 
-Each POST answers after ``grader.marks`` committed its transaction: what the page was told
+Each POST answers after ``grader.store.marks`` committed its transaction: what the page was told
 is saved survives a kill of this process.
 """
 
@@ -56,7 +56,7 @@ from urllib.parse import parse_qs, urlsplit
 
 from formats.textfile import terminal_safe
 
-from ..gradebook import Gradebook
+from grader.store.gradebook import Gradebook
 from .api import ApiError, MarkingApi
 
 HOST = "127.0.0.1"

@@ -41,9 +41,9 @@ from formats.key_shape import assignment_id, entry_for, rubric_of
 from formats.rubric import Rubric
 from formats.textfile import printable
 
-from ..gradebook import Gradebook, ResultRow
-from ..marks import (COMMENT_LIMIT, HAND, OVERRIDE, Conflict, Edit, MarkError, Target, history,
-                     part_rubric, save, together)
+from grader.store.gradebook import Gradebook, ResultRow
+from grader.store.marks import (COMMENT_LIMIT, HAND, OVERRIDE, Conflict, Edit, MarkError, Target, history,
+                                part_rubric, save, together)
 from .queue import Answer, markable_parts, part_queue, part_record
 from .sheet_format import (SheetError, answer_cell, digest_cell, is_digest, read_number, read_table, read_version,
                            newlines, shown, text_cell, text_of, write_csv, write_legend)

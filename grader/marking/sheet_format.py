@@ -13,7 +13,7 @@ character and runs nothing, and read back to exactly the text written:
   (``formats.textfile.visible``, as the marking page shows an answer). (Not ``\\x00``: answers are full of backslashes, LaTeX's ``\\sqrt`` say, that would then
   need escaping too; ``⟨q, k⟩`` stays as it is.)
 - a text that starts with ``= + - @``, a tab or a carriage return gets a leading ``'``
-  (``grader.exports.safe_cell``: OWASP's CSV-injection guard), and so does one that starts
+  (``grader.reports.exports.safe_cell``: OWASP's CSV-injection guard), and so does one that starts
   with ``'`` itself: the reader removes one leading ``'`` exactly when what follows starts
   with one of those, so ``'+' joins`` and ``'=1+1`` come back unchanged.
 
@@ -21,7 +21,7 @@ A TA may type any text in a cell: it is read as typed (only an escape ``⟨U+XXX
 upper-case hex digits, or a ``'`` before a formula-like text, is read as above).
 
 **The answer** is for reading: free text as written, an auto-graded part's answer as the
-student's value (``grader.feedback_page.decoded_answer``: numbers and arrays as Python
+student's value (``grader.reports.feedback_page.decoded_answer``: numbers and arrays as Python
 literals in full precision, a matrix a row per line), never read back — the
 ``answer_digest`` column says which answer the row graded.
 
@@ -44,9 +44,9 @@ import numpy as np
 
 from formats.textfile import ProblemsError, read_utf8, visible, write_atomic
 
-from ..exports import csv_text, safe_cell
-from ..feedback_page import decoded_answer
-from ..gradebook import answer_digest, omitted_reason
+from grader.reports.exports import csv_text, safe_cell
+from grader.reports.feedback_page import decoded_answer
+from grader.store.gradebook import answer_digest, omitted_reason
 from .queue import NO_ANSWER
 
 MAX_BYTES = 128 * 1024 * 1024     # a class of thousands with long answers fits; a stray dump does not
@@ -169,7 +169,7 @@ def _literal(value, depth: int = 0) -> str:
 # --- the file ------------------------------------------------------------------------------------
 
 def write_csv(path: Path, rows: list[list[str]]) -> None:
-    """The kit's CSV (as ``grader.exports``), atomically: UTF-8 without a byte-order mark,
+    """The kit's CSV (as ``grader.reports.exports``), atomically: UTF-8 without a byte-order mark,
     RFC 4180 (CRLF, quotes where needed)."""
     write_atomic(Path(path), csv_text(rows).encode("utf-8"))
 

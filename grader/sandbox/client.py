@@ -570,7 +570,7 @@ class Sandbox:
         """``started``: servers already running (``processes.start_servers``, e.g. started
         before NumPy was imported), used first; the rest are started here, or, ``lazy``,
         each when a run first finds no idle server (a grading run whose judges start
-        servers of their own may never need these: grader.judges)."""
+        servers of their own may never need these: grader.run.judges)."""
         started = list(started)
         if servers < 1:
             for process in started:

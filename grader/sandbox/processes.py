@@ -25,7 +25,7 @@ _first_slot, _slot_span = 0, _SLOTS
 
 def share_slots(part: int, parts: int) -> None:
     """From now on this process's servers take their slots from the ``part``-th of ``parts``
-    equal ranges: a grading process (part 0) and the judges it forks (grader.judges) start
+    equal ranges: a grading process (part 0) and the judges it forks (grader.run.judges) start
     servers of their own, and no two may share a slot's uid."""
     global _first_slot, _slot_span
     with _slots_lock:

@@ -30,7 +30,7 @@ from exercises.build import build
 from exercises.roster import load_roster
 from formats.serialize import decode_names
 from grader.sandbox import walls
-from grader.gradebook import Gradebook
+from grader.store.gradebook import Gradebook
 from synthetic import MISCONCEPTION_PREFIX, load_manifest, profile_names, submission_path, synthesize
 from tests.children import sigint_default
 
@@ -706,7 +706,7 @@ def test_a_page_that_cannot_be_drawn_falls_back_and_is_named(hostile, tmp_path, 
 
     def broken(*_args, **_kwargs):
         raise ValueError("a renderer bug")
-    monkeypatch.setattr("grader.feedback_page.heatmap_svg", broken)
+    monkeypatch.setattr("grader.reports.feedback_page.heatmap_svg", broken)
     code, out, err = _report(course, gradebook, tmp_path, "--json")
     assert code == 0, err
     fallbacks = json.loads(out)["fallbacks"]
@@ -721,7 +721,7 @@ def test_each_output_is_written_whatever_another_does(hostile, tmp_path, monkeyp
 
     def full_disk(*_args, **_kwargs):
         raise OSError(28, "No space left on device", str(tmp_path / "grades.csv"))
-    monkeypatch.setattr("grader.exports.write_grades_csv", full_disk)
+    monkeypatch.setattr("grader.reports.exports.write_grades_csv", full_disk)
     code, out, err = _report(course, gradebook, tmp_path, "--json")
     assert code == 1
     summary = json.loads(out)

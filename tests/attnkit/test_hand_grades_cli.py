@@ -13,8 +13,8 @@ import sys
 from pathlib import Path
 
 from formats.key_shape import entry_for, problem_record
-from grader import marks
-from grader.gradebook import Gradebook
+from grader.store import marks
+from grader.store.gradebook import Gradebook
 from grader.marking.queue import part_queue
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -119,7 +119,7 @@ def test_a_rubric_changed_in_the_key_rescores_at_the_next_report(graded_class, t
 # (inside the save, before anything commits it) sends this very process SIGKILL.
 KILLED_IMPORT = """
 import os, signal, sys
-from grader import marks
+from grader.store import marks
 write, count = marks._write, [0]
 def killing_write(*args, **kwargs):
     write(*args, **kwargs)

@@ -19,8 +19,8 @@ from pathlib import Path
 import pytest
 
 from formats.key_shape import assignment_id
-from grader.gradebook import Gradebook
-from grader.marks import marks
+from grader.store.gradebook import Gradebook
+from grader.store.marks import marks
 
 sync_api = pytest.importorskip("playwright.sync_api", reason="Playwright is not installed (pip install -e '.[dev]')")
 CHROMIUM = shutil.which("chromium") or "/usr/bin/chromium"

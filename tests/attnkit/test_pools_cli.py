@@ -14,7 +14,7 @@ import pytest
 from exercises.html import escape
 
 from formats.answer_key import load_key
-from grader.gradebook import Gradebook
+from grader.store.gradebook import Gradebook
 from grader.marking.queue import markable_parts, part_queue
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -115,7 +115,7 @@ def test_each_student_reads_their_own_members_title(pooled_class):
 
 
 def test_the_dashboards_matrix_parts_are_per_member(pooled_class):
-    from grader.dashboard import _matrix_parts
+    from grader.reports.dashboard import _matrix_parts
     _, _, key, _ = pooled_class
     parts = _matrix_parts(key, sorted(key["students"]))
     assert ("heads_and_masks", "causal_mask_by_hand", "combined") in parts

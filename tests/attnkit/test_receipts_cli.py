@@ -14,7 +14,7 @@ import pytest
 
 from attnkit.cli import main
 from formats.key_shape import assignment_id, key_students
-from grader.gradebook import Gradebook
+from grader.store.gradebook import Gradebook
 from synthetic import submission_path, synthesize
 
 ROOT = Path(__file__).resolve().parents[2]

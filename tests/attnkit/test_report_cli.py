@@ -15,7 +15,7 @@ import pytest
 from attnkit.cli import main
 from formats.key_shape import (assignment_id, entry_for, graded_parts, head_problems, key_students,
                                problem_record, total_points)
-from grader.gradebook import Gradebook, ResultRow, SubmissionRow
+from grader.store.gradebook import Gradebook, ResultRow, SubmissionRow
 
 ROOT = Path(__file__).resolve().parents[2]
 EXAMPLE = ROOT / "problem_bank" / "assignments" / "example.yaml"
@@ -156,7 +156,7 @@ def test_an_unknown_lms_is_refused_by_the_parser(course, tmp_path):
 def test_each_file_is_written_whatever_another_does(course, tmp_path, monkeypatch, broken):
     def full_disk(*_args, **_kwargs):
         raise OSError(28, "No space left on device", str(tmp_path / "somewhere.csv"))
-    monkeypatch.setattr(f"grader.exports.{broken}", full_disk)
+    monkeypatch.setattr(f"grader.reports.exports.{broken}", full_disk)
     code, out, err = report(course, tmp_path, "--lms", "canvas", "--lms", "moodle", "--json")
     assert code == 1
     summary = json.loads(out)
@@ -179,7 +179,7 @@ def test_the_dashboard_is_written_beside_the_reports_and_fails_on_its_own(course
 
     def full_disk(*_args, **_kwargs):
         raise OSError(28, "No space left on device", str(tmp_path / "dashboard.html"))
-    monkeypatch.setattr("grader.dashboard.write_dashboard", full_disk)
+    monkeypatch.setattr("grader.reports.dashboard.write_dashboard", full_disk)
     code, out, err = report(course, tmp_path / "full", "--dashboard", "--json")
     assert code == 1
     summary = json.loads(out)

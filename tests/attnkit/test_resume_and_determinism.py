@@ -44,9 +44,9 @@ TIMEOUT = "10"                        # no profile here loops: only a loaded mac
 RUN_DEADLINE = 300                    # seconds: any single run taking this long is a failure
 
 # The columns that hold timings, excluded from every comparison of two gradebooks (see
-# grader/gradebook.py's schema): ``duration_ms`` of a submission is the wall-clock time its
+# grader/store/gradebook.py's schema): ``duration_ms`` of a submission is the wall-clock time its
 # grading took and ``duration_ms`` of a result that time shared over its parts (from
-# time.perf_counter in grader/grading.py), and ``graded_at`` and ``first_seen`` are the UTC
+# time.perf_counter in grader/run/grading.py), and ``graded_at`` and ``first_seen`` are the UTC
 # times of writes. They measure the run, not the submission: two correct runs can never agree
 # on them. Every other
 # column (scores, statuses, messages, misconceptions, answers, notes, hashes, kit version,

@@ -30,7 +30,7 @@ from exercises.assignment import load_assignment
 from exercises.build import build
 from exercises.roster import load_roster
 from formats.answer_key import load_key
-from grader.gradebook import Gradebook
+from grader.store.gradebook import Gradebook
 from synthetic import load_manifest, submission_path, synthesize
 
 ROOT = Path(__file__).resolve().parents[2]

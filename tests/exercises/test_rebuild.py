@@ -12,7 +12,7 @@ from exercises.assignment import load_assignment
 from exercises.build import build
 from exercises.roster import load_roster
 from formats.answer_key import load_key
-from grader.intake import find_submissions, match
+from grader.intake.submissions import find_submissions, match
 
 ROOT = Path(__file__).resolve().parents[2]
 EXAMPLE = ROOT / "problem_bank" / "assignments" / "example.yaml"

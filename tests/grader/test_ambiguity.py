@@ -16,7 +16,7 @@ import pytest
 from exercises.bank import load_bank
 from exercises.variant import make_variant
 from formats.serialize import decode_names
-from grader.verdicts import CaseOutcome, problem_verdicts
+from grader.verdicts.parts import CaseOutcome, problem_verdicts
 from solutions import MISCONCEPTIONS, scaled_dot_product_attention
 
 SEEDS = range(6)

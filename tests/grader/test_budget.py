@@ -6,10 +6,10 @@ import numpy as np
 import pytest
 
 from grader.budget import UNLIMITED, Budget, OverBudget
-from grader.gradebook import ANSWER_LIMIT, Gradebook, omitted_reason
-from grader.grading import MAX_NOTES, GradingRun, _jsonable_answer, capped_notes
-from grader.intake import find_submissions, match
-from grader.plugin import run_pytest
+from grader.store.gradebook import ANSWER_LIMIT, Gradebook, omitted_reason
+from grader.run.grading import MAX_NOTES, GradingRun, _jsonable_answer, capped_notes
+from grader.intake.submissions import find_submissions, match
+from grader.run.plugin import run_pytest
 from grader.sandbox.client import Limits, Sandbox
 from synthetic import load_manifest, synthesize
 

@@ -1,4 +1,4 @@
-"""Grading on a real Dask LocalCluster on loopback (grader/cluster.py): the gradebook is row
+"""Grading on a real Dask LocalCluster on loopback (grader/run/cluster.py): the gradebook is row
 for row the one local grading writes, also when a worker is killed mid-run, and a submission
 that kills its worker costs only itself."""
 
@@ -12,9 +12,9 @@ import pytest
 
 distributed = pytest.importorskip("distributed", reason="Dask's distributed is not installed")
 
-from grader.cluster import IN_FLIGHT, connect, shard_sizes            # noqa: E402
-from grader.gradebook import Gradebook                                # noqa: E402
-from grader.pipeline import grade_folder                              # noqa: E402
+from grader.run.cluster import IN_FLIGHT, connect, shard_sizes            # noqa: E402
+from grader.store.gradebook import Gradebook                                # noqa: E402
+from grader.run.pipeline import grade_folder                              # noqa: E402
 
 
 
@@ -120,13 +120,13 @@ def test_shards_start_small_on_each_worker_and_shrink_at_the_end():
 
 
 def _sandboxes_started() -> list:
-    from grader import cluster
+    from grader.run import cluster
     return sorted(cluster._SANDBOXES)
 
 
 def test_each_worker_starts_its_sandbox_servers_when_asked_before_any_shard(cluster):
     import time
-    from grader.cluster import SERVERS_PER_WORKER, get_workers_ready
+    from grader.run.cluster import SERVERS_PER_WORKER, get_workers_ready
     assert all((SERVERS_PER_WORKER, 7.0) not in started for started in cluster.run(_sandboxes_started).values())
     readying = get_workers_ready(cluster, 7.0)   # returns at once: nothing waits for the servers
     assert len(readying) == 2
@@ -166,7 +166,7 @@ class _Scheduler:
 
 
 def test_a_shard_is_scattered_again_when_its_worker_goes_and_no_worker_at_all_stops_the_run(monkeypatch):
-    from grader import cluster as grading_cluster
+    from grader.run import cluster as grading_cluster
     monkeypatch.setattr(grading_cluster, "SCATTER_PAUSE", 0.0)
     flaky = _Scheduler(failures=3)
     assert grading_cluster._scattered(flaky, "shard") == ("future of", "shard") and flaky.asked == 4
@@ -243,7 +243,7 @@ def _pretend_kit(version: str) -> str:
 
 
 def test_workers_running_another_kit_are_named(cluster):
-    from grader.cluster import workers_of_another_kit
+    from grader.run.cluster import workers_of_another_kit
     assert workers_of_another_kit(cluster) == []
     first = sorted(cluster.scheduler_info()["workers"])[0]
     before = cluster.run(_pretend_kit, "0.0.1", workers=[first])[first]
@@ -277,7 +277,7 @@ def test_the_command_refuses_a_cluster_whose_worker_runs_another_kit(graded_clas
 
 def test_a_shards_entries_answer_membership_without_parsing():
     # the gradebook's hash asks "is this student's entry here?" for every row: never a parse
-    from grader.cluster import _ShardEntries
+    from grader.run.cluster import _ShardEntries
     entries = _ShardEntries({"s1": b"{not parsed"})
     assert "s1" in entries and "s2" not in entries
     with pytest.raises(ValueError):

@@ -1,4 +1,4 @@
-"""Similar implement code (grader/code_similarity.py): a renamed, reformatted and reordered
+"""Similar implement code (grader/forensics/code_similarity.py): a renamed, reformatted and reordered
 copy is found; independent code, short code of the same shape and the reference with the
 same small edit are not; hostile input is read in bounded time and never raises."""
 
@@ -6,9 +6,9 @@ import random
 import time
 from itertools import combinations
 
-from grader.code_similarity import (MAX_CHARS, MAX_EVIDENCE, W, Fingerprints, _winnow,
-                                    candidate_pairs, fingerprints, line_ranges, plain,
-                                    reference_share, similar_pairs, similarity, statements)
+from grader.forensics.code_similarity import (MAX_CHARS, MAX_EVIDENCE, W, Fingerprints, _winnow,
+                                              candidate_pairs, fingerprints, line_ranges, plain,
+                                              reference_share, similar_pairs, similarity, statements)
 from synthetic.colluders import ALTERNATIVES, disguise
 from synthetic.misconceptions import CODE_EDITS, edit_code
 
@@ -137,8 +137,8 @@ def test_evidence_is_plain_text_and_capped():
 def test_rings_of_identical_code_are_compared_once_and_flag_each_student_once():
     """1,200 students in 10 rings, each ring handing in one solution: one comparison per
     ring and per pair of rings (not per pair of students), one flag per student."""
-    from grader.code_similarity import similar_groups
-    from grader.forensics import MAX_PARTNERS, _code_flags
+    from grader.forensics.code_similarity import similar_groups
+    from grader.forensics.flags import MAX_PARTNERS, _code_flags
     body = ("def f(Q, K, V):\n    s = Q @ K.T / np.sqrt(Q.shape[-1])\n    e = np.exp(s - s.max(-1, keepdims=True))\n"
             "    w = e / e.sum(-1, keepdims=True)\n    out = w @ V\n")
     codes = {}

@@ -1,4 +1,4 @@
-"""The instructors' dashboard (grader/dashboard.py, ``attnkit report --dashboard``): the item
+"""The instructors' dashboard (grader/reports/dashboard.py, ``attnkit report --dashboard``): the item
 analysis on the page is the summary's, every student's text is escaped, pools and their
 fairness warning are drawn from the summary, and — in a real headless Chromium (Debian's
 ``chromium``, as tests/grader/marking/test_browser.py drives it) — the page opens from disk
@@ -17,11 +17,11 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-import grader.dashboard as dashboard
+import grader.reports.dashboard as dashboard
 from formats.key_shape import assignment_id, key_students
-from grader.dashboard import dashboard_html, write_dashboard
-from grader.gradebook import Gradebook
-from grader.reports import summary_json
+from grader.reports.dashboard import dashboard_html, write_dashboard
+from grader.store.gradebook import Gradebook
+from grader.reports.summary import summary_json
 
 ROOT = Path(__file__).resolve().parents[2]
 HOSTILE_NAME = "<script>alert(1)</script>"
@@ -225,7 +225,7 @@ def _drawn(html: str) -> dict[str, tuple[int, list[str]]]:
 
 
 def test_every_table_counts_the_same_students_wrong_and_an_override_to_full_marks_is_not_wrong(graded, tmp_path):
-    from grader import marks
+    from grader.store import marks
     key, gradebook = graded
     copied = tmp_path / "gradebook.sqlite"
     shutil.copy(gradebook, copied)
@@ -269,7 +269,7 @@ def test_a_section_that_fails_costs_the_page_nothing_else(graded, monkeypatch):
 
     def broken(*_a, **_k):
         raise RuntimeError("forensics broke")
-    monkeypatch.setattr("grader.forensics.forensics", broken)
+    monkeypatch.setattr("grader.forensics.flags.forensics", broken)
     html = page_of(gradebook, key)
     assert "This section could not be drawn (RuntimeError: forensics broke)" in html
     assert '<table class="items"' in html and '<svg class="heatmap"' in html
@@ -309,7 +309,7 @@ def test_the_page_in_a_real_browser_opens_offline_and_shows_everything(colluded_
     chromium = shutil.which("chromium") or "/usr/bin/chromium"
     if not os.path.exists(chromium):
         pytest.skip("no chromium browser on this machine (Debian: apt-get install chromium)")
-    from grader.forensics import forensics
+    from grader.forensics.flags import forensics
     key, gradebook, planted = colluded_class
     with Gradebook(gradebook) as gb:
         path = write_dashboard(gb, key, tmp_path / "reports" / "dashboard.html")

@@ -1,4 +1,4 @@
-"""The students' feedback pages (grader/feedback_page.py) on a real key: a handin the late
+"""The students' feedback pages (grader/reports/feedback_page.py) on a real key: a handin the late
 policy refused is said to be refused (never "no answer"), and the math of rubric texts and
 graders' comments is MathML, as on the marking page — no raw ``$…$``, nothing loaded."""
 
@@ -9,10 +9,10 @@ import pytest
 
 from formats.deadline import Deadline, LatePolicy
 from formats.key_shape import assignment_id, graded_parts, is_free_response, problem_records, total_points
-from grader import marks
-from grader.gradebook import Gradebook, ResultRow, SubmissionRow
-from grader.grades import class_grades, late_line
-from grader.reports import minimal_page, write_feedback
+from grader.store import marks
+from grader.store.gradebook import Gradebook, ResultRow, SubmissionRow
+from grader.store.grades import class_grades, late_line
+from grader.reports.summary import minimal_page, write_feedback
 
 SECRET = "feedback page test secret, never a real one"
 DUE = datetime(2026, 12, 5, 23, 59, tzinfo=timezone.utc)

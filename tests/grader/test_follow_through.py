@@ -13,8 +13,8 @@ from exercises.assignment import load_assignment
 from exercises.schema import TemplateError
 from exercises.variant import make_variant
 from formats.serialize import from_jsonable
-from grader.follow_through import FOLLOW_THROUGH, carried
-from grader.verdicts import FAILED, PARTIAL, PASSED, problem_verdicts
+from grader.verdicts.follow_through import FOLLOW_THROUGH, carried
+from grader.verdicts.parts import FAILED, PARTIAL, PASSED, problem_verdicts
 from solutions import softmax
 
 from tests.exercises.templates import inline
@@ -66,7 +66,7 @@ def chain(credit: str = "", output_follow: str = "weights @ V"):
 
 
 def grade(record: dict, values: dict) -> dict:
-    """What grader.grading does with one problem's values: the verdicts, then the credit."""
+    """What grader.run.grading does with one problem's values: the verdicts, then the credit."""
     return carried(record, values, problem_verdicts(record, values, {}, {}))
 
 
@@ -173,7 +173,7 @@ def test_a_recipe_reading_a_later_part_or_an_unknown_name_is_refused_at_load():
 def test_no_follow_through_on_another_students_notebook_or_edited_givens():
     """grade_values with follow=False (what the grader passes for a handin flagged
     wrong-student, wrong-variant or givens-edited) gives the chain no credit."""
-    from grader.grading import FOLLOW_WITHHELD, grade_values
+    from grader.run.grading import FOLLOW_WITHHELD, grade_values
     assert {"wrong-student", "wrong-variant", "givens-edited"} <= FOLLOW_WITHHELD
     record = record_of(chain())
     values = correct(record)

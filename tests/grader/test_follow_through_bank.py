@@ -1,6 +1,6 @@
 """Follow-through on the REAL bank templates (issue 36, "Follow-through pays the very
 misconception a part exists to catch"): the student answers of the issue replayed on the
-bank's own records, several seeds each, and judged as ``grader.grading`` judges them
+bank's own records, several seeds each, and judged as ``grader.run.grading`` judges them
 (``problem_verdicts`` then ``carried``).
 
 "Carried consistently" is built with ``bench.credit.carry``: every later step is the part's
@@ -17,8 +17,8 @@ import pytest
 from bench import credit
 from formats import key_shape as shape
 from formats.serialize import decode_names, from_jsonable
-from grader.follow_through import FOLLOW_THROUGH, FOLLOW_WITHHELD, carried
-from grader.verdicts import PASSED, problem_verdicts
+from grader.verdicts.follow_through import FOLLOW_THROUGH, FOLLOW_WITHHELD, carried
+from grader.verdicts.parts import PASSED, problem_verdicts
 from solutions.attention import scaled_dot_product_attention
 from synthetic import mistakes as corpus
 

@@ -13,7 +13,7 @@ arrays with an empty axis after huge ones, large boolean arrays; givens cells ed
 numbers or made huge.
 
 Each example is ONE batch of six students (five edited, the first always honest: a control)
-graded through the real pipeline, as ``attnkit grade`` does it (grader.pipeline.grade_folder: find → match(read=False) → GradingRun → run_pytest,
+graded through the real pipeline, as ``attnkit grade`` does it (grader.run.pipeline.grade_folder: find → match(read=False) → GradingRun → run_pytest,
 a real Sandbox and a real SQLite gradebook), then every report is written (CSV, Gradescope,
 feedback pages). It asserts what must hold whatever the input:
 
@@ -54,9 +54,9 @@ from hypothesis import strategies as st
 from formats.serialize import from_jsonable
 from grader import budget as grader_budget
 from formats.key_shape import graded_parts
-from grader.gradebook import Gradebook
-from grader.pipeline import grade_folder
-from grader.reports import write_csv, write_feedback, write_gradescope
+from grader.store.gradebook import Gradebook
+from grader.run.pipeline import grade_folder
+from grader.reports.summary import write_csv, write_feedback, write_gradescope
 from grader.sandbox.client import Limits, Sandbox
 from synthetic import load_manifest, submission_path, synthesize
 

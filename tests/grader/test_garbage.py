@@ -7,7 +7,7 @@ import weakref
 
 import pytest
 
-from grader import garbage
+from grader.run import garbage
 
 
 @pytest.fixture(autouse=True)
@@ -129,8 +129,8 @@ def test_a_grading_run_paces_the_collector_and_restores_it(example_build, tmp_pa
     """grade_folder for real: the collector is off while submissions are recorded (the
     progress bar's advance runs as each is) and on again once the run is over."""
     from formats.key_shape import assignment_id
-    from grader.gradebook import Gradebook
-    from grader.pipeline import grade_folder
+    from grader.store.gradebook import Gradebook
+    from grader.run.pipeline import grade_folder
     from grader.sandbox.client import Limits, Sandbox
     from synthetic import synthesize
 

@@ -14,8 +14,8 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from grader.gradebook import (ANSWER_LIMIT, SCHEMA_VERSION, Gradebook, GradebookError, ResultRow,
-                              SubmissionRow, omitted_reason)
+from grader.store.gradebook import (ANSWER_LIMIT, SCHEMA_VERSION, Gradebook, GradebookError, ResultRow,
+                                    SubmissionRow, omitted_reason)
 
 ROOT = Path(__file__).resolve().parents[2]
 A = "hw1"
@@ -295,7 +295,7 @@ def test_readers_see_the_old_rows_while_a_writer_is_mid_transaction(tmp_path):
 
 KILLED_WRITER = """
 import sys
-from grader.gradebook import Gradebook, ResultRow, SubmissionRow
+from grader.store.gradebook import Gradebook, ResultRow, SubmissionRow
 gb = Gradebook(sys.argv[1])
 def trace(sql):
     if sql.startswith("INSERT INTO results"):

@@ -1,5 +1,5 @@
 """A class's grades under a late policy: which handin counts, and its penalty as a figure of
-its own (grader.grades, on a real key and a real gradebook)."""
+its own (grader.store.grades, on a real key and a real gradebook)."""
 
 from datetime import datetime, timedelta, timezone
 
@@ -7,8 +7,8 @@ import pytest
 
 from formats.deadline import Deadline, LatePolicy
 from formats.key_shape import assignment_id, graded_parts, key_students, problem_records, total_points
-from grader.gradebook import Gradebook, ResultRow, SubmissionRow
-from grader.grades import MISSING, NOT_ACCEPTED, class_grades, with_answers
+from grader.store.gradebook import Gradebook, ResultRow, SubmissionRow
+from grader.store.grades import MISSING, NOT_ACCEPTED, class_grades, with_answers
 
 SECRET = "grades test secret: long enough, never real"
 DUE = datetime(2026, 12, 5, 23, 59, tzinfo=timezone.utc)
@@ -73,14 +73,14 @@ def test_a_cutoff_counts_the_last_handin_before_it_and_refuses_the_rest(gradeboo
     assert all(part.result is None for part in with_answers(gradebook, key, refused).parts)
 
 
-# --- hand grades under a late policy (grader.marks) -------------------------------------------
+# --- hand grades under a late policy (grader.store.marks) -------------------------------------------
 
 from formats.key_shape import is_free_response, problem_record  # noqa: E402
-from grader import marks  # noqa: E402
-from grader.exports import export_rows, gradescope_results  # noqa: E402
-from grader.grades import to_review  # noqa: E402
+from grader.store import marks  # noqa: E402
+from grader.reports.exports import export_rows, gradescope_results  # noqa: E402
+from grader.store.grades import to_review  # noqa: E402
 from grader.marking.queue import part_queue, parts_to_mark  # noqa: E402
-from grader.reports import summary_json  # noqa: E402
+from grader.reports.summary import summary_json  # noqa: E402
 
 
 def free_part(key, student):

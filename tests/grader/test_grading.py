@@ -1,6 +1,6 @@
 """End to end, in process: the example assignment built for twelve students, synthetic
-submissions of known kinds (synthetic/), graded through ``grader.pipeline.grade_folder``
-(``GradingRun`` and ``grader.plugin.run_pytest``) with the real sandbox and a real SQLite gradebook, and every recorded part
+submissions of known kinds (synthetic/), graded through ``grader.run.pipeline.grade_folder``
+(``GradingRun`` and ``grader.run.plugin.run_pytest``) with the real sandbox and a real SQLite gradebook, and every recorded part
 compared with the outcome the synthetic manifest expects (computed from the key, never from
 the grader's code).
 
@@ -20,12 +20,12 @@ from formats.answer_key import load_key
 from exercises.assignment import load_assignment
 from exercises.build import build
 from exercises.roster import load_roster
-from grader.gradebook import Gradebook
-from grader.grading import GradingRun
-from grader.intake import find_submissions, match
-from grader.pipeline import grade_folder
-from grader.plugin import run_pytest
-from grader.reports import write_csv, write_feedback, write_gradescope
+from grader.store.gradebook import Gradebook
+from grader.run.grading import GradingRun
+from grader.intake.submissions import find_submissions, match
+from grader.run.pipeline import grade_folder
+from grader.run.plugin import run_pytest
+from grader.reports.summary import write_csv, write_feedback, write_gradescope
 from grader.sandbox.client import Limits, Sandbox
 from synthetic import MISCONCEPTION_PREFIX, load_manifest, profile_names, synthesize
 
@@ -385,7 +385,7 @@ def test_a_failure_on_one_submission_costs_that_submission_only(built, tmp_path)
 def test_a_cell_error_without_a_message_is_named_without_an_empty_code_span():
     """``raise NotImplementedError()`` has no message: the cause names the error and its line
     (once shown as "…on line 2: ``" on the feedback page)."""
-    from grader.grading import _causes
+    from grader.run.grading import _causes
     from grader.sandbox.client import CellError, RunResult
 
     result = RunResult(errors=[CellError("p-a", "NotImplementedError", "", 2),
@@ -394,3 +394,16 @@ def test_a_cell_error_without_a_message_is_named_without_an_empty_code_span():
     assert _causes(result) == {"p-a": "the cell raised `NotImplementedError` on line 2",
                                "p-b": "the cell raised `ValueError`: `bad *shape*`",
                                "p-c": "the cell raised `NotImplementedError` on line 2"}
+
+
+def test_the_grader_version_digests_every_file_of_the_scoring_code():
+    """Each pattern of the digest matches files where the kit is (a root one folder off would
+    match nothing, and a changed grader would stop regrading old submissions)."""
+    from pathlib import Path
+
+    from grader.run import grading
+
+    root = Path(grading.__file__).resolve().parents[2]
+    for pattern in grading._SCORING_CODE:
+        assert list(root.glob(pattern)), pattern
+    assert Path(grading.__file__).resolve() in {p.resolve() for p in root.glob("grader/**/*.py")}

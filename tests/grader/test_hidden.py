@@ -1,13 +1,13 @@
-"""Hidden inputs stay hidden (grader.hidden): a message or an answer that echoes a student's
+"""Hidden inputs stay hidden (grader.verdicts.hidden): a message or an answer that echoes a student's
 hidden test inputs is masked before it is recorded; ordinary messages are left alone."""
 
 import numpy as np
 import pytest
 
 from formats.serialize import encode_names
-from grader.verdicts import code
-from grader.grading import grade_values
-from grader.hidden import HiddenInputs, may_hold_numbers
+from grader.verdicts.parts import code
+from grader.run.grading import grade_values
+from grader.verdicts.hidden import HiddenInputs, may_hold_numbers
 
 RNG = np.random.default_rng(7)
 Q, K = RNG.normal(size=(2, 4, 8)), RNG.normal(size=(2, 3, 8))

@@ -1,6 +1,6 @@
 """The hostile corpus: submissions written to cheat, crash, leak or sabotage, each with the
 outcome a correct grader must give it, graded in ONE batch through the real pipeline
-(grader.pipeline.grade_folder: intake → GradingRun → plugin.run_pytest, with the real Sandbox and
+(grader.run.pipeline.grade_folder: intake → GradingRun → plugin.run_pytest, with the real Sandbox and
 a real SQLite gradebook).
 
 Every hostile notebook starts from its student's own correct synthetic notebook
@@ -49,8 +49,8 @@ from formats.literals import assignment
 from exercises.notebook import notebook_bytes
 from exercises.roster import load_roster
 from formats.serialize import decode_names, from_jsonable
-from grader.gradebook import RESULT_STATUSES, Gradebook
-from grader.pipeline import grade_folder
+from grader.store.gradebook import RESULT_STATUSES, Gradebook
+from grader.run.pipeline import grade_folder
 from grader.sandbox.client import Limits, Sandbox
 from synthetic import far_off, load_manifest, submission_path, synthesize
 
@@ -648,7 +648,7 @@ def solutions_not_importable(corpus, student):
     # sys.path (and the venv's editable-install finder) still point at the project folder,
     # so `solutions` is found, but Landlock lets the child read only under the Python
     # installation and the venv, and opening solutions/__init__.py is refused. (Where only
-    # the uid drop held, the world-readable checkout would import: the README says to keep
+    # the uid drop held, the world-readable checkout would import: docs/security.md says to keep
     # it out of reach then; this test would catch it.) The implement problem still passes:
     # the student's own code is right, and the reference never replaced it.
     every_attempt_refused(corpus, student, STD, ("import solutions", "import exercises",
@@ -1208,7 +1208,7 @@ def test_hostile_submission(corpus, case):
 def test_every_report_is_written_for_the_corpus(corpus, tmp_path):
     """Whatever the corpus handed in, every student's feedback page and results.json are
     written (a ±1e308 answer once stopped `attnkit report` after the CSV)."""
-    from grader.reports import write_csv, write_feedback, write_gradescope
+    from grader.reports.summary import write_csv, write_feedback, write_gradescope
 
     with Gradebook(corpus.gradebook) as gradebook:
         write_csv(gradebook, corpus.key, tmp_path / "grades.csv")

@@ -23,10 +23,10 @@ from exercises.build import CLASS_STUDENT, build_nbgrader
 from exercises.notebook import notebook_bytes
 from formats.serialize import decode_names
 from formats.key_shape import entry_for
-from grader import intake
-from grader.intake import (ISSUE_CODES, MAX_CELLS, Found, Issue, assigns_exactly, file_hash,
-                           find_submissions, givens_edits, kit_cells, match, read_submission)
-from grader.program import job_for
+from grader.intake import submissions as intake
+from grader.intake.submissions import (ISSUE_CODES, MAX_CELLS, Found, Issue, assigns_exactly, file_hash,
+                                       find_submissions, givens_edits, kit_cells, match, read_submission)
+from grader.run.program import job_for
 
 ROOT = Path(__file__).resolve().parents[2]
 EXAMPLE = ROOT / "problem_bank" / "assignments" / "example.yaml"
@@ -248,7 +248,7 @@ def test_a_symbolic_link_is_never_followed(course, key, tmp_path):
 
 
 def test_a_file_too_large_is_hashed_but_not_read(key, tmp_path, monkeypatch):
-    import grader.intake as intake
+    import grader.intake.submissions as intake
     monkeypatch.setattr(intake, "MAX_BYTES", 3 * 1024 * 1024)
     data = b" " * (5 * 1024 * 1024)
     (tmp_path / "x.ipynb").write_bytes(data)
@@ -374,7 +374,7 @@ def test_missing_kit_cells_are_named_with_what_follows(course, key, tmp_path):
                                     "the id was lost): grading does not run check cells, so the score is "
                                     "unaffected, but the part's form was not checked in the notebook",
               "masks-causal--check"),
-    ]        # a check cell is not graded from, but the TA should know it went (grader.review)
+    ]        # a check cell is not graded from, but the TA should know it went (grader.store.review)
 
 
 def test_a_copied_cell_keeps_both_copies_and_says_so(course, key, tmp_path):
@@ -688,7 +688,7 @@ def test_a_givens_bomb_is_judged_by_its_length_and_noted_in_a_line(course, key, 
     assert sum(len(i.message) for i in s.issues) < 5_000
     # a long but parseable edit names at most a few of the names it added
     givens = decode_names(key["students"][A]["problems"]["masks"]["givens"])
-    from grader.intake import expected_givens_source
+    from grader.intake.submissions import expected_givens_source
     source = expected_givens_source(givens) + "".join(f"\nb{i} = 0" for i in range(300))
     said = givens_edits(source, givens)
     assert said.startswith("b0, b1, b2") and said.endswith("and 292 more added") and len(said) < 200
@@ -706,7 +706,7 @@ def test_a_magic_line_in_every_cell_makes_one_note(course, key, tmp_path):
 def test_a_cell_of_a_million_newlines_is_stripped_in_linear_time():
     """``^(\\s*)[%!]`` with re.M let \\s* eat newlines: 60 kB of them cost 8 s, 1 MB hours. This
     finishes in a blink (the suite would hang here if it were quadratic again)."""
-    from grader.program import strip_magics
+    from grader.run.program import strip_magics
     source = "\n" * 1_000_000 + "%ls\n" + " " * 1_000_000 + "\n!pwd"
     stripped, changed = strip_magics(source)
     assert changed and stripped == "\n" * 1_000_000 + "pass\n" + " " * 1_000_000 + "\npass"
@@ -730,7 +730,7 @@ def test_a_huge_cell_with_a_magic_line_is_not_parsed():
     2.9 GB and 11 s. Past PARSED_AT_MOST its magic lines are replaced without parsing."""
     import tracemalloc
 
-    from grader.program import PARSED_AT_MOST, strip_magics
+    from grader.run.program import PARSED_AT_MOST, strip_magics
     source = "a = 1\n" * 1_000_000 + "%matplotlib inline"
     tracemalloc.start()
     try:

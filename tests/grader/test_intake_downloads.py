@@ -12,8 +12,8 @@ from pathlib import Path
 import pytest
 
 from exercises.roster import load_roster
-from grader.intake import (ISSUE_CODES, Found, Issue, find_submissions, match, parse_timestamp,
-                           read_submission, read_timestamp)
+from grader.intake.submissions import (ISSUE_CODES, Found, Issue, find_submissions, match, parse_timestamp,
+                                       read_submission, read_timestamp)
 
 SECRET = "grader intake test secret, 32 by"
 HW = "attention-hw1"

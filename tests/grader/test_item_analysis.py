@@ -1,4 +1,4 @@
-"""Item analysis (grader/item_analysis.py) against values worked out by hand on a class of
+"""Item analysis (grader/reports/item_analysis.py) against values worked out by hand on a class of
 five students and three items (maxima 1, 1 and 2):
 
     student  item 1  item 2  item 3  total
@@ -14,8 +14,8 @@ import math
 import numpy as np
 import pytest
 
-from grader.item_analysis import (chi2_sf, cronbach_alpha, from_summary, got_wrong, item, kruskal_wallis,
-                                  wrong_answers)
+from grader.reports.item_analysis import (chi2_sf, cronbach_alpha, from_summary, got_wrong, item,
+                                          kruskal_wallis, wrong_answers)
 
 I1, I2, I3 = [1, 1, 0, 1, 0], [1, 0, 1, 0, 0], [2, 2, 1, 0, 0]
 TOTALS = [4, 3, 2, 1, 0]
@@ -101,8 +101,8 @@ def test_a_part_waiting_for_a_hand_grade_is_left_out():
 
 
 def test_the_class_summary_and_table_carry_the_item_analysis(graded_class):
-    from grader.gradebook import Gradebook
-    from grader.reports import class_table, summary_json
+    from grader.store.gradebook import Gradebook
+    from grader.reports.summary import class_table, summary_json
     build, key, gradebook_path, _ = graded_class(6)
     with Gradebook(gradebook_path) as gradebook:
         summary = summary_json(gradebook, key)

@@ -1,4 +1,4 @@
-"""Judge processes (grader/judges.py): the trusted work forked out, one judge per server.
+"""Judge processes (grader/run/judges.py): the trusted work forked out, one judge per server.
 
 Each run here is a fresh interpreter (``attnkit grade``, or a short script): a judge is
 forked only where no other thread runs, and this test process has threads of earlier tests
@@ -37,9 +37,9 @@ GRADE = """
     import json, os, signal, sys
     from pathlib import Path
     from formats.answer_key import load_key
-    from grader.gradebook import Gradebook
-    from grader.grading import GradingRun
-    from grader.pipeline import grade_folder
+    from grader.store.gradebook import Gradebook
+    from grader.run.grading import GradingRun
+    from grader.run.pipeline import grade_folder
     from grader.sandbox.client import Limits, Sandbox
 
     build, gradebook_path, judges, doomed = Path(sys.argv[1]), sys.argv[2], sys.argv[3] == "1", sys.argv[4]
@@ -140,8 +140,8 @@ HELD = """
     import json, os, sys, time
     from pathlib import Path
     from formats.answer_key import load_key
-    from grader.grading import GradingRun
-    from grader.intake import find_submissions, match
+    from grader.run.grading import GradingRun
+    from grader.intake.submissions import find_submissions, match
     from grader.sandbox.client import Limits, Sandbox
 
     build = Path(sys.argv[1])
@@ -208,7 +208,7 @@ def test_a_lazy_sandbox_starts_a_server_only_when_a_run_needs_one():
 
 PINNED = """
     import json, os
-    from grader.judges import Judges
+    from grader.run.judges import Judges
     from grader.sandbox.client import Sandbox
 
     class Run:                          # what a judge asks of its run: here, where it runs

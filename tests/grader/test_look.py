@@ -9,12 +9,12 @@ import pytest
 
 from formats.deadline import Deadline, LatePolicy
 from formats.key_shape import assignment_id, graded_parts, is_free_response, key_students, problem_records, total_points
-from grader import marks
-from grader.forensics import COPIED_CHAIN
-from grader.gradebook import Gradebook, ResultRow, SubmissionRow
-from grader.grades import to_review
-from grader.reports import class_table, look_list, summary_json
-from grader.review import NEEDS_A_LOOK, RECHECK, REPLACED_ON_TIME, needs_a_look
+from grader.store import marks
+from grader.forensics.flags import COPIED_CHAIN
+from grader.store.gradebook import Gradebook, ResultRow, SubmissionRow
+from grader.store.grades import to_review
+from grader.reports.summary import class_table, look_list, summary_json
+from grader.store.review import NEEDS_A_LOOK, RECHECK, REPLACED_ON_TIME, needs_a_look
 
 SECRET = "look test secret: long enough, never real"
 DUE = datetime(2026, 12, 5, 23, 59, tzinfo=timezone.utc)

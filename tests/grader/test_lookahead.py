@@ -2,7 +2,7 @@
 
 import threading
 
-from grader.lookahead import LookAhead
+from grader.run.lookahead import LookAhead
 
 
 class Work:

@@ -10,12 +10,12 @@ import sqlite3
 import pytest
 
 from formats.key_shape import assignment_id, entry_for, problem_record
-from grader import marks
-from grader.exports import INCOMPLETE, export_status
-from grader.gradebook import Gradebook, ResultRow
-from grader.grades import MARKED, OVERRIDDEN, RECHECK, class_grades, to_review, with_answers
+from grader.store import marks
+from grader.reports.exports import INCOMPLETE, export_status
+from grader.store.gradebook import Gradebook, ResultRow
+from grader.store.grades import MARKED, OVERRIDDEN, RECHECK, class_grades, to_review, with_answers
 from grader.marking.queue import part_queue
-from grader.reports import feedback_page, summary_json
+from grader.reports.summary import feedback_page, summary_json
 
 FREE = ("motivation", "static")            # items same_vector (+1), context (+1), claims_different (−1)
 FREE_PARTS = ("static", "bottleneck", "common_cause")

@@ -12,8 +12,8 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from formats.key_shape import assignment_id, key_students
-from grader.gradebook import Gradebook
-from grader.pipeline import grade_folder
+from grader.store.gradebook import Gradebook
+from grader.run.pipeline import grade_folder
 from grader.sandbox.client import Limits, Sandbox
 from synthetic import submission_path, synthesize
 
@@ -80,7 +80,7 @@ def test_a_deleted_check_cell_reaches_the_tas_list(course, sandbox, tmp_path):
     without the part's form check, and the TA's list says so (as attnkit check does)."""
     import json
 
-    from grader.reports import class_table, look_list, summary_json
+    from grader.reports.summary import class_table, look_list, summary_json
 
     key, made = course
     hw, student = assignment_id(key), key_students(key)[0]

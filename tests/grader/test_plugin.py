@@ -1,4 +1,4 @@
-"""The pytest side of a grading run (grader/plugin.py): sessions of a few submissions each,
+"""The pytest side of a grading run (grader/run/plugin.py): sessions of a few submissions each,
 what ``-k``, ``-x`` and junitxml do across them, and a verdict that cannot be had. Real
 sandbox, real gradebook, correct synthetic submissions of the example assignment; a spy
 on ``GradingRun.execute`` tells which submissions ran in the sandbox."""
@@ -7,10 +7,10 @@ import xml.etree.ElementTree as ET
 
 import pytest
 
-from grader.gradebook import Gradebook
-from grader.grading import GradingRun
-from grader.intake import find_submissions, match
-from grader.plugin import run_pytest
+from grader.store.gradebook import Gradebook
+from grader.run.grading import GradingRun
+from grader.intake.submissions import find_submissions, match
+from grader.run.plugin import run_pytest
 from grader.sandbox.client import Limits, Sandbox
 from synthetic import synthesize
 
@@ -128,8 +128,8 @@ def test_a_failure_report_shows_a_student_s_escape_sequences_and_never_runs_them
     hold the student's own exception message."""
     import unicodedata
 
-    from grader.verdicts import Verdict
-    from grader.plugin import PartItem
+    from grader.verdicts.parts import Verdict
+    from grader.run.plugin import PartItem
     hostile = "\x1b]0;pwned\x07\x1b[2J\u202e\x9b31m"
     text = PartItem.failure_text(Verdict(0.0, 2.0, "missing", f"`w` is not defined (the cell raised "
                                                               f"ValueError: {hostile})\nsecond line"))
@@ -143,7 +143,7 @@ def test_reports_are_pytests_own_and_setup_teardown_only_where_someone_listens(
     """Each report's keywords are what pytest's runner would give (``dict.fromkeys`` over the
     item's keywords); with no listener but pytest's session an item sends its call report
     alone, and with junitxml listening all three."""
-    from grader.plugin import PartItem
+    from grader.run.plugin import PartItem
 
     made = []
     original = PartItem.reports

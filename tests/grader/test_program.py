@@ -15,8 +15,8 @@ import pytest
 
 from exercises.notebook import LETTERS, SETUP
 from formats.serialize import decode_names, encode_names, from_jsonable
-from grader.intake import Cell, Found, Issue, Submission, read_submission
-from grader.program import GRADING_SETUP, Program, free_answer, job_for, problem_order, strip_magics
+from grader.intake.submissions import Cell, Found, Issue, Submission, read_submission
+from grader.run.program import GRADING_SETUP, Program, free_answer, job_for, problem_order, strip_magics
 
 SECRET = "grader program test secret, 32 b"
 HW = "attention-hw1"
@@ -456,7 +456,7 @@ def test_a_program_is_made_of_the_protocols_steps(course, key, tmp_path):
 def test_every_note_code_is_documented():
     import re
 
-    from grader import program
+    from grader.run import program
 
     source = Path(program.__file__).read_text(encoding="utf-8")
     assert set(re.findall(r'Issue\("([a-z-]+)"', source)) == set(program.NOTE_CODES)

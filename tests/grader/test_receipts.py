@@ -7,9 +7,9 @@ from datetime import datetime, timedelta, timezone
 import pytest
 
 from formats.key_shape import key_students
-from grader.gradebook import Gradebook, SubmissionRow
-from grader.pipeline import grade_folder
-from grader.receipts import ReceiptsError, merged, read_receipts
+from grader.store.gradebook import Gradebook, SubmissionRow
+from grader.run.pipeline import grade_folder
+from grader.intake.receipts import ReceiptsError, merged, read_receipts
 from grader.sandbox.client import Limits, Sandbox
 from synthetic import synthesize
 

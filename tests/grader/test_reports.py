@@ -14,9 +14,9 @@ import pytest
 from solutions import MISCONCEPTIONS
 
 from formats.serialize import decode_names, encode_names, to_jsonable
-from grader.gradebook import Gradebook, ResultRow, SubmissionRow
-from grader.reports import (class_table, csv_text, feedback_page, class_grades, summary_json, with_answers,
-                            write_csv, write_feedback, write_gradescope)
+from grader.store.gradebook import Gradebook, ResultRow, SubmissionRow
+from grader.reports.summary import (class_table, csv_text, feedback_page, class_grades, summary_json,
+                                    with_answers, write_csv, write_feedback, write_gradescope)
 
 A = "hw-reports"
 GRADING = {"rtol": 1e-5, "misconceptions": [], "checks": []}
@@ -282,7 +282,7 @@ def test_summary_json_is_data_for_the_cli(gradebook):
 def test_forensics_that_fail_leave_the_summary_whole_and_say_so(gradebook, monkeypatch):
     def broken(*_a, **_k):
         raise RuntimeError("forensics broke")
-    monkeypatch.setattr("grader.forensics.forensics", broken)
+    monkeypatch.setattr("grader.forensics.flags.forensics", broken)
     summary = summary_json(gradebook, KEY)
     assert summary["not_checked"] == "copied chains were not checked (RuntimeError: forensics broke)"
     assert summary["students"] and "needs_a_look" in summary
@@ -404,7 +404,7 @@ def test_an_answer_whose_range_overflows_is_drawn_and_every_page_written(tmp_pat
 def test_a_part_that_cannot_be_drawn_falls_back_to_its_text(gradebook, tmp_path, monkeypatch):
     def broken(*_args, **_kwargs):
         raise ValueError("a renderer bug")
-    monkeypatch.setattr("grader.feedback_page.heatmap_svg", broken)
+    monkeypatch.setattr("grader.reports.feedback_page.heatmap_svg", broken)
     written = write_feedback(gradebook, KEY, tmp_path)
     assert len(written) == 3
     assert written.fallbacks == {"s1": ["attn/weights (ValueError)"], "s2": ["attn/weights (ValueError)"]}
@@ -422,7 +422,7 @@ def test_a_page_that_cannot_be_made_is_a_minimal_page_never_a_missing_one(tmp_pa
 
     def broken(_record):
         raise RuntimeError("a bug outside any part")
-    monkeypatch.setattr("grader.feedback_page.word_lists", broken)
+    monkeypatch.setattr("grader.reports.feedback_page.word_lists", broken)
     with Gradebook(tmp_path / "g.sqlite") as gb:
         gb.record(sub("s1", rows), rows)
         written = write_feedback(gb, KEY, tmp_path / "fb")
@@ -473,7 +473,7 @@ def test_long_student_text_in_messages_and_answers_renders_in_linear_time(tmp_pa
 def test_an_empty_array_is_described_by_its_shape_not_drawn_per_row():
     """np.zeros((21000, 0, 0)) has no entries, so it passed the size check, and was drawn
     one sub-array at a time: 21,000 drawings and 2.8 MB of HTML for one part."""
-    from grader.reports import value_html
+    from grader.reports.summary import value_html
     html = value_html(np.zeros((21000, 0, 0)))
     assert html == "<p>An array of shape (21000, 0, 0): no entries to show.</p>"
 

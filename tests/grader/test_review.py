@@ -1,11 +1,11 @@
 """What needs a human look, and what a student may read of it."""
 
-from grader.forensics import COPIED_CHAIN
-from grader.gradebook import SubmissionRow
-from grader.intake import ISSUE_CODES
-from grader.program import NOTE_CODES
-from grader.review import (INSTRUCTOR_HAS_A_NOTE, INSTRUCTOR_ONLY, NEEDS_A_LOOK, RECHECK, REPLACED_ON_TIME,
-                           flagged, needs_a_look, student_notes)
+from grader.forensics.flags import COPIED_CHAIN
+from grader.store.gradebook import SubmissionRow
+from grader.intake.submissions import ISSUE_CODES
+from grader.run.program import NOTE_CODES
+from grader.store.review import (INSTRUCTOR_HAS_A_NOTE, INSTRUCTOR_ONLY, NEEDS_A_LOOK, RECHECK,
+                                 REPLACED_ON_TIME, flagged, needs_a_look, student_notes)
 
 
 def row(student, *issues):

@@ -6,7 +6,7 @@ import subprocess
 import sys
 from pathlib import Path
 
-from grader.scratch import LOCK, scratch, sweep
+from grader.run.scratch import LOCK, scratch, sweep
 
 ROOT = Path(__file__).resolve().parents[2]
 
@@ -14,7 +14,7 @@ ROOT = Path(__file__).resolve().parents[2]
 def _killed_run(tmp_path, kind: str) -> Path:
     """The folder a run of ``kind`` left when it was killed with SIGKILL inside scratch()."""
     code = ("import os, signal, sys; sys.path.insert(0, sys.argv[1])\n"
-            "from grader.scratch import scratch\n"
+            "from grader.run.scratch import scratch\n"
             f"with scratch({kind!r}) as f:\n"
             "    os.makedirs(os.path.join(f, '0'))\n"
             "    open(os.path.join(f, '0', 'notebook.ipynb'), 'w').write('a student notebook')\n"

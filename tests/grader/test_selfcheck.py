@@ -12,8 +12,8 @@ import pytest
 from attnkit.cli import main
 from formats.serialize import decode_names
 from grader.sandbox.client import Limits, Sandbox
-from grader.selfcheck import (AT_GRADING, BY_HAND, ERROR, FAILS, NOT_ANSWERED, NOT_CHECKED, NOTE_CODES, OK,
-                              STATUS_CODES, CheckError, Note, givens_change, self_check)
+from grader.selfcheck.check import (AT_GRADING, BY_HAND, ERROR, FAILS, NOT_ANSWERED, NOT_CHECKED, NOTE_CODES,
+                                    OK, STATUS_CODES, CheckError, Note, givens_change, self_check)
 from synthetic import synthesize
 
 SECRET = "self-check test secret, 32 bytes"
@@ -136,7 +136,7 @@ def acted_on(text: str) -> list[str]:
 def test_the_table_shows_the_notebook_s_text_and_never_passes_it_to_the_terminal():
     """Part names come from the notebook's metadata and details from the student's own
     exception messages: escape sequences in either are shown, and the columns stay aligned."""
-    from grader.selfcheck import CheckReport, PartCheck
+    from grader.selfcheck.check import CheckReport, PartCheck
     report = CheckReport(f"sub/{HOSTILE}.ipynb", f"st\u202e01", notes=[Note("bad-cell", f"cell 3: {HOSTILE}\nnext")])
     report.parts = [PartCheck("scaling", f"std{HOSTILE}", ERROR, f"your cell raised ValueError: {HOSTILE}"),
                     PartCheck("scaling", "mean", OK)]
@@ -172,9 +172,9 @@ def test_no_status_or_summary_says_looks_right(notebooks, sandbox):
     """A right form is "form OK — the value is graded later": the check has no key, so it
     never claims an answer is right; the summary says what the exit code will be and why."""
     import attnkit.check_command
-    import grader.selfcheck
+    import grader.selfcheck.check
     from pathlib import Path
-    for module in (grader.selfcheck, attnkit.check_command):
+    for module in (grader.selfcheck.check, attnkit.check_command):
         assert "looks right" not in Path(module.__file__).read_text()
     assert OK == "form OK — the value is graded later"
     paths, _ = notebooks

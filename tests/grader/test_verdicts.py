@@ -12,9 +12,9 @@ from exercises.variant import make_variant
 from exercises.seeds import variant_seed
 from formats.compare import compare
 from formats.serialize import decode_names, from_jsonable, same_value
-from grader.verdicts import (FAILED, MANUAL, MISSING, PARTIAL, PASSED, CaseOutcome, Missing,
-                             MAX_ALTERNATIVES, choice_part, diagnoses, implement_family,
-                             numeric_part, problem_verdicts)
+from grader.verdicts.parts import (FAILED, MANUAL, MISSING, PARTIAL, PASSED, CaseOutcome, Missing,
+                                   MAX_ALTERNATIVES, choice_part, diagnoses, implement_family, numeric_part,
+                                   problem_verdicts)
 from solutions import MISCONCEPTIONS
 from solutions.same_error import same_error
 
@@ -195,7 +195,7 @@ def test_implement_families_earn_points_per_case():
 
 
 def test_a_grader_bug_on_one_problem_costs_only_that_problem(records):
-    from grader.grading import grade_values
+    from grader.run.grading import grade_values
     good = records["why_sqrt_dk"]
     broken = {**records["dog_ran_fast"], "answers": {}}       # a key entry the checks cannot read
     graded = grade_values({"problems": {"scaling": good, "walk": broken}},

@@ -9,8 +9,8 @@ from exercises.preview import preview
 from exercises.variant import make_variant
 from formats import key_shape as shape
 from formats.serialize import decode_names, from_jsonable
-from grader.follow_through import recompute, carried
-from grader.verdicts import problem_verdicts
+from grader.verdicts.follow_through import recompute, carried
+from grader.verdicts.parts import problem_verdicts
 
 SEEDS = range(200)
 

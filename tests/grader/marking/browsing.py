@@ -7,9 +7,9 @@ import dataclasses
 import threading
 
 from formats.key_shape import assignment_id
-from grader.gradebook import Gradebook
+from grader.store.gradebook import Gradebook
 from grader.marking.server import MarkingServer
-from grader.marks import mark_of
+from grader.store.marks import mark_of
 
 HOSTILE = "<script>alert(1)</script> and <img src=x onerror=alert(1)> end"
 PROBLEM, PART = "motivation", "static"

@@ -11,9 +11,9 @@ import time
 
 
 from formats.key_shape import assignment_id
-from grader.gradebook import Gradebook
+from grader.store.gradebook import Gradebook
 from grader.marking.queue import part_queue
-from grader.marks import history
+from grader.store.marks import history
 
 from tests.grader.marking.browsing import HOSTILE, PART, PROBLEM, go, marks_of, open_part, press_and_settle, serve
 

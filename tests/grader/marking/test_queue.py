@@ -8,8 +8,8 @@ import shutil
 import pytest
 
 from formats.key_shape import entry_for, problem_record
-from grader import marks
-from grader.gradebook import Gradebook, ResultRow
+from grader.store import marks
+from grader.store.gradebook import Gradebook, ResultRow
 from grader.marking.queue import HAND, OVERRIDE, detail, normalised, order_key, part_queue, parts_to_mark
 
 

@@ -21,9 +21,9 @@ import urllib.request
 import pytest
 
 from formats.key_shape import assignment_id
-from grader.gradebook import Gradebook
+from grader.store.gradebook import Gradebook
 from grader.marking.server import MAX_BODY, SECURITY_HEADERS, MarkingServer
-from grader.marks import history, mark_of
+from grader.store.marks import history, mark_of
 
 HOSTILE = "<script>alert(1)</script> and <img src=x onerror=alert(1)> end"
 PROBLEM, PART = "motivation", "static"

@@ -18,9 +18,9 @@ import urllib.request
 import pytest
 
 from formats.key_shape import assignment_id
-from grader.gradebook import Gradebook, answer_digest
+from grader.store.gradebook import Gradebook, answer_digest
 from grader.marking.server import MarkingServer
-from grader.marks import COMMENT_LIMIT, mark_of
+from grader.store.marks import COMMENT_LIMIT, mark_of
 
 from tests.grader.marking.browsing import set_answer
 

@@ -8,12 +8,12 @@ import shutil
 
 import pytest
 
-from grader.gradebook import Gradebook
+from grader.store.gradebook import Gradebook
 from grader.marking import sheet as sheet_module
 from grader.marking import sheet_format
 from grader.marking.queue import part_queue
 from grader.marking.sheet import SheetError, apply_import, export_sheet, plan_import
-from grader.marks import HAND, OVERRIDE, Edit, Target, history, mark_of, marks, part_rubric, save
+from grader.store.marks import HAND, OVERRIDE, Edit, Target, history, mark_of, marks, part_rubric, save
 
 STUDENTS = 12
 FREE = [("motivation", "static"), ("motivation", "bottleneck"), ("motivation", "common_cause")]

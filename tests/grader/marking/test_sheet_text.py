@@ -13,11 +13,11 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from grader.gradebook import Gradebook
+from grader.store.gradebook import Gradebook
 from grader.marking.queue import part_queue, part_record
 from grader.marking.sheet import SheetError, apply_import, export_sheet, plan_import
-from grader.marks import Edit, Target, history, mark_of, save
-from grader.feedback_page import decoded_answer
+from grader.store.marks import Edit, Target, history, mark_of, save
+from grader.reports.feedback_page import decoded_answer
 
 STUDENTS = 12
 STATIC = ("motivation", "static")

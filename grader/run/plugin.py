@@ -9,7 +9,7 @@ tools work: ``-k "s2026001 and weights"`` selects, ``--junitxml`` writes a repor
 properties carry the points, and a failing item's message is the student's feedback.
 
 Student code runs before the items that judge it: a thread per sandbox server runs the
-submissions in the order their items will run, a bounded window ahead (``grader.lookahead``), and
+submissions in the order their items will run, a bounded window ahead (``grader.run.lookahead``), and
 each item waits only for its own submission's values. A large batch is graded in several
 pytest sessions of ``SESSION_SIZE`` submissions (pytest keeps every item it collects until
 its session ends); the sandbox runs on across them. A submission's rows reach the gradebook
@@ -28,9 +28,9 @@ from pytest import TestReport
 
 from formats.textfile import terminal_safe
 
-from . import garbage
-from .scratch import scratch
-from .verdicts import MANUAL, PASSED, Verdict
+from grader.run import garbage
+from grader.run.scratch import scratch
+from grader.verdicts.parts import MANUAL, PASSED, Verdict
 
 MANIFEST_SUFFIX = ".attnkit"
 
@@ -56,7 +56,7 @@ class PartFailed(Exception):
 
 class GradingPlugin:
     """The pytest plugin object of one session: ``run`` is the grading run it reports to
-    (grader.grading), ``students`` the submissions this session collects."""
+    (grader.run.grading), ``students`` the submissions this session collects."""
 
     def __init__(self, run, students: list[str]):
         self.run = run
@@ -332,7 +332,7 @@ def run_pytest(run, assignment_id: str, extra_args=(), verbose: bool = False,
                                                                "PYTEST_ADDOPTS", "PYTEST_PLUGINS")}
         os.environ["PYTEST_DISABLE_PLUGIN_AUTOLOAD"] = "1"
         try:
-            with garbage.paced():        # (the collector by submissions: grader.garbage)
+            with garbage.paced():        # (the collector by submissions: grader.run.garbage)
                 if not selective:
                     run.start(students)
                 return _sessions(run, sessions, args)

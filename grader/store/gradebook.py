@@ -5,12 +5,12 @@ A **handin** is one distinct notebook a student handed in (its content hash): th
 folder's, a late one, a resubmission. Each is kept with its own grade; grading it again (a
 rebuilt key, a newer kit) replaces that handin's grade and nothing else. Which handin
 *counts* is decided when the gradebook is read (``submissions``, ``results``: the one
-received last; under a deadline, its ``counts:`` rule, ``grader.grades``), and a student with
+received last; under a deadline, its ``counts:`` rule, ``grader.store.grades``), and a student with
 none is missing — a fact of the report, never a row that overwrites a grade. So runs over any
 sequence of folders (the main one, a late one, a single resubmission, an empty one)
 accumulate. A handin's receipt time is knowledge too: grading it again keeps the time
 recorded from a better source (an LMS export over a file's modification time,
-``grader.receipts.merged``) and ``receipt_changes`` says what was kept or replaced.
+``grader.intake.receipts.merged``) and ``receipt_changes`` says what was kept or replaced.
 
 Why SQLite in WAL mode: a batch of hundreds of notebooks is graded by several threads and may
 be interrupted at any moment (Ctrl-C, a laptop lid, a killed job). Each handin is recorded in
@@ -44,10 +44,10 @@ from pathlib import Path
 
 from formats.textfile import printable
 
-from .receipts import ReceiptChange, merged
+from grader.intake.receipts import ReceiptChange, merged
 
 FORMAT = "attnkit-gradebook"
-SCHEMA_VERSION = 3     # 3: hand grades (grader.marks) and their log
+SCHEMA_VERSION = 3     # 3: hand grades (grader.store.marks) and their log
 # "ATKG": SQLite's own slot for the file's type, so `file` and other tools can tell it apart
 # from any other database; the meta table is what this module checks.
 APPLICATION_ID = 0x41544B47
@@ -111,7 +111,7 @@ CREATE TABLE results (
 );
 """
 
-# One part's history (grader.marks.history, the sheet's conflict check) without reading the
+# One part's history (grader.store.marks.history, the sheet's conflict check) without reading the
 # whole log: a class's log grows by an event per save.
 _MARK_LOG_INDEX = ("CREATE INDEX IF NOT EXISTS mark_log_part ON mark_log "
                    "(assignment, student, problem, part, seq)")
@@ -128,7 +128,7 @@ CREATE TRIGGER IF NOT EXISTS mark_log_append_only_insert AFTER INSERT ON mark_lo
 WHEN NEW.seq < 1 OR EXISTS (SELECT 1 FROM mark_log WHERE seq > NEW.seq)
 BEGIN SELECT RAISE(ABORT, 'mark_log is append-only'); END""")
 
-# Hand grades (grader.marks): the current one per part, and the log of every grading event.
+# Hand grades (grader.store.marks): the current one per part, and the log of every grading event.
 # A student's hand grade belongs to the student's part, not to a handin: a resubmission keeps
 # it (flagged when the answer it was applied to is no longer the counted one). The log is
 # append-only: triggers refuse an UPDATE, a DELETE and an insert over or before an entry, so
@@ -216,7 +216,7 @@ class SubmissionRow:
     handin: str = ""
     received_at: str | None = None
     received_from: str = ""
-    issues: tuple[tuple[str, str], ...] = ()   # (code, message): grader.intake's ISSUE_CODES, the program's
+    issues: tuple[tuple[str, str], ...] = ()   # (code, message): grader.intake.submissions's ISSUE_CODES, the program's
 
     def __post_init__(self):
         object.__setattr__(self, "notes", tuple(str(n) for n in self.notes))
@@ -256,7 +256,7 @@ class ResultRow:
 
 def answer_digest(answer) -> str:
     """A short digest of a stored answer (a ``ResultRow.answer``; None: no answer): what a
-    hand grade was applied to (``grader.marks``). SQL has it as ``answer_digest(answer)``
+    hand grade was applied to (``grader.store.marks``). SQL has it as ``answer_digest(answer)``
     (the column's JSON text), so a class's answers are digested without being read out."""
     text = json.dumps(answer, sort_keys=True, ensure_ascii=False, separators=(",", ":"))
     return hashlib.sha256(text.encode("utf-8", "surrogatepass")).hexdigest()[:16]
@@ -373,7 +373,7 @@ class Gradebook:
         self._lock = threading.RLock()
         self._conn: sqlite3.Connection | None = None
         # Receipt times this connection's writes kept against a worse source, or replaced
-        # (grader.receipts.merged), in the order written: what a grading run reports.
+        # (grader.intake.receipts.merged), in the order written: what a grading run reports.
         self.receipt_changes: list[ReceiptChange] = []
         self.path.parent.mkdir(parents=True, exist_ok=True)
         try:
@@ -527,7 +527,7 @@ class Gradebook:
     def transaction(self):
         """``with gb.transaction() as c:`` one write transaction (BEGIN IMMEDIATE: a second
         writer waits), committed when the block ends, rolled back when it raises. What
-        ``grader.marks`` writes its hand grades with."""
+        ``grader.store.marks`` writes its hand grades with."""
         with self._lock, self._errors():
             c = self._connection()
             c.execute("BEGIN IMMEDIATE")

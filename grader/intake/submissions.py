@@ -61,7 +61,7 @@ from formats.key_shape import (CLASS_STUDENT, IMPLEMENT, entry_for, givens_of, g
 from formats.serialize import decode_names
 from formats.textfile import printable, quick_json, terminal_safe
 
-from .receipts import RECEIVED_FROM_MTIME, RECEIVED_FROM_TIMESTAMP  # noqa: F401 — named here too
+from grader.intake.receipts import RECEIVED_FROM_MTIME, RECEIVED_FROM_TIMESTAMP  # noqa: F401 — named here too
 
 # Submissions are read on the grader's sandbox threads, and CPython 3.11's parser is not safe
 # to run in two threads at once ("SystemError: AST constructor recursion depth mismatch"):

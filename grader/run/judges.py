@@ -38,8 +38,8 @@ import sys
 import threading
 import time
 
-from . import garbage
-from .sandbox.processes import share_slots
+from grader.run import garbage
+from grader.sandbox.processes import share_slots
 
 _LENGTH = struct.Struct("!Q")
 _FAREWELL_SECONDS = 30.0           # for a judge to close its sandbox and say what it spent

@@ -29,10 +29,10 @@ from formats.cells import MARKDOWN_PLACEHOLDER, SETUP
 from formats.key_shape import IMPLEMENT, givens_of, gradings, is_free_response, kind, problem_record
 from formats.serialize import decode_names
 
-from .budget import UNLIMITED, Budget
-from .intake import (NOT_READ, PARSING, Issue, Submission, assigns_exactly, expected_givens_source,
-                     kit_cells, listed)
-from .sandbox.protocol import call_step, exec_step, send_step, set_step
+from grader.budget import UNLIMITED, Budget
+from grader.intake.submissions import (NOT_READ, PARSING, Issue, Submission, assigns_exactly,
+                                       expected_givens_source, kit_cells, listed)
+from grader.sandbox.protocol import call_step, exec_step, send_step, set_step
 
 # Issues of the submission that change what is graded (the others, such as an edited givens
 # cell or stripped metadata, are worth knowing but change nothing).
@@ -41,7 +41,7 @@ GRADING_ISSUES = NOT_READ | frozenset({
     "wrong-assignment", "wrong-variant", "duplicate",
 })
 
-# The program's own notes (beside the submission's issues, grader.intake.ISSUE_CODES); a
+# The program's own notes (beside the submission's issues, grader.intake.submissions.ISSUE_CODES); a
 # test holds this list to the codes the module emits.
 NOTE_CODES = {
     "magics-stripped": "lines starting with % or ! were replaced by `pass` (IPython only)",

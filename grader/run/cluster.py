@@ -43,13 +43,13 @@ from dataclasses import dataclass, field, fields, replace
 from formats.answer_key import canonical, parse_entry
 from formats.key_shape import entry_for
 
-from . import garbage
-from .budget import CPU_SECONDS
-from .grading import Graded, GradingRun, grader_version
-from .gradebook import ResultRow, SubmissionRow, encoded
-from .intake import Found, Sent, notebook_bytes
-from .judges import keep_to_cpu, usable_cpus
-from .verdicts import ERROR, Verdict
+from grader.run import garbage
+from grader.budget import CPU_SECONDS
+from grader.run.grading import Graded, GradingRun, grader_version
+from grader.store.gradebook import ResultRow, SubmissionRow, encoded
+from grader.intake.submissions import Found, Sent, notebook_bytes
+from grader.run.judges import keep_to_cpu, usable_cpus
+from grader.verdicts.parts import ERROR, Verdict
 
 SHARD_SIZE = 100
 SERVERS_PER_WORKER = 1
@@ -98,7 +98,7 @@ def get_ready(servers: int, wall_seconds: float) -> None:
 
 def _sandbox(servers: int, wall_seconds: float):
     """This worker process's sandbox servers, started for its first shard and kept."""
-    from .sandbox.client import Limits, Sandbox
+    from grader.sandbox.client import Limits, Sandbox
     key = (servers, wall_seconds)
     if key not in _SANDBOXES:
         sandbox = Sandbox(servers, Limits(wall_seconds=wall_seconds)).__enter__()
@@ -234,7 +234,7 @@ def connect(cluster: str):
 def pin_workers(client) -> dict[str, int]:
     """Keep each worker of a cluster on this machine (``local:N``) on a CPU of its own, with
     the sandbox server it starts and that server's children, as batch work: what a judge does
-    on one machine (``grader.judges._pin``), and for the same reason: a worker's grading
+    on one machine (``grader.run.judges._pin``), and for the same reason: a worker's grading
     thread and its sandbox child take turns dozens of times per submission. Every thread the
     worker has is moved (Linux sets a CPU mask per thread; threads made later inherit it).
     Returns worker address → CPU ({} where the system cannot say which CPUs there are)."""
@@ -284,8 +284,8 @@ def _kit_version() -> str:
 
 
 def _protected() -> bool:
-    from .sandbox.client import explain
-    from .sandbox.walls import protected
+    from grader.sandbox.client import explain
+    from grader.sandbox.walls import protected
     return protected(explain())
 
 

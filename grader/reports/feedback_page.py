@@ -7,7 +7,7 @@ own answers, and the expected answers only with ``reveal`` (a page sent before t
 must not hand their answers to their classmates). Math in prompts, messages, rubric texts,
 grader's comments and answers is MathML (``exercises.html``), which browsers draw on their
 own: the page opens offline. What the late policy did to the handin is said in the words of
-``grader.grades.late_line``, as the LMS exports say it. A part that cannot be drawn is shown
+``grader.store.grades.late_line``, as the LMS exports say it. A part that cannot be drawn is shown
 as text, a page that cannot be made is a minimal one, so every student always gets a page
 (``FeedbackPages.fallbacks`` says whose fell back). Everything a student, a roster or a
 grader wrote is escaped or rendered as Markdown without raw HTML or links.
@@ -30,10 +30,10 @@ from formats.key_shape import (assignment_id, assignment_title, entry_for, head_
 from formats.serialize import decode_names, from_jsonable
 from formats.textfile import write_atomic
 
-from .gradebook import Gradebook, ResultRow, omitted_reason
-from .grades import (ERROR, MANUAL, MISSING, NOT_ACCEPTED, Part, StudentGrades, class_grades, late_line,
-                     score_text, with_answers)
-from .marks import student_lines
+from grader.store.gradebook import Gradebook, ResultRow, omitted_reason
+from grader.store.grades import (ERROR, MANUAL, MISSING, NOT_ACCEPTED, Part, StudentGrades, class_grades,
+                                 late_line, score_text, with_answers)
+from grader.store.marks import student_lines
 
 # Beyond this many numbers an answer is described, not drawn: a page of 4096 cells helps no one.
 MAX_CELLS = 400

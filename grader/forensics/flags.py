@@ -2,7 +2,7 @@
 expected answer or another student's mistake ("other-variant"), the same wrong numbers
 handed in by two students on different variants ("shared-wrong"), and two students' similar
 implement code ("similar-code", ``similar_code_flags``: winnowed fingerprints of normalised
-tokens, ``grader.code_similarity``; read from the counted handin's notebook only while its
+tokens, ``grader.forensics.code_similarity``; read from the counted handin's notebook only while its
 content hash is still the handin's, the stub and the reference solution from the build's
 release and instructor notebooks; ``part`` is the implement function's name).
 
@@ -46,10 +46,10 @@ from formats.compare import telling, within
 from formats.key_shape import IMPLEMENT, entry_for, gradings, key_students, problem_records
 from formats.serialize import decode_names, from_jsonable
 
-from .code_similarity import fingerprints, line_ranges, plain, similar_groups
-from .follow_through import FOLLOW_THROUGH
-from .gradebook import omitted_reason
-from .intake import Found, read_submission
+from grader.forensics.code_similarity import fingerprints, line_ranges, plain, similar_groups
+from grader.verdicts.follow_through import FOLLOW_THROUGH
+from grader.store.gradebook import omitted_reason
+from grader.intake.submissions import Found, read_submission
 
 OTHER_VARIANT, SHARED_WRONG, SIMILAR_CODE = "other-variant", "shared-wrong", "similar-code"
 THRESHOLD = 0.1          # at most this share of the class may share the value
@@ -314,7 +314,7 @@ def forensics(gradebook, key: dict, threshold: float = THRESHOLD, build=None, co
     late policy that says which handin counts). ``result["code"]``
     says what the code comparison read and which handins it skipped, and why. ``grades``:
     the class's grades when the caller has them already."""
-    from .grades import class_grades
+    from grader.store.grades import class_grades
     grades = class_grades(gradebook, key, deadline) if grades is None else grades
     answers = counted_answers(grades, gradebook)
     flags = other_variant_flags(key, answers, threshold)
@@ -504,7 +504,7 @@ def _code_flags(pid: str, function: str, codes: dict, given, reference) -> list[
 
 
 def similar_code_flags(key: dict, grades, build) -> tuple[list[Flag], dict]:
-    """Similar implement code (``grader.code_similarity``) of every pair of students, from the
+    """Similar implement code (``grader.forensics.code_similarity``) of every pair of students, from the
     counted handins' notebooks, and what was read: ``{"problems", "compared", "skipped",
     "notes"}``. ``part`` of a flag is the implement function's name (the answer cell's)."""
     gids = _implement_problems(key)

@@ -38,7 +38,7 @@ from formats.key_shape import answer_names, gradings
 from formats.serialize import decode_names, from_jsonable
 from solutions import MISCONCEPTIONS
 
-from .verdicts import FAILED, PARTIAL, PASSED, Verdict, gives_part, matches_twin
+from grader.verdicts.parts import FAILED, PARTIAL, PASSED, Verdict, gives_part, matches_twin
 
 FOLLOW_THROUGH = "Follow-through:"
 FOLLOW_WITHHELD = "No follow-through:"

@@ -1,15 +1,15 @@
 """What instructors and students read, made from the gradebook and the answer key.
 
 - ``write_csv``, ``write_gradescope``: the class list and Gradescope's results.json, from
-  ``grader.exports`` (which also writes what Canvas and Moodle import);
-- ``write_feedback``: one self-contained HTML page per student (``grader.feedback_page``,
+  ``grader.reports.exports`` (which also writes what Canvas and Moodle import);
+- ``write_feedback``: one self-contained HTML page per student (``grader.reports.feedback_page``,
   named here too);
 - ``class_table``: the same numbers as aligned plain text for the terminal, with a summary;
   every text in it from a roster or the gradebook shown terminal-safe;
 - ``summary_json``: everything ``class_table`` shows, as data (``attnkit report --json``).
 
 Who is in the class and what each student earned on the handin that counts is
-``grader.grades``': a student without a submission is listed as ``missing``, never left out. Every output is a function of those two alone — sorted, no times, no
+``grader.store.grades``': a student without a submission is listed as ``missing``, never left out. Every output is a function of those two alone — sorted, no times, no
 paths of this machine — so reporting twice gives the same bytes.
 
 Expected values appear only on feedback pages written with ``reveal=True``: a page sent to a
@@ -31,16 +31,17 @@ from formats.textfile import terminal_safe
 
 from formats.deadline import Deadline
 
-from . import exports
-# (the feedback pages are grader.feedback_page's, named here too, where callers find them)
-from .feedback_page import (FeedbackPages, MAX_CELLS, as_array, decoded_answer, feedback_page,  # noqa: F401
-                            labels_for, markdown_html, minimal_page, value_html, word_lists, write_feedback)
-from .gradebook import Gradebook
-from .grades import (ERROR, GRADED, MISSING, NOT_ACCEPTED, Part, StudentGrades, class_grades,
-                     score_text, with_answers)  # noqa: F401 (with_answers: callers import it from here)
-from .item_analysis import got_wrong
-from .forensics import copied_chains
-from .review import needs_a_look
+from grader.reports import exports
+# (the feedback pages are grader.reports.feedback_page's, named here too, where callers find them)
+from grader.reports.feedback_page import (FeedbackPages, MAX_CELLS, as_array, decoded_answer, feedback_page,
+                                          labels_for, markdown_html, minimal_page, value_html, word_lists,
+                                          write_feedback)
+from grader.store.gradebook import Gradebook
+from grader.store.grades import (ERROR, GRADED, MISSING, NOT_ACCEPTED, Part, StudentGrades, class_grades,
+                                 score_text, with_answers)  # noqa: F401 (with_answers: callers import it from here)
+from grader.reports.item_analysis import got_wrong
+from grader.forensics.flags import copied_chains
+from grader.store.review import needs_a_look
 
 _points = score_text
 
@@ -49,12 +50,12 @@ _points = score_text
 
 
 def csv_text(gradebook: Gradebook, key: dict, deadline: Deadline | None = None) -> str:
-    """The class's grades.csv (grader.exports.grades_export)."""
+    """The class's grades.csv (grader.reports.exports.grades_export)."""
     return exports.grades_export(class_grades(gradebook, key, deadline), key).text
 
 
 def write_csv(gradebook: Gradebook, key: dict, path: str | Path, deadline: Deadline | None = None) -> Path:
-    """One row per student of the key (grader.exports.grades_export)."""
+    """One row per student of the key (grader.reports.exports.grades_export)."""
     exports.write_grades_csv(class_grades(gradebook, key, deadline), key, path)
     return Path(path)
 
@@ -65,7 +66,7 @@ def gradescope_results(s: StudentGrades, key: dict) -> dict:
 
 def write_gradescope(gradebook: Gradebook, key: dict, out_dir: str | Path,
                      deadline: Deadline | None = None) -> list[Path]:
-    """``out_dir/<student>/results.json`` for every student of the key (grader.exports)."""
+    """``out_dir/<student>/results.json`` for every student of the key (grader.reports.exports)."""
     return exports.write_gradescope(class_grades(gradebook, key, deadline), key, out_dir)
 
 
@@ -131,7 +132,7 @@ def summary_json(gradebook: Gradebook, key: dict, deadline: Deadline | None = No
         entry = (entry_for(key, s["id"]) or {}) if pools else {}
         s["pools"] = {pid: problem_record(entry, pid, {}).get("template") for pid in pools
                       if problem_record(entry, pid, None) is not None}
-    from .item_analysis import from_summary
+    from grader.reports.item_analysis import from_summary
     items = from_summary({"students": students})
     return {
         "assignment": {"id": assignment_id(key), "title": assignment_title(key),
@@ -155,7 +156,7 @@ def summary_json(gradebook: Gradebook, key: dict, deadline: Deadline | None = No
 
 
 def _handin_json(h) -> dict:
-    """One of a student's handins (grader.grades.Handin): when and whence it came, its
+    """One of a student's handins (grader.store.grades.Handin): when and whence it came, its
     automatic score before and after the late policy, and whether it counts and why."""
     lateness = h.lateness
     return {"file": h.row.path, "received_at": h.row.received_at, "received_from": h.row.received_from,

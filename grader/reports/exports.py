@@ -1,4 +1,4 @@
-"""Grade files an LMS imports as they are, made from ``grader.reports.class_grades``.
+"""Grade files an LMS imports as they are, made from ``grader.reports.summary.class_grades``.
 
 - ``grades_export``: the kit's own ``grades.csv`` (the columns of ``reports.write_csv``, then
   ``pending_points``), UTF-8 without a byte-order mark, for scripts and spreadsheets;
@@ -41,8 +41,8 @@ from formats.key_shape import (assignment_id, assignment_title, entry_for, head_
                                problem_title, rubric_of, total_points)
 from formats.textfile import printable, write_atomic
 
-from .grades import NOT_ACCEPTED, StudentGrades, late_line, score_text
-from .marks import student_lines
+from grader.store.grades import NOT_ACCEPTED, StudentGrades, late_line, score_text
+from grader.store.marks import student_lines
 
 GRADED, INCOMPLETE, ERROR, MISSING = "graded", "incomplete", "error", "missing"
 _MANUAL = "manual"                     # a part's result still to be graded by hand
@@ -401,7 +401,7 @@ def gradescope_results(s: StudentGrades, key: dict, visibility: str = "visible")
         summary += "."
     if s.penalty and status != NOT_ACCEPTED:
         summary += " " + late_line(s)
-    # the notes the student may read (grader.review): their own notebook's, never another's
+    # the notes the student may read (grader.store.review): their own notebook's, never another's
     return {"score": round(s.total, 6), "output": "\n".join([summary, *s.shown_notes]), "visibility": visibility,
             "stdout_visibility": "hidden", "extra_data": {"status": status, "pending_points": pending},
             "tests": tests}

@@ -1,13 +1,13 @@
 """What needs a human look, and what only the instructor may read.
 
-A submission's issues (grader.intake's ``ISSUE_CODES``, the program's ``NOTE_CODES``) are
+A submission's issues (grader.intake.submissions's ``ISSUE_CODES``, the program's ``NOTE_CODES``) are
 stored with it (``SubmissionRow.issues``: code and message). Some mean the grade may not be
 what the student earned and a person should look before it stands: a file that could not be
 read, kit cells deleted or edited, a notebook issued to someone else or to no one, copies and
 renamed files, late work, a hand grade to look at again. ``attnkit grade`` lists those first,
 and the class table marks them.
 
-There is one definition of what needs a look: a student's ``look`` (grader.grades'
+There is one definition of what needs a look: a student's ``look`` (grader.store.grades'
 ``StudentGrades.look``, and ``to_review`` for the TA's list after a run), made of the issues
 ``flagged`` keeps and the look codes the grades add. The class table's ``look``, the TA's list
 (``needs_a_look``) and ``report --json`` all read that list, and filter nothing more.
@@ -21,7 +21,7 @@ from __future__ import annotations
 
 from collections.abc import Iterable
 
-RECHECK = "mark-recheck"                 # a hand grade to look at again (grader.marks)
+RECHECK = "mark-recheck"                 # a hand grade to look at again (grader.store.marks)
 REPLACED_ON_TIME = "replaced-on-time"    # a late handin counts over an on-time one that scored more
 
 # Issues that need a person to look before the grade stands.
@@ -40,7 +40,7 @@ NEEDS_A_LOOK = frozenset({
     "bad-timestamp", "late-by-name", "late", REPLACED_ON_TIME,
     # the grader's own failure on the counted handin; a hand grade to look at again
     "grader-error", RECHECK,
-    # follow-through credit on answers forensics flags as another student's (grader.forensics)
+    # follow-through credit on answers forensics flags as another student's (grader.forensics.flags)
     "copied-chain",
 })
 

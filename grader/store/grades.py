@@ -7,8 +7,8 @@ student without a counted handin is ``missing`` (or ``not accepted`` under a cut
 out. Which handin counts is the deadline's ``counts`` rule (``formats.deadline``; without a
 deadline, the one received last); every handin is listed beside it (``StudentGrades.history``),
 and a late handin counted over an on-time one that scored more needs a look. What reads this:
-the reports (``grader.reports``), the LMS exports (``grader.exports``) and the TA's list
-(``grader.pipeline``).
+the reports (``grader.reports.summary``), the LMS exports (``grader.reports.exports``) and the TA's list
+(``grader.run.pipeline``).
 """
 
 from __future__ import annotations
@@ -21,9 +21,9 @@ from formats.deadline import Deadline, Lateness
 from formats.key_shape import (assignment_id, entry_for, graded_parts, head_problems, is_class_key,
                               key_students, problem_record, total_points)
 
-from .gradebook import Gradebook, ResultRow, SubmissionRow
-from .marks import HAND, Mark, marks as active_marks, rechecks
-from .review import RECHECK, REPLACED_ON_TIME, flagged, student_notes
+from grader.store.gradebook import Gradebook, ResultRow, SubmissionRow
+from grader.store.marks import HAND, Mark, marks as active_marks, rechecks
+from grader.store.review import RECHECK, REPLACED_ON_TIME, flagged, student_notes
 
 MISSING, GRADED, ERROR, MANUAL = "missing", "graded", "error", "manual"
 MARKED, OVERRIDDEN = "marked", "overridden"      # a part's status once a grader scored it
@@ -34,7 +34,7 @@ NOT_ACCEPTED = "not accepted"
 class Part:
     """One gradable part of one student's problem, as the key defines it (implement: a test
     family), with what the gradebook holds for it: the automatic result (None: not graded)
-    and the active hand grade (``grader.marks``; None: none), which scores the part when
+    and the active hand grade (``grader.store.marks``; None: none), which scores the part when
     there is one. ``recheck`` says why that hand grade needs another look ('' if it does not)."""
 
     problem: str
@@ -109,7 +109,7 @@ class StudentGrades:
     total: float
     max_score: float
     problem_scores: dict          # problem id → points earned
-    issues: tuple = ()            # (code, message) of the counted handin: grader.review
+    issues: tuple = ()            # (code, message) of the counted handin: grader.store.review
     handins: int = 0              # distinct notebooks handed in (the counted one is below)
     path: str = ""                # the counted handin's file (not accepted: the refused one's)
     received_at: str | None = None   # when it was handed in (UTC), and where that time comes from
@@ -133,7 +133,7 @@ class StudentGrades:
 
     @property
     def shown_notes(self) -> list[str]:
-        """The notes the student may read (grader.review.student_notes)."""
+        """The notes the student may read (grader.store.review.student_notes)."""
         return student_notes(self.notes, self.issues)
 
 

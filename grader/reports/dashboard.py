@@ -2,9 +2,9 @@
 (``attnkit report --dashboard`` → ``reports/dashboard.html``).
 
 What an instructor looks at after grading, in one place: the score distribution, the item
-analysis (``grader.item_analysis``) with its dubious items flagged, how often each diagnosed
+analysis (``grader.reports.item_analysis``) with its dubious items flagged, how often each diagnosed
 misconception cost a part, the members of each pool of templates side by side with their
-fairness test, the answer forensics (``grader.forensics``) and, for the by-hand matrix parts,
+fairness test, the answer forensics (``grader.forensics.flags``) and, for the by-hand matrix parts,
 the commonest wrong matrix beside the expected one.
 
 The page is for instructors only: it names students and repeats forensic evidence, so it is
@@ -35,12 +35,12 @@ from formats.key_shape import assignment_id, assignment_title, entry_for, gradin
 from formats.serialize import decode_names
 from formats.textfile import write_atomic
 
-from .feedback_page import as_array, decoded_answer, labels_for, markdown_html, word_lists
-from .forensics import class_forensics, flags_of
-from .gradebook import Gradebook, omitted_reason
-from .grades import GRADED, class_grades, score_text
-from .item_analysis import HIGH_FACILITY, LOW_DISCRIMINATION, LOW_FACILITY, wrong_answers
-from .reports import summary_json
+from grader.reports.feedback_page import as_array, decoded_answer, labels_for, markdown_html, word_lists
+from grader.forensics.flags import class_forensics, flags_of
+from grader.store.gradebook import Gradebook, omitted_reason
+from grader.store.grades import GRADED, class_grades, score_text
+from grader.reports.item_analysis import HIGH_FACILITY, LOW_DISCRIMINATION, LOW_FACILITY, wrong_answers
+from grader.reports.summary import summary_json
 
 MATRIX_PARTS = 4          # by-hand matrix parts drawn (those most often wrong)
 MAX_SIDE = 8              # rows and columns of a matrix drawn; a larger one is cut to its corner
@@ -450,7 +450,7 @@ def _fairness(f: dict) -> str:
 
 
 def _forensics(result, summary: dict) -> str:
-    """``grader.forensics``' flags (``result``, or the exception it raised): how many of each
+    """``grader.forensics.flags``' flags (``result``, or the exception it raised): how many of each
     kind, then the least likely to be coincidence. Names and evidence are the students' text:
     escaped."""
     if isinstance(result, Exception):
@@ -509,7 +509,7 @@ def _case_row(case: list[dict], names: dict) -> str:
 
 def _follow_note(case: list[dict]) -> str:
     """The follow-through parts that rest on a case's answers, named (``forensics.follow_through_note``)."""
-    from .forensics import follow_through_note
+    from grader.forensics.flags import follow_through_note
     notes = dict.fromkeys(n for n in map(follow_through_note, case) if n)
     return "".join(f'<br><span class="follow-through">{escape(n)}</span>' for n in notes)
 

@@ -22,7 +22,7 @@ it was on before.
 
 The outermost block also freezes (``gc.freeze``) everything alive when it starts: the
 imports, pytest, the key's head, the submissions found. A full collection then walks only
-what the batch made, and a judge process forked from the grader (grader.judges) never walks
+what the batch made, and a judge process forked from the grader (grader.run.judges) never walks
 (and so never copies, page by page) the memory it shares with its parent. The objects are
 unfrozen when the block ends, unless something else had frozen objects before.
 """

@@ -19,12 +19,12 @@ from pathlib import Path
 from formats.deadline import Deadline
 from formats.key_shape import assignment_id
 
-from .budget import CPU_SECONDS
-from .grading import GradingRun, grader_version, received
-from .intake import Issue, Submission, file_hash, find_submissions, match
-from .plugin import run_pytest
-from .grades import to_review
-from .review import needs_a_look
+from grader.budget import CPU_SECONDS
+from grader.run.grading import GradingRun, grader_version, received
+from grader.intake.submissions import Issue, Submission, file_hash, find_submissions, match
+from grader.run.plugin import run_pytest
+from grader.store.grades import to_review
+from grader.store.review import needs_a_look
 
 @dataclass
 class GradeSummary:
@@ -42,8 +42,8 @@ class GradeSummary:
     seconds: float
     run: GradingRun = field(repr=False, default=None)
     absent: list[str] = field(default_factory=list)   # not in this folder, graded by an earlier run
-    look: list[dict] = field(default_factory=list)     # grader.review.needs_a_look, over the class
-    receipts: list = field(default_factory=list)       # grader.receipts.ReceiptChange: kept or replaced
+    look: list[dict] = field(default_factory=list)     # grader.store.review.needs_a_look, over the class
+    receipts: list = field(default_factory=list)       # grader.intake.receipts.ReceiptChange: kept or replaced
 
     def as_json(self, gradebook: Path | str) -> dict:
         """The summary ``attnkit grade --json`` prints."""
@@ -91,15 +91,15 @@ def grade_folder(key: dict, folder: Path, gradebook, sandbox, *, servers: int = 
     ``kit_version`` is what the gradebook stores (default: this grader's); ``deadline`` is
     the assignment's (its late policy decides which handin counts, and lateness needs a look);
     ``roster`` (``exercises.roster`` students) maps LMS ids in Canvas and Moodle file names;
-    ``receipts`` (``grader.receipts.read_receipts``) are when the LMS says each handed in
+    ``receipts`` (``grader.intake.receipts.read_receipts``) are when the LMS says each handed in
     (unchanged handins too; never over a better source's: ``GradeSummary.receipts``);
     ``review``: list what needs a human look over the class (a read of the class's grades;
     a caller that reads them anyway, for a table, passes False and takes it from there).
     ``cluster``: a Dask client; the submissions are graded on its workers in shards of
-    ``shard_size`` with ``wall_seconds`` per run (grader.cluster; ``sandbox`` is then unused
+    ``shard_size`` with ``wall_seconds`` per run (grader.run.cluster; ``sandbox`` is then unused
     and may be None, and ``pytest_args`` must be empty: no pytest items run at the client);
     ``before_each(student)`` runs on the worker before each is recorded (tests lose workers).
-    ``judges``: the trusted work in one judge process per server (grader.judges), where this
+    ``judges``: the trusted work in one judge process per server (grader.run.judges), where this
     process can fork safely; else on its sandbox threads."""
     started = time.perf_counter()
     assignment = assignment_id(key)
@@ -157,9 +157,9 @@ def _receipts_of_unchanged(run: GradingRun, receipts: tuple[dict, str] | None) -
 
 def _on_cluster(run: GradingRun, client, shard_size: int | None, wall_seconds: float | None,
                 bar, before_each=None) -> int:
-    """The run's changed submissions graded on a Dask cluster (grader.cluster); 0, pytest's
+    """The run's changed submissions graded on a Dask cluster (grader.run.cluster); 0, pytest's
     exit code when every item passed or failed as a result."""
-    from .cluster import SHARD_SIZE, grade_on_cluster
+    from grader.run.cluster import SHARD_SIZE, grade_on_cluster
     chosen = run.students_to_grade()
     if bar is not None and run.skipped:
         bar.advance(len(run.skipped))

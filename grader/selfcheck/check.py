@@ -29,9 +29,9 @@ from formats.cells import (CHECK, EXAMPLE, GIVENS, HEATMAP, PROMPT, SETUP_CELL, 
                            parse_grade_id)
 from formats.textfile import terminal_safe
 
-from .intake import NOT_READ, PARSING, Found, listed, read_submission
-from .program import GRADING_SETUP, free_answer, strip_magics
-from .sandbox.protocol import exec_step, send_step
+from grader.intake.submissions import NOT_READ, PARSING, Found, listed, read_submission
+from grader.run.program import GRADING_SETUP, free_answer, strip_magics
+from grader.sandbox.protocol import exec_step, send_step
 
 # The status of a part, as the table shows it.
 FORM_OK = "form OK — the value is graded later"
@@ -248,7 +248,7 @@ def self_check(path: Path, timeout: float = 10.0, sandbox=None, student: str | N
     """Check the notebook at ``path`` (``sandbox``: a running grader.sandbox.client.Sandbox to
     reuse; ``student``: the student's own id, when known, to tell a notebook issued to
     someone else)."""
-    from .sandbox.client import Limits, Sandbox
+    from grader.sandbox.client import Limits, Sandbox
 
     path = Path(path)
     if not path.is_file():

@@ -1,6 +1,6 @@
 """One grading run: submissions in, verdicts out, rows into the gradebook.
 
-The run is what the pytest plugin (grader.plugin) reports to. It knows the answer key and
+The run is what the pytest plugin (grader.run.plugin) reports to. It knows the answer key and
 the submissions; the sandbox only ever receives a submission's own code, its givens and the
 hidden inputs, and hands back values. Every score is decided here, in the trusted process.
 """
@@ -24,18 +24,18 @@ from formats.serialize import NotSerializable, to_jsonable
 from formats.textfile import printable
 from formats.version import KIT_VERSION
 
-from . import garbage
-from .budget import CPU_SECONDS, UNLIMITED, Budget, OverBudget
-from .follow_through import carried
-from .verdicts import ERROR, MISSING, CaseOutcome, Missing, Verdict, code, problem_verdicts
-from .sandbox.frames import list_objects
-from .hidden import HiddenInputs, may_hold_numbers
-from .lookahead import LookAhead
-from .gradebook import ANSWER_LIMIT, OMITTED, ResultRow, SubmissionRow
-from .intake import Found, Submission, file_hash, read_submission
-from .judges import JudgeLost, Judges, can_fork
-from .program import job_for
-from .sandbox.client import Sandbox, send_label
+from grader.run import garbage
+from grader.budget import CPU_SECONDS, UNLIMITED, Budget, OverBudget
+from grader.verdicts.follow_through import carried
+from grader.verdicts.parts import ERROR, MISSING, CaseOutcome, Missing, Verdict, code, problem_verdicts
+from grader.sandbox.frames import list_objects
+from grader.verdicts.hidden import HiddenInputs, may_hold_numbers
+from grader.run.lookahead import LookAhead
+from grader.store.gradebook import ANSWER_LIMIT, OMITTED, ResultRow, SubmissionRow
+from grader.intake.submissions import Found, Submission, file_hash, read_submission
+from grader.run.judges import JudgeLost, Judges, can_fork
+from grader.run.program import job_for
+from grader.sandbox.client import Sandbox, send_label
 
 
 @dataclass
@@ -174,7 +174,7 @@ def grade_values(entry: dict, values: dict, outcomes: dict, free_text: dict, cau
 
 class _Unechoed:
     """Verdict messages and answers with the student's hidden inputs kept out of them
-    (grader.hidden). Only a part that did not pass can echo them (a right answer is not the
+    (grader.verdicts.hidden). Only a part that did not pass can echo them (a right answer is not the
     inputs), and the inputs are gathered only once such a part has numbers enough to hold
     them: a correct submission never pays for it."""
 
@@ -230,7 +230,7 @@ def grader_version() -> str:
     number does not move) grades everything again instead of trusting old verdicts."""
     from pathlib import Path
 
-    root = Path(__file__).resolve().parent.parent
+    root = Path(__file__).resolve().parents[2]      # the repository: grader/run/grading.py
     digest = hashlib.sha256()
     for pattern in _SCORING_CODE:
         for path in sorted(root.glob(pattern)):
@@ -241,7 +241,7 @@ def grader_version() -> str:
 def received(submission) -> tuple[str | None, str]:
     """When ``submission`` was handed in (UTC, ISO 8601) and where that time comes from, as
     intake found it (nbgrader's timestamp.txt, else the file's modification time) or an LMS
-    export gave it (grader.receipts); (None, "") when unknown."""
+    export gave it (grader.intake.receipts); (None, "") when unknown."""
     if submission.received_at is None:
         return None, ""
     return submission.received_at.astimezone(timezone.utc).isoformat(timespec="seconds"), \
@@ -259,7 +259,7 @@ class GradingRun:
     """What the pytest plugin asks while it grades: which submissions, which parts, and each
     part's verdict; and what it reports back: a submission whose items have all run.
 
-    ``execute`` runs in the judge processes (``judges``: one per server, grader.judges) or,
+    ``execute`` runs in the judge processes (``judges``: one per server, grader.run.judges) or,
     without them, on the sandbox threads (one per server); everything else, including every
     gradebook write, on pytest's main thread."""
 
@@ -282,10 +282,10 @@ class GradingRun:
         self.not_recorded: list[str] = []     # partly selected with -k: gradebook left alone
         self._head_parts = head_parts(key)
         # Submissions run on the sandbox threads in the order pytest will ask for them, at
-        # most a window ahead of the one being recorded (grader.lookahead).
+        # most a window ahead of the one being recorded (grader.run.lookahead).
         self.ahead = LookAhead(self._run_one, servers, window=max(8, 4 * servers),
                                thread_name="attnkit-sandbox")
-        # One judge process per server (grader.judges), forked when the run starts: the
+        # One judge process per server (grader.run.judges), forked when the run starts: the
         # trusted work on every core. Off, or where forking is not safe: the sandbox threads.
         self._want_judges = judges and sandbox is not None
         self.judges = None
@@ -294,7 +294,7 @@ class GradingRun:
         self._parts: dict[str, list] = {}     # student → parts_of, until recorded
         self._entries: dict[str, dict] = {}   # student → key entry, until recorded
         self._hashes: dict[str, str] = {}     # student → their notebook's content hash
-        self.cluster = None                   # grader.cluster.ClusterStats, graded on a cluster
+        self.cluster = None                   # grader.run.cluster.ClusterStats, graded on a cluster
 
     # --- what to grade ---------------------------------------------------------------
 

@@ -1,0 +1,1 @@
+"""Forensics: answers and code that look copied from another student's, across a class."""

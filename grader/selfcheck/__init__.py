@@ -1,0 +1,2 @@
+"""The self-check a student runs on their notebook before handing it in: the form checked,
+never the value."""
