@@ -12,7 +12,7 @@ from .progress import Progress
 
 
 def _load(bank_dirs):
-    from exercises.bank import BankError, load_bank
+    from exercises.course.bank import BankError, load_bank
     try:
         templates, problems = load_bank(bank_dirs, keep_going=True)
     except BankError as err:
@@ -29,7 +29,7 @@ def _counted(n: int, noun: str) -> str:
 
 def _find(templates: dict, problem_id: str):
     """A template by id, or from a YAML path; prints why not and returns None."""
-    from exercises.schema import TemplateError, load_template
+    from exercises.template.schema import TemplateError, load_template
     if problem_id.endswith((".yaml", ".yml")) or Path(problem_id).is_file():
         try:
             return load_template(problem_id)
@@ -46,7 +46,7 @@ def _find(templates: dict, problem_id: str):
 
 
 def _bank_list(args) -> int:
-    from exercises.render import format_points
+    from exercises.template.texts import format_points
     templates, problems = _load(args.bank)
     rows = [{"id": t.id, "objective": t.objective, "kind": t.kind, "points": t.points,
              "title": t.title, "path": t.path} for t in templates.values()]
@@ -67,7 +67,7 @@ def _bank_list(args) -> int:
 
 
 def _template_summary(t) -> dict:
-    from exercises.objectives import OBJECTIVES
+    from exercises.template.objectives import OBJECTIVES
     summary = {"id": t.id, "title": t.title, "objective": t.objective,
                "objective_text": OBJECTIVES[t.objective], "kind": t.kind, "points": t.points,
                "path": t.path, "tags": list(t.tags),
@@ -115,8 +115,8 @@ def _one_line(text: str) -> str:
 
 
 def _bank_show(args) -> int:
-    from exercises.notebook import points_text
-    from exercises.render import format_points
+    from exercises.render.notebook import points_text
+    from exercises.template.texts import format_points
     templates, _ = _load(args.bank)
     t = _find(templates, args.id)
     if t is None:
@@ -150,7 +150,7 @@ def _bank_show(args) -> int:
 
 
 def _bank_validate(args) -> int:
-    from exercises.bank import BankError, template_files, validate_template
+    from exercises.course.bank import BankError, template_files, validate_template
     try:
         files = template_files(args.paths or None)
     except BankError as err:
@@ -194,9 +194,9 @@ def _bank_validate(args) -> int:
 
 
 def _preview(args) -> int:
-    from exercises.preview import preview
-    from exercises.schema import TemplateError
-    from exercises.variant import VariantError, make_variant
+    from exercises.render.preview import preview
+    from exercises.template.schema import TemplateError
+    from exercises.variant.draw import VariantError, make_variant
 
     templates, _ = ({}, []) if args.id.endswith((".yaml", ".yml")) else _load(args.bank)
     t = _find(templates, args.id)

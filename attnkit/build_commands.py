@@ -1,4 +1,4 @@
-"""``attnkit build``: parsing, printing and exit codes; the build itself is exercises.build."""
+"""``attnkit build``: parsing, printing and exit codes; the build itself is exercises.course.build."""
 
 from __future__ import annotations
 
@@ -27,11 +27,11 @@ def _fail(problems) -> int:
 
 
 def _build(args) -> int:
-    from exercises.assignment import AssignmentError, load_assignment
-    from exercises.build import build, build_nbgrader
-    from exercises.roster import RosterError, load_roster
-    from exercises.schema import TemplateError
-    from exercises.variant import VariantError
+    from exercises.course.assignment import AssignmentError, load_assignment
+    from exercises.course.build import build, build_nbgrader
+    from exercises.course.roster import RosterError, load_roster
+    from exercises.template.schema import TemplateError
+    from exercises.variant.draw import VariantError
 
     if not args.out and not args.nbgrader:
         print("attnkit build: give --out DIR (per-student notebooks, with --roster) and/or "
@@ -101,7 +101,7 @@ def _build(args) -> int:
 
 
 def _print(report: dict, args) -> None:
-    from exercises.notebook import points_text
+    from exercises.render.notebook import points_text
     print(f"{report['assignment']}: {report['problems']} problems, {points_text(report['points'])}")
     if "students" in report:
         out = report["out"]
@@ -127,7 +127,7 @@ def _print(report: dict, args) -> None:
 
 
 def _students_in(paths: list[str]) -> list[str]:
-    from exercises.build import _student_of
+    from exercises.course.build import _student_of
     return sorted({_student_of(p) for p in paths})
 
 

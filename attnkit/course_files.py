@@ -40,7 +40,7 @@ def key_and_gradebook(args) -> tuple[Path, Path] | None:
 def load(args):
     """(assignment, key) or an exit code."""
     from formats.answer_key import AnswerKeyError, load_key
-    from exercises.assignment import AssignmentError, load_assignment
+    from exercises.course.assignment import AssignmentError, load_assignment
 
     try:
         assignment = load_assignment(args.assignment, templates=False)
@@ -82,7 +82,7 @@ def roster_of(args):
     """``--roster``'s students (None without one), or an exit code when it cannot be read."""
     if not getattr(args, "roster", None):
         return None
-    from exercises.roster import RosterError, load_roster
+    from exercises.course.roster import RosterError, load_roster
 
     try:
         return load_roster(args.roster)

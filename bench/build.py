@@ -30,9 +30,9 @@ import time
 from contextlib import contextmanager
 from pathlib import Path
 
-from exercises.assignment import load_assignment
-from exercises.build import build, build_nbgrader
-from exercises.roster import Student
+from exercises.course.assignment import load_assignment
+from exercises.course.build import build, build_nbgrader
+from exercises.course.roster import Student
 
 from . import build_split
 from .nbgrader_course import generate_in_process, hermetic_env, nbgrader

@@ -20,10 +20,11 @@ import inspect
 import time
 from contextlib import contextmanager
 
-from exercises import evaluation, expressions, references, twin_values, variant
-from exercises.build import collector_paced, header, key_entry
-from exercises.notebook import ProblemVariant, notebook_bytes, student_and_instructor
-from exercises.seeds import variant_seed
+from exercises.variant import evaluation, twin_values, draw as variant
+from exercises.template import expressions, references
+from exercises.course.build import collector_paced, header, key_entry
+from exercises.render.notebook import ProblemVariant, notebook_bytes, student_and_instructor
+from exercises.variant.seeds import variant_seed
 from formats import answer_key
 
 
@@ -55,7 +56,7 @@ def split(assignment, students, secret: bytes, warm: int = WARM) -> dict:
 
 
 def _student(assignment, student, secret: bytes, phases: dict) -> None:
-    """What ``exercises.build`` does for one student, phase by phase, written nowhere."""
+    """What ``exercises.course.build`` does for one student, phase by phase, written nowhere."""
     def timed(name, make, *args):
         started = time.perf_counter()
         out = make(*args)

@@ -26,8 +26,8 @@ import time
 
 import numpy as np
 
-from exercises.assignment import load_assignment
-from exercises.build import problem_variants
+from exercises.course.assignment import load_assignment
+from exercises.course.build import problem_variants
 from formats.compare import within
 from formats.key_shape import gradings
 from formats.serialize import decode_names, from_jsonable, to_jsonable

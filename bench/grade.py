@@ -41,9 +41,9 @@ import time
 from pathlib import Path
 
 from formats import answer_key
-from exercises.assignment import load_assignment
-from exercises.build import CLASS_STUDENT, build, build_nbgrader, header, problem_variants
-from exercises.notebook import build_notebook
+from exercises.course.assignment import load_assignment
+from exercises.course.build import CLASS_STUDENT, build, build_nbgrader, header, problem_variants
+from exercises.render.notebook import build_notebook
 from formats.textfile import write_atomic
 from synthetic import profile_names, submission_path, synthesize
 

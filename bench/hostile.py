@@ -123,7 +123,7 @@ except OSError:
 def make_case(case: str, notebook: dict, entry: dict, path: Path, scale: float) -> Path:
     """Write student's worst case ``case`` (from their correct ``notebook``) at or beside
     ``path``; the path of the file written."""
-    from exercises.notebook import notebook_bytes
+    from exercises.render.notebook import notebook_bytes
 
     def size(n: int) -> int:
         return max(1, int(n * scale))
@@ -314,8 +314,8 @@ def run(students: int = 40, jobs: int = 2, scale: float = 1.0, cases=CASES, max_
 
 def _run(students, jobs, scale, cases, max_seconds, memory_gb, timeout, insecure, secret) -> dict:
     from formats import answer_key
-    from exercises.assignment import load_assignment
-    from exercises.build import build
+    from exercises.course.assignment import load_assignment
+    from exercises.course.build import build
     from synthetic import submission_path, synthesize
 
     from .build import EXAMPLE, roster

@@ -41,9 +41,9 @@ def chromium_path() -> str:
 
 def example_key(out: Path) -> dict:
     """The example assignment built for one student of a synthetic roster: its verified key."""
-    from exercises.assignment import load_assignment
-    from exercises.build import build
-    from exercises.roster import Student
+    from exercises.course.assignment import load_assignment
+    from exercises.course.build import build
+    from exercises.course.roster import Student
     from formats.answer_key import load_key
 
     os.environ["ATTNKIT_SECRET"] = SECRET

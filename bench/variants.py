@@ -16,8 +16,8 @@ import argparse
 import json
 import time
 
-from exercises.bank import load_bank
-from exercises.variant import make_variant
+from exercises.course.bank import load_bank
+from exercises.variant.draw import make_variant
 
 
 def _time(template, seeds, validate: bool) -> tuple[float, int]:

@@ -1,7 +1,7 @@
 """A part's rubric, as the answer key holds it: the items a grader applies by hand, and the
 arithmetic that turns applied items into points.
 
-A template declares it (``exercises.schema``: ``rubric: {items: [...], floor, ceiling,
+A template declares it (``exercises.template.schema``: ``rubric: {items: [...], floor, ceiling,
 start, guide}``); the build renders each item's ``text`` with the student's own variant
 values and stores it in the key's record under ``rubric`` (part id → ``Rubric.to_record()``);
 the grader's hand grades (``grader.store.marks``) name the items they applied.

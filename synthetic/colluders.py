@@ -35,7 +35,7 @@ from pathlib import Path
 
 import numpy as np
 
-from exercises.notebook import notebook_bytes
+from exercises.render.notebook import notebook_bytes
 from formats import key_shape as shape
 from formats.compare import telling, within
 from formats.literals import assignment

@@ -12,7 +12,7 @@ import random
 
 import numpy as np
 
-from exercises.notebook import notebook_bytes
+from exercises.render.notebook import notebook_bytes
 from formats import key_shape as shape
 from formats.cells import GIVENS, grade_id
 from formats.literals import assignment, literal

@@ -42,7 +42,7 @@ def by_template() -> dict[str, list[Mistake]]:
 @functools.lru_cache(maxsize=1)
 def templates() -> dict:
     """The problem bank's templates by id (loaded once; a broken neighbour is left out)."""
-    from exercises.bank import load_bank
+    from exercises.course.bank import load_bank
     loaded, _ = load_bank(keep_going=True)
     return loaded
 
@@ -55,8 +55,8 @@ def variable_of(part: str) -> str:
 
 @functools.lru_cache(maxsize=4096)
 def _record(template_id: str, seed: int) -> dict | None:
-    from exercises.evaluation import VariantError
-    from exercises.variant import make_variant
+    from exercises.variant.evaluation import VariantError
+    from exercises.variant.draw import make_variant
     try:
         made = make_variant(templates()[template_id], seed).record()
     except (VariantError, KeyError):

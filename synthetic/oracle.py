@@ -266,8 +266,8 @@ def _shape(value):
 
 
 def _run_recipe(recipe: dict, mine: dict):
-    from exercises.expressions import Scope, parse
-    from exercises.references import FUNCTIONS
+    from exercises.template.expressions import Scope, parse
+    from exercises.template.references import FUNCTIONS
 
     scope = Scope({**decode_names(recipe["values"]), **{u: np.asarray(v, dtype=float) for u, v in mine.items()}},
                   functions=dict(FUNCTIONS), strict=False)
@@ -306,7 +306,7 @@ class Templates:
 
     def get(self, template_id: str):
         if self._by_id is None:
-            from exercises.bank import load_bank
+            from exercises.course.bank import load_bank
             self._by_id, _ = load_bank(keep_going=True)
         return self._by_id.get(template_id)
 
@@ -314,9 +314,9 @@ class Templates:
 def recompute_answers(template, record: dict, edited: dict) -> dict | None:
     """part id → the answer for the record's variant with ``edited`` givens, or None when the
     template does not give back this variant or the edited values break it."""
-    from exercises import references
-    from exercises.expressions import Scope
-    from exercises.variant import make_variant
+    from exercises.template import references
+    from exercises.template.expressions import Scope
+    from exercises.variant.draw import make_variant
 
     try:
         variant = make_variant(template, int(record["seed"]))

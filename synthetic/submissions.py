@@ -8,7 +8,7 @@ import random
 from dataclasses import dataclass
 from pathlib import Path
 
-from exercises.notebook import notebook_bytes
+from exercises.render.notebook import notebook_bytes
 from formats import key_shape as shape
 from formats.textfile import write_atomic
 from synthetic.hostile import HOSTILE_FILLERS

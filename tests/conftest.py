@@ -6,9 +6,9 @@ from pathlib import Path
 import pytest
 from hypothesis import settings
 
-from exercises.assignment import load_assignment
-from exercises.build import build
-from exercises.roster import load_roster
+from exercises.course.assignment import load_assignment
+from exercises.course.build import build
+from exercises.course.roster import load_roster
 from formats.answer_key import load_key
 
 # In CI the property tests explore the same examples every run, so a red build is always

@@ -23,7 +23,7 @@ MAY_IMPORT = {
     # the grader reads the shared formats; its reports draw pages with the exercises' renderers;
     # follow-through credit evaluates the key's recipes with the exercises' expression language
     "grader": {"grader", "formats", "solutions",
-               "exercises.html", "exercises.preview", "exercises.expressions", "exercises.references"},
+               "exercises.render.html", "exercises.render.preview", "exercises.template.expressions", "exercises.template.references"},
     "grader.sandbox": {"grader.sandbox", "grader.budget"},
     # grading on a Dask cluster: the grader's own run on the workers, Dask to get there
     "grader.run.cluster": {"grader", "formats"},

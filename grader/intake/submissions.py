@@ -1020,7 +1020,7 @@ def match(found: list[Found], key: dict, read: bool = True, roster: Iterable | N
     Each file is paired by its place when the place names a student: a folder or file stem
     that is a student id of the key (with an nbgrader course's class key every name is a
     student), or for a Canvas or Moodle name its user id or login, mapped by ``roster``
-    (students with ``id``, ``lms_id`` and ``lms_login``, such as ``exercises.roster.Student``,
+    (students with ``id``, ``lms_id`` and ``lms_login``, such as ``exercises.course.roster.Student``,
     or mappings with those keys; the key's entries may carry ``lms_id``/``lms_login`` too),
     else taken as a student id of the key when it is one. Only a file whose place names no
     student is read to be paired, by its variant record (``paired-by-record``); a file

@@ -8,7 +8,7 @@ page puts in the DOM with ``textContent``; an answer's and a message's control a
 characters (a bidi override, ESC, a zero-width space) are written visibly, ``⟨U+202E⟩``
 (``formats.textfile.visible``), so what the grader reads is what the student wrote. The only
 HTML sent is the key's own, trusted texts (prompts, rubric texts and notes, the guide),
-rendered with ``exercises.html.markdown_to_html`` (which passes no raw HTML through) in
+rendered with ``exercises.render.html.markdown_to_html`` (which passes no raw HTML through) in
 ``*_html`` fields.
 
 Every save names, per student, the version of the grade it started from and the answer its
@@ -23,7 +23,7 @@ import threading
 import unicodedata
 from collections import Counter
 
-from exercises.html import markdown_to_html
+from exercises.render.html import markdown_to_html
 from formats.key_shape import assignment_id
 from formats.textfile import printable, visible
 

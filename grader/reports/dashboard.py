@@ -12,7 +12,7 @@ written under ``reports/`` and never among the students' ``feedback/`` pages. It
 disk and makes no request at all: CSS inline, charts as inline SVG, no script, no link out of
 the page (only its own ``#`` anchors), and a Content-Security-Policy that would block anything
 else. Everything a student or a roster controls (names, ids, answers, messages) is escaped
-with ``exercises.html.escape``. Like every report, the page is a function of the gradebook and
+with ``exercises.render.html.escape``. Like every report, the page is a function of the gradebook and
 the key alone: drawing it twice gives the same bytes.
 """
 
@@ -27,8 +27,8 @@ from pathlib import Path
 import numpy as np
 from solutions import MISCONCEPTIONS
 
-from exercises.html import PAGE_CSS
-from exercises.html import escape, heatmap_svg
+from exercises.render.html import PAGE_CSS
+from exercises.render.html import escape, heatmap_svg
 from formats.compare import within
 from formats.deadline import Deadline
 from formats.key_shape import assignment_id, assignment_title, entry_for, gradings, head_problems, problem_record
@@ -50,7 +50,7 @@ MESSAGE_CHARS = 300       # of a grader's message quoted beside a matrix
 # The CSP the page carries: nothing may load, connect or run; inline styles only.
 _CSP = "default-src 'none'; style-src 'unsafe-inline'; base-uri 'none'; form-action 'none'"
 
-# Beside the feedback pages' CSS (exercises.html): a wider page, and the marks of this one.
+# Beside the feedback pages' CSS (exercises.render.html): a wider page, and the marks of this one.
 # Colours: text contrast ≥ 7:1 on white or on the flag's tint; bars ≥ 3:1 against white.
 DASHBOARD_CSS = """
 body.dashboard { max-width: 76em; }

@@ -5,7 +5,7 @@
 A page gives the student's score per problem and per part, what went wrong and why, their
 own answers, and the expected answers only with ``reveal`` (a page sent before the deadline
 must not hand their answers to their classmates). Math in prompts, messages, rubric texts,
-grader's comments and answers is MathML (``exercises.html``), which browsers draw on their
+grader's comments and answers is MathML (``exercises.render.html``), which browsers draw on their
 own: the page opens offline. What the late policy did to the handin is said in the words of
 ``grader.store.grades.late_line``, as the LMS exports say it. A part that cannot be drawn is shown
 as text, a page that cannot be made is a minimal one, so every student always gets a page
@@ -21,8 +21,8 @@ from pathlib import Path
 import numpy as np
 from solutions import MISCONCEPTIONS
 
-from exercises.html import code_block, escape, heatmap_svg, markdown_to_html, page
-from exercises.preview import _decimals_for, value_text
+from exercises.render.html import code_block, escape, heatmap_svg, markdown_to_html, page
+from exercises.render.preview import _decimals_for, value_text
 from formats.cells import LETTERS
 from formats.deadline import Deadline
 from formats.key_shape import (assignment_id, assignment_title, entry_for, head_problems, problem_record,

@@ -22,7 +22,7 @@ Every variance and covariance divides by s − 1. An item is flagged when its di
 is below 0.15, or its facility below 0.3 or above 0.95 (``FLAGS``). Pure functions of the
 numbers: ``from_summary`` reads ``reports.summary_json``'s students.
 
-A *pool* problem (``exercises.pools``) gives each student one of its member templates, whose
+A *pool* problem (``exercises.course.pools``) gives each student one of its member templates, whose
 parts are not each other's: its parts are items per member (``template`` says which), over
 the students who got that member, and the assignment's α counts the pool as one item, the
 problem's score, which every student has. The *fairness check* asks whether the members are

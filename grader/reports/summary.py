@@ -168,7 +168,7 @@ def _handin_json(h) -> dict:
 
 
 def pool_members(key: dict) -> dict[str, dict[str, str]]:
-    """pool problem → member template → its title, from the key's head (exercises.pools)."""
+    """pool problem → member template → its title, from the key's head (exercises.course.pools)."""
     return {p["id"]: {m["template"]: str(m.get("title", m["template"])) for m in p["pool"]}
             for p in head_problems(key) if p.get("pool")}
 

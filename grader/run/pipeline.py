@@ -90,7 +90,7 @@ def grade_folder(key: dict, folder: Path, gradebook, sandbox, *, servers: int = 
     ``progress(total)`` makes the progress bar (anything with ``advance`` and ``close``),
     ``kit_version`` is what the gradebook stores (default: this grader's); ``deadline`` is
     the assignment's (its late policy decides which handin counts, and lateness needs a look);
-    ``roster`` (``exercises.roster`` students) maps LMS ids in Canvas and Moodle file names;
+    ``roster`` (``exercises.course.roster`` students) maps LMS ids in Canvas and Moodle file names;
     ``receipts`` (``grader.intake.receipts.read_receipts``) are when the LMS says each handed in
     (unchanged handins too; never over a better source's: ``GradeSummary.receipts``);
     ``review``: list what needs a human look over the class (a read of the class's grades;

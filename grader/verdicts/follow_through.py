@@ -1,6 +1,6 @@
 """Follow-through credit: a part done right on the student's own earlier (wrong) answers.
 
-The key holds, for each part with a template ``follow`` expression (``exercises.follow``),
+The key holds, for each part with a template ``follow`` expression (``exercises.template.follow``),
 how its answer is computed from earlier parts' answers, and the other values that needs.
 When such a part failed and an earlier part it reads was wrong, the part is computed again
 here — with the reference functions, in this trusted process — from the student's own
@@ -29,8 +29,8 @@ from dataclasses import replace
 
 import numpy as np
 
-from exercises.expressions import Scope, parse
-from exercises import references
+from exercises.template.expressions import Scope, parse
+from exercises.template import references
 from formats.compare import compare, is_numeric
 from formats.degenerate import degenerate
 from formats.degenerate import describe as describe_form

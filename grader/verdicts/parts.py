@@ -160,7 +160,7 @@ def diagnoses(value, twins: dict, names, rtol: float, atol: float,
               lookalikes: dict | None = None, nameable: bool = True, limit: bool = True) -> list[str]:
     """Every explanation of the student's value on this variant: the listed twins it
     matches, in listed order, then the lookalikes it matches (the twins the build's mistake
-    search found for this part, ``exercises.variant``). One name is a diagnosis; more are
+    search found for this part, ``exercises.variant.draw``). One name is a diagnosis; more are
     alternatives, and none is asserted. Where ``nameable`` is False (a part whose answer is
     not ``telling``: a count, an index, one number) a lookalike is never the diagnosis on
     its own; it only makes a listed twin's name doubtful. ``limit``: as ``few`` keeps them

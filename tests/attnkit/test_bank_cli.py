@@ -9,9 +9,9 @@ from pathlib import Path
 
 import pytest
 
-from exercises.objectives import OBJECTIVES
-from exercises.schema import load_template
-from exercises.variant import make_variant
+from exercises.template.objectives import OBJECTIVES
+from exercises.template.schema import load_template
+from exercises.variant.draw import make_variant
 from attnkit.cli import main
 
 FIXTURES = Path(__file__).resolve().parents[1] / "fixtures"

@@ -25,9 +25,9 @@ import pytest
 
 from attnkit.cli import main
 from formats.answer_key import load_key
-from exercises.assignment import load_assignment
-from exercises.build import build
-from exercises.roster import load_roster
+from exercises.course.assignment import load_assignment
+from exercises.course.build import build
+from exercises.course.roster import load_roster
 from formats.serialize import decode_names
 from grader.sandbox import walls
 from grader.store.gradebook import Gradebook

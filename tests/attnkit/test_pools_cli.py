@@ -11,7 +11,7 @@ from pathlib import Path
 
 import pytest
 
-from exercises.html import escape
+from exercises.render.html import escape
 
 from formats.answer_key import load_key
 from grader.store.gradebook import Gradebook

@@ -25,9 +25,9 @@ from pathlib import Path
 import pytest
 
 from formats.answer_key import load_key
-from exercises.assignment import load_assignment
-from exercises.build import build
-from exercises.roster import load_roster
+from exercises.course.assignment import load_assignment
+from exercises.course.build import build
+from exercises.course.roster import load_roster
 from synthetic import MISCONCEPTION_PREFIX, load_manifest, profile_names, synthesize
 
 ROOT = Path(__file__).resolve().parents[2]

@@ -28,8 +28,9 @@ def test_the_report_gives_the_ratio_against_nbgrader():
 
 
 def test_the_split_says_where_a_students_time_goes():
-    from exercises import evaluation, expressions, references, twin_values
-    from exercises.assignment import load_assignment
+    from exercises.variant import evaluation, twin_values
+    from exercises.template import expressions, references
+    from exercises.course.assignment import load_assignment
 
     from bench import build_split
 
@@ -51,8 +52,8 @@ def test_the_split_says_where_a_students_time_goes():
 
 
 def test_the_calls_recorded_are_the_outermost_calls_to_the_solutions():
-    from exercises.assignment import load_assignment
-    from exercises.variant import make_variant
+    from exercises.course.assignment import load_assignment
+    from exercises.variant.draw import make_variant
 
     from bench import build_split
 

@@ -5,12 +5,12 @@ import nbformat
 import pytest
 from nbclient import NotebookClient
 
-from exercises.bank import load_bank
+from exercises.course.bank import load_bank
 
-from exercises.variant import make_variant
+from exercises.variant.draw import make_variant
 
-from exercises.seeds import variant_seed
-from exercises.notebook import Header, ProblemVariant, notebook_bytes
+from exercises.variant.seeds import variant_seed
+from exercises.render.notebook import Header, ProblemVariant, notebook_bytes
 
 SECRET = b"a test course secret of 32 bytes"
 HEADER = Header("hw-all", "Every family of the bank", "0" * 64, "Work *carefully*.", "s0001",

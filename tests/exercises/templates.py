@@ -4,8 +4,8 @@ import json
 import textwrap
 import time
 
-from exercises.schema import parse_template
-from exercises.yaml_lines import load_yaml
+from exercises.template.schema import parse_template
+from exercises.template.yaml_lines import load_yaml
 
 
 def inline(source: str):

@@ -12,9 +12,9 @@ from pathlib import Path
 
 import pytest
 
-from exercises.schema import load_template
-from exercises.assignment import AssignmentError, load_assignment
-from exercises.bank import BANK_DIR
+from exercises.template.schema import load_template
+from exercises.course.assignment import AssignmentError, load_assignment
+from exercises.course.bank import BANK_DIR
 
 ROOT = Path(__file__).resolve().parents[2]
 BAD = ROOT / "tests" / "fixtures" / "bad_templates"

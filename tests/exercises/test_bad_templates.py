@@ -14,10 +14,10 @@ from pathlib import Path
 
 import pytest
 
-from exercises.bank import BankError, load_bank
-from exercises.schema import TemplateError, load_template
-from exercises.evaluation import VariantError
-from exercises.variant import make_variant
+from exercises.course.bank import BankError, load_bank
+from exercises.template.schema import TemplateError, load_template
+from exercises.variant.evaluation import VariantError
+from exercises.variant.draw import make_variant
 
 FIXTURES = Path(__file__).resolve().parents[1] / "fixtures"
 BAD = FIXTURES / "bad_templates"

@@ -10,9 +10,9 @@ import pytest
 from nbgrader.nbgraderformat import MetadataValidator
 
 from formats.answer_key import AnswerKeyError, load_key
-from exercises.assignment import load_assignment
-from exercises.build import CLASS_STUDENT, build, build_nbgrader
-from exercises.roster import load_roster
+from exercises.course.assignment import load_assignment
+from exercises.course.build import CLASS_STUDENT, build, build_nbgrader
+from exercises.course.roster import load_roster
 
 ROOT = Path(__file__).resolve().parents[2]
 EXAMPLE = ROOT / "problem_bank" / "assignments" / "example.yaml"

@@ -2,9 +2,9 @@
 
 import pytest
 
-from exercises.bank import load_bank
-from exercises.schema import TemplateError
-from exercises.variant import make_variant
+from exercises.course.bank import load_bank
+from exercises.template.schema import TemplateError
+from exercises.variant.draw import make_variant
 
 from .templates import inline, line_of, numeric
 

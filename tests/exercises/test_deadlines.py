@@ -5,7 +5,7 @@ from zoneinfo import ZoneInfo
 
 import pytest
 
-from exercises.assignment import AssignmentError, load_assignment
+from exercises.course.assignment import AssignmentError, load_assignment
 
 HEAD = """\
 id: hw1

@@ -9,11 +9,11 @@ import numpy as np
 import pytest
 
 import solutions
-from exercises import expressions
-from exercises.bank import template_files
-from exercises.expressions import ExpressionError, IllPosed, Scope, parse
-from exercises.schema import TemplateError, load_template
-from exercises.variant import make_variant
+from exercises.template import expressions
+from exercises.course.bank import template_files
+from exercises.template.expressions import ExpressionError, IllPosed, Scope, parse
+from exercises.template.schema import TemplateError, load_template
+from exercises.variant.draw import make_variant
 from tests.exercises.templates import fast, inline, numeric
 
 REPO = Path(__file__).resolve().parents[2]

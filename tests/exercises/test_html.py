@@ -7,11 +7,11 @@ from html.parser import HTMLParser
 import numpy as np
 import pytest
 
-from exercises.bank import load_bank
+from exercises.course.bank import load_bank
 
-from exercises.variant import make_variant
-from exercises.html import (answer_box, code_block, escape, heatmap_svg, markdown_to_html,
-                            math_to_html, page)
+from exercises.variant.draw import make_variant
+from exercises.render.html import (answer_box, code_block, escape, heatmap_svg, markdown_to_html,
+                                   math_to_html, page)
 
 VOID = {"meta", "br", "hr", "img", "input", "link", "col", "area", "base", "wbr", "source"}
 FORBIDDEN = ("<script src", "<link", "http://", "https://", "@import", "@font-face", "url(")
@@ -126,7 +126,7 @@ def test_fallback_text_is_readable_unicode():
 def test_a_math_span_longer_than_the_limit_is_shown_as_its_text():
     # latex2mathml's cost grows with the square of unclosed \text{ groups (0.07 s for 8 000
     # characters, 0.7 s for 32 000): 3 MB of them in one span would take hours to convert.
-    from exercises.html import MAX_MATH
+    from exercises.render.html import MAX_MATH
     latex = "\\text{<b>" * 300_000
     out = markdown_to_html(f"${latex}$")
     assert "<math" not in out and '<span class="math-text">' in out
@@ -139,7 +139,7 @@ _OLD_TEXT_GROUP = re.compile(r"\\text\{((?:[^{}]|\{[^{}]*\})*)\}")   # what the 
 
 
 def test_text_groups_are_unescaped_as_the_regex_did_in_linear_time():
-    from exercises.html import _TEXT_ESCAPE, _unescape_text_groups
+    from exercises.render.html import _TEXT_ESCAPE, _unescape_text_groups
     rng = np.random.default_rng(1)
     pieces = ["\\text{", "{", "}", "a", "\\%", "\\_", " "]
     for _ in range(3000):
@@ -242,7 +242,7 @@ def test_heatmap_of_values_whose_range_overflows_a_double_is_drawn():
 
 @pytest.mark.parametrize("t", [float("nan"), -1.0, 2.0, float("inf"), -float("inf"), 0.0, 1.0, 0.5])
 def test_colour_is_a_colour_of_the_scale_for_any_t(t):
-    from exercises.html import _BLUES, _colour
+    from exercises.render.html import _BLUES, _colour
     rgb = _colour(t)
     assert all(isinstance(x, int) and 0 <= x <= 255 for x in rgb)
     if not 0.0 < t < 1.0:
@@ -292,7 +292,7 @@ def test_math_is_drawn_first_with_the_math_font_debian_installs():
 
 
 def test_a_heatmap_numbers_rows_and_columns_from_0_as_numpy_and_the_prompts_do():
-    from exercises.html import heatmap_svg
+    from exercises.render.html import heatmap_svg
     svg = heatmap_svg(np.arange(6.0).reshape(2, 3) * 1.5)
     texts = re.findall(r"<text[^>]*>([^<]*)</text>", svg)
     assert texts == ["0", "1", "2", "0", "0.00", "1.50", "3.00", "1", "4.50", "6.00", "7.50"]

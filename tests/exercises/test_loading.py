@@ -1,4 +1,4 @@
-"""The shared loading of instructors' files (``exercises.loading``): one YAML loader for
+"""The shared loading of instructors' files (``exercises.template.loading``): one YAML loader for
 templates and assignment specs, whose bad syntax, empty file or non-mapping top level is one
 'file:line: message'; and LoadProblems, the collector of 'file:line: key: message' lines.
 (Rosters are CSV: they share only the way a file is shown in messages.)"""
@@ -7,11 +7,11 @@ from pathlib import Path
 
 import pytest
 
-from exercises.assignment import AssignmentError, load_assignment
-from exercises.loading import (LoadProblems, describe, key_path, parse_yaml_file, require_mapping,
-                               shown_path)
-from exercises.schema import TemplateError, load_template, parse_template
-from exercises.yaml_lines import LineDict, load_yaml
+from exercises.course.assignment import AssignmentError, load_assignment
+from exercises.template.loading import (LoadProblems, describe, key_path, parse_yaml_file, require_mapping,
+                                        shown_path)
+from exercises.template.schema import TemplateError, load_template, parse_template
+from exercises.template.yaml_lines import LineDict, load_yaml
 from formats.textfile import ProblemsError
 
 TEMPLATE = "a template is a mapping of keys (id, title, …)"

@@ -1,12 +1,12 @@
-"""The mistake search (exercises/mistake_search.py): which mistakes the build runs on a
+"""The mistake search (exercises/variant/mistake_search.py): which mistakes the build runs on a
 variant, what it keeps, and which look-alikes it leaves to the feedback instead of redrawing."""
 
 import numpy as np
 import pytest
 
-from exercises import mistake_search
-from exercises.bank import load_bank
-from exercises.variant import make_variant, probe_variant
+from exercises.variant import mistake_search
+from exercises.course.bank import load_bank
+from exercises.variant.draw import make_variant, probe_variant
 from formats.compare import telling
 
 
@@ -54,7 +54,7 @@ def test_telling_values(value, expected):
 # --- the caches of issue 19: what does not depend on the draw is worked out once ----------
 
 def test_values_the_same_on_every_draw_are_known_and_only_those(bank):
-    from exercises.twin_values import constant_names
+    from exercises.variant.twin_values import constant_names
     names = constant_names(bank["dog_ran_fast"])
     assert {"e768", "slide", "head", "printed_gap"} <= names     # the slide's own numbers
     assert not names & {"X", "Q", "K", "V", "steps"}               # drawn: x_rows, W_Q …
@@ -63,7 +63,7 @@ def test_values_the_same_on_every_draw_are_known_and_only_those(bank):
 
 
 def test_parts_the_same_on_every_draw_are_known_and_only_those(bank):
-    from exercises.twin_values import constant_parts
+    from exercises.variant.twin_values import constant_parts
     # Part 1 of the walkthrough is the slide's own numbers; part 2 is drawn
     assert constant_parts(bank["dog_ran_fast"]) == {
         "slide_scaled", "slide_scaled_head", "z_the", "implied_ran", "ran_self"}
@@ -75,7 +75,7 @@ def test_parts_the_same_on_every_draw_are_known_and_only_those(bank):
 def test_what_the_search_finds_on_such_parts_is_copied_not_searched_again(bank, monkeypatch):
     """The second variant takes the first one's findings on the constant parts: the twins are
     not run there again, and it holds what a fresh process finds."""
-    from exercises import twin_values
+    from exercises.variant import twin_values
     template = bank["dog_ran_fast"]
     twin_values._SAME_FOUND.clear()
     first = make_variant(template, 11)
@@ -99,7 +99,7 @@ def test_what_the_search_finds_on_such_parts_is_copied_not_searched_again(bank, 
 def test_cached_values_give_the_variants_a_fresh_process_gives(bank):
     """A variant made with the per-template caches filled by earlier variants (and by other
     twins) is the variant made with them empty: the same record, digest and draws."""
-    from exercises import twin_values
+    from exercises.variant import twin_values
     for template_id in ("dog_ran_fast", "why_sqrt_dk", "causal_mask_by_hand"):
         template = bank[template_id]
         warm = [make_variant(template, seed) for seed in range(6)]
@@ -121,7 +121,7 @@ def test_cached_values_give_the_variants_a_fresh_process_gives(bank):
     (3, 3, 0.5, 1.0), (3, 4, 0.5, 1.0), (np.int64(7), 7, 0, 0), (True, 1, 0, 0), (2**70, 2**70, 0, 0),
     (1, 1.0, 0, 0), (1.0, 1, 0, 0), (np.array([1.0]), 1.0, 0, 0.1), ("a", "A", 0, 0)])
 def test_quick_within_says_what_compare_says(actual, expected, rtol, atol):
-    from exercises.twin_values import quick_within
+    from exercises.variant.twin_values import quick_within
     from formats.compare import within
     assert quick_within(actual, expected, rtol, atol) == within(actual, expected, rtol, atol)
 
@@ -173,7 +173,7 @@ def _stack_case(answer, twins, part_rtol, part_atol):
 
 
 def _one_by_one(variant, part, names, value):
-    from exercises.twin_values import too_close_to
+    from exercises.variant.twin_values import too_close_to
     if too_close_to(value, variant.answers["p"], part.rtol, part.atol):
         return True, None
     return False, next((n for n in names if mistake_search._alike(variant.twins[n]["p"], value,

@@ -13,9 +13,9 @@ from nbgrader.api import Gradebook
 from nbgrader.nbgraderformat import MetadataValidator
 
 from bench.nbgrader_course import hermetic_env, nbgrader
-from exercises.assignment import load_assignment
-from exercises.build import CLASS_STUDENT, build_nbgrader, header, problem_variants
-from exercises.notebook import build_notebook
+from exercises.course.assignment import load_assignment
+from exercises.course.build import CLASS_STUDENT, build_nbgrader, header, problem_variants
+from exercises.render.notebook import build_notebook
 
 ROOT = Path(__file__).resolve().parents[2]
 EXAMPLE = ROOT / "problem_bank" / "assignments" / "example.yaml"

@@ -14,8 +14,8 @@ from nbgrader.nbgraderformat.v3 import MetadataValidatorV3
 
 from formats.literals import literal
 
-from exercises.notebook import (VERSIONS, build_notebook, clear_solutions, markdown_text,
-                                notebook_bytes, student_and_instructor)
+from exercises.render.notebook import (VERSIONS, build_notebook, clear_solutions, markdown_text,
+                                       notebook_bytes, student_and_instructor)
 
 
 @pytest.fixture(scope="module")
@@ -210,7 +210,7 @@ def test_the_visible_example_shows_the_reference_output_and_catches_wrong_values
     """An implement problem's example comes with the reference's output on exactly the shown
     (rounded) inputs; a function with the right shape and the wrong scale fails on it before
     the student hands in."""
-    from exercises.variant import example_case
+    from exercises.variant.draw import example_case
     from solutions import scaled_dot_product_attention
     problem = next(p for p in bank_problems if p.id == "implement_masked_attention")
     example = example_case(problem.variant)
@@ -244,9 +244,9 @@ solution: "$\\\\sqrt{d_k}$ and $2 d_k$."
 
 
 def test_odd_part_ids_long_problem_ids_and_markup_in_names_stay_apart(tmp_path, kernel):
-    from exercises.schema import load_template
-    from exercises.variant import make_variant
-    from exercises.notebook import Header, ProblemVariant
+    from exercises.template.schema import load_template
+    from exercises.variant.draw import make_variant
+    from exercises.render.notebook import Header, ProblemVariant
     path = tmp_path / "odd.yaml"
     path.write_text(ODD_TEMPLATE)
     template = load_template(path)
@@ -324,10 +324,10 @@ parts:
 def test_points_that_do_not_divide_evenly_are_shown_as_fractions(tmp_path, monkeypatch):
     """`points: 5` over three equal parts gives each 5/3: headers, part labels and printed
     pages say 5/3, never 1.66667."""
-    from exercises.assignment import load_assignment
-    from exercises.build import header, problem_variants
-    from exercises.preview import preview
-    from exercises.printable import answer_key_page, problem_set_page
+    from exercises.course.assignment import load_assignment
+    from exercises.course.build import header, problem_variants
+    from exercises.render.preview import preview
+    from exercises.render.printable import answer_key_page, problem_set_page
     (tmp_path / "thirds.yaml").write_text(THIRDS)
     (tmp_path / "hw.yaml").write_text("id: hw\ntitle: HW\nsecret: {env: THIRDS_SECRET}\n"
                                       "problems:\n  - {template: thirds.yaml, points: 5}\n"
@@ -364,9 +364,9 @@ def test_the_due_date_and_late_policy_open_the_notebook_and_the_printed_page(tmp
     they have one), its time zone spelled out, and the late policy in one line."""
     from types import SimpleNamespace
 
-    from exercises.assignment import load_assignment
-    from exercises.build import header, problem_variants
-    from exercises.printable import problem_set_page
+    from exercises.course.assignment import load_assignment
+    from exercises.course.build import header, problem_variants
+    from exercises.render.printable import problem_set_page
     (tmp_path / "thirds.yaml").write_text(THIRDS)
     (tmp_path / "hw.yaml").write_text(DUE_SPEC)
     (tmp_path / "extensions.csv").write_text("student_id,due\ns2,2026-12-10 12:00\n")
@@ -399,7 +399,7 @@ def test_the_due_date_and_late_policy_open_the_notebook_and_the_printed_page(tmp
 def test_a_due_date_shows_its_offset_from_utc_however_it_was_given():
     from datetime import datetime, timedelta, timezone
 
-    from exercises.due_text import when_text
+    from exercises.render.due_text import when_text
     assert when_text(datetime(2026, 3, 2, 9, 30, tzinfo=timezone.utc)) == "Monday 2026-03-02, 09:30:00 UTC"
     assert when_text(datetime(2026, 3, 2, 23, 59, 59, tzinfo=timezone(timedelta(hours=-5)))) == \
         "Monday 2026-03-02, 23:59:59 UTC-05:00"

@@ -1,4 +1,4 @@
-"""Variant pools (exercises/pools.py, the ``pool:`` key of an assignment): one member per
+"""Variant pools (exercises/course/pools.py, the ``pool:`` key of an assignment): one member per
 student, drawn from the course secret, balanced across the class, kept across rebuilds;
 specs that break a pool's rules fail with 'file:line: key: message'."""
 
@@ -7,10 +7,10 @@ from pathlib import Path
 
 import pytest
 
-from exercises.assignment import AssignmentError, load_assignment
-from exercises.build import build, build_nbgrader, problem_variants
-from exercises.pools import draw, draws
-from exercises.roster import Student
+from exercises.course.assignment import AssignmentError, load_assignment
+from exercises.course.build import build, build_nbgrader, problem_variants
+from exercises.course.pools import draw, draws
+from exercises.course.roster import Student
 from formats.answer_key import load_key
 
 ROOT = Path(__file__).resolve().parents[2]

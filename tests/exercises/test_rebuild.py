@@ -8,9 +8,9 @@ from pathlib import Path
 
 import pytest
 
-from exercises.assignment import load_assignment
-from exercises.build import build
-from exercises.roster import load_roster
+from exercises.course.assignment import load_assignment
+from exercises.course.build import build
+from exercises.course.roster import load_roster
 from formats.answer_key import load_key
 from grader.intake.submissions import find_submissions, match
 

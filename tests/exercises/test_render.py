@@ -6,9 +6,9 @@ TemplateError naming file:line."""
 import numpy as np
 import pytest
 
-from exercises.render import RenderError, format_points, render
-from exercises.schema import TemplateError
-from exercises.variant import make_variant
+from exercises.template.texts import RenderError, format_points, render
+from exercises.template.schema import TemplateError
+from exercises.variant.draw import make_variant
 from tests.exercises.templates import fast, inline, line_of
 
 
@@ -90,7 +90,7 @@ def test_a_division_by_zero_in_text_is_a_render_error(source):
 
 
 def test_a_text_that_reads_no_name_is_rendered_once(monkeypatch):
-    from exercises import render as module
+    from exercises.template import texts as module
     calls = []
     real = module._rendered
     monkeypatch.setattr(module, "_rendered", lambda *a: calls.append(a) or real(*a))

@@ -9,7 +9,7 @@ from pathlib import Path
 
 import pytest
 
-from exercises.roster import RosterError, Student, load_roster
+from exercises.course.roster import RosterError, Student, load_roster
 
 SAMPLE = Path(__file__).resolve().parents[2] / "problem_bank" / "assignments" / "sample_roster.csv"
 

@@ -12,12 +12,12 @@ from pathlib import Path
 
 import pytest
 
-from exercises import rubrics
-from exercises.assignment import AssignmentError, load_assignment
-from exercises.bank import BANK_DIR
-from exercises.schema import TemplateError, parse_template
-from exercises.variant import make_variant
-from exercises.yaml_lines import load_yaml
+from exercises.template import rubrics
+from exercises.course.assignment import AssignmentError, load_assignment
+from exercises.course.bank import BANK_DIR
+from exercises.template.schema import TemplateError, parse_template
+from exercises.variant.draw import make_variant
+from exercises.template.yaml_lines import load_yaml
 from formats.rubric import Rubric, RubricItem
 from tests.exercises.templates import inline, line_of
 

@@ -1,4 +1,4 @@
-"""Loading templates (``exercises.schema``): part ids and tolerances, checked on load with
+"""Loading templates (``exercises.template.schema``): part ids and tolerances, checked on load with
 file:line. (The fixtures of tests/fixtures/bad_templates/ are in test_bad_templates.py.)"""
 
 
@@ -7,8 +7,8 @@ import textwrap
 import numpy as np
 import pytest
 
-from exercises.schema import TemplateError
-from exercises.variant import make_variant
+from exercises.template.schema import TemplateError
+from exercises.variant.draw import make_variant
 from tests.exercises.templates import inline, line_of, numeric
 
 
@@ -155,7 +155,7 @@ def test_a_broken_parameter_used_in_a_text_is_reported_once():
 
 
 def test_a_build_names_the_unknown_name_once_not_once_per_student(tmp_path, monkeypatch):
-    from exercises.assignment import AssignmentError, load_assignment
+    from exercises.course.assignment import AssignmentError, load_assignment
     (tmp_path / "texts.yaml").write_text(textwrap.dedent(_texts(prompt="{{ dk }}")), encoding="utf-8")
     (tmp_path / "hw.yaml").write_text("id: hw\ntitle: HW\nsecret: {env: ATTNKIT_SECRET}\n"
                                       "problems:\n  - template: texts.yaml\n", encoding="utf-8")

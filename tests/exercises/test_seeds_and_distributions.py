@@ -7,10 +7,10 @@ import json
 import numpy as np
 import pytest
 
-from exercises.seeds import generator, variant_seed
-from exercises.distributions import DISTRIBUTIONS, VOCABULARY
-from exercises.schema import TemplateError
-from exercises.variant import make_variant
+from exercises.variant.seeds import generator, variant_seed
+from exercises.template.distributions import DISTRIBUTIONS, VOCABULARY
+from exercises.template.schema import TemplateError
+from exercises.variant.draw import make_variant
 from tests.exercises.templates import fast, inline, numeric
 
 BASE = ("course-secret", "hw3", "alice", "sdpa_four_tokens")

@@ -15,15 +15,15 @@ import numpy as np
 import pytest
 
 import solutions
-from exercises.schema import TemplateError, load_template
-from exercises.evaluation import VariantError
-from exercises.twin_values import too_close_to
-from exercises.variant import make_variant
+from exercises.template.schema import TemplateError, load_template
+from exercises.variant.evaluation import VariantError
+from exercises.variant.twin_values import too_close_to
+from exercises.variant.draw import make_variant
 from formats.compare import compare
 from formats import serialize
-from exercises.bank import template_files
-from exercises.expressions import Scope
-from exercises.render import RenderError, format_number, latex_to_text, render
+from exercises.course.bank import template_files
+from exercises.template.expressions import Scope
+from exercises.template.texts import RenderError, format_number, latex_to_text, render
 from tests.exercises.templates import inline, line_of, numeric
 
 REPO = Path(__file__).resolve().parents[2]
@@ -57,8 +57,8 @@ def test_the_digest_is_the_same_in_another_process():
     """No dependence on hash randomisation, import order or process state."""
     template = bank("sdpa_four_tokens")
     here = {seed: make_variant(template, seed).digest for seed in (0, 7)}
-    code = ("import json\nfrom exercises.schema import load_template\n"
-            "from exercises.variant import make_variant\n"
+    code = ("import json\nfrom exercises.template.schema import load_template\n"
+            "from exercises.variant.draw import make_variant\n"
             "t = load_template('problem_bank/sdpa_four_tokens.yaml', "
             "display='problem_bank/sdpa_four_tokens.yaml')\n"
             "print(json.dumps({s: make_variant(t, s).digest for s in (0, 7)}))")
@@ -173,7 +173,7 @@ def test_every_bank_record_round_trips_exactly(path):
 def test_the_follow_recipes_validation_worked_out_are_the_records(name):
     """Validation keeps the recipes it checked for the record: the same as worked out anew,
     and the same as an unvalidated variant's record works out itself."""
-    from exercises import follow
+    from exercises.template import follow
 
     v = make_variant(bank(name), 3)
     assert v.record()["follow"] and v.record()["follow"] == follow.follow_record(v)
@@ -937,8 +937,8 @@ def test_a_twin_that_raises_forces_a_redraw():
 
 def test_a_function_run_on_a_case_never_changes_it_and_writers_get_copies():
     import numpy as np
-    from exercises.evaluation import TestCase
-    from exercises.twin_values import _called
+    from exercises.variant.evaluation import TestCase
+    from exercises.variant.twin_values import _called
 
     case = TestCase("basic", 0, {"Q": np.arange(4.0), "n": 2}, None)
 
@@ -957,8 +957,8 @@ def test_a_function_run_on_a_case_never_changes_it_and_writers_get_copies():
 
 
 def test_a_case_with_a_list_argument_is_called_on_copies():
-    from exercises.evaluation import TestCase
-    from exercises.twin_values import _called
+    from exercises.variant.evaluation import TestCase
+    from exercises.variant.twin_values import _called
 
     case = TestCase("basic", 0, {"lengths": [3, 1]}, None)
 
@@ -971,7 +971,7 @@ def test_a_case_with_a_list_argument_is_called_on_copies():
 
 
 def test_values_only_the_texts_read_are_worked_out_once_the_draw_is_kept(monkeypatch):
-    from exercises import variant as variant_module
+    from exercises.variant import draw as variant_module
     template = bank("why_sqrt_dk")
     now, later = variant_module._derived_now_and_later(template)
     assert "sim" in {d.name for d in later} and "sim" not in {d.name for d in now}
@@ -998,7 +998,7 @@ def test_a_chain_never_starts_from_a_degenerate_answer(name, seed, part):
     """A draw whose correct answer at a part a recipe follows from is all zeros or has flat
     rows is drawn again: there, any answer of that form would be "consistent" with every
     later step (bahdanau seed 63 drew pre = [[0.4, 0.4], [0, 2.4], [1.2, 0]])."""
-    from exercises import follow
+    from exercises.template import follow
     from formats.degenerate import forms
 
     template = bank(name)

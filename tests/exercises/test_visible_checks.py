@@ -12,12 +12,12 @@ import pytest
 
 from formats.compare import compare
 
-from exercises.bank import load_bank
+from exercises.course.bank import load_bank
 
-from exercises.variant import make_variant
-from exercises.checks import CHECKS
-from exercises.notebook import SETUP, Header, ProblemVariant, build_notebook
-from exercises.schema import load_template
+from exercises.variant.draw import make_variant
+from exercises.template.checks import CHECKS
+from exercises.render.notebook import SETUP, Header, ProblemVariant, build_notebook
+from exercises.template.schema import load_template
 
 REPO = Path(__file__).resolve().parents[2]
 BANK = REPO / "problem_bank"

@@ -5,8 +5,8 @@ import textwrap
 
 import pytest
 
-from exercises.schema import TemplateError, load_template
-from exercises.yaml_lines import YAMLError, load_yaml
+from exercises.template.schema import TemplateError, load_template
+from exercises.template.yaml_lines import YAMLError, load_yaml
 from tests.exercises.templates import fast
 
 

@@ -1,6 +1,6 @@
 """The shipped bank: it loads, covers the lecture, and every template yields 200 valid variants.
 
-"Valid" is the engine's check-the-checkers (exercises.variant): the reference passes, every
+"Valid" is the engine's check-the-checkers (exercises.variant.draw): the reference passes, every
 listed misconception is caught, nothing ill-posed. This is the issue's acceptance test.
 """
 
@@ -10,11 +10,11 @@ from collections import Counter
 
 import pytest
 
-from exercises.bank import load_bank, validate_template
-from exercises.schema import KINDS
-from exercises.seeds import variant_seed
-from exercises.variant import make_variant
-from exercises.objectives import OBJECTIVES
+from exercises.course.bank import load_bank, validate_template
+from exercises.template.schema import KINDS
+from exercises.variant.seeds import variant_seed
+from exercises.variant.draw import make_variant
+from exercises.template.objectives import OBJECTIVES
 from formats import serialize
 
 TEMPLATES, _ = load_bank()

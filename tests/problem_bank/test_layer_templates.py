@@ -4,9 +4,9 @@ and encoder_decoder_step carries every step forward from the student's own input
 import numpy as np
 import pytest
 
-from exercises.bank import load_bank
-from exercises.preview import preview
-from exercises.variant import make_variant
+from exercises.course.bank import load_bank
+from exercises.render.preview import preview
+from exercises.variant.draw import make_variant
 from formats import key_shape as shape
 from formats.serialize import decode_names, from_jsonable
 from grader.verdicts.follow_through import recompute, carried

@@ -5,9 +5,9 @@ from __future__ import annotations
 import re
 from pathlib import Path
 
-from exercises.bank import validate_template
-from exercises.schema import TemplateError, load_template, parse_template
-from exercises.yaml_lines import load_yaml
+from exercises.course.bank import validate_template
+from exercises.template.schema import TemplateError, load_template, parse_template
+from exercises.template.yaml_lines import load_yaml
 
 import pytest
 
@@ -75,7 +75,7 @@ def _assignment_block() -> str:
 
 
 def test_the_assignment_example_loads_with_the_overrides_it_describes(tmp_path):
-    from exercises.assignment import load_assignment
+    from exercises.course.assignment import load_assignment
     (tmp_path / "extra").mkdir()
     (tmp_path / "extra" / "my_own.yaml").write_text(
         (BANK / "multihead_shapes.yaml").read_text(encoding="utf-8"), encoding="utf-8")
@@ -99,7 +99,7 @@ def test_the_assignment_example_loads_with_the_overrides_it_describes(tmp_path):
 
 
 def test_a_bank_key_replaces_the_built_in_bank_as_the_readme_says(tmp_path, monkeypatch):
-    from exercises.assignment import AssignmentError, load_assignment
+    from exercises.course.assignment import AssignmentError, load_assignment
     monkeypatch.chdir(tmp_path)
     (tmp_path / "my_bank").mkdir()
     (tmp_path / "my_bank" / "mine.yaml").write_text(

@@ -12,13 +12,13 @@ import numpy as np
 import pytest
 from nbclient import NotebookClient
 
-from exercises.bank import load_bank
+from exercises.course.bank import load_bank
 
-from exercises.variant import make_variant
+from exercises.variant.draw import make_variant
 from formats.cells import MARKDOWN_PLACEHOLDER
 from formats.compare import compare, within
 from formats.literals import literal
-from exercises.notebook import LETTERS
+from exercises.render.notebook import LETTERS
 from formats.serialize import decode_names, from_jsonable, same_value
 import synthetic
 from synthetic import (CODE_EDITS, MISCONCEPTION_PREFIX, SyntheticError, assign_profiles,

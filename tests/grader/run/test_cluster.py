@@ -1,0 +1,284 @@
+"""Grading on a real Dask LocalCluster on loopback (grader/run/cluster.py): the gradebook is row
+for row the one local grading writes, also when a worker is killed mid-run, and a submission
+that kills its worker costs only itself."""
+
+import functools
+import os
+import signal
+import sys
+from pathlib import Path
+
+import pytest
+
+distributed = pytest.importorskip("distributed", reason="Dask's distributed is not installed")
+
+from grader.run.cluster import IN_FLIGHT, connect, shard_sizes            # noqa: E402
+from grader.store.gradebook import Gradebook                                # noqa: E402
+from grader.run.pipeline import grade_folder                              # noqa: E402
+
+
+
+@pytest.fixture(scope="module")
+def cluster():
+    import cloudpickle
+    cloudpickle.register_pickle_by_value(sys.modules[__name__])   # (workers cannot import tests)
+    client, local = connect("local:2")
+    try:
+        yield client
+    finally:
+        client.close()
+        local.close()
+
+
+def _graded(graded_class, client, tmp_path, **options) -> tuple[Path, Path, dict, object]:
+    build, key, local, _ = graded_class(12)
+    path = tmp_path / "cluster.sqlite"
+    with Gradebook(path) as gradebook:
+        summary = grade_folder(key, build / "submissions" / "submitted", gradebook, None, cluster=client,
+                               review=False, wall_seconds=5.0, **options)
+    return local, path, key, summary
+
+
+def _listening(port: int) -> list[str]:
+    """The addresses (as /proc/net/tcp* writes them) listening on ``port``."""
+    found = []
+    for table in ("/proc/net/tcp", "/proc/net/tcp6"):
+        try:
+            lines = Path(table).read_text().splitlines()[1:]
+        except OSError:
+            continue
+        for line in lines:
+            local, state = line.split()[1], line.split()[3]
+            address, hex_port = local.rsplit(":", 1)
+            if state == "0A" and int(hex_port, 16) == port:
+                found.append(address)
+    return found
+
+
+def test_the_local_cluster_listens_on_loopback_only_and_serves_no_dashboard(cluster):
+    info = cluster.scheduler_info()
+    assert info["address"].startswith("tcp://127.0.0.1:") and len(info["workers"]) == 2
+    assert all(address.startswith("tcp://127.0.0.1:") for address in info["workers"])
+    # Dask keeps an HTTP server for /health and /metrics: on loopback, and with no dashboard
+    import urllib.error
+    import urllib.request
+    port = info.get("services", {}).get("dashboard")
+    if port is not None:
+        assert _listening(port) == ["0100007F"]          # 127.0.0.1, and no other address
+        with pytest.raises(urllib.error.HTTPError) as missing:
+            urllib.request.urlopen(f"http://127.0.0.1:{port}/status", timeout=5)
+        assert missing.value.code == 404
+
+
+def _where_each_thread_runs():
+    import os
+    return sorted({(tuple(sorted(os.sched_getaffinity(int(t)))), os.sched_getscheduler(int(t)))
+                   for t in os.listdir("/proc/self/task")})
+
+
+@pytest.mark.skipif(not hasattr(os, "sched_getaffinity"), reason="no CPU affinity here")
+def test_each_local_worker_keeps_to_a_cpu_of_its_own_as_batch_work(cluster):
+    """Every thread of each worker (those it makes later inherit it: the sandbox server it
+    starts, that server's children) on one CPU, a different one per worker while there are
+    CPUs enough, as SCHED_BATCH: a judge's arrangement on one machine. (Before any test here
+    kills a worker: Dask's replacement starts unpinned.)"""
+    cpus = sorted(os.sched_getaffinity(0))
+    seen = cluster.run(_where_each_thread_runs)
+    assert len(seen) == 2
+    placed = [threads[0][0] for threads in seen.values()]
+    assert all(len(threads) == 1 for threads in seen.values()), seen      # every thread alike
+    assert all(len(cpu) == 1 and cpu[0] in cpus for cpu in placed)
+    assert len(set(placed)) == min(2, len(cpus))
+    assert all(threads[0][1] == os.SCHED_BATCH for threads in seen.values())
+
+
+def test_a_two_worker_cluster_writes_what_local_grading_writes(graded_class, cluster, tmp_path, gradebook_rows):
+    local, path, key, summary = _graded(graded_class, cluster, tmp_path, shard_size=5)
+    assert len(summary.recorded) == 12 and summary.run.cluster.shards == len(list(shard_sizes(12, 5, 2)))
+    assert gradebook_rows(path) == gradebook_rows(local)
+    # graded again: nothing changed, so nothing is sent
+    with Gradebook(path) as gradebook:
+        again = grade_folder(key, Path(local).parent.parent / "submissions" / "submitted", gradebook, None,
+                             cluster=cluster, review=False, wall_seconds=5.0)
+    assert again.recorded == [] and len(again.skipped) == 12
+    assert gradebook_rows(path) == gradebook_rows(local)
+
+
+def test_shards_start_small_on_each_worker_and_shrink_at_the_end():
+    sizes = list(shard_sizes(1000, 100, 2))
+    assert sum(sizes) == 1000 and max(sizes) == 100
+    assert sizes[:2] == [25, 25]                       # each worker's first: a quarter
+    full = sizes.index(100)
+    tail = sizes[sizes.index(100, full):]
+    tail = tail[next(i for i, n in enumerate(tail) if n < 100):]
+    assert tail == sorted(tail, reverse=True) and min(tail[:-1]) >= 10    # down to a tenth
+    left = 1000 - sum(sizes[:len(sizes) - len(tail)])
+    assert tail[0] == -(-left // (IN_FLIGHT * 2))      # a share of what is left per shard out
+    # what the cluster does with a batch smaller than a shard, or one worker
+    assert list(shard_sizes(3, 100, 2)) == [3] and list(shard_sizes(0, 100, 2)) == []
+    assert sum(shard_sizes(12, 5, 1)) == 12 and list(shard_sizes(5, 1, 4)) == [1] * 5
+
+
+def _sandboxes_started() -> list:
+    from grader.run import cluster
+    return sorted(cluster._SANDBOXES)
+
+
+def test_each_worker_starts_its_sandbox_servers_when_asked_before_any_shard(cluster):
+    import time
+    from grader.run.cluster import SERVERS_PER_WORKER, get_workers_ready
+    assert all((SERVERS_PER_WORKER, 7.0) not in started for started in cluster.run(_sandboxes_started).values())
+    readying = get_workers_ready(cluster, 7.0)   # returns at once: nothing waits for the servers
+    assert len(readying) == 2
+    deadline = time.monotonic() + 60
+    while not all((SERVERS_PER_WORKER, 7.0) in started for started in cluster.run(_sandboxes_started).values()):
+        assert time.monotonic() < deadline, cluster.run(_sandboxes_started)
+        time.sleep(0.1)
+    again = get_workers_ready(cluster, 7.0)      # asked again: nothing more is started
+    cluster.gather(again)
+    time.sleep(0.5)
+    assert list(cluster.run(_servers_for, 7.0).values()) == [SERVERS_PER_WORKER] * 2
+
+
+def _servers_for(wall_seconds: float) -> int:
+    """How many sandbox servers for runs of ``wall_seconds`` this worker has started."""
+    import psutil
+    found = 0
+    for child in psutil.Process().children():
+        line = child.cmdline()
+        if "grader.sandbox.server" in line and "--wall-seconds" in line:
+            found += float(line[line.index("--wall-seconds") + 1]) == wall_seconds
+    return found
+
+
+class _Scheduler:
+    """What ``_scattered`` asks of a client: a scatter that fails ``failures`` times (a
+    worker lost while the scheduler chose it), then gives a future."""
+
+    def __init__(self, failures: int):
+        self.failures, self.asked = failures, 0
+
+    def scatter(self, data, hash=True):
+        self.asked += 1
+        if self.asked <= self.failures:
+            raise OSError("Stream is closed")
+        return ("future of", data)
+
+
+def test_a_shard_is_scattered_again_when_its_worker_goes_and_no_worker_at_all_stops_the_run(monkeypatch):
+    from grader.run import cluster as grading_cluster
+    monkeypatch.setattr(grading_cluster, "SCATTER_PAUSE", 0.0)
+    flaky = _Scheduler(failures=3)
+    assert grading_cluster._scattered(flaky, "shard") == ("future of", "shard") and flaky.asked == 4
+    gone = _Scheduler(failures=10 ** 6)
+    with pytest.raises(grading_cluster.NoWorkers, match="no worker to take a shard"):
+        grading_cluster._scattered(gone, "shard")
+    assert gone.asked == grading_cluster.SCATTER_TRIES
+
+
+def _kill_worker(marker: Path, student: str, seen: str, always: bool = False) -> None:
+    """Kill this worker process (SIGKILL, as a crash or the OOM killer would) before ``student``
+    is recorded: once (``marker`` remembers it), or every time."""
+    if seen == student and (always or not marker.exists()):
+        marker.touch()
+        os.kill(os.getpid(), signal.SIGKILL)
+
+
+def test_a_worker_killed_mid_run_loses_no_row(graded_class, cluster, tmp_path, gradebook_rows):
+    build, key, local, _ = graded_class(12)
+    target = sorted(key["students"])[4]
+    kill = functools.partial(_kill_worker, tmp_path / "killed", target)
+    path = tmp_path / "cluster.sqlite"
+    with Gradebook(path) as gradebook:
+        summary = grade_folder(key, build / "submissions" / "submitted", gradebook, None, cluster=cluster,
+                               review=False, wall_seconds=5.0, shard_size=3, before_each=kill)
+    assert (tmp_path / "killed").exists()                # a worker did die mid-shard
+    assert len(summary.recorded) == 12 and summary.run.cluster.lost == []
+    assert gradebook_rows(path) == gradebook_rows(local)
+
+
+def test_a_submission_that_kills_its_worker_costs_only_itself(graded_class, cluster, tmp_path, gradebook_rows):
+    build, key, local, _ = graded_class(12)
+    target = sorted(key["students"])[7]
+    kill = functools.partial(_kill_worker, tmp_path / "killed", target, always=True)
+    path = tmp_path / "cluster.sqlite"
+    with Gradebook(path) as gradebook:
+        summary = grade_folder(key, build / "submissions" / "submitted", gradebook, None, cluster=cluster,
+                               review=False, wall_seconds=5.0, shard_size=4, before_each=kill)
+    # (another shard in flight on a worker that died may be split too: its students are still graded)
+    assert summary.run.cluster.lost == [target] and summary.run.cluster.split >= 1, (summary.run.cluster, summary.recorded, summary.failed)
+    rows, expected = gradebook_rows(path), gradebook_rows(local)
+    assert [r for r in rows["results"] if target not in r] == [r for r in expected["results"] if target not in r]
+    assert [r for r in rows["submissions"] if target not in r] == [r for r in expected["submissions"] if target not in r]
+    with Gradebook(path) as gradebook:
+        mine = gradebook.submission(key["assignment"]["id"], target)
+    assert mine.status == "error" and "the cluster could not grade this submission" in mine.notes[0]
+
+
+def test_the_command_grades_on_a_local_cluster_and_refuses_pytest_options(graded_class, tmp_path, gradebook_rows):
+    import json
+    import subprocess
+    build, key, local, secret = graded_class(12)
+    root = Path(__file__).resolve().parents[3]
+    example = root / "problem_bank" / "assignments" / "example.yaml"
+    env = {**os.environ, "ATTNKIT_SECRET": secret}
+    command = [sys.executable, "-m", "attnkit", "grade", str(example), str(build / "submissions" / "submitted"),
+               "--key", str(build / "instructor" / "answer_key.json"), "--gradebook", str(tmp_path / "g.sqlite"),
+               "--timeout", "5", "--cluster", "local:2", "--shard-size", "5"]
+    out = subprocess.run(command + ["--json"], env=env, cwd=root, capture_output=True, text=True, timeout=300)
+    assert out.returncode == 0, out.stderr
+    said = json.loads(out.stdout)
+    assert said["graded"] == 12
+    assert said["cluster"] == {"shards": len(list(shard_sizes(12, 5, 2))), "resent": 0, "split": 0, "lost": []}
+    assert gradebook_rows(tmp_path / "g.sqlite") == gradebook_rows(local)
+    refused = subprocess.run(command + ["-k", "weights"], env=env, cwd=root, capture_output=True, text=True)
+    assert refused.returncode == 1 and "-k and --junitxml" in refused.stderr
+
+
+def _pretend_kit(version: str) -> str:
+    """On a worker: say it runs kit ``version``; returns what it said before."""
+    from formats import version as kit
+    before, kit.KIT_VERSION = kit.KIT_VERSION, version
+    return before
+
+
+def test_workers_running_another_kit_are_named(cluster):
+    from grader.run.cluster import workers_of_another_kit
+    assert workers_of_another_kit(cluster) == []
+    first = sorted(cluster.scheduler_info()["workers"])[0]
+    before = cluster.run(_pretend_kit, "0.0.1", workers=[first])[first]
+    try:
+        assert workers_of_another_kit(cluster) == [f"{first} (0.0.1)"]
+    finally:
+        cluster.run(_pretend_kit, before, workers=[first])
+    assert workers_of_another_kit(cluster) == []
+
+
+def test_the_command_refuses_a_cluster_whose_worker_runs_another_kit(graded_class, cluster, tmp_path):
+    import subprocess
+    build, _, _, secret = graded_class(12)
+    root = Path(__file__).resolve().parents[3]
+    first = sorted(cluster.scheduler_info()["workers"])[0]
+    before = cluster.run(_pretend_kit, "0.0.1", workers=[first])[first]
+    try:
+        out = subprocess.run(
+            [sys.executable, "-m", "attnkit", "grade", str(root / "problem_bank" / "assignments" / "example.yaml"),
+             str(build / "submissions" / "submitted"), "--key", str(build / "instructor" / "answer_key.json"),
+             "--gradebook", str(tmp_path / "g.sqlite"), "--cluster", cluster.scheduler.address],
+            env={**os.environ, "ATTNKIT_SECRET": secret}, cwd=root, capture_output=True, text=True, timeout=300)
+    finally:
+        cluster.run(_pretend_kit, before, workers=[first])
+    assert out.returncode == 1, out.stderr
+    assert f"refusing to grade on {first} (0.0.1)" in out.stderr, out.stderr
+    import sqlite3
+    with sqlite3.connect(tmp_path / "g.sqlite") as db:
+        assert db.execute("SELECT count(*) FROM results").fetchone() == (0,)
+
+
+def test_a_shards_entries_answer_membership_without_parsing():
+    # the gradebook's hash asks "is this student's entry here?" for every row: never a parse
+    from grader.run.cluster import _ShardEntries
+    entries = _ShardEntries({"s1": b"{not parsed"})
+    assert "s1" in entries and "s2" not in entries
+    with pytest.raises(ValueError):
+        entries["s1"]
