@@ -127,8 +127,8 @@ _ALL = np.logical_and.reduce      # ndarray.all(), without the Python function i
 
 
 def within(actual, expected, rtol: float, atol: float) -> bool:
-    """compare(...).ok without building a message: for validation, which asks it thousands
-    of times (~570 a student of the build) and only needs yes or no."""
+    """compare(...).ok without building a message: for validation, which asks it over and
+    over for every student of a build and only needs yes or no."""
     if (isinstance(actual, np.ndarray) and isinstance(expected, np.ndarray)
             and actual.dtype.kind == expected.dtype.kind == "f" and actual.shape == expected.shape):
         if not (_ALL(np.isfinite(expected), axis=None) and _ALL(np.isfinite(actual), axis=None)):
@@ -143,10 +143,10 @@ def telling(value) -> bool:
     different values (a score matrix), yes: two different mistakes rarely give the same such
     arrays. A single number, a count, an index or an argmax row, a shape, a token list or a
     boolean mask, no: many mistakes (and slips) give 3, [0, 0, 1, 2] or one value several
-    formulas reach (measured: 16 wrong names of 765 corpus cases, all on such parts, when the
-    search named there). Both sides read it: the build stores the searched mistakes of every
-    part, the grader names one alone only on a telling part, and elsewhere uses them only to
-    doubt a listed twin's name ("either … or …")."""
+    formulas reach (a name given on such a part alone is too often another mistake's, and
+    ``bench.diagnosis`` wants none named wrongly). Both sides read it: the build stores the
+    searched mistakes of every part, the grader names one alone only on a telling part, and
+    elsewhere uses them only to doubt a listed twin's name ("either … or …")."""
     if isinstance(value, (str, bool, np.bool_)) or value is None:
         return False
     try:

@@ -47,8 +47,8 @@ def _scalar(x: float):
 def to_jsonable(value):
     """A JSON-ready copy of a given or an answer (numbers, arrays, text, lists of them)."""
     if type(value) is np.ndarray and value.dtype is _FLOAT64:
-        # Most values are float64 arrays (a build encodes ~500 a student, of ~860 values:
-        # every twin's and look-alike's): their own list, no astype copy, no isinstance chain.
+        # Most values are float64 arrays (every twin's and look-alike's answer a build keeps):
+        # their own list, no astype copy, no isinstance chain.
         data = value.tolist()
         if not _ALL(np.isfinite(value), axis=None):
             data = _map_floats(data, _float)
@@ -84,10 +84,9 @@ def to_packed(value):
     """``to_jsonable(value)`` with every float64 array packed (see the module's docstring).
 
     For the values of an answer-key record that no one reads but the kit: a student's records
-    hold ~500 such arrays. Measured on the example assignment: a key entry 168 → 129 kB,
-    parsed in 0.77 against 1.78 ms; the records' encoding 15.4 → 10.6 ms a student (packing
-    the twins alone, on a slow machine). Reading one back is a base64 decode, not a float
-    parsed per entry."""
+    hold such an array for every twin and look-alike. Packed, an array is shorter than its
+    floats written out, is written without a ``repr`` per float, and is read back with a base64
+    decode, not a float parsed per entry."""
     if type(value) is np.ndarray and value.dtype.kind == "f":   # (a subclass: to_jsonable's way)
         return _packed(value if value.dtype is _FLOAT64 else value.astype(np.float64))
     if isinstance(value, (list, tuple)):
@@ -127,8 +126,8 @@ def _unpacked(data: dict) -> np.ndarray:
 
 def storable(value) -> bool:
     """Whether ``to_jsonable(value)`` succeeds, found without making the copy (a check the
-    build's mistake search asks of every wrong value it may keep: measured, 0.4 against
-    2.3 µs for a 4×4 array)."""
+    build's mistake search asks of every wrong value it may keep: looking at the value costs
+    less than copying it)."""
     if value is None or isinstance(value, (bool, np.bool_, int, np.integer, float, np.floating, str)):
         return True
     if isinstance(value, np.ndarray):

@@ -34,7 +34,7 @@ def check_shapes(**named: tuple[np.ndarray, str]) -> dict[str, int]:
     A symbol bound by one array must have the same size in every other array; a digit demands
     that exact size; ``...`` batch dimensions must be equal (no broadcasting).
     """
-    try:    # arrays: their own shape (the forward pass checks ~35 sets of them)
+    try:    # arrays, the common case (every step of the forward pass checks some): their own shape
         key = tuple([(name, spec, array.shape) for name, (array, spec) in named.items()])
     except AttributeError:      # a list or a number: NumPy's view of its shape
         key = tuple([(name, spec, np.shape(array)) for name, (array, spec) in named.items()])
@@ -48,10 +48,9 @@ def check_shapes(**named: tuple[np.ndarray, str]) -> dict[str, int]:
 
 
 # (name, spec, shape) of each array checked together → the sizes bound: the checks are a
-# function of the shapes alone, and the same few shapes come back thousands of times (the
-# build's mistake search runs every twin of attention on every hidden case: 700 checks a
-# student; measured, Q, K and V checked in 1.0 µs against 2.1 µs worked out). Failures are
-# not kept: they raise every time.
+# function of the shapes alone, and the same few shapes come back over and over (the build's
+# mistake search runs every twin of attention on every hidden case), so a lookup replaces
+# working them out again. Failures are not kept: they raise every time.
 _CHECKED: dict[tuple, dict[str, int]] = {}
 _CHECKED_LIMIT = 4096
 

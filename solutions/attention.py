@@ -109,8 +109,8 @@ def scaled_dot_product_attention(Q, K, V, mask=None, scale=None, return_steps=Fa
 
 def validated_attention(Q, K, V, dims, mask=None, scale=None, return_steps=False):
     """``scaled_dot_product_attention`` on what ``attention_shapes`` returned: the inputs are
-    checked once (the build's mistake search runs ~200 attentions a student, most of them
-    twins that read the shapes first)."""
+    checked once (most attentions the build's mistake search runs are inside twins, which
+    read the shapes first and pass them on here)."""
     if return_steps:
         return _attention_steps(Q, K, V, dims["d_k"], mask, scale)
     return _weights(Q, K, mask, scale) @ V

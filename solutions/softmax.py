@@ -32,8 +32,8 @@ def softmax_in_place(x: np.ndarray, axis: int = -1) -> np.ndarray:
     ``softmax``; no full-size temporary is made: x − max, exp and the division all overwrite x.
     """
     # (the ufuncs' reductions called directly, as ``x.max``, ``x.sum`` and ``.all()`` call
-    # them: the same arithmetic without their Python wrappers; a build makes ~330 softmaxes
-    # of small score matrices a student)
+    # them: the same arithmetic without their Python wrappers, which are not cheap beside the
+    # small score matrices the build's mistake search passes here over and over)
     row_max = _MAX(x, axis=axis, keepdims=True)  # NaN and +inf propagate into the max
     if _ALL(np.isfinite(row_max), axis=None):
         # Every slice holds an entry equal to its max, whose exp is exactly 1: every total

@@ -38,9 +38,9 @@ MAY_IMPORT = {
 }
 # third-party packages beyond NumPy, where they are allowed
 THIRD_PARTY = {
-    # formats: orjson parses answer-key entries (one per graded submission; twice json's speed)
-    # and writes notebook files (formats.indented_json: nbformat's text in a third of the time)
-    # and a record's canonical text (formats.compact_json: json's text in under half the time)
+    # formats: orjson, in C, parses answer-key entries (one per graded submission) and writes
+    # notebook files (formats.indented_json: nbformat's text) and a record's canonical text
+    # (formats.compact_json), where json's pure-Python paths would be a share of every build
     "solutions": set(), "formats": {"orjson"},
     "exercises": {"yaml", "jinja2", "markdown_it", "mdit_py_plugins", "latex2mathml", "nbformat"},
     "grader": {"pytest", "_pytest"}, "grader.run.cluster": {"dask", "distributed"},

@@ -221,14 +221,14 @@ def _build_chunk(students) -> list[tuple[str, str | None, str, int, list[str]]]:
 def collector_paced():
     """Python's cyclic collector off while a chunk of students is built, then back as it was.
 
-    A student's records alone hold ~4,000 lists and dicts (the arrays of every twin and
+    A student's records alone hold thousands of lists and dicts (the arrays of every twin and
     look-alike, written out for the key), and making the variants allocates many more, so
-    the collector, which runs every 700 new containers, ran ~7 times a student over objects
-    that hold no cycles and are freed by their reference counts: measured, the records and
-    notebooks took 12.7–13.0 ms a student with it on and 9.4 ms with it off. What does make
-    cycles (an exception's traceback, a template renderer's frames) is collected when the
-    chunk ends. (Grading paces it by submissions, with more to it: ``grader.run.garbage``; the
-    build may not import the grader, and needs only this.)"""
+    the collector, which runs every 700 new containers, would run several times a student
+    over objects that hold no cycles and are freed by their reference counts: work for
+    nothing, on the build's busiest path. What does make cycles (an exception's traceback, a
+    template renderer's frames) is collected when the chunk ends. (Grading paces it by
+    submissions, with more to it: ``grader.run.garbage``; the build may not import the
+    grader, and needs only this.)"""
     enabled = gc.isenabled()
     gc.disable()
     try:

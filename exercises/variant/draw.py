@@ -45,8 +45,8 @@ from exercises.variant.twin_values import (UNSET, constant_table, jsonable_twins
 
 
 # The record's values that serialize.to_jsonable or to_packed made (floats finite: NaN and
-# ±inf are text or packed there), which the canonical text writes with orjson (measured:
-# 3.7 → 1.7 ms a student).
+# ±inf are text or packed there), which the canonical text writes with orjson
+# (``formats.compact_json``: the same text as json's, faster on a record full of floats).
 _MADE_BY_TO_JSONABLE = frozenset({"givens", "answers", "tests", "twins", "lookalikes"})
 
 
@@ -357,12 +357,12 @@ def _derived_now_and_later(template) -> tuple[list, list]:
     """(the derived values a draw is validated with, those only the prompt and solution
     read), both in the template's order. A numeric template's draw is redrawn on a failed
     constraint or check, or where two mistakes look alike, after its values are derived:
-    a value only the texts read is worked out once the draw is kept (measured: why_sqrt_dk's
-    simulation, 0.6 ms a draw, was made 3.4 times a variant). Only for numeric templates:
-    nothing there draws from the variant's generator after the derived values, so a value
-    that raises (IllPosed, say) then redraws with the same next seed as before; and every
-    use of ``rng`` in an expression is a fresh generator of the draw's seed, so a value is
-    the same whenever it is worked out."""
+    a value only the texts read is worked out once the draw is kept (a costly one, such as a
+    simulation, would otherwise be worked out again for every draw thrown away). Only for
+    numeric templates: nothing there draws from the variant's generator after the derived
+    values, so a value that raises (IllPosed, say) then redraws with the same next seed as
+    before; and every use of ``rng`` in an expression is a fresh generator of the draw's
+    seed, so a value is the same whenever it is worked out."""
     return per_template(_SPLIT, template, _split_derived)
 
 
@@ -549,7 +549,7 @@ def rounded_example(value):
 
 def _follows(template, variant, evaluator) -> None:
     """Every follow expression gives its part's answer from the correct earlier answers.
-    The recipes are kept for the record (they were worked out twice: ~1 % of a build)."""
+    The recipes are kept for the record, which then does not work them out again."""
     try:
         variant._rendered["follow"] = follow.follow_record(variant)
     except follow.FollowError as err:

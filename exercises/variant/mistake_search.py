@@ -76,7 +76,7 @@ def _may_redraw(template, parts, attempt: int) -> bool:
         return False
     if template.kind == "implement":
         # Hidden cases are large and many: a redraw costs every twin and every alternative
-        # on all of them again (measured: 20 → 680 ms a variant). The grader names the
+        # on all of them again, many times the variant's own cost. The grader names the
         # alternatives instead, from the outputs kept in the key.
         return False
     sampled = {p.name for p in template.parameters if p.distribution is not None}
@@ -91,9 +91,9 @@ class _Redraws:
     """Whether a draw in which two mistakes look alike is redrawn (``_may_redraw``), except
     for a pair that looks alike on every probe draw of the template (``structural``): a
     masked-after-the-softmax exponential *is* the unmasked one, whatever the numbers, and
-    redrawing it only burned AMBIGUITY_REDRAWS draws per variant (measured: 4.4 redraws a
-    variant of causal_mask_by_hand). When ``collisions`` is a set (a probe), nothing is
-    redrawn and every pair that looks alike is added to it."""
+    redrawing it can only burn AMBIGUITY_REDRAWS draws per variant and keep the ambiguity
+    anyway. When ``collisions`` is a set (a probe), nothing is redrawn and every pair that
+    looks alike is added to it."""
 
     def __init__(self, template, attempt: int, collisions: set | None, probe):
         self.template, self.attempt, self.collisions, self.probe = template, attempt, collisions, probe
@@ -153,7 +153,7 @@ def _surely_apart(a, b, rtol, atol) -> bool:
     """True only when a and b cannot be alike: other shapes, or sums further apart than any
     two alike arrays can be (alike ⇒ |Σa − Σb| ≤ Σ|a − b| ≤ 2·(size·atol + rtol·Σ|b|)).
     It spares the full comparison for almost every pair: the search compares every searched
-    twin with every listed one on every part (measured: 47,000 comparisons for 30 students)."""
+    twin with every listed one on every part, for every student: the pairs are many."""
     sa, sb = _signature(a), _signature(b)
     if sa is None or sb is None:
         return False
@@ -196,8 +196,7 @@ def _passes(value, expected, rtol, atol) -> bool:
 def _answers_distinguishable(template, variant, evaluator, redraws: _Redraws) -> None:
     # A part the same on every draw is never redrawn for (``_may_redraw``), so what the search
     # finds there is the same on every draw: found by the first variant, copied by the others
-    # (measured: a quarter of dog_ran_fast's search, 4.3 → 3.2 ms a variant). A probe
-    # (``structural``) searches it all.
+    # (on some templates a good share of the search). A probe (``structural``) searches it all.
     constant = constant_parts(template) if redraws.collisions is None else frozenset()
     known = same_on_every_draw(template)
     stacks: dict = {}
@@ -323,8 +322,8 @@ class _Stack:
     finite float64 arrays of one shape (most array parts). A searched value is then compared
     with the answer and every listed twin in one NumPy expression, instead of one
     ``too_close_to`` and one ``_alike`` call per twin, and the listed twins with each other in
-    one more. The example assignment's build compares ~300 searched values a student, on
-    parts listing 0–9 twins (measured with callgrind: 5 % fewer instructions a student).
+    one more: a build compares every searched value of every student this way, and one NumPy
+    expression costs less than a Python call per listed twin.
 
     The same rule in the same IEEE arithmetic as those two, entry by entry — |x − y| ≤
     2·atol + 2·rtol·|y|, y the answer for ``too_close_to`` and the second value for ``_alike``
@@ -394,8 +393,8 @@ def _functions_distinguishable(template, variant, evaluator, redraws: _Redraws) 
         if not failures.of(outputs) or all(out is None for out in outputs):
             continue                    # right on every case, or nothing to name it by
         # Which listed twin it looks like matters only where that redraws (or to a probe):
-        # else the grader finds it from the outputs kept (measured: comparing each with all
-        # 17 listed twins took an implement variant from 6.8 to 9.6 ms).
+        # else the grader finds it from the outputs kept, and comparing each with every listed
+        # twin would be a large share of an implement variant's build.
         if may_redraw or redraws.collisions is not None:
             twin = next((n for n in listed if _confused(failures, outputs, variant.twins[n])), None)
             if twin is not None and redraws.redraw([], (twin, alt, "")):
@@ -406,9 +405,9 @@ def _functions_distinguishable(template, variant, evaluator, redraws: _Redraws) 
 class _Failures:
     """The hidden cases each list of outputs fails, computed once per list: a template with
     17 twins compares every pair, and comparing each output with the expected value again
-    for every pair was most of the build's time (measured: 105 → 8 ms a variant). Also per
-    list, computed once: the failed cases of each test family and each output's signature
-    (``_signature``), which tell almost every pair apart without a comparison."""
+    for every pair would be most of the build's time. Also per list, computed once: the
+    failed cases of each test family and each output's signature (``_signature``), which
+    tell almost every pair apart without a comparison."""
 
     def __init__(self, template, variant):
         self.template, self.variant = template, variant

@@ -277,9 +277,9 @@ def twin_output(template, evaluator, twin, case, variant):
 
 def _called(function, case: TestCase):
     """``function(**case.args)`` on read-only views of the case's arrays: no copy for each of
-    the forty-odd twins run on a case (measured: ~1,200 copies an implement variant before).
-    A function that writes into its arguments is called again on copies, as a
-    student's function would be; an output that is a view of the arguments is copied."""
+    the many twins run on a case. A function that writes into its arguments is called again
+    on copies, as a student's function would be; an output that is a view of the arguments is
+    copied."""
     views = _read_only_args(case)
     if views is None:
         return function(**fresh_copy(case.args))

@@ -1038,7 +1038,7 @@ def match(found: list[Found], key: dict, read: bool = True, roster: Iterable | N
     class_key = is_class_key(key)
     students = key.get("students", {}) if isinstance(key.get("students"), Mapping) else {}
     # The LMS ids are read from every entry's head: only when an LMS download needs them
-    # (a batch of folders named by student id never does; 0.17 s for a key of 1,000).
+    # (a batch of folders named by student id never does, and on a large key they are slow to read).
     lms = functools.cache(lambda: _lms_ids(students, roster, class_key))
     claims: dict[str, list[_Claim]] = {}
     issues: list[Issue] = []

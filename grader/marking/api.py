@@ -102,8 +102,8 @@ class MarkingApi:
         self._parts: tuple[int, list] | None = None
 
     def parts(self, _query) -> dict:
-        """Every part with its progress. Reading it costs a part queue per part (a class of
-        1,000 and 43 parts: ~0.6 s), so it is kept until the next save through this server
+        """Every part with its progress. Reading it costs a part queue per part (for a large
+        class, a wait the page would show), so it is kept until the next save through this server
         (a grade saved elsewhere, by ``attnkit mark import``, shows at the next save or start)."""
         with self._lock:
             writes = self._writes

@@ -94,7 +94,7 @@ MAX_NOTE = 1_000             # characters of one note
 def capped_notes(notes: list[str]) -> list[str]:
     """A submission's notes as they are stored and shown: each once, each at most a line or
     two, at most ``MAX_NOTES`` of them. Their number and length are the student's choice (a
-    notebook of 100,000 cells once made 16.5 MB of notes, and a feedback page as large)."""
+    notebook of 100,000 cells could make megabytes of notes, and a feedback page as large)."""
     unique = list(dict.fromkeys(notes))
     kept = [n if len(n) <= MAX_NOTE else n[:MAX_NOTE - 1] + "…" for n in unique[:MAX_NOTES]]
     if len(unique) > MAX_NOTES:
@@ -301,8 +301,8 @@ class GradingRun:
     def students_to_grade(self) -> list[str]:
         chosen = []
         # Only a student graded before can be skipped: the others' notebooks are hashed by
-        # their judge, which reads them anyway (the whole class's, read twice, cost 0.11 s
-        # per 1,000 before the first submission ran).
+        # their judge, which reads them anyway (reading the whole class's here too would
+        # delay the first submission).
         earlier = set() if self.regrade or self.gradebook is None else \
             self.gradebook.graded_students(self.assignment)
         for student in sorted(self.submissions):

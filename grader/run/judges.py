@@ -184,13 +184,13 @@ def _pin(cpu: int | None) -> None:
     CPU, as batch work. A judge and its child take turns: dozens of wake-ups per submission
     (a ``start`` frame per cell, a ``need`` per hidden case, the case written back). Across two
     CPUs each costs an inter-processor interrupt, which a virtual machine pays dearly for (a
-    pipe round trip measured 65 µs across two CPUs, 2.6 µs on one). And on one CPU a normal
-    task woken by a frame preempts the writer at once, so the judge ran once per frame:
-    ``SCHED_BATCH`` (inherited by the server and its children) never preempts on wake-up, so
-    the child runs on until it waits and the judge then reads what piled up (measured: 6 %
-    less CPU for the judge and 5 % for the sandbox). A child that never waits is still
-    stopped on time: the server wakes at its deadline within a scheduler tick. Where the
-    affinity or the policy cannot be set, the judge runs as it was."""
+    pipe round trip across two CPUs costs many times one on a single CPU). And on one CPU a
+    normal task woken by a frame preempts the writer at once, so the judge would run once per
+    frame: ``SCHED_BATCH`` (inherited by the server and its children) never preempts on
+    wake-up, so the child runs on until it waits and the judge then reads what piled up: both
+    wake less often. A child that never waits is still stopped on time: the server wakes at
+    its deadline within a scheduler tick. Where the affinity or the policy cannot be set, the
+    judge runs as it was."""
     if cpu is not None:
         keep_to_cpu(cpu)
 

@@ -131,9 +131,9 @@ class PartProtocol:
         """A part's item has no fixtures, no setup and nothing to capture: it is reported
         straight from its verdict, with the three reports (setup, call, teardown) that
         reporters such as junitxml and the terminal expect, and none of the runner's
-        per-phase machinery (fixtures, capture, three calls per item), which took half the
-        grading process's time (measured in-process on 200 submissions: 10.5 s → 5.4 s).
-        A verdict that cannot be had is a failed item with the grader's traceback."""
+        per-phase machinery (fixtures, capture, three calls per item), which would cost more
+        than the verdicts it reports. A verdict that cannot be had is a failed item with the
+        grader's traceback."""
         if not isinstance(item, PartItem):
             return None
         ihook = item.ihook
@@ -252,8 +252,8 @@ class PartItem(pytest.Item):
     def report_keywords(self) -> dict[str, int]:
         """``dict.fromkeys(self.keywords, 1)``, what pytest's runner puts in a report: the
         item's own name, then its parents' keywords, which every part of a problem shares and
-        are listed once per problem (walking the chain of parents for each of 43 items was a
-        tenth of pytest's time). An item given markers of its own takes the long way."""
+        are listed once per problem (walking the chain of parents again for every item would
+        repeat the same work for each part). An item given markers of its own takes the long way."""
         own = getattr(self.keywords, "_markers", None)       # (pytest's NodeKeywords)
         if self.own_markers or own is None or list(own) != [self.name]:
             return dict.fromkeys(self.keywords, 1)

@@ -246,8 +246,8 @@ def _parse_int(text: str) -> int:
     return int(text)
 
 
-# One decoder for every header (json.loads with options builds a new one per call: a tenth of
-# the time a small frame takes to decode). A JSONDecoder keeps no state between calls.
+# One decoder for every header (json.loads with options builds a new one per call, a cost
+# a small frame would pay again each time). A JSONDecoder keeps no state between calls.
 _HEADER = json.JSONDecoder(parse_constant=_reject_constant, parse_int=_parse_int)
 
 

@@ -4,8 +4,9 @@ Started by the grader (``grader/sandbox/client.py``) as ``python -m grader.sandb
 clean environment (the command line, the pipes, the job, its steps and the events a child sends
 are the protocol's: ``grader/sandbox/protocol.py``), it imports numpy and what students commonly
 import once, prepares the walls (``grader/sandbox/walls.py``), then serves jobs for as long as it
-lives. Why a long-lived server that forks: a fresh interpreter per submission costs ~80 ms
-before the first line of student code; a fork of a process that has numpy already costs ~3 ms.
+lives. Why a long-lived server that forks: a fresh interpreter per submission would start
+Python and import numpy again before the first line of student code; a fork of a process
+that has numpy already skips all of that.
 Why the grader does not fork itself: a forked child has a copy of its parent's memory, and the
 grader holds the answer key.
 
@@ -310,7 +311,7 @@ def run_steps(steps: list, emit, job_fd: int = JOB_FD) -> None:
 
 # --- warming up: the child's code run before any fork, on made-up numbers ---------------------
 
-WARM_UP_ROUNDS = 30         # runs of the warm-up job: 24 ms in all, once per server (measured)
+WARM_UP_ROUNDS = 30         # runs of the warm-up job, once per server: enough for its code to specialise
 
 
 def _warm_up_job() -> tuple[list, bytes]:

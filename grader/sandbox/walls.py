@@ -10,8 +10,8 @@ child applies them:
 - ``network`` (root): an empty network namespace (no interface but a down loopback) and an
   IPC namespace, the server's own: it enters them once (``enter_namespaces``), each of its
   children in turn runs in them, no other process does. Not one per child: making and tearing
-  down two namespaces per job cost ~1 ms of the machine's CPU (the unshare in the child, then
-  the kernel's workers freeing them), a tenth of a sandbox run. Nothing a child could leave
+  down two namespaces per job costs the machine CPU (the unshare in the child, then the
+  kernel's workers freeing them), a real share of a sandbox run. Nothing a child could leave
   there outlives it: it can make no socket and no System V or POSIX IPC object (seccomp), its
   uid has no capability to raise an interface, and what it has open dies with its process
   group. Where seccomp is missing, each child still enters an IPC namespace of its own.
@@ -63,7 +63,7 @@ JOB_FD = 4          # and the job pipe, on which the grader sends each hidden ca
 # What students commonly import, imported by the server before it forks: after the uid drop
 # an interpreter under /root can no longer be read, so a first import there would fail.
 # (Not numpy.testing: it drags in unittest and subprocess, and every megabyte the server
-# holds makes each fork slower — here +1 ms per job, a third of the fork.)
+# holds makes each fork slower: the child gets a copy of the server's page tables.)
 PREIMPORTS = (
     "abc", "array", "bisect", "cmath", "collections", "collections.abc", "contextlib", "copy",
     "dataclasses", "datetime", "decimal", "enum", "fractions", "functools", "heapq", "io",

@@ -1,4 +1,4 @@
-"""Twins of the alignment reference functions (issue 17's mistake search): each registered with
+"""Twins of the alignment reference functions, for the build's mistake search: each registered with
 ``add_twin``/``twin`` so that MISCONCEPTIONS stays the one registry.
 
 The score mistakes come in pairs: ``additive_score_X`` for a part that asks for the scores and

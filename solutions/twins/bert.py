@@ -113,7 +113,7 @@ add_twin("mlm_select_only_masked", "mlm_select", _mlm_select_only_masked,
          "selected = inputs == mask_id           # should be every position chosen for the 80/10/10")
 
 
-# --- added for the second issue-17 batch: the NSP head and loss ------------------------------
+# --- the NSP head and loss, continued --------------------------------------------------------
 
 def _nsp_head_no_biases(C, W_pool, b_pool, W_cls, b_cls):
     return linear(np.tanh(linear(C, W_pool)), W_cls)
@@ -255,7 +255,7 @@ add_twin("mlm_head_output_shape_transposed", "mlm_head_output_shape", _mlm_head_
          "logits.shape == (V, T)                 # should be (T, V)")
 
 
-# --- issue 36: the MLM count and WordPiece, mistakes the corpus found unnamed ----------------
+# --- the MLM count and WordPiece: wrong answers no other twin names --------------------------
 
 def _count_parts(tokens, special_ids):
     """(T, the non-special tokens) after the reference's own checks."""

@@ -1,4 +1,4 @@
-"""Twins of the gradients reference functions (issue 17's mistake search): each registered with
+"""Twins of the gradients reference functions, for the build's mistake search: each registered with
 ``add_twin``/``twin`` so that MISCONCEPTIONS stays the one registry.
 
 Imports NumPy and the rest of ``solutions`` only.
@@ -221,7 +221,7 @@ add_twin("softmax_cross_entropy_backward_over_all_rows", "softmax_cross_entropy_
          "dz = (p - onehot) / T                  # should be / n, the counted positions")
 
 
-# --- issue 36: mistakes the corpus found unnamed ----------------------------------------------
+# --- the backward pass's scale, the variance of q·k: wrong answers no other twin names -------
 
 def _weights_backward_scaled(dZ, cache):
     _, _, V, _, scale = cache
