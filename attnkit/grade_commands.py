@@ -149,8 +149,9 @@ def _grade(args) -> int:
             return fail(err.problems)
 
     from grader.run.cluster import NoWorkers
+    from grader.run.course import grade_course
+    from grader.run.pipeline import GradeOptions
     from grader.store.gradebook import Gradebook, GradebookError
-    from grader.run.pipeline import grade_folder
 
     started = time.perf_counter()
     refused = _unprotected(args, walls)
@@ -164,20 +165,17 @@ def _grade(args) -> int:
     bar = (lambda total: Progress(total, "grade", enabled=None if not args.json else False))
     try:
         with Gradebook(gradebook_path) as gradebook, _grading_place(args) as (sandbox, client):
-            summary = grade_folder(key, Path(args.submissions), gradebook, sandbox,
-                                   servers=args.jobs, regrade=args.regrade, pytest_args=pytest_args,
+            options = GradeOptions(servers=args.jobs, regrade=args.regrade, pytest_args=pytest_args,
                                    verbose=args.verbose, progress=bar, deadline=assignment.deadline,
-                                   roster=roster, receipts=receipts,
-                                   review=args.json,     # (the table below reads the class anyway)
-                                   cluster=client, shard_size=args.shard_size, wall_seconds=args.timeout)
-            # a rebuilt key may carry a changed rubric: its hand grades follow (and the log says so)
-            from grader.store.marks import rescore
-            rescored = rescore(gradebook, key, grader="attnkit grade")
+                                   roster=roster, receipts=receipts, cluster=client,
+                                   shard_size=args.shard_size, wall_seconds=args.timeout)
+            graded = grade_course(key, Path(args.submissions), gradebook, sandbox, options)
+            summary, rescored = graded.summary, graded.rescored
             table = look = None
             if not args.json:
-                from grader.reports.summary import class_table, look_list, summary_json
-                class_summary = summary_json(gradebook, key, assignment.deadline)
-                table, look = class_table(gradebook, key, summary=class_summary), look_list(class_summary)
+                from grader.reports.summary import class_table, look_list
+                table = class_table(gradebook, key, summary=graded.class_summary)
+                look = look_list(graded.class_summary)
     except GradebookError as err:
         return fail([str(err)])
     except ClusterUnavailable as err:

@@ -72,61 +72,67 @@ class GradeSummary:
                             "lost": sorted(stats.lost)}}
 
 
-def grade_folder(key: dict, folder: Path, gradebook, sandbox, *, servers: int = 1,
-                 regrade: bool = False, pytest_args: Sequence[str] = (), verbose: bool = False,
-                 read_ahead: bool = False, students: Collection[str] | None = None,
-                 cpu_seconds: float = CPU_SECONDS,
-                 progress: Callable[[int], object] | None = None,
-                 kit_version: str | None = None, deadline: Deadline | None = None,
-                 roster=None, receipts: tuple[dict, str] | None = None,
-                 review: bool = True, cluster=None, shard_size: int | None = None,
-                 wall_seconds: float | None = None, before_each=None, judges: bool = True) -> GradeSummary:
-    """Grade every submission in ``folder`` against ``key`` into ``gradebook``, running
-    student code only in ``sandbox`` (``servers`` of its servers at once).
+@dataclass(frozen=True)
+class GradeOptions:
+    """How ``grade_folder`` grades (every field has the default a plain run wants)."""
 
-    ``read_ahead`` reads every notebook before grading starts (else each is read on its
-    sandbox thread when its turn comes, as ``attnkit grade`` does); ``students`` grades only
-    those. Nothing is written for the students not in the folder: their earlier grades stand;
-    ``progress(total)`` makes the progress bar (anything with ``advance`` and ``close``),
-    ``kit_version`` is what the gradebook stores (default: this grader's); ``deadline`` is
-    the assignment's (its late policy decides which handin counts, and lateness needs a look);
-    ``roster`` (``exercises.course.roster`` students) maps LMS ids in Canvas and Moodle file names;
-    ``receipts`` (``grader.intake.receipts.read_receipts``) are when the LMS says each handed in
-    (unchanged handins too; never over a better source's: ``GradeSummary.receipts``);
-    ``review``: list what needs a human look over the class (a read of the class's grades;
-    a caller that reads them anyway, for a table, passes False and takes it from there).
-    ``cluster``: a Dask client; the submissions are graded on its workers in shards of
-    ``shard_size`` with ``wall_seconds`` per run (grader.run.cluster; ``sandbox`` is then unused
-    and may be None, and ``pytest_args`` must be empty: no pytest items run at the client);
-    ``before_each(student)`` runs on the worker before each is recorded (tests lose workers).
-    ``judges``: the trusted work in one judge process per server (grader.run.judges), where this
-    process can fork safely; else on its sandbox threads."""
+    servers: int = 1                  # sandbox servers at once
+    regrade: bool = False             # grade unchanged submissions again
+    pytest_args: Sequence[str] = ()   # -k, --junitxml: pytest's own
+    verbose: bool = False
+    read_ahead: bool = False          # read every notebook before grading starts (else each on its turn)
+    students: Collection[str] | None = None    # only these
+    cpu_seconds: float = CPU_SECONDS  # the grader's budget a submission
+    progress: Callable[[int], object] | None = None   # progress(total): a bar with advance and close
+    kit_version: str | None = None    # what the gradebook stores (default: this grader's)
+    deadline: Deadline | None = None  # the late policy decides which handin counts; lateness needs a look
+    roster: object = None             # exercises.course.roster students: LMS ids in Canvas and Moodle names
+    receipts: tuple[dict, str] | None = None   # grader.intake.receipts.read_receipts: when the LMS says each came
+    review: bool = True               # list what needs a human look over the class (a read of its grades)
+    cluster: object = None            # a Dask client: graded on its workers (grader.run.cluster)
+    shard_size: int | None = None     # with ``cluster``: submissions a shard
+    wall_seconds: float | None = None  # with ``cluster``: a submission's wall time
+    before_each: Callable | None = None   # before_each(student), on the worker before each is recorded
+    judges: bool = True               # the trusted work in one judge process per server (grader.run.judges)
+
+
+def grade_folder(key: dict, folder: Path, gradebook, sandbox, options: GradeOptions | None = None,
+                 **given) -> GradeSummary:
+    """Grade every submission in ``folder`` against ``key`` into ``gradebook``, running
+    student code only in ``sandbox`` (``options.servers`` of its servers at once), as
+    ``options`` (or ``GradeOptions(**given)``) says.
+
+    Nothing is written for the students not in the folder: their earlier grades stand. The
+    LMS's receipt times are given to unchanged handins too, never over a better source's
+    (``GradeSummary.receipts``). On a cluster ``sandbox`` is unused and may be None, and
+    ``pytest_args`` must be empty: no pytest items run at the client."""
+    opt = replace(options or GradeOptions(), **given)
     started = time.perf_counter()
     assignment = assignment_id(key)
     found = find_submissions(Path(folder), assignment)
-    submissions, missing, issues = match(found, key, read=read_ahead, roster=roster)
-    if students is not None:
-        submissions = [s for s in submissions if s.student in students]
-    submissions = _with_receipts(submissions, receipts)
-    bar = progress(len(submissions)) if progress is not None else None
+    submissions, missing, issues = match(found, key, read=opt.read_ahead, roster=opt.roster)
+    if opt.students is not None:
+        submissions = [s for s in submissions if s.student in opt.students]
+    submissions = _with_receipts(submissions, opt.receipts)
+    bar = opt.progress(len(submissions)) if opt.progress is not None else None
     changes_before = len(gradebook.receipt_changes)
-    run = GradingRun(key, submissions, gradebook, sandbox, servers=servers, regrade=regrade,
-                     progress=bar, cpu_seconds=cpu_seconds, judges=judges and cluster is None,
-                     kit_version=grader_version() if kit_version is None else kit_version)
+    run = GradingRun(key, submissions, gradebook, sandbox, servers=opt.servers, regrade=opt.regrade,
+                     progress=bar, cpu_seconds=opt.cpu_seconds, judges=opt.judges and opt.cluster is None,
+                     kit_version=grader_version() if opt.kit_version is None else opt.kit_version)
     try:
-        if cluster is not None:
-            code = _on_cluster(run, cluster, shard_size, wall_seconds, bar, before_each)
+        if opt.cluster is not None:
+            code = _on_cluster(run, opt.cluster, opt.shard_size, opt.wall_seconds, bar, opt.before_each)
         else:
-            code = run_pytest(run, assignment, list(pytest_args), verbose=verbose)
+            code = run_pytest(run, assignment, list(opt.pytest_args), verbose=opt.verbose)
     finally:
         if bar is not None:
             bar.close()
-    _receipts_of_unchanged(run, receipts)
+    _receipts_of_unchanged(run, opt.receipts)
     # Not in this folder is not missing: a student graded by an earlier run keeps that grade
     # (the gradebook only adds); missing are those with nothing in the gradebook at all.
     absent = [s for s in missing if gradebook.submission(assignment, s) is not None]
     never = [s for s in missing if s not in set(absent)]
-    look = needs_a_look(to_review(gradebook, key, deadline)) if review else []
+    look = needs_a_look(to_review(gradebook, key, opt.deadline)) if opt.review else []
     return GradeSummary(assignment, len(submissions), list(run.recorded), list(run.skipped),
                         list(run.not_recorded), list(run.failed), never, list(issues),
                         code, run.interrupted, time.perf_counter() - started, run, absent, look,

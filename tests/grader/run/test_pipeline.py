@@ -102,3 +102,30 @@ def test_a_deleted_check_cell_reaches_the_tas_list(course, sandbox, tmp_path):
     assert [x["code"] for x in me["needs_a_look"]] == ["check-cell-missing"]
     assert f"{student}  check-cell-missing: " in look_list(data)
     assert any(line.startswith(student) and line.endswith("look") for line in table.splitlines())
+
+
+def test_the_course_run_gives_one_tas_list_read_after_the_run(course, sandbox, tmp_path):
+    """``grade_course`` (what ``attnkit grade`` calls, for text and --json alike): the TA's list
+    it reports is the class summary's own, read once after the run; options are one object,
+    and a keyword given beside it overrides that field only."""
+    import json
+
+    from grader.run.course import grade_course
+    from grader.run.pipeline import GradeOptions
+
+    key, made = course
+    hw, student = assignment_id(key), key_students(key)[0]
+    source = submission_path(made / "correct", "nbgrader", hw, student)
+    target = submission_path(tmp_path / "subs", "nbgrader", hw, student)
+    target.parent.mkdir(parents=True)
+    notebook = json.loads(source.read_text(encoding="utf-8"))
+    notebook["cells"] = [c for c in notebook["cells"] if not c.get("id", "").endswith("--check")]
+    target.write_text(json.dumps(notebook), encoding="utf-8")
+    options = GradeOptions(servers=2, kit_version="")
+    with Gradebook(tmp_path / "g.sqlite") as gradebook:
+        graded = grade_course(key, tmp_path / "subs", gradebook, sandbox, options)
+        assert graded.summary.look == graded.class_summary["needs_a_look"]
+        assert [(x["student"], x["code"]) for x in graded.summary.look] == [(student, "check-cell-missing")]
+        assert graded.rescored == []
+        again = grade_folder(key, tmp_path / "subs", gradebook, sandbox, options, regrade=True, review=False)
+    assert again.recorded == [student] and again.look == []

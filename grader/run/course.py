@@ -1,0 +1,31 @@
+"""A course's grading run, the one call ``attnkit grade`` makes: the folder graded
+(``grade_folder``), the hand grades re-scored where a rebuilt key changed a rubric's points
+(``grader.store.marks.rescore``), then the class read once (``summary_json``) — the class
+table and the TA's list both come from that one read, taken after the re-scoring, whether
+the command prints text or ``--json``."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, replace
+from pathlib import Path
+
+from grader.reports.summary import summary_json
+from grader.run.pipeline import GradeOptions, GradeSummary, grade_folder
+from grader.store.marks import rescore
+
+
+@dataclass
+class GradedCourse:
+    summary: GradeSummary             # what the run did; its ``look`` is the class's TA's list
+    rescored: list                    # grader.store.marks.LogEntry: hand grades a changed rubric re-scored
+    class_summary: dict               # grader.reports.summary.summary_json, after the re-scoring
+
+
+def grade_course(key: dict, folder: Path, gradebook, sandbox, options: GradeOptions) -> GradedCourse:
+    """Grade ``folder`` (as ``grade_folder`` with ``options``), re-score the hand grades to the
+    key's rubrics, and read the class once for its table and its TA's list."""
+    summary = grade_folder(key, folder, gradebook, sandbox, replace(options, review=False))
+    rescored = rescore(gradebook, key, grader="attnkit grade")
+    class_summary = summary_json(gradebook, key, options.deadline)
+    summary.look = class_summary["needs_a_look"]
+    return GradedCourse(summary, rescored, class_summary)
