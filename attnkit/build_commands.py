@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import argparse
 import json
 import os
 import sys
@@ -10,20 +9,8 @@ from pathlib import Path
 
 from formats.textfile import terminal_safe
 
+from .course_files import fail, positive
 from .progress import Progress
-
-
-def _positive(text: str) -> int:
-    value = int(text)
-    if value < 1:
-        raise argparse.ArgumentTypeError(f"must be at least 1, got {value}")
-    return value
-
-
-def _fail(problems) -> int:
-    for problem in problems:
-        print(f"attnkit: {problem}", file=sys.stderr)
-    return 1
 
 
 def _build(args) -> int:
@@ -45,7 +32,7 @@ def _build(args) -> int:
         roster = load_roster(args.roster) if args.roster else ()
         assignment.secret()          # fail before any work when the secret is missing
     except (AssignmentError, RosterError) as err:
-        return _fail(err.problems)
+        return fail(err.problems)
     report = {"assignment": assignment.id, "problems": len(assignment.problems),
               "points": assignment.points}
     failures = []
@@ -58,14 +45,14 @@ def _build(args) -> int:
                            new_variants=args.new_variants)
         except OSError as err:
             progress.close()
-            return _fail([f"{err.filename or args.out}: {err.strerror or err}"])
+            return fail([f"{err.filename or args.out}: {err.strerror or err}"])
         progress.close()
         if result.refused:
             changed = [f"  {sid}: {', '.join(pids)}" for sid, pids in sorted(result.changed.items())]
             if args.json:
                 print(json.dumps({**report, "refused": True, "changed": result.changed,
                                   "failures": result.failures}, indent=2, ensure_ascii=False))
-            return _fail(([f"refused: this rebuild would give {_counted(len(result.changed), 'student')} "
+            return fail(([f"refused: this rebuild would give {_counted(len(result.changed), 'student')} "
                            "new numbers in notebooks already issued (the earlier key is kept, their "
                            "files are unchanged); rebuild with --new-variants to issue them anyway:",
                            *changed] if result.changed else result.failures))
@@ -85,11 +72,11 @@ def _build(args) -> int:
         try:
             course = build_nbgrader(assignment, Path(args.nbgrader))
         except (TemplateError, VariantError) as err:
-            return _fail(str(err).splitlines())
+            return fail(str(err).splitlines())
         except OSError as err:
-            return _fail([f"{args.nbgrader}: {err.strerror or err}"])
+            return fail([f"{args.nbgrader}: {err.strerror or err}"])
         if course.failures:
-            return _fail(course.failures)
+            return fail(course.failures)
         report["nbgrader"] = {"course": str(args.nbgrader),
                               "source": str(Path(args.nbgrader) / "source" / assignment.id),
                               "answer_key": str(course.key_path)}
@@ -97,7 +84,7 @@ def _build(args) -> int:
         print(json.dumps(report, indent=2, ensure_ascii=False))
     else:
         _print(report, args)
-    return _fail(failures) if failures else 0
+    return fail(failures) if failures else 0
 
 
 def _print(report: dict, args) -> None:
@@ -127,8 +114,8 @@ def _print(report: dict, args) -> None:
 
 
 def _students_in(paths: list[str]) -> list[str]:
-    from exercises.course.build import _student_of
-    return sorted({_student_of(p) for p in paths})
+    from exercises.course.build import student_of
+    return sorted({student_of(p) for p in paths})
 
 
 def _counted(n: int, noun: str) -> str:
@@ -168,7 +155,7 @@ def add_build_command(commands) -> None:
     build.add_argument("assignment", metavar="ASSIGNMENT.yaml", help="the assignment spec")
     build.add_argument("--roster", metavar="roster.csv", help="student_id,name,email (UTF-8 CSV)")
     build.add_argument("--out", metavar="DIR", help="where to write release/, instructor/, print/")
-    build.add_argument("--jobs", "-j", type=_positive, default=os.cpu_count() or 1,
+    build.add_argument("--jobs", "-j", type=positive, default=os.cpu_count() or 1,
                        help="worker processes (default: one per core, %(default)s here)")
     build.add_argument("--format", choices=("notebook", "html"), default="notebook",
                        help="html: also a printable page per student and an answer-key page")

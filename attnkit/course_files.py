@@ -8,18 +8,28 @@ escape sequence in a student's exception message is shown, never run by the term
 
 from __future__ import annotations
 
+import argparse
 import sys
 from pathlib import Path
 
 from formats.key_shape import assignment_id
 from formats.textfile import terminal_safe
 
-from .build_commands import _fail as _fail_raw
 
 
 def fail(problems) -> int:
-    """build_commands._fail, with each problem (which names files, keys, students) shown safely."""
-    return _fail_raw([terminal_safe(p) for p in problems])
+    """Each problem on stderr, shown safely (problems name files, keys, students); exit code 1."""
+    for problem in problems:
+        print(f"attnkit: {terminal_safe(problem)}", file=sys.stderr)
+    return 1
+
+
+def positive(text: str) -> int:
+    """An argument that counts something: a whole number, at least 1."""
+    value = int(text)
+    if value < 1:
+        raise argparse.ArgumentTypeError(f"must be at least 1, got {value}")
+    return value
 
 
 def warn(text: str) -> None:

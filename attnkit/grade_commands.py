@@ -15,8 +15,7 @@ from pathlib import Path
 
 from formats.textfile import terminal_json, terminal_safe
 
-from .build_commands import _positive
-from .course_files import fail, key_options, open_course, warn
+from .course_files import fail, key_options, open_course, positive, warn
 from .progress import Progress
 
 
@@ -258,7 +257,7 @@ def add_grade_command(commands) -> None:
     grade.add_argument("assignment", metavar="ASSIGNMENT.yaml", nargs="?", help="the assignment spec (for its secret)")
     grade.add_argument("submissions", metavar="SUBMISSIONS", nargs="?", help="the folder of submitted notebooks")
     key_options(grade)
-    grade.add_argument("--jobs", "-j", type=_positive, default=os.cpu_count() or 1,
+    grade.add_argument("--jobs", "-j", type=positive, default=os.cpu_count() or 1,
                        help="sandbox servers: submissions run at once (default: one per core, %(default)s here)")
     grade.add_argument("--timeout", type=float, default=10.0, metavar="SECONDS",
                        help="wall-clock limit per run of a submission's code (default %(default)s)")
@@ -284,7 +283,7 @@ def add_grade_command(commands) -> None:
                          help="grade on Dask workers: local:N (a LocalCluster of N worker processes on "
                               "loopback, no dashboard), tcp://HOST:PORT or tls://HOST:PORT (a running "
                               "scheduler; TLS as Dask's configuration sets it), or a scheduler file")
-    cluster.add_argument("--shard-size", type=_positive, default=100, metavar="N",
+    cluster.add_argument("--shard-size", type=positive, default=100, metavar="N",
                          help="submissions per task sent to a worker (default %(default)s; a "
                               "worker's first is a quarter of it, the last ones shrink to a tenth)")
     grade.add_argument("--json", action="store_true", help="machine-readable summary on stdout")

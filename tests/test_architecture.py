@@ -226,3 +226,29 @@ def test_the_cycle_check_finds_a_cycle(tmp_path, monkeypatch):
     (package / "b.py").write_text("def g():\n    from bench import a\n")
     monkeypatch.setattr(sys.modules[__name__], "ROOT", tmp_path)
     assert import_cycles(sorted(package.rglob("*.py"))) == [["bench.a", "bench.b"]]
+
+
+def private_imports(sources) -> list[str]:
+    """Every ``from module import _name`` of a project module's private name (an alias to a
+    private name of one's own is fine: ``import x as _x``)."""
+    found = []
+    for path in sources:
+        for node in ast.walk(ast.parse(path.read_text(encoding="utf-8"))):
+            if isinstance(node, ast.ImportFrom) and (node.level or (node.module or "").split(".")[0] in PROJECT):
+                found += [f"{path.relative_to(ROOT)}:{node.lineno}: {alias.name}" for alias in node.names
+                          if alias.name.startswith("_") and not alias.name.startswith("__")]
+    return found
+
+
+def test_no_shipped_module_imports_a_private_name_of_another():
+    shipped = [p for p in SOURCES if p.relative_to(ROOT).parts[0] not in ("synthetic", "bench")]
+    assert private_imports(shipped) == []
+
+
+def test_the_private_name_check_finds_one(tmp_path, monkeypatch):
+    package = tmp_path / "formats"
+    package.mkdir()
+    (package / "a.py").write_text("def _helper():\n    pass\n")
+    (package / "b.py").write_text("def f():\n    from .a import _helper as helper\n")
+    monkeypatch.setattr(sys.modules[__name__], "ROOT", tmp_path)
+    assert private_imports([package / "b.py"]) == ["formats/b.py:2: _helper"]

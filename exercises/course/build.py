@@ -77,7 +77,7 @@ class BuildResult:
 
     @property
     def stale_students(self) -> list[str]:
-        return sorted({_student_of(path) for path in self.stale})
+        return sorted({student_of(path) for path in self.stale})
 
 
 def problem_variants(assignment, secret: bytes, student_id: str,
@@ -338,7 +338,7 @@ def _earlier_key(key_file: Path, secret: bytes, new_variants: bool):
 
 # --- stale files of an earlier build -------------------------------------------------------
 
-def _student_of(path: str) -> str:
+def student_of(path: str) -> str:
     """The student a stale file (OUT-relative, as ``stale_files`` lists it) belongs to."""
     parts = Path(path).parts
     if parts[0] == "print" or parts[:2] == ("instructor", "print"):

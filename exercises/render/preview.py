@@ -32,7 +32,7 @@ def value_text(value, fmt: str = "text", decimals: int | None = 4) -> str:
     return str(value)
 
 
-def _decimals_for(atol: float, answer) -> int:
+def decimals_for(atol: float, answer) -> int:
     """Enough decimals that rounding the shown answer stays well inside the tolerance."""
     if atol <= 0:
         return 6
@@ -40,7 +40,7 @@ def _decimals_for(atol: float, answer) -> int:
     return int(min(max(needed, 4), 10))
 
 
-def _compared_with_tolerance(answer) -> bool:
+def compared_with_tolerance(answer) -> bool:
     """Floats are compared with the part's tolerance; integers, booleans and text exactly."""
     try:
         return np.asarray(answer).dtype.kind == "f"
@@ -115,8 +115,8 @@ def preview(variant: Variant, solution: bool = False, fmt: str = "text") -> str:
                 text = variant.options[part.id][answer]['text']
                 shown = f"{_LETTERS[answer]}) {latex_to_text(text) if fmt == 'text' else text}"
             else:
-                shown = value_text(answer, fmt, _decimals_for(part.atol, answer))
-                if _compared_with_tolerance(answer):
+                shown = value_text(answer, fmt, decimals_for(part.atol, answer))
+                if compared_with_tolerance(answer):
                     tol = f"   (tolerance: atol {part.atol:g}, rtol {part.rtol:g})"
                     shown = shown + tol if "\n" not in shown else shown + "\n   " + tol.strip()
             out += [f"({_LETTERS[i % 26]}) {part.id} = {shown}" if "\n" not in shown

@@ -8,7 +8,7 @@ import numpy as np
 
 from exercises.render.html import answer_box, code_block, escape, heatmap_svg, markdown_to_html, page
 from exercises.render.notebook import LETTERS, Header, ProblemVariant, points_text
-from exercises.render.preview import _compared_with_tolerance, _decimals_for, value_text
+from exercises.render.preview import compared_with_tolerance, decimals_for, value_text
 
 
 def _givens(problem: ProblemVariant) -> str:
@@ -88,9 +88,9 @@ def _expected(problem: ProblemVariant) -> str:
             out.append(f"<p><strong>{escape(label)}</strong>: {LETTERS[answer]}</p>"
                        + markdown_to_html(option["text"]))
             continue
-        shown = value_text(answer, "markdown", _decimals_for(part.atol, answer))
+        shown = value_text(answer, "markdown", decimals_for(part.atol, answer))
         tolerance = (f" <small>(atol {part.atol:g}, rtol {part.rtol:g})</small>"
-                     if _compared_with_tolerance(answer) else "")
+                     if compared_with_tolerance(answer) else "")
         out.append(f"<p><strong>{escape(label)}</strong>{tolerance}</p>" + markdown_to_html(shown))
         if isinstance(answer, np.ndarray) and answer.ndim == 2 and answer.dtype.kind == "f" \
                 and min(answer.shape) > 1:

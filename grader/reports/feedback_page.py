@@ -22,7 +22,7 @@ import numpy as np
 from solutions import MISCONCEPTIONS
 
 from exercises.render.html import code_block, escape, heatmap_svg, markdown_to_html, page
-from exercises.render.preview import _decimals_for, value_text
+from exercises.render.preview import decimals_for, value_text
 from formats.cells import LETTERS
 from formats.deadline import Deadline
 from formats.key_shape import (assignment_id, assignment_title, entry_for, head_problems, problem_record,
@@ -169,7 +169,7 @@ def _decimals(record: dict, part: str, value) -> int:
     """As many decimals as the part's tolerance needs: a value off by more than the
     tolerance never looks the same as the right one."""
     atol = _grading(record, part).get("atol", record.get("atol", 1e-4))  # implement: one for all
-    return _decimals_for(float(atol), value)
+    return decimals_for(float(atol), value)
 
 
 def _expected_html(record: dict, part: Part, words) -> str:
@@ -192,7 +192,7 @@ def _expected_html(record: dict, part: Part, words) -> str:
         return _option_html(record.get("options", {}).get(part.part, []), int(expected))
     grading = _grading(record, part.part)
     atol, rtol = float(grading.get("atol", 0.0)), float(grading.get("rtol", 0.0))
-    shown = value_html(expected, _decimals_for(atol, expected), words)
+    shown = value_html(expected, decimals_for(atol, expected), words)
     if _is_float(expected):
         shown += f"<p><small>Compared with tolerance atol {atol:g}, rtol {rtol:g}.</small></p>"
     return shown

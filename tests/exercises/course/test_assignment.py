@@ -16,7 +16,7 @@ from exercises.template.schema import load_template
 from exercises.course.assignment import AssignmentError, load_assignment
 from exercises.course.bank import BANK_DIR
 
-ROOT = Path(__file__).resolve().parents[2]
+ROOT = Path(__file__).resolve().parents[3]
 BAD = ROOT / "tests" / "fixtures" / "bad_templates"
 BANK_TEMPLATES = ("sdpa_four_tokens", "implement_masked_attention", "mlm_8010_choice",
                   "bottleneck_free_response")

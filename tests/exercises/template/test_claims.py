@@ -6,7 +6,7 @@ from exercises.course.bank import load_bank
 from exercises.template.schema import TemplateError
 from exercises.variant.draw import make_variant
 
-from .templates import inline, line_of, numeric
+from tests.exercises.templates import inline, line_of, numeric
 
 CLAIMED = numeric("a: {dist: integers, low: 1, high: 7}\n", answer="a * 2", extra="""
 claims:

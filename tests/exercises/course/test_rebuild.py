@@ -14,7 +14,7 @@ from exercises.course.roster import load_roster
 from formats.answer_key import load_key
 from grader.intake.submissions import find_submissions, match
 
-ROOT = Path(__file__).resolve().parents[2]
+ROOT = Path(__file__).resolve().parents[3]
 EXAMPLE = ROOT / "problem_bank" / "assignments" / "example.yaml"
 ROSTER = ROOT / "problem_bank" / "assignments" / "sample_roster.csv"
 SECRET, OTHER = "rebuild test secret: long enough", "another secret, also long enough"

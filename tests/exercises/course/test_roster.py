@@ -11,7 +11,7 @@ import pytest
 
 from exercises.course.roster import RosterError, Student, load_roster
 
-SAMPLE = Path(__file__).resolve().parents[2] / "problem_bank" / "assignments" / "sample_roster.csv"
+SAMPLE = Path(__file__).resolve().parents[3] / "problem_bank" / "assignments" / "sample_roster.csv"
 
 
 @pytest.fixture(autouse=True)

@@ -13,7 +13,7 @@ from exercises.course.pools import draw, draws
 from exercises.course.roster import Student
 from formats.answer_key import load_key
 
-ROOT = Path(__file__).resolve().parents[2]
+ROOT = Path(__file__).resolve().parents[3]
 BANK = ROOT / "problem_bank"
 SECRET = "pool tests secret, not for a course"
 HEAD = f"""\

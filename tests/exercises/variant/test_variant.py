@@ -26,7 +26,7 @@ from exercises.template.expressions import Scope
 from exercises.template.texts import RenderError, format_number, latex_to_text, render
 from tests.exercises.templates import inline, line_of, numeric
 
-REPO = Path(__file__).resolve().parents[2]
+REPO = Path(__file__).resolve().parents[3]
 BANK = REPO / "problem_bank"
 BANK_FILES = sorted(template_files([BANK]))
 BANK_TEMPLATES = ("sdpa_four_tokens", "implement_masked_attention", "alignment_learnable")

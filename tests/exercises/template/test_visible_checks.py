@@ -19,7 +19,7 @@ from exercises.template.checks import CHECKS
 from exercises.render.notebook import SETUP, Header, ProblemVariant, build_notebook
 from exercises.template.schema import load_template
 
-REPO = Path(__file__).resolve().parents[2]
+REPO = Path(__file__).resolve().parents[3]
 BANK = REPO / "problem_bank"
 TEMPLATES, _ = load_bank()
 CHECKED = sorted(t.id for t in TEMPLATES.values() if any(p.checks for p in t.parts))

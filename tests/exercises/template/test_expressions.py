@@ -16,7 +16,7 @@ from exercises.template.schema import TemplateError, load_template
 from exercises.variant.draw import make_variant
 from tests.exercises.templates import fast, inline, numeric
 
-REPO = Path(__file__).resolve().parents[2]
+REPO = Path(__file__).resolve().parents[3]
 BANK = REPO / "problem_bank"
 BANK_FILES = sorted(template_files([BANK]))
 

@@ -17,7 +17,7 @@ from exercises.course.assignment import load_assignment
 from exercises.course.build import CLASS_STUDENT, build_nbgrader, header, problem_variants
 from exercises.render.notebook import build_notebook
 
-ROOT = Path(__file__).resolve().parents[2]
+ROOT = Path(__file__).resolve().parents[3]
 EXAMPLE = ROOT / "problem_bank" / "assignments" / "example.yaml"
 SECRET = "nbgrader round trip secret, 32 b"
 NAME = "attention-hw1"

@@ -14,7 +14,7 @@ from exercises.course.assignment import load_assignment
 from exercises.course.build import CLASS_STUDENT, build, build_nbgrader
 from exercises.course.roster import load_roster
 
-ROOT = Path(__file__).resolve().parents[2]
+ROOT = Path(__file__).resolve().parents[3]
 EXAMPLE = ROOT / "problem_bank" / "assignments" / "example.yaml"
 SAMPLE_ROSTER = ROOT / "problem_bank" / "assignments" / "sample_roster.csv"
 SECRET = "build-test secret, 32 bytes long"

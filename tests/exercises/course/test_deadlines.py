@@ -119,7 +119,7 @@ def test_the_readmes_deadline_example_loads_as_documented(tmp_path):
     import re
     from pathlib import Path
 
-    readme = (Path(__file__).resolve().parents[2] / "problem_bank" / "README.md").read_text(encoding="utf-8")
+    readme = (Path(__file__).resolve().parents[3] / "problem_bank" / "README.md").read_text(encoding="utf-8")
     block = next(b for b in re.findall(r"```yaml\n(.*?)```", readme, re.S) if b.startswith("due: "))
     (tmp_path / "extensions.csv").write_text("student_id,due\ns1,2026-12-07 23:59:59\n", encoding="utf-8")
     d = spec(tmp_path, block).deadline

@@ -19,7 +19,7 @@ from exercises.template.schema import TemplateError, load_template
 from exercises.variant.evaluation import VariantError
 from exercises.variant.draw import make_variant
 
-FIXTURES = Path(__file__).resolve().parents[1] / "fixtures"
+FIXTURES = Path(__file__).resolve().parents[2] / "fixtures"
 BAD = FIXTURES / "bad_templates"
 
 _KEYS = ("id, title, objective, kind, prompt, parameters, derived, constraints, givens, parts, "
