@@ -212,9 +212,8 @@ class MarkingApi:
         overwrites); ``changed`` names the students whose answer changed since it was read."""
         now = {a.student: a for a in self._queue(problem, part).answers}
         extra = {"answers": [_answer_json(now[a.student]) for a, _, _ in answers if a.student in now]}
-        if isinstance(err, AnswerChanged):
-            return ApiError(409, f"answer changed since you read it: {err}", {**extra, "changed": err.students})
-        return ApiError(409, str(err), extra)
+        changed = {"changed": err.students} if isinstance(err, AnswerChanged) else {}
+        return ApiError(409, str(err), {**extra, **changed})
 
 
 def _with(a: Answer, mark) -> Answer:
