@@ -16,7 +16,7 @@ def _load(bank_dirs):
     try:
         templates, problems = load_bank(bank_dirs, keep_going=True)
     except BankError as err:
-        templates, problems = {}, err.problems
+        templates, problems = {}, err.errors
     for problem in problems:
         print(f"attnkit: {problem}", file=sys.stderr)
     return templates, problems
@@ -29,12 +29,13 @@ def _counted(n: int, noun: str) -> str:
 
 def _find(templates: dict, problem_id: str):
     """A template by id, or from a YAML path; prints why not and returns None."""
-    from exercises.template.schema import TemplateError, load_template
+    from exercises.template.model import TemplateError
+    from exercises.template.schema import load_template
     if problem_id.endswith((".yaml", ".yml")) or Path(problem_id).is_file():
         try:
             return load_template(problem_id)
         except TemplateError as err:
-            print("\n".join(f"attnkit: {p}" for p in err.problems), file=sys.stderr)
+            print("\n".join(f"attnkit: {p}" for p in err.errors), file=sys.stderr)
             return None
     if problem_id in templates:
         return templates[problem_id]
@@ -154,7 +155,7 @@ def _bank_validate(args) -> int:
     try:
         files = template_files(args.paths or None)
     except BankError as err:
-        print("\n".join(f"attnkit: {p}" for p in err.problems), file=sys.stderr)
+        print("\n".join(f"attnkit: {p}" for p in err.errors), file=sys.stderr)
         return 1
     templates, problems = _load([str(f) for f in files])
     reports = []
@@ -195,7 +196,7 @@ def _bank_validate(args) -> int:
 
 def _preview(args) -> int:
     from exercises.render.preview import preview
-    from exercises.template.schema import TemplateError
+    from exercises.template.model import TemplateError
     from exercises.variant.draw import VariantError, make_variant
 
     templates, _ = ({}, []) if args.id.endswith((".yaml", ".yml")) else _load(args.bank)

@@ -15,9 +15,9 @@ from .progress import Progress
 
 def _build(args) -> int:
     from exercises.course.assignment import AssignmentError, load_assignment
-    from exercises.course.build import build, build_nbgrader
+    from exercises.course.build import build_nbgrader
     from exercises.course.roster import RosterError, load_roster
-    from exercises.template.schema import TemplateError
+    from exercises.template.model import TemplateError
     from exercises.variant.draw import VariantError
 
     if not args.out and not args.nbgrader:
@@ -32,42 +32,15 @@ def _build(args) -> int:
         roster = load_roster(args.roster) if args.roster else ()
         assignment.secret()          # fail before any work when the secret is missing
     except (AssignmentError, RosterError) as err:
-        return fail(err.problems)
+        return fail(err.errors)
     report = {"assignment": assignment.id, "problems": len(assignment.problems),
               "points": assignment.points}
     failures = []
     if args.out:
-        progress = Progress(len(roster), "build", enabled=None if not args.json else False)
-        try:
-            result = build(assignment, list(roster), Path(args.out), jobs=args.jobs,
-                           formats=("notebook", "html") if args.format == "html" else ("notebook",),
-                           progress=progress, remove_stale=args.remove_stale,
-                           new_variants=args.new_variants)
-        except OSError as err:
-            progress.close()
-            return fail([f"{err.filename or args.out}: {err.strerror or err}"])
-        progress.close()
-        if result.refused:
-            changed = [f"  {sid}: {', '.join(pids)}" for sid, pids in sorted(result.changed.items())]
-            if args.json:
-                print(json.dumps({**report, "refused": True, "changed": result.changed,
-                                  "failures": result.failures}, indent=2, ensure_ascii=False))
-            return fail(([f"refused: this rebuild would give {_counted(len(result.changed), 'student')} "
-                           "new numbers in notebooks already issued (the earlier key is kept, their "
-                           "files are unchanged); rebuild with --new-variants to issue them anyway:",
-                           *changed] if result.changed else result.failures))
-        failures += result.failures
-        if not result.built:
-            failures.append(f"no student was built (of {_counted(result.students, 'student')} "
-                            f"in the roster), so no answer key was written (the reasons are above)")
-        report.update(out=str(args.out), students=result.students,
-                      built=result.built, files=result.files,
-                      seconds=round(result.seconds, 3),
-                      students_per_second=round(result.students / max(result.seconds, 1e-9), 1),
-                      answer_key=str(result.key_path) if result.key_path else None,
-                      failures=result.failures,
-                      stale=[p for p in result.stale if p not in result.removed],
-                      removed=result.removed, new_variants=result.changed, pools=result.pools)
+        built = _build_students(args, assignment, roster, report)
+        if isinstance(built, int):
+            return built
+        failures += built
     if args.nbgrader:
         try:
             course = build_nbgrader(assignment, Path(args.nbgrader))
@@ -85,6 +58,45 @@ def _build(args) -> int:
     else:
         _print(report, args)
     return fail(failures) if failures else 0
+
+
+def _build_students(args, assignment, roster, report: dict):
+    """Every student's notebooks built into --out (exercises.course.build.build), ``report``
+    filled in; the failures to report, or an exit code when the build was refused or failed."""
+    from exercises.course.build import build
+
+    progress = Progress(len(roster), "build", enabled=None if not args.json else False)
+    try:
+        result = build(assignment, list(roster), Path(args.out), jobs=args.jobs,
+                       formats=("notebook", "html") if args.format == "html" else ("notebook",),
+                       progress=progress, remove_stale=args.remove_stale,
+                       new_variants=args.new_variants)
+    except OSError as err:
+        progress.close()
+        return fail([f"{err.filename or args.out}: {err.strerror or err}"])
+    progress.close()
+    if result.refused:
+        changed = [f"  {sid}: {', '.join(pids)}" for sid, pids in sorted(result.changed.items())]
+        if args.json:
+            print(json.dumps({**report, "refused": True, "changed": result.changed,
+                              "failures": result.failures}, indent=2, ensure_ascii=False))
+        return fail(([f"refused: this rebuild would give {_counted(len(result.changed), 'student')} "
+                       "new numbers in notebooks already issued (the earlier key is kept, their "
+                       "files are unchanged); rebuild with --new-variants to issue them anyway:",
+                       *changed] if result.changed else result.failures))
+    failures = list(result.failures)
+    if not result.built:
+        failures.append(f"no student was built (of {_counted(result.students, 'student')} "
+                        f"in the roster), so no answer key was written (the reasons are above)")
+    report.update(out=str(args.out), students=result.students,
+                  built=result.built, files=result.files,
+                  seconds=round(result.seconds, 3),
+                  students_per_second=round(result.students / max(result.seconds, 1e-9), 1),
+                  answer_key=str(result.key_path) if result.key_path else None,
+                  failures=result.failures,
+                  stale=[p for p in result.stale if p not in result.removed],
+                  removed=result.removed, new_variants=result.changed, pools=result.pools)
+    return failures
 
 
 def _print(report: dict, args) -> None:
@@ -114,7 +126,7 @@ def _print(report: dict, args) -> None:
 
 
 def _students_in(paths: list[str]) -> list[str]:
-    from exercises.course.build import student_of
+    from exercises.course.stale_files import student_of
     return sorted({student_of(p) for p in paths})
 
 

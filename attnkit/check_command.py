@@ -1,7 +1,7 @@
 """``attnkit check``: a student's self-check, parsing and printing only; the work is
 grader.selfcheck.check's.
 
-Exit codes (``EPILOG``, and grader.selfcheck.check's READY, NOT_READY, CANNOT_CHECK): 0 ready, 1 not
+Exit codes (``EPILOG``, and grader.selfcheck.report's READY, NOT_READY, CANNOT_CHECK): 0 ready, 1 not
 ready, 2 the check could not run (argparse exits 2 for a usage error itself).
 
 Everything printed that can hold a student's, a roster's or a file system's text (names,
@@ -17,7 +17,7 @@ from formats.textfile import terminal_json
 
 from .course_files import fail
 
-# grader.selfcheck.check.CANNOT_CHECK, named here too: importing grader.selfcheck.check imports NumPy,
+# grader.selfcheck.report.CANNOT_CHECK, named here too: importing grader.selfcheck.check imports NumPy,
 # which must wait until the sandbox server has started.
 CANNOT_CHECK = 2
 

@@ -25,11 +25,11 @@ def _demo(args: argparse.Namespace) -> int:
 
 
 def _misconceptions(args: argparse.Namespace) -> int:
-    from solutions import MISCONCEPTIONS
+    from solutions import TWINS
 
-    twins = [m for m in MISCONCEPTIONS.values() if not args.function or m.shadows == args.function]
+    twins = [m for m in TWINS.values() if not args.function or m.shadows == args.function]
     if not twins:
-        known = sorted({m.shadows for m in MISCONCEPTIONS.values()})
+        known = sorted({m.shadows for m in TWINS.values()})
         print(f"attnkit: no misconceptions for '{args.function}'; functions with twins: "
               f"{', '.join(known)}", file=sys.stderr)
         return 1

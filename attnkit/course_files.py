@@ -56,7 +56,7 @@ def load(args):
         assignment = load_assignment(args.assignment, templates=False)
         key = load_key(args.key_path, assignment.secret())
     except AssignmentError as err:
-        return fail(err.problems)
+        return fail(err.errors)
     except AnswerKeyError as err:
         return fail([str(err)])
     if assignment_id(key) != assignment.id:
@@ -97,4 +97,4 @@ def roster_of(args):
     try:
         return load_roster(args.roster)
     except RosterError as err:
-        return fail(err.problems)
+        return fail(err.errors)

@@ -136,7 +136,6 @@ def _grade(args) -> int:
     walls = walls()                    # (joined whatever the course's files said)
     if isinstance(course, int):
         return course
-    assignment, key, gradebook_path, roster = course
     if not Path(args.submissions).is_dir():
         return fail([f"{args.submissions}: no such folder"])
     receipts = None
@@ -145,13 +144,7 @@ def _grade(args) -> int:
         try:
             receipts = read_receipts(args.received)
         except ReceiptsError as err:
-            return fail(err.problems)
-
-    from grader.run.cluster import NoWorkers
-    from grader.run.course import grade_course
-    from grader.run.pipeline import GradeOptions
-    from grader.store.gradebook import Gradebook, GradebookError
-
+            return fail(err.errors)
     started = time.perf_counter()
     refused = _unprotected(args, walls)
     if refused:
@@ -161,6 +154,21 @@ def _grade(args) -> int:
     if args.cluster and pytest_args:
         return fail(["--cluster grades whole submissions on the workers: -k and --junitxml (pytest's "
                      "items) work only without it"])
+    graded = _run(args, course, receipts, pytest_args)
+    if isinstance(graded, int):
+        return graded
+    graded.summary.seconds = time.perf_counter() - started   # (what the user waited: the sandbox's start too)
+    return _said(args, graded, gradebook_path=course[2])
+
+
+def _run(args, course, receipts, pytest_args):
+    """The course graded (grader.run.course.grade_course), or an exit code and why on stderr."""
+    from grader.run.cluster import NoWorkers
+    from grader.run.course import grade_course
+    from grader.run.pipeline import GradeOptions
+    from grader.store.gradebook import Gradebook, GradebookError
+
+    assignment, key, gradebook_path, roster = course
     bar = (lambda total: Progress(total, "grade", enabled=None if not args.json else False))
     try:
         with Gradebook(gradebook_path) as gradebook, _grading_place(args) as (sandbox, client):
@@ -168,13 +176,7 @@ def _grade(args) -> int:
                                    verbose=args.verbose, progress=bar, deadline=assignment.deadline,
                                    roster=roster, receipts=receipts, cluster=client,
                                    shard_size=args.shard_size, wall_seconds=args.timeout)
-            graded = grade_course(key, Path(args.submissions), gradebook, sandbox, options)
-            summary, rescored = graded.summary, graded.rescored
-            table = look = None
-            if not args.json:
-                from grader.reports.summary import class_table, look_list
-                table = class_table(gradebook, key, summary=graded.class_summary)
-                look = look_list(graded.class_summary)
+            return grade_course(key, Path(args.submissions), gradebook, sandbox, options)
     except GradebookError as err:
         return fail([str(err)])
     except ClusterUnavailable as err:
@@ -184,13 +186,17 @@ def _grade(args) -> int:
     except KeyboardInterrupt:
         print(INTERRUPTED, file=sys.stderr)
         return 130
-    summary.seconds = time.perf_counter() - started     # (what the user waited: the sandbox's start too)
+
+
+def _said(args, graded, gradebook_path: Path) -> int:
+    """What the run did, on stdout (text or --json) and stderr; the command's exit code."""
+    summary = graded.summary
     if summary.interrupted:     # pytest caught a Ctrl-C: what was recorded stays, the rest waits
         print(INTERRUPTED, file=sys.stderr)
         return 130
     for failure in summary.failed:
         warn(f"attnkit grade: {failure}")
-    for entry in rescored:
+    for entry in graded.rescored:
         warn(f"attnkit grade: re-scored {entry.student} {entry.problem}/{entry.part}: {entry.note}")
     _receipt_warnings(summary.receipts)
     if summary.code == 4:           # a usage error (a bad -k expression): pytest said why
@@ -203,9 +209,17 @@ def _grade(args) -> int:
         return 0
     for issue in summary.issues:
         warn(f"note: {issue}")
-    print(table)
-    if look:
-        print(look)
+    print(graded.table)
+    if graded.look:
+        print(graded.look)
+    _print_totals(args, summary, shown)
+    where = f"--build {args.build}" if args.build else f"--key {args.key_path}"
+    print(terminal_safe(f"gradebook: {gradebook_path}\nreports:   attnkit report {args.assignment} {where}"))
+    return 0
+
+
+def _print_totals(args, summary, shown: dict) -> None:
+    """How many were graded, how fast, where; what was unchanged, absent or missing."""
     graded, missing = shown["graded"], summary.missing
     where_run = (f"on the cluster {args.cluster}, {summary.run.cluster.shards} shards"
                  if args.cluster and summary.run.cluster else
@@ -220,9 +234,6 @@ def _grade(args) -> int:
     if summary.not_recorded:
         print(f"-k chose only some parts of {len(summary.not_recorded)} submission(s): their results "
               "are in pytest's report, not in the gradebook")
-    where = f"--build {args.build}" if args.build else f"--key {args.key_path}"
-    print(terminal_safe(f"gradebook: {gradebook_path}\nreports:   attnkit report {args.assignment} {where}"))
-    return 0
 
 
 def _receipt_warnings(changes) -> None:

@@ -43,13 +43,8 @@ def _course(args):
     return assignment, key, gradebook_path
 
 
-def _rescore(gradebook_path: Path, key: dict) -> None:
-    """Re-score the grades made under an older version of a rubric, and say which."""
-    from grader.store.gradebook import Gradebook
-    from grader.store.marks import rescore
-
-    with Gradebook(gradebook_path) as gb:
-        entries = rescore(gb, key)
+def _print_rescored(entries) -> None:
+    """Which grades made under an older version of a rubric the server re-scored."""
     if not entries:
         print("rubrics: every grade is scored under the current rubric")
         return
@@ -90,15 +85,15 @@ def _serve(args) -> int:
         return course
     assignment, key, gradebook_path = course
     from grader.store.gradebook import GradebookError
-    from grader.marking.server import MarkingServer
+    from grader.marking.web import MarkingPage
 
     try:
-        _rescore(gradebook_path, key)
-        server = MarkingServer(gradebook_path, key, assignment.deadline, grader=args.grader, port=args.port)
+        server = MarkingPage(gradebook_path, key, assignment.deadline, grader=args.grader, port=args.port)
     except GradebookError as err:
         return fail([str(err)])
     except OSError as err:
         return fail([f"cannot listen on 127.0.0.1:{args.port}: {err.strerror or err}"])
+    _print_rescored(server.rescored)
     print(terminal_safe(f"marking page for {assignment.id}, grading as {args.grader}:"))
     print(f"  {server.url}", flush=True)
     print("  (the URL holds the access token: anyone with it can grade; it changes at every start)")
@@ -145,7 +140,7 @@ def _export(args) -> int:
         with Gradebook(gradebook_path) as gb:
             rows = export_sheet(gb, key, Path(args.out), parts=parts, deadline=assignment.deadline)
     except SheetError as err:
-        return fail(err.problems)
+        return fail(err.errors)
     except GradebookError as err:
         return fail([str(err)])
     except OSError as err:
@@ -160,12 +155,12 @@ def _print_plan(plan) -> None:
         print(terminal_safe(f"  {change.describe()}", newlines=False))
     for line in plan.refused:
         print(terminal_safe(f"  refused: {line}", newlines=False))
-    for line in plan.problems:
+    for line in plan.errors:
         print(terminal_safe(f"  problem: {line}", newlines=False), file=sys.stderr)
     kinds = plan.refused_why
     why = "; ".join(reason if len(kinds) == 1 else f"{reason}: {n}" for reason, n in kinds.items())
     print(f"{len(plan.changes)} to change, {plan.unchanged} unchanged, {len(plan.refused)} refused"
-          f"{f' ({why})' if why else ''}, {len(plan.problems)} problems")
+          f"{f' ({why})' if why else ''}, {len(plan.errors)} problems")
 
 
 def _import(args) -> int:
@@ -182,15 +177,15 @@ def _import(args) -> int:
         with Gradebook(gradebook_path) as gb:
             plan = plan_import(gb, key, Path(args.sheet), deadline=assignment.deadline)
             _print_plan(plan)
-            if not args.apply or plan.problems:
-                if plan.problems and args.apply:
+            if not args.apply or plan.errors:
+                if plan.errors and args.apply:
                     print("nothing saved: fix the problems, then import again", file=sys.stderr)
                 elif plan.changes:
                     print("nothing saved yet: run again with --apply to save these changes")
-                return 1 if plan.problems or plan.refused else 0
+                return 1 if plan.errors or plan.refused else 0
             applied = apply_import(gb, key, plan, args.grader)
     except SheetError as err:
-        return fail(err.problems)
+        return fail(err.errors)
     except GradebookError as err:
         return fail([str(err)])
     conflicts = list(getattr(applied, "conflicts", []))

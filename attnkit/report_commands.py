@@ -1,5 +1,5 @@
 """``attnkit report``: the gradebook's reports written, parsing and printing only; the work
-is grader.reports.summary'.
+is grader.reports.outputs.write_reports.
 
 Everything printed that can hold a student's, a roster's or a file system's text (names,
 notes, messages, file names) goes through ``terminal_safe`` or ``terminal_json`` first: an
@@ -15,140 +15,68 @@ from formats.textfile import terminal_json, terminal_safe
 from .course_files import fail, key_options, open_course, warn
 from .progress import Progress
 
-# The LMS files `--lms` asks for, and where each goes in the report folder.
-LMS_FILES = {"canvas": "canvas.csv", "moodle": "moodle.csv"}
+# grader.reports.outputs.LMS_FILES' keys (named here too: --help must not wait for NumPy)
+LMS_CHOICES = ("canvas", "moodle")
 
 
 def _report(args) -> int:
     course = open_course(args)
     if isinstance(course, int):
         return course
-    assignment, key, gradebook_path, args.roster_students = course
+    assignment, key, gradebook_path, roster = course
     if not gradebook_path.exists():
         return fail([f"{gradebook_path}: no gradebook yet (run attnkit grade first)"])
 
-    from grader.forensics.flags import class_forensics, flags_of
-    from grader.store.gradebook import Gradebook, GradebookError
-    from grader.store.grades import class_grades
-    from grader.store.marks import rescore
-    from grader.reports.summary import class_table, summary_json
+    from grader.reports.outputs import ReportOptions, write_reports
+    from grader.store.gradebook import GradebookError
 
     out = Path(args.out) if args.out else args.key_path.parent.parent / "reports"
+    options = ReportOptions(reveal=args.reveal, table=args.table and not args.json,
+                            dashboard=bool(args.dashboard), lms=tuple(args.lms or ()), roster=roster,
+                            missing_as_zero=args.missing_as_zero, partial=args.partial,
+                            canvas_title=args.canvas_title, canvas_id=args.canvas_id,
+                            moodle_id=args.moodle_id, gradescope_visibility=args.gradescope_visibility)
+    progress = Progress(len(key_students(key)), "feedback", enabled=None if not args.json else False)
     try:
-        with Gradebook(gradebook_path) as gradebook:
-            rescored = rescore(gradebook, key, grader="attnkit report")
-            grades = class_grades(gradebook, key, assignment.deadline)
-            found = class_forensics(gradebook, key, grades, assignment.deadline,
-                                    code=bool(getattr(args, "dashboard", False)))
-            summary = summary_json(gradebook, key, assignment.deadline, grades=grades, flags=flags_of(found))
-            outcome = _write_reports(gradebook, key, out, args, assignment.deadline,
-                                     known={"grades": grades, "found": found, "summary": summary})
-            table = (class_table(gradebook, key, summary=summary) if args.table and not args.json
-                     else None)
+        reports = write_reports(gradebook_path, key, out, options, assignment.deadline, progress=progress)
     except GradebookError as err:
         return fail([str(err)])
-    written, not_written, fallbacks, notes = outcome
-    if summary.get("not_checked"):
-        warn(f"attnkit report: {summary['not_checked']}")
-    for entry in rescored:
-        warn(f"attnkit report: re-scored {entry.student} {entry.problem}/{entry.part}: {entry.note}")
-    for what, why in not_written.items():
-        warn(f"attnkit report: {what} not written: {why}")
-    for what, lines in notes.items():
-        for line in lines:
-            warn(f"attnkit report: {line}")
-    for student, what in fallbacks.items():
-        warn(f"attnkit report: feedback/{student}.html: could not draw {', '.join(what)}; "
-             "a plainer page was written instead")
-    code = 1 if not_written else 0
+    finally:
+        progress.close()
+    _warn_of(reports)
+    code = 1 if reports.not_written else 0
     if args.json:
-        print(terminal_json({**summary, "written": written, "not_written": not_written,
-                             "fallbacks": fallbacks, "export_notes": notes,
+        print(terminal_json({**reports.summary, "written": reports.written,
+                             "not_written": reports.not_written, "fallbacks": reports.fallbacks,
+                             "export_notes": reports.notes,
                              "rescored": [{"student": e.student, "problem": e.problem, "part": e.part,
-                                           "note": e.note} for e in rescored]}))
+                                           "note": e.note} for e in reports.rescored]}))
         return code
-    if table is not None:
-        print(table)
-    students = summary["counts"]["students"]
+    if reports.table is not None:
+        print(reports.table)
+    students = reports.summary["counts"]["students"]
     print(terminal_safe(f"reports for {assignment.id} ({students} student{'s' if students != 1 else ''}):"))
-    for what, where in written.items():
+    for what, where in reports.written.items():
         print(terminal_safe(f"  {what + ':':<12}{where}"))
     if args.reveal:
         print("  (feedback pages show the expected values: --reveal)")
     return code
 
 
-def _write_reports(gradebook, key: dict, out: Path, args, deadline=None,
-                   known: dict | None = None) -> tuple[dict, dict, dict, dict]:
-    """(written: output → where, not_written: output → why, fallbacks: student → what of
-    their page could not be drawn, notes: output → what the instructor must know before
-    importing it). Each output is written on its own: one that fails (a full disk, an answer
-    no renderer expected, a title Canvas would ignore) is reported, and the others are
-    still written. ``known``: the class's grades, forensics and summary, worked out once."""
-    from grader.reports import exports
-    from grader.store.gradebook import GradebookError
-    from grader.store.grades import class_grades
-    from grader.reports.summary import write_feedback
-
-    fallbacks: dict[str, list[str]] = {}
-    notes: dict[str, list[str]] = {}
-    roster = getattr(args, "roster_students", None)
-    known = known or {}
-    grades_of: list = [known["grades"]] if "grades" in known else []
-
-    def grades():
-        if not grades_of:
-            grades_of.append(class_grades(gradebook, key, deadline))
-        return grades_of[0]
-
-    def feedback():
-        progress = Progress(len(key_students(key)), "feedback", enabled=None if not args.json else False)
-        try:
-            fallbacks.update(write_feedback(gradebook, key, out / "feedback", reveal=args.reveal,
-                                            progress=progress, deadline=deadline).fallbacks)
-        finally:
-            progress.close()
-
-    def lms_file(what: str, write, **options):
-        def run():
-            export = write(grades(), key, out / LMS_FILES[what], roster,
-                           missing_as_zero=args.missing_as_zero, partial=args.partial, **options)
-            if export.notes:
-                notes[what] = list(export.notes)
-        return what, out / LMS_FILES[what], run
-
-    outputs = [("csv", out / "grades.csv",
-                lambda: exports.write_grades_csv(grades(), key, out / "grades.csv", roster,
-                                                 missing_as_zero=args.missing_as_zero)),
-               ("gradescope", out / "gradescope" / "<student>" / "results.json",
-                lambda: exports.write_gradescope(grades(), key, out / "gradescope",
-                                                 visibility=args.gradescope_visibility)),
-               ("feedback", out / "feedback" / "<student>.html", feedback)]
-    if getattr(args, "dashboard", False):
-        # the instructors' page: beside the reports, never among the students' feedback pages
-        from grader.reports import dashboard
-        outputs.append(("dashboard", out / "dashboard.html",
-                        lambda: dashboard.write_dashboard(gradebook, key, out / "dashboard.html", deadline,
-                                                          **known)))
-    lms = dict.fromkeys(args.lms or ())               # in the order asked, each once
-    if "canvas" in lms:
-        outputs.append(lms_file("canvas", exports.write_canvas_csv, title=args.canvas_title,
-                                canvas_assignment_id=args.canvas_id))
-    if "moodle" in lms:
-        outputs.append(lms_file("moodle", exports.write_moodle_csv, identify_by=args.moodle_id))
-    written, not_written = {}, {}
-    for what, where, write in outputs:
-        try:
-            write()
-        except GradebookError:
-            raise                         # the gradebook itself: no output can be made
-        except OSError as err:
-            not_written[what] = f"{err.filename or where}: {err.strerror or err}"
-        except Exception as err:  # noqa: BLE001 — a bug in one output must not cost the others
-            not_written[what] = str(err) if isinstance(err, exports.ExportError) else f"{type(err).__name__}: {err}"
-        else:
-            written[what] = str(where)
-    return written, not_written, fallbacks, notes
+def _warn_of(reports) -> None:
+    """On stderr, before the summary: what the instructor must know about these reports."""
+    if reports.summary.get("not_checked"):
+        warn(f"attnkit report: {reports.summary['not_checked']}")
+    for entry in reports.rescored:
+        warn(f"attnkit report: re-scored {entry.student} {entry.problem}/{entry.part}: {entry.note}")
+    for what, why in reports.not_written.items():
+        warn(f"attnkit report: {what} not written: {why}")
+    for what, lines in reports.notes.items():
+        for line in lines:
+            warn(f"attnkit report: {line}")
+    for student, what in reports.fallbacks.items():
+        warn(f"attnkit report: feedback/{student}.html: could not draw {', '.join(what)}; "
+             "a plainer page was written instead")
 
 
 def add_report_command(commands) -> None:
@@ -176,7 +104,7 @@ def add_report_command(commands) -> None:
                              "item analysis, misconceptions, pools, forensics and the commonest wrong "
                              "matrices on one self-contained page (opens offline, makes no request)")
     lms = report.add_argument_group("LMS imports")
-    lms.add_argument("--lms", action="append", choices=sorted(LMS_FILES), metavar="LMS",
+    lms.add_argument("--lms", action="append", choices=LMS_CHOICES, metavar="LMS",
                      help="also write the import file of this LMS: canvas (canvas.csv), moodle "
                           "(moodle.csv); give it once per LMS")
     lms.add_argument("--roster", metavar="PATH",

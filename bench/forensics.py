@@ -7,7 +7,7 @@ twin in turn), or right except a few parts with a slip of their own. Planted col
 from a classmate: every numeric answer, some of them, the answers rounded to the shown
 decimals, or a pair that shares one invented wrong answer. Forensics (``grader.forensics.flags``)
 then reads the failed answers the grader would have stored. Similar code is planted too
-(``grader.forensics.code_similarity``, on code, no notebooks): honest students hand in the reference
+(``grader.forensics.fingerprints``, on code, no notebooks): honest students hand in the reference
 solution, the reference with one of the synthetic misconception edits (a large class hands in
 each edit several times), or an independent implementation of their own
 (``synthetic.colluders.ALTERNATIVES``); a planted pair is a student's own implementation and
@@ -31,10 +31,10 @@ from exercises.course.build import problem_variants
 from formats.compare import within
 from formats.key_shape import gradings
 from formats.serialize import decode_names, from_jsonable, to_jsonable
-from grader.forensics.code_similarity import fingerprints, similar_pairs
-from grader.forensics.flags import other_variant_flags, shared_wrong_flags
+from grader.forensics.fingerprints import fingerprints, similar_pairs
+from grader.forensics.copied_numbers import other_variant_flags, shared_wrong_flags
 from synthetic.colluders import ALTERNATIVES, disguise
-from synthetic.misconceptions import CODE_EDITS, edit_code
+from synthetic.twin_edits import CODE_EDITS, edit_code
 
 EXAMPLE = "problem_bank/assignments/example.yaml"
 SECRET = b"bench forensics secret"
@@ -180,7 +180,7 @@ def measure(students: int = 200, cases: int = 24, seed: int = 0) -> dict:
 
 
 def _code_flag(student: str, partner: str):
-    from grader.forensics.flags import SIMILAR_CODE, Flag
+    from grader.forensics.flag_kinds import SIMILAR_CODE, Flag
     return Flag(student, SIMILAR_CODE, (partner,), "implement", "masked_attention", "", 0.0)
 
 

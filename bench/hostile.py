@@ -120,6 +120,24 @@ except OSError:
 {then}'''
 
 
+def _givens_bomb(notebook: dict, size) -> None:
+    """Three copies of the givens cell, each just under the characters intake parses."""
+    index, givens = next((i, c) for i, c in enumerate(notebook["cells"])
+                         if (parse_grade_id(str(_grade_id(c))) or GradeId()).role == GIVENS)
+    # just under the 1,000,000 characters up to which intake parses a givens cell
+    per_copy = size(999_000) - len(_source(givens)) - 1
+    lines, n, total = [], 0, 0
+    while total + len(f"given_{n} = {n}\n") <= per_copy:
+        lines.append(f"given_{n} = {n}\n")
+        total += len(lines[-1])
+        n += 1
+    for k in range(3):
+        copy = json.loads(json.dumps(givens))
+        copy["id"] = f"{givens.get('id', 'givens')}-copy{k}"
+        copy["source"] = _source(givens) + "\n" + "".join(lines)
+        notebook["cells"].insert(index + 1 + k, copy)
+
+
 def make_case(case: str, notebook: dict, entry: dict, path: Path, scale: float) -> Path:
     """Write student's worst case ``case`` (from their correct ``notebook``) at or beside
     ``path``; the path of the file written."""
@@ -141,20 +159,7 @@ def make_case(case: str, notebook: dict, entry: dict, path: Path, scale: float) 
         _, gid, var = two_d[0]
         _set(notebook, gid, f"{var} = np.array([[1e308, -1e308, 0, 1]] * 4)")
     elif case == "givens_bomb":
-        index, givens = next((i, c) for i, c in enumerate(notebook["cells"])
-                             if (parse_grade_id(str(_grade_id(c))) or GradeId()).role == GIVENS)
-        # just under the 1,000,000 characters up to which intake parses a givens cell
-        per_copy = size(999_000) - len(_source(givens)) - 1
-        lines, n, total = [], 0, 0
-        while total + len(f"given_{n} = {n}\n") <= per_copy:
-            lines.append(f"given_{n} = {n}\n")
-            total += len(lines[-1])
-            n += 1
-        for k in range(3):
-            copy = json.loads(json.dumps(givens))
-            copy["id"] = f"{givens.get('id', 'givens')}-copy{k}"
-            copy["source"] = _source(givens) + "\n" + "".join(lines)
-            notebook["cells"].insert(index + 1 + k, copy)
+        _givens_bomb(notebook, size)
     elif case == "cells_100k":
         notebook["cells"] += [_code_cell(f"%time _cell = {i}", f"c{i}") for i in range(size(100_000))]
     elif case == "bool_30m":

@@ -3,7 +3,7 @@
 Builds the example assignment for one student, copies that student's key entry under
 ``--students`` ids, records for each a handin with a free-response answer to
 ``motivation/static`` (drawn from a few dozen texts, so the part has answer groups), serves
-it with ``grader.marking.server.MarkingServer`` in this process and times, in Debian's
+it with ``grader.marking.web.MarkingPage`` in this process and times, in Debian's
 ``chromium`` driven by Playwright, the time from navigation to the first answer shown (the
 page, the parts list, the part's queue of every answer, the first answer's detail). The
 baseline, timed in the same run, is the same for a part of 30 answers: the ratio says what
@@ -25,7 +25,8 @@ import time
 from pathlib import Path
 
 from formats.key_shape import assignment_id
-from grader.store.gradebook import Gradebook, ResultRow, SubmissionRow
+from grader.store.gradebook import Gradebook
+from grader.store.rows import ResultRow, SubmissionRow
 
 ROOT = Path(__file__).resolve().parents[1]
 EXAMPLE = ROOT / "problem_bank" / "assignments" / "example.yaml"
@@ -88,11 +89,11 @@ def time_opening(url: str, runs: int, browser) -> list[float]:
 
 
 def measure(key: dict, folder: Path, students: int, runs: int, browser) -> list[float]:
-    from grader.marking.server import MarkingServer
+    from grader.marking.web import MarkingPage
 
     gradebook = folder / f"gradebook-{students}.sqlite"
     big = big_class(key, gradebook, students)
-    server = MarkingServer(gradebook, big)
+    server = MarkingPage(gradebook, big)
     thread = threading.Thread(target=server.serve_forever, daemon=True)
     thread.start()
     try:

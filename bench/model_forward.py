@@ -240,6 +240,22 @@ def run(repeats: int, vocab: int, compare_torch: bool | None = None) -> dict:
         return _run(repeats, vocab, compare_torch, blas_threads)
 
 
+def _interleaved(forward, baselines: dict, factors: dict, repeats: int) -> tuple[dict, dict]:
+    """(seconds per call, page faults per call) of the forward pass and each baseline, after a
+    warm-up, timed in turn ``repeats`` times so drift on a shared machine hits all alike."""
+    for _ in range(3):  # warm up caches, BLAS threads and the allocator
+        forward()
+        for baseline in baselines.values():
+            baseline()
+    times = {"forward": [], **{name: [] for name in baselines}}
+    faults = {"forward": [], "torch": []}
+    for _ in range(repeats):
+        times["forward"].append(_time(forward, faults["forward"]))
+        for name, baseline in baselines.items():
+            times[name].append(_time(baseline, faults.get(name)) * factors.get(name, 1.0))
+    return times, faults
+
+
 def _run(repeats: int, vocab: int, compare_torch: bool | None, blas_threads: str) -> dict:
     rng = np.random.default_rng(0)
     config = config_for(vocab)
@@ -279,16 +295,7 @@ def _run(repeats: int, vocab: int, compare_torch: bool | None, blas_threads: str
             baselines["torch"] = lambda: torch_log_probs(src_t, tgt_t)
             torch_info = {"torch": torch.__version__, "torch_threads": torch.get_num_threads(),
                           "torch_max_abs_difference": difference}
-        for _ in range(3):  # warm up caches, BLAS threads and the allocator
-            forward()
-            for baseline in baselines.values():
-                baseline()
-        times = {"forward": [], **{name: [] for name in baselines}}
-        faults = {"forward": [], "torch": []}
-        for _ in range(repeats):  # interleaved, so drift on a shared machine hits all alike
-            times["forward"].append(_time(forward, faults["forward"]))
-            for name, baseline in baselines.items():
-                times[name].append(_time(baseline, faults.get(name)) * factors.get(name, 1.0))
+        times, faults = _interleaved(forward, baselines, factors, repeats)
     best = {k: min(v) * 1e3 for k, v in times.items()}
     median = {k: float(np.median(v)) * 1e3 for k, v in times.items()}
     result = {

@@ -35,36 +35,15 @@ def _numeric(value):
 
 def compare(actual, expected, rtol: float = 1e-5, atol: float = 1e-8) -> Comparison:
     """Compare ``actual`` (a student's or a twin's value) with ``expected``."""
-    if (isinstance(actual, np.ndarray) and isinstance(expected, np.ndarray)
-            and actual.dtype.kind == expected.dtype.kind == "f" and actual.shape == expected.shape
-            and np.isfinite(expected).all()):
-        # The common case, without building a message: NaN or inf fall through to the full path.
-        with np.errstate(invalid="ignore"):
-            error = np.abs(actual - expected)
-            if (error <= atol + rtol * np.abs(expected)).all():
-                return Comparison(True, "", float(error.max()) if error.size else 0.0)
+    close = _close_float_arrays(actual, expected, rtol, atol)
+    if close is not None:
+        return close
     if isinstance(expected, dict):
-        if not isinstance(actual, dict) or set(actual) != set(expected):
-            return Comparison(False, f"expected a mapping with keys {sorted(expected)}")
-        for key in expected:
-            result = compare(actual[key], expected[key], rtol, atol)
-            if not result.ok:
-                return Comparison(False, f"{key}: {result.reason}", result.max_error)
-        return Comparison(True)
+        return _compare_mappings(actual, expected, rtol, atol)
     if isinstance(expected, str):
-        # Words are compared as words: case and surrounding/multiple spaces do not matter.
-        if isinstance(actual, str) and _words(actual) == _words(expected):
-            return Comparison(True)
-        shown = actual if not isinstance(actual, str) or len(actual) < 80 else actual[:77] + "…"
-        return Comparison(False, f"got {shown!r}, which is not the expected text")
+        return _compare_texts(actual, expected)
     if isinstance(expected, (list, tuple)) and not is_numeric(expected):
-        if not isinstance(actual, (list, tuple)) or len(actual) != len(expected):
-            return Comparison(False, f"expected a list of {len(expected)} items")
-        for i, (a, e) in enumerate(zip(actual, expected)):
-            result = compare(a, e, rtol, atol)
-            if not result.ok:
-                return Comparison(False, f"item {i}: {result.reason}", result.max_error)
-        return Comparison(True)
+        return _compare_items(actual, expected, rtol, atol)
     want = np.asarray(expected)
     got = _numeric(actual)
     if got is None:
@@ -73,23 +52,76 @@ def compare(actual, expected, rtol: float = 1e-5, atol: float = 1e-8) -> Compari
     if got.shape != want.shape:
         return Comparison(False, f"wrong shape: expected {want.shape}, got {got.shape}")
     if want.dtype.kind == "b":
-        if got.dtype.kind not in "biuf" or (got.dtype.kind != "b" and not ((got == 0) | (got == 1)).all()):
-            return Comparison(False, "expected True/False (or 1/0) entries")
-        wrong = int(np.count_nonzero(got.astype(bool) != want))
-        return Comparison(wrong == 0, f"{wrong} of {want.size} entries differ" if wrong else "")
+        return _compare_booleans(got, want)
     if want.dtype.kind in "iu":  # counts, indices, token ids: exactly, whatever the tolerance
-        if got.dtype.kind == "b":
-            return Comparison(False, "expected whole numbers, got True/False")
-        if got.dtype.kind == "f" and not np.all(np.isfinite(got)):
-            return Comparison(False, "expected whole numbers, got NaN or inf", np.inf)
-        wrong = int(np.count_nonzero(got != want))
-        if wrong:
-            where = "" if want.ndim == 0 else f"{wrong} of {want.size} entries "
-            return Comparison(False, f"{where}not equal (whole numbers are compared exactly)",
-                              float(np.max(np.abs(got.astype(float) - want.astype(float)))))
+        return _compare_whole_numbers(got, want)
+    return _compare_reals(got.astype(float), want.astype(float), rtol, atol)
+
+
+def _close_float_arrays(actual, expected, rtol, atol) -> Comparison | None:
+    """The common case, without building a message: two finite float arrays of one shape
+    within tolerance; None for anything else (NaN or inf fall through to the full path)."""
+    if (isinstance(actual, np.ndarray) and isinstance(expected, np.ndarray)
+            and actual.dtype.kind == expected.dtype.kind == "f" and actual.shape == expected.shape
+            and np.isfinite(expected).all()):
+        with np.errstate(invalid="ignore"):
+            error = np.abs(actual - expected)
+            if (error <= atol + rtol * np.abs(expected)).all():
+                return Comparison(True, "", float(error.max()) if error.size else 0.0)
+    return None
+
+
+def _compare_mappings(actual, expected: dict, rtol, atol) -> Comparison:
+    if not isinstance(actual, dict) or set(actual) != set(expected):
+        return Comparison(False, f"expected a mapping with keys {sorted(expected)}")
+    for key in expected:
+        result = compare(actual[key], expected[key], rtol, atol)
+        if not result.ok:
+            return Comparison(False, f"{key}: {result.reason}", result.max_error)
+    return Comparison(True)
+
+
+def _compare_texts(actual, expected: str) -> Comparison:
+    # Words are compared as words: case and surrounding/multiple spaces do not matter.
+    if isinstance(actual, str) and _words(actual) == _words(expected):
         return Comparison(True)
-    got = got.astype(float)
-    want = want.astype(float)
+    shown = actual if not isinstance(actual, str) or len(actual) < 80 else actual[:77] + "…"
+    return Comparison(False, f"got {shown!r}, which is not the expected text")
+
+
+def _compare_items(actual, expected, rtol, atol) -> Comparison:
+    """A list or tuple that is not numeric (text, mixed items): item by item."""
+    if not isinstance(actual, (list, tuple)) or len(actual) != len(expected):
+        return Comparison(False, f"expected a list of {len(expected)} items")
+    for i, (a, e) in enumerate(zip(actual, expected)):
+        result = compare(a, e, rtol, atol)
+        if not result.ok:
+            return Comparison(False, f"item {i}: {result.reason}", result.max_error)
+    return Comparison(True)
+
+
+def _compare_booleans(got: np.ndarray, want: np.ndarray) -> Comparison:
+    if got.dtype.kind not in "biuf" or (got.dtype.kind != "b" and not ((got == 0) | (got == 1)).all()):
+        return Comparison(False, "expected True/False (or 1/0) entries")
+    wrong = int(np.count_nonzero(got.astype(bool) != want))
+    return Comparison(wrong == 0, f"{wrong} of {want.size} entries differ" if wrong else "")
+
+
+def _compare_whole_numbers(got: np.ndarray, want: np.ndarray) -> Comparison:
+    if got.dtype.kind == "b":
+        return Comparison(False, "expected whole numbers, got True/False")
+    if got.dtype.kind == "f" and not np.all(np.isfinite(got)):
+        return Comparison(False, "expected whole numbers, got NaN or inf", np.inf)
+    wrong = int(np.count_nonzero(got != want))
+    if wrong:
+        where = "" if want.ndim == 0 else f"{wrong} of {want.size} entries "
+        return Comparison(False, f"{where}not equal (whole numbers are compared exactly)",
+                          float(np.max(np.abs(got.astype(float) - want.astype(float)))))
+    return Comparison(True)
+
+
+def _compare_reals(got: np.ndarray, want: np.ndarray, rtol, atol) -> Comparison:
+    """Float arrays of one shape: NaN and ±inf only where expected, the rest within tolerance."""
     if np.any(np.isnan(got) & ~np.isnan(want)):
         return Comparison(False, f"{int(np.count_nonzero(np.isnan(got)))} entries are NaN", np.inf)
     bad_inf = np.isinf(got) & (got != want)

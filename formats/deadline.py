@@ -1,5 +1,5 @@
 """Due dates, extensions and the late policy: what an assignment spec says (parsed by
-``exercises.course.deadlines``) and what it makes of a handin's receipt time (read by the reports).
+``exercises.course.deadline_spec``) and what it makes of a handin's receipt time (read by the reports).
 
 A policy is one of:
 

@@ -100,12 +100,12 @@ def terminal_json(data) -> str:
     return "".join(_json_escaped(c) if c != "\n" and _hidden(c) else c for c in text)
 
 
-class ProblemsError(ValueError):
-    """One or more problems in an input file; each line reads 'file:line: message'."""
+class InputError(ValueError):
+    """One or more errors in an input file; each line reads 'file:line: message'."""
 
-    def __init__(self, problems: list[str]):
-        super().__init__("\n".join(problems))
-        self.problems = problems
+    def __init__(self, errors: list[str]):
+        super().__init__("\n".join(errors))
+        self.errors = errors
 
 
 def describe_bad_utf8(data: bytes, err: UnicodeDecodeError) -> tuple[int, str]:
@@ -132,7 +132,7 @@ def quick_json(data: bytes):
         return None
 
 
-def read_utf8(path: Path, shown: str, error: type[ProblemsError]) -> tuple[str, bytes]:
+def read_utf8(path: Path, shown: str, error: type[InputError]) -> tuple[str, bytes]:
     """(text, the file's bytes) of ``path``, shown as ``shown`` in messages; a byte-order
     mark, as Excel and Windows editors write it, is dropped. ``error`` says what is wrong
     and where."""

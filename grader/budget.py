@@ -3,7 +3,7 @@
 The grader's own process (it holds the answer key and decides every score) does work for every
 submission: it reads the file, parses it, builds the program, decodes the sandbox's frames,
 compares values and writes notes. All of that is work a student chose the input of. The sizes
-of what it accepts are capped where they are read (``grader.intake.submissions``, ``grader.sandbox.frames``), so the
+of what it accepts are capped where they are read (``grader.intake.reading``, ``grader.sandbox.frames``), so the
 work is linear in bounded inputs; the budget is the second wall: CPU time spent *by the grader
 thread that handles this submission*, checked at every stage, so no bug in a parser or a
 comparison can turn one submission into the whole class's afternoon. Past its budget the

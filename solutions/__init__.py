@@ -20,7 +20,7 @@ from .linear import linear, linear_backward, linear_forward
 from .losses import (cross_entropy, softmax_cross_entropy_backward,
                      softmax_cross_entropy_forward)
 from .masks import additive_mask, apply_mask, causal_mask, combine_masks, padding_mask
-from .twins.registry import MISCONCEPTIONS, Misconception, get_misconception, misconceptions_for
+from .twins.registry import TWINS, Twin, get_twin, twins_for
 from .model import Transformer, TransformerConfig, decoder_stack, encoder_stack, parameter_shapes
 from .multihead import (head_projection, merge_heads, mha_backward, mha_forward, mha_weights,
                         multi_head_attention, split_heads)

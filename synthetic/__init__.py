@@ -41,7 +41,7 @@ The package, by concern:
 
 from synthetic.cli import main
 from synthetic.hostile import easier
-from synthetic.misconceptions import CODE_EDITS, diagnosable_misconceptions, edit_code
+from synthetic.twin_edits import CODE_EDITS, diagnosable_misconceptions, edit_code
 from synthetic.notebooks import SyntheticError
 from synthetic.oracle import (FAILED, MANUAL, MISSING, PARTIAL, PASSED, expect_choice,
                               expect_implement, expect_numeric, recompute_answers)

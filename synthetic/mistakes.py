@@ -22,8 +22,11 @@ from formats import key_shape as shape
 from formats.compare import compare
 from formats.serialize import decode_names, from_jsonable
 
-from . import (mistakes_alignment, mistakes_attention, mistakes_bert, mistakes_gradients,  # noqa: F401 — they register
-               mistakes_implement, mistakes_layers)
+# Each module registers its mistakes as it is imported: this order (not sorted) is the corpus's.
+from . import (mistakes_alignment, mistakes_multihead_shapes, mistakes_attention_backward,  # noqa: F401
+               mistakes_attention, mistakes_scaling_masks, mistakes_multihead_perspectives,
+               mistakes_encoder_decoder, mistakes_bert, mistakes_gradients, mistakes_implement,
+               mistakes_layers)
 from .mistakes_base import CHOICE, CORPUS, EVERY_FAMILY, IMPLEMENT, NUMERIC, Givens, Mistake
 
 __all__ = ["CORPUS", "Mistake", "Givens", "NUMERIC", "CHOICE", "IMPLEMENT", "EVERY_FAMILY",

@@ -309,9 +309,11 @@ def _split(x, h, transpose=True, strided=False):
     return np.swapaxes(x.reshape(*lead, L, h, d // h), -2, -3)
 
 
-def _mha(query, key, value, params, num_heads, mask=None, transpose=True, strided=False,
-         merge_transpose=True, scale=None, out_proj=True, biases=True, use_mask=True,
-         invert=False, keys_from_query=False):
+def mha_with_flags(query, key, value, params, num_heads, mask=None, transpose=True, strided=False,
+                   merge_transpose=True, scale=None, out_proj=True, biases=True, use_mask=True,
+                   invert=False, keys_from_query=False):
+    """Multi-head attention as a student might write it, one flag per step they can get
+    wrong (the corpus's implement mistakes, and ``mistakes_layers``'s)."""
     q = _split(_project(query, params, "Q", biases), num_heads, transpose, strided)
     k_in = query if keys_from_query else key
     k = _split(_project(k_in, params, "K", biases), num_heads, transpose, strided)
@@ -330,54 +332,54 @@ def _mha(query, key, value, params, num_heads, mask=None, transpose=True, stride
 
 @code_mistake(MHA, "heads split with reshape alone (no transpose)", accept=["mha_split_without_transpose", "split_heads_without_transpose"])
 def mha_split_no_transpose(query, key, value, params, num_heads, mask=None):
-    return _mha(query, key, value, params, num_heads, mask, transpose=False, merge_transpose=False)
+    return mha_with_flags(query, key, value, params, num_heads, mask, transpose=False, merge_transpose=False)
 
 
 @code_mistake(MHA, "heads merged without transposing back", accept=["mha_merge_without_transpose", "merge_heads_without_transpose"])
 def mha_merge_no_transpose(query, key, value, params, num_heads, mask=None):
-    return _mha(query, key, value, params, num_heads, mask, merge_transpose=False)
+    return mha_with_flags(query, key, value, params, num_heads, mask, merge_transpose=False)
 
 
 @code_mistake(MHA, "scores scaled by 1/√d_model", accept=["mha_scale_by_d_model"])
 def mha_scale_d_model(query, key, value, params, num_heads, mask=None):
-    return _mha(query, key, value, params, num_heads, mask, scale=1 / np.sqrt(np.shape(query)[-1]))
+    return mha_with_flags(query, key, value, params, num_heads, mask, scale=1 / np.sqrt(np.shape(query)[-1]))
 
 
 @code_mistake(MHA, "no output projection W_O", accept=["mha_no_output_projection"])
 def mha_no_w_o(query, key, value, params, num_heads, mask=None):
-    return _mha(query, key, value, params, num_heads, mask, out_proj=False)
+    return mha_with_flags(query, key, value, params, num_heads, mask, out_proj=False)
 
 
 @code_mistake(MHA, "the biases ignored", accept=["mha_no_biases"])
 def mha_no_biases(query, key, value, params, num_heads, mask=None):
-    return _mha(query, key, value, params, num_heads, mask, biases=False)
+    return mha_with_flags(query, key, value, params, num_heads, mask, biases=False)
 
 
 @code_mistake(MHA, "the mask ignored",
               accept=["mha_mask_ignored", "sdpa_mask_ignored"])
 def mha_mask_ignored(query, key, value, params, num_heads, mask=None):
-    return _mha(query, key, value, params, num_heads, mask, use_mask=False)
+    return mha_with_flags(query, key, value, params, num_heads, mask, use_mask=False)
 
 
 @code_mistake(MHA, "the mask read as True = blocked", accept=["sdpa_inverted_mask", "mha_inverted_mask"])
 def mha_mask_inverted(query, key, value, params, num_heads, mask=None):
-    return _mha(query, key, value, params, num_heads, mask, invert=True)
+    return mha_with_flags(query, key, value, params, num_heads, mask, invert=True)
 
 
 @code_mistake(MHA, "head i takes the strided columns i, i + h, … instead of a block",
               accept=["split_heads_interleaved_columns", "mha_interleaved_heads"])
 def mha_strided_heads(query, key, value, params, num_heads, mask=None):
-    return _mha(query, key, value, params, num_heads, mask, strided=True)
+    return mha_with_flags(query, key, value, params, num_heads, mask, strided=True)
 
 
 @code_mistake(MHA, "no 1/√d_k scale", accept=["sdpa_no_scale", "mha_no_scale"])
 def mha_no_scale(query, key, value, params, num_heads, mask=None):
-    return _mha(query, key, value, params, num_heads, mask, scale=1.0)
+    return mha_with_flags(query, key, value, params, num_heads, mask, scale=1.0)
 
 
 @code_mistake(MHA, "the keys projected from the query (cross-attention read as self-attention)")
 def mha_keys_from_query(query, key, value, params, num_heads, mask=None):
-    return _mha(query, key, value, params, num_heads, mask, keys_from_query=True)
+    return mha_with_flags(query, key, value, params, num_heads, mask, keys_from_query=True)
 
 
 # --- softmax_gradient --------------------------------------------------------------------------

@@ -4,7 +4,7 @@ Issue 36's held-out findings on the layer templates (encoder_decoder_step's new 
 multihead_perspectives, multihead_shapes, implement_multihead_attention): positions counted
 from 1, no causal mask, interleaved head columns, the output bias forgotten, a head size of
 d_model·h, the heads averaged. Plain NumPy from the lecture's equations, like the rest of
-the corpus (the encoder-decoder model is the one of ``mistakes_bert``'s ENCDEC section).
+the corpus (the encoder-decoder model is ``mistakes_transformer``'s).
 """
 
 from __future__ import annotations
@@ -12,8 +12,9 @@ from __future__ import annotations
 import numpy as np  # noqa: F401
 
 from .mistakes_base import Givens, code_mistake, lower, mistake, softmax  # noqa: F401
-from .mistakes_bert import CORRECT, ENCDEC, _encdec, _inputs, _mha
-from .mistakes_implement import MHA as IMPLEMENT_MHA, _mha as _implement_mha
+from .mistakes_encoder_decoder import ENCDEC
+from .mistakes_implement import MHA as IMPLEMENT_MHA, mha_with_flags
+from .mistakes_transformer import CORRECT, embedded_inputs, encdec_forward, feed_forward, multihead, sublayer
 
 PERSP = "multihead_perspectives"
 SHAPES = "multihead_shapes"
@@ -23,13 +24,13 @@ SHAPES = "multihead_shapes"
 
 def _source(**changes):
     def wrong(g):
-        return _inputs(g, g.src, g.E_src, {**CORRECT, **changes})
+        return embedded_inputs(g, g.src, g.E_src, {**CORRECT, **changes})
     return wrong
 
 
 def _target(**changes):
     def wrong(g):
-        return _inputs(g, g.tgt, g.E_tgt, {**CORRECT, **changes})
+        return embedded_inputs(g, g.tgt, g.E_tgt, {**CORRECT, **changes})
     return wrong
 
 
@@ -37,12 +38,12 @@ def _self_weights(**changes):
     """The decoder's masked self-attention weights (2, T, T) with ``changes``."""
     def wrong(g):
         flags = {**CORRECT, **changes}
-        y = _inputs(g, g.tgt, g.E_tgt, {**CORRECT})
+        y = embedded_inputs(g, g.tgt, g.E_tgt, {**CORRECT})
         T = len(y)
         allowed = (np.triu(np.ones((T, T), dtype=bool)) if flags.get("upper")
                    else lower(T) if flags["causal"] else None)
         W = (g.self_W_Q, g.self_W_K, g.self_W_V, g.self_W_O)
-        return _mha(y, y, W, flags, allowed)[1]
+        return multihead(y, y, W, flags, allowed)[1]
     return wrong
 
 
@@ -84,13 +85,13 @@ _register("self_weights", "encdec_self_interleaved_heads",
 
 def _memory(**changes):
     def wrong(g):
-        return _encdec(g, **changes)[0]
+        return encdec_forward(g, **changes)[0]
     return wrong
 
 
 def _next(**changes):
     def wrong(g):
-        return _encdec(g, **changes)[2]
+        return encdec_forward(g, **changes)[2]
     return wrong
 
 
@@ -107,19 +108,18 @@ _register("next_log_probs", "encdec_next_decoder_interleaved",
 
 def _decoder_strided(g):
     """(memory, cross weights, log-probabilities) with the encoder right, the decoder strided."""
-    from .mistakes_bert import _ffn, _sublayer
     from .mistakes_base import log_softmax
     right = {**CORRECT}
     flags = {**CORRECT, "strided": True}
-    memory = _encdec(g)[0]
-    y = _inputs(g, g.tgt, g.E_tgt, right)
+    memory = encdec_forward(g)[0]
+    y = embedded_inputs(g, g.tgt, g.E_tgt, right)
     T = len(y)
     W_self = (g.self_W_Q, g.self_W_K, g.self_W_V, g.self_W_O)
     W_cross = (g.cross_W_Q, g.cross_W_K, g.cross_W_V, g.cross_W_O)
-    h1 = _sublayer(y, lambda z: _mha(z, z, W_self, flags, lower(T))[0], flags, True)
-    cross = _mha(h1, memory, W_cross, flags)[1]
-    h2 = _sublayer(h1, lambda z: _mha(z, memory, W_cross, flags)[0], flags, True)
-    out = _sublayer(h2, lambda z: _ffn(z, g.dec_W1, g.dec_W2, flags), flags, True)
+    h1 = sublayer(y, lambda z: multihead(z, z, W_self, flags, lower(T))[0], flags, True)
+    cross = multihead(h1, memory, W_cross, flags)[1]
+    h2 = sublayer(h1, lambda z: multihead(z, memory, W_cross, flags)[0], flags, True)
+    out = sublayer(h2, lambda z: feed_forward(z, g.dec_W1, g.dec_W2, flags), flags, True)
     return memory, cross, log_softmax((out @ g.E_tgt.T)[-1])
 
 
@@ -213,4 +213,4 @@ def shapes_block_full_width(g):
               accept=["mha_no_output_bias"])
 def mha_no_output_bias(query, key, value, params, num_heads, mask=None):
     without = {n: v for n, v in params.items() if n != "b_O"}
-    return _implement_mha(query, key, value, without, num_heads, mask)
+    return mha_with_flags(query, key, value, without, num_heads, mask)

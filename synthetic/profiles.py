@@ -13,7 +13,7 @@ import numpy as np
 from formats import key_shape as shape
 from formats.cells import CODE_PLACEHOLDER
 from formats.serialize import from_jsonable
-from synthetic.misconceptions import diagnosable_misconceptions, edit_code
+from synthetic.twin_edits import diagnosable_misconceptions, edit_code
 from synthetic.notebooks import Draft, fill_correct
 
 PROFILES: dict[str, str] = {

@@ -28,8 +28,20 @@ MAY_IMPORT = {
     # grading on a Dask cluster: the grader's own run on the workers, Dask to get there
     "grader.run.cluster": {"grader", "formats"},
     # the server side of the sandbox: what a student's child process holds
-    "grader.sandbox.server": {"grader.sandbox.frames", "grader.sandbox.walls", "grader.sandbox.protocol"},
-    "grader.sandbox.walls": {"grader.sandbox.protocol"},
+    "grader.sandbox.server": {"grader.sandbox.frames", "grader.sandbox.walls", "grader.sandbox.protocol",
+                              "grader.sandbox.child", "grader.sandbox.child_watch", "grader.sandbox.emitter",
+                              "grader.sandbox.plot_stubs", "grader.sandbox.warming"},
+    "grader.sandbox.child": {"grader.sandbox.frames", "grader.sandbox.protocol", "grader.sandbox.emitter",
+                             "grader.sandbox.walls"},
+    "grader.sandbox.child_watch": {"grader.sandbox.protocol", "grader.sandbox.child"},
+    "grader.sandbox.emitter": {"grader.sandbox.frames", "grader.sandbox.protocol"},
+    "grader.sandbox.warming": {"grader.sandbox.frames", "grader.sandbox.protocol", "grader.sandbox.child",
+                               "grader.sandbox.emitter"},
+    "grader.sandbox.plot_stubs": set(),
+    "grader.sandbox.walls": {"grader.sandbox.protocol", "grader.sandbox.libc", "grader.sandbox.landlock",
+                             "grader.sandbox.seccomp", "grader.sandbox.rlimits"},
+    "grader.sandbox.landlock": {"grader.sandbox.libc"}, "grader.sandbox.seccomp": {"grader.sandbox.libc"},
+    "grader.sandbox.libc": set(), "grader.sandbox.rlimits": set(),
     "grader.sandbox.frames": set(),
     "grader.sandbox.protocol": set(),
     "attnkit": {"attnkit", "formats", "exercises", "grader", "solutions"},
@@ -46,6 +58,9 @@ THIRD_PARTY = {
     "grader": {"pytest", "_pytest"}, "grader.run.cluster": {"dask", "distributed"},
     "grader.sandbox": set(), "grader.sandbox.server": set(), "grader.sandbox.walls": set(),
     "grader.sandbox.frames": set(), "grader.sandbox.protocol": set(),
+    "grader.sandbox.child": set(), "grader.sandbox.child_watch": set(), "grader.sandbox.emitter": set(),
+    "grader.sandbox.warming": set(), "grader.sandbox.plot_stubs": set(), "grader.sandbox.landlock": set(),
+    "grader.sandbox.seccomp": set(), "grader.sandbox.libc": set(), "grader.sandbox.rlimits": set(),
     "attnkit": set(), "synthetic": {"yaml"}, "bench": None,       # None: anything
 }
 
@@ -129,7 +144,10 @@ def test_the_server_side_imports_nothing_else_however_deep():
     """What a sandbox server loads, followed import by import (package __init__ files too):
     its own modules and nothing of the grader's, the formats' or the answer key's."""
     server_side = {"grader", "grader.sandbox", "grader.sandbox.server", "grader.sandbox.walls",
-                   "grader.sandbox.frames", "grader.sandbox.protocol"}
+                   "grader.sandbox.frames", "grader.sandbox.protocol", "grader.sandbox.child",
+                   "grader.sandbox.child_watch", "grader.sandbox.emitter", "grader.sandbox.warming",
+                   "grader.sandbox.plot_stubs", "grader.sandbox.landlock", "grader.sandbox.seccomp",
+                   "grader.sandbox.libc", "grader.sandbox.rlimits"}
     seen, todo = set(), ["grader.sandbox.server"]
     while todo:
         module = todo.pop()

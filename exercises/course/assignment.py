@@ -3,16 +3,15 @@
 An assignment spec is a small YAML file that instructors share and commit, so it names the
 secret's source (an environment variable or a file), never the secret itself. It picks
 templates from the bank by id (or template files of its own, by path) and may change their
-points and tolerances; loading applies those overrides, so builds and the grader see the
-effective values in ``Problem.template``. As with templates, every problem of the spec is
-reported at once as 'file:line: key: message'.
+points and tolerances; loading applies those overrides (``overrides``), so builds and the
+grader see the effective values in ``Problem.template``. As with templates, every problem of
+the spec is reported at once as 'file:line: key: message'.
 """
 
 from __future__ import annotations
 
 import difflib
 import hashlib
-import math
 import os
 import re
 from dataclasses import dataclass, replace
@@ -21,15 +20,15 @@ from typing import TYPE_CHECKING
 
 from formats.deadline import Deadline
 
-from exercises.template import rubrics
 from exercises.template.follow import load_credit
-from exercises.course.deadlines import read_deadline
-from exercises.template.loading import LoadProblems, describe, key_path, parse_yaml_file, shown_path
-from formats.textfile import ProblemsError, read_utf8
+from exercises.course.deadline_spec import read_deadline
+from exercises.course.overrides import amount, overridden, scaled
+from exercises.template.loading import LoadErrors, describe, key_path, parse_yaml_file, shown_path
+from formats.textfile import InputError, read_utf8
 from exercises.template.yaml_lines import LineDict, LineList
 
 if TYPE_CHECKING:        # (the bank and the template engine are imported when templates are read:
-    from exercises.template.schema import Template     # `attnkit grade` reads an assignment without
+    from exercises.template.model import Template      # `attnkit grade` reads an assignment without
                                      # them, and so starts sooner)
 
 TOP_KEYS = {"id": "required", "title": "required", "instructions": "optional",
@@ -49,9 +48,6 @@ POOL_REFUSED = {name: f"a pool's members have parts (and tests) of their own: '{
                 for name in ("parts", "tests", "rtol", "atol")}
 POOL_REFUSED["template"] = "give either 'template' (one template) or 'pool' (several), not both"
 SECRET_KEYS = {"env": "optional", "file": "optional"}
-PART_OVERRIDE_KEYS = {"points": "optional", "rtol": "optional", "atol": "optional",
-                      "rubric": "optional"}   # rubric: {item id: points}
-TEST_OVERRIDE_KEYS = {"points": "optional"}
 ASSIGNMENT_MAPPING = "an assignment is a mapping of keys (id, title, secret, problems, …)"
 MIN_SECRET_BYTES = 16
 _ASSIGNMENT_ID = re.compile(r"^[A-Za-z0-9][A-Za-z0-9_-]{0,63}$")   # a folder name in nbgrader
@@ -60,7 +56,7 @@ _ENV_NAME = re.compile(r"^[A-Za-z_][A-Za-z0-9_]*$")
 _NEW_SECRET = "python -c 'import secrets; print(secrets.token_hex(32))'"
 
 
-class AssignmentError(ProblemsError):
+class AssignmentError(InputError):
     """One or more problems in an assignment spec; each line reads file:line: key: message."""
 
 
@@ -96,7 +92,7 @@ class Assignment:
     secret_source: tuple[str, str, int]   # ("env", NAME, line) or ("file", "/abs/path", line)
     problems: tuple[Problem, ...]
     source_digest: str                # SHA-256 of the spec file's bytes
-    deadline: Deadline | None = None  # due date, late policy, extensions (exercises.course.deadlines)
+    deadline: Deadline | None = None  # due date, late policy, extensions (exercises.course.deadline_spec)
 
     @property
     def points(self) -> float:
@@ -136,7 +132,7 @@ def load_assignment(path: str | Path, templates: bool = True) -> Assignment:
     shown = shown_path(path)
     text, raw = read_utf8(path, shown, AssignmentError)
     data = parse_yaml_file(text, shown, AssignmentError, ASSIGNMENT_MAPPING)
-    load = LoadProblems(shown)
+    load = LoadErrors(shown)
     load.keys(data, TOP_KEYS, "")
     folder = path.resolve().parent
     aid = data.get("id")
@@ -152,8 +148,8 @@ def load_assignment(path: str | Path, templates: bool = True) -> Assignment:
     deadline = read_deadline(load, data, folder, AssignmentError)
     problems = (_problems(load, data, _Templates(load, folder, _bank(load, data, folder)))
                 if templates else ())
-    if load.problems:
-        raise AssignmentError(load.problems)
+    if load.errors:
+        raise AssignmentError(load.errors)
     return Assignment(path=shown, id=aid, title=title, instructions=instructions,
                       secret_source=secret_source, problems=problems,
                       source_digest=hashlib.sha256(raw).hexdigest(), deadline=deadline)
@@ -161,7 +157,7 @@ def load_assignment(path: str | Path, templates: bool = True) -> Assignment:
 
 # --- the secret and the bank -----------------------------------------------------------------
 
-def _secret_source(load: LoadProblems, data: LineDict, folder: Path) -> tuple[str, str, int] | None:
+def _secret_source(load: LoadErrors, data: LineDict, folder: Path) -> tuple[str, str, int] | None:
     if "secret" not in data:
         return None
     raw, line = data["secret"], data.line_of("secret")
@@ -192,7 +188,7 @@ def _secret_source(load: LoadProblems, data: LineDict, folder: Path) -> tuple[st
     return ("file", str((folder / value).resolve()), here)
 
 
-def _bank(load: LoadProblems, data: LineDict, folder: Path) -> Path | None:
+def _bank(load: LoadErrors, data: LineDict, folder: Path) -> Path | None:
     from exercises.course.bank import BANK_DIR
 
     if "bank" not in data:
@@ -214,14 +210,15 @@ class _Templates:
     id → file index (only the named templates are loaded, so a broken template elsewhere
     in the bank does not block this assignment), files by path relative to the spec."""
 
-    def __init__(self, load: LoadProblems, folder: Path, bank: Path | None):
+    def __init__(self, load: LoadErrors, folder: Path, bank: Path | None):
         self.load, self.folder, self.bank = load, folder, bank
         self._index: dict[str, list[Path]] | None = None
         self._loaded: dict[Path, Template | None] = {}
 
     def index(self) -> dict[str, list[Path]]:
         from exercises.course.bank import template_files
-        from exercises.template.schema import TEMPLATE_MAPPING, TemplateError
+        from exercises.template.model import TemplateError
+        from exercises.template.schema import TEMPLATE_MAPPING
 
         if self._index is None:
             self._index = {}
@@ -278,21 +275,22 @@ class _Templates:
         return self._read(files[0])
 
     def _read(self, file: Path) -> Template | None:
-        from exercises.template.schema import TemplateError, load_template
+        from exercises.template.model import TemplateError
+        from exercises.template.schema import load_template
 
         file = file.resolve()
         if file not in self._loaded:
             try:
                 self._loaded[file] = load_template(file)
             except TemplateError as err:
-                self.load.problems += err.problems
+                self.load.errors += err.errors
                 self._loaded[file] = None
         return self._loaded[file]
 
 
-# --- problems and overrides ------------------------------------------------------------------
+# --- problems and pools ----------------------------------------------------------------------
 
-def _problems(load: LoadProblems, data: LineDict, templates: _Templates) -> tuple[Problem, ...]:
+def _problems(load: LoadErrors, data: LineDict, templates: _Templates) -> tuple[Problem, ...]:
     if "problems" not in data:
         return ()
     raw = data["problems"]
@@ -316,7 +314,7 @@ def _problems(load: LoadProblems, data: LineDict, templates: _Templates) -> tupl
         title = load.text(entry, "title", key_path(key, "title"),
                           default=template.title if template else "")
         if template is not None:
-            template = _overridden(load, entry, key, template)
+            template = overridden(load, entry, key, template)
         credit = load_credit(load, entry, key_path(key, "follow_credit"))
         if template is not None and credit is not None:
             template = replace(template, follow_credit=credit)
@@ -325,11 +323,11 @@ def _problems(load: LoadProblems, data: LineDict, templates: _Templates) -> tupl
     return tuple(out)
 
 
-def _pool_problem(load: LoadProblems, entry: LineDict, key: str, templates: _Templates,
+def _pool_problem(load: LoadErrors, entry: LineDict, key: str, templates: _Templates,
                   seen: dict[str, int]) -> Problem | None:
     """A pool: at least two different templates of one objective and the same points (or
     scaled to the entry's ``points``), each with the entry's follow-through credit."""
-    before = len(load.problems)
+    before = len(load.errors)
     pid = _problem_id(load, entry, key, None, seen) if "id" in entry else None
     raw, line, pkey = entry["pool"], entry.line_of("pool"), key_path(key, "pool")
     if not isinstance(raw, LineList) or len(raw) < 2:
@@ -347,7 +345,7 @@ def _pool_problem(load: LoadProblems, entry: LineDict, key: str, templates: _Tem
     if len(objectives) > 1:
         load.error(line, pkey, "a pool's members must serve the same objective: "
                    + ", ".join(f"{t.id} ({t.objective})" for t in members))
-    total = _amount(load, entry, "points", key_path(key, "points")) if "points" in entry else None
+    total = amount(load, entry, "points", key_path(key, "points")) if "points" in entry else None
     if total is not None and total == 0:
         load.error(entry.line_of("points"), key_path(key, "points"), "must be more than 0")
     elif "points" not in entry and len({t.points for t in members}) > 1:
@@ -364,10 +362,10 @@ def _pool_problem(load: LoadProblems, entry: LineDict, key: str, templates: _Tem
             hand.setdefault(part.id, t.id)
     credit = load_credit(load, entry, key_path(key, "follow_credit"))
     title = load.text(entry, "title", key_path(key, "title")) if "title" in entry else ""
-    if len(load.problems) > before or pid is None or title is None:
+    if len(load.errors) > before or pid is None or title is None:
         return None
     if total is not None:
-        members = [t if t.points == total else _scaled(t, total) for t in members]
+        members = [t if t.points == total else scaled(t, total) for t in members]
     if credit is not None:
         members = [replace(t, follow_credit=credit) for t in members]
     return Problem(pid, members[0], title or members[0].title, entry.line, pool=tuple(members),
@@ -393,196 +391,3 @@ def _problem_id(load, entry: LineDict, key: str, template: Template | None,
         return None
     seen[pid] = line
     return pid
-
-
-def _amount(load: LoadProblems, mapping: LineDict, name: str, key: str) -> float | None:
-    """A non-negative, finite number (points or a tolerance); None after reporting a problem."""
-    value = load.number(mapping, name, key, None, minimum=0)
-    if value is not None and not math.isfinite(value):
-        load.error(mapping.line_of(name), key, f"expected a finite number, got {value}")
-        return None
-    return value
-
-
-def _overridden(load: LoadProblems, entry: LineDict, key: str, template: Template) -> Template | None:
-    """The template with the entry's points and tolerances; None if any override is wrong."""
-    before = len(load.problems)
-    implement = template.kind == "implement"
-    # Each override: item id → {name: (value, line)}.
-    parts = _item_overrides(load, entry, key, template, "parts") if "parts" in entry else {}
-    tests = _item_overrides(load, entry, key, template, "tests") if "tests" in entry else {}
-    tolerances = {}
-    for name in ("rtol", "atol"):
-        if name not in entry:
-            continue
-        if template.kind == "numeric":
-            load.error(entry.line_of(name), key_path(key, name),
-                       f"only implement problems have a problem-wide tolerance; set it per part "
-                       f"(parts: {{{template.parts[0].id}: {{{name}: …}}}})")
-        elif not implement:
-            load.error(entry.line_of(name), key_path(key, name),
-                       f"'{template.id}' is a {template.kind} problem: it has no tolerance")
-        elif (value := _amount(load, entry, name, key_path(key, name))) is not None:
-            tolerances[name] = value
-    total = _amount(load, entry, "points", key_path(key, "points")) if "points" in entry else None
-    if total is not None:
-        each = [(f"{group}.{item}.points", values["points"][1])
-                for group, overrides in (("parts", parts), ("tests", tests))
-                for item, values in overrides.items() if "points" in values]
-        if each:
-            load.error(entry.line_of("points"), key_path(key, "points"),
-                       f"give either a total 'points' or per-{'family' if implement else 'part'} "
-                       f"points, not both ({key_path(key, each[0][0])} on line {each[0][1]})")
-        elif total == 0:
-            load.error(entry.line_of("points"), key_path(key, "points"),
-                       "must be more than 0 (leave the problem out of the assignment instead)")
-        elif template.points == 0:
-            load.error(entry.line_of("points"), key_path(key, "points"),
-                       f"cannot scale: the points of template '{template.id}' add up to 0")
-    if len(load.problems) > before:
-        return None
-    updated = _applied(template, parts if not implement else tests, tolerances)
-    if total is not None:
-        updated = _scaled(updated, total)
-    if not implement:
-        updated = _rubric_overridden(load, entry, key, updated, parts)
-        if len(load.problems) > before:
-            return None
-    if updated.points == 0:
-        group = "parts" if "parts" in entry else "tests"
-        load.error(entry.line_of(group), key_path(key, group),
-                   f"the overrides leave '{template.id}' with 0 points")
-        return None
-    return updated
-
-
-def _item_overrides(load, entry: LineDict, key: str, template: Template,
-                    group: str) -> dict[str, dict[str, tuple[float, int]]]:
-    """Per-part (``parts``) or per-family (``tests``) overrides, checked against the template."""
-    gkey, line = key_path(key, group), entry.line_of(group)
-    implement = template.kind == "implement"
-    if group == "parts" and implement:
-        load.error(line, gkey, f"'{template.id}' is an implement problem: override its test "
-                               f"families ('tests'), not 'parts'")
-        return {}
-    if group == "tests" and not implement:
-        load.error(line, gkey, f"only implement problems have test families; '{template.id}' "
-                               f"has parts: override those ('parts')")
-        return {}
-    block = load.mapping(entry[group], line, gkey)
-    known = ([t.family for t in template.tests] if implement else [p.id for p in template.parts])
-    allowed = TEST_OVERRIDE_KEYS if implement else PART_OVERRIDE_KEYS
-    noun, nouns = ("test family", "test families") if implement else ("part", "parts")
-    out: dict[str, dict[str, tuple[float, int]]] = {}
-    for item, spec in (block or {}).items():
-        here, ikey = block.line_of(item), key_path(gkey, item)
-        if item not in known:
-            hint = difflib.get_close_matches(str(item), known, n=1)
-            suggestion = f"; did you mean '{hint[0]}'?" if hint else ""
-            load.error(here, ikey, f"unknown {noun} '{item}' (the {nouns} of '{template.id}': "
-                                   f"{', '.join(known)}){suggestion}")
-            continue
-        spec = load.mapping(spec, here, ikey)
-        if spec is None:
-            continue
-        load.keys(spec, allowed, ikey)
-        values = {}
-        for name in allowed:
-            if name not in spec:
-                continue
-            if name == "rubric":
-                part = next(p for p in template.parts if p.id == item)
-                points = _rubric_points(load, spec, key_path(ikey, "rubric"), part)
-                if points is not None:
-                    values["rubric"] = (points, spec.line_of("rubric"))
-                continue
-            if name != "points" and template.kind != "numeric":
-                load.error(spec.line_of(name), key_path(ikey, name),
-                           f"only numeric parts have a tolerance ('{template.id}' is {template.kind})")
-                continue
-            value = _amount(load, spec, name, key_path(ikey, name))
-            if value is not None:
-                values[name] = (value, spec.line_of(name))
-        out[item] = values
-    return out
-
-
-def _rubric_points(load: LoadProblems, spec: LineDict, key: str, part) -> dict[str, float] | None:
-    """An override of some rubric items' points ({item id: points}), checked against the part."""
-    block = load.mapping(spec["rubric"], spec.line_of("rubric"), key)
-    if block is None:
-        return None
-    known = [i.id for i in part.rubric.items] if part.rubric else []
-    if not known:
-        load.error(spec.line_of("rubric"), key, f"part '{part.id}' has no rubric items to give "
-                   f"points to")
-        return None
-    out = {}
-    for iid in block:
-        here = key_path(key, iid)
-        if iid not in known:
-            hint = difflib.get_close_matches(str(iid), known, n=1)
-            load.error(block.line_of(iid), here, f"unknown rubric item '{iid}' (the items of part "
-                       f"'{part.id}': {', '.join(known) or 'none'})"
-                       + (f"; did you mean '{hint[0]}'?" if hint else ""))
-            continue
-        value = load.number(block, iid, here, None)
-        if value is not None and (value == 0 or not math.isfinite(value)):
-            load.error(block.line_of(iid), here, f"expected a finite number other than 0, got {value}")
-        elif value is not None:
-            out[iid] = float(value)
-    return out
-
-
-def _applied(template: Template, overrides: dict, tolerances: dict[str, float]) -> Template:
-    """A new Template with the overridden values; ``source_digest`` stays the file's (the
-    answer key records the effective points and tolerances itself). A part whose points
-    change has its rubric scaled with them; item points the spec gives are applied after."""
-    def changed(item, name):
-        values = {k: v for k, (v, _) in overrides.get(name, {}).items() if k != "rubric"}
-        if "points" in values and getattr(item, "rubric", None) is not None:
-            values["rubric"] = rubrics.scaled(item.rubric, item.points, values["points"])
-        return replace(item, **values) if values else item
-    if template.kind == "implement":
-        return replace(template, tests=tuple(changed(t, t.family) for t in template.tests),
-                       **tolerances)
-    return replace(template, parts=tuple(changed(p, p.id) for p in template.parts))
-
-
-def _scaled(template: Template, total: float) -> Template:
-    """Every part's (or family's) points times total / template.points, so the ratios stay
-    and the points add up to ``total`` (float rounding goes to the last non-zero item)."""
-    group = "tests" if template.kind == "implement" else "parts"
-    items = getattr(template, group)
-    factor = total / template.points
-    points = [item.points * factor for item in items]
-    last = max(i for i, p in enumerate(points) if p)   # a 0-point item stays 0
-    if sum(points) != total:
-        # Points add up left to right; when the items before make up at least half of the
-        # total, total − their sum is exact in floating point (Sterbenz), so is the new sum.
-        points[last] = total - sum(points[:last])
-    return replace(template, **{group: tuple(
-        replace(item, points=p, **({"rubric": rubrics.scaled(item.rubric, item.points, p)}
-                                   if getattr(item, "rubric", None) is not None else {}))
-        for item, p in zip(items, points))})
-
-
-def _rubric_overridden(load: LoadProblems, entry: LineDict, key: str, template: Template,
-                       parts: dict) -> Template:
-    """The template with the spec's rubric item points (after any scaling), each rubric
-    checked again: the items must still reach the part's points."""
-    changed = []
-    for part in template.parts:
-        points = parts.get(part.id, {}).get("rubric")
-        if points is None or part.rubric is None:
-            changed.append(part)
-            continue
-        rubric = rubrics.with_points(part.rubric, points[0])
-        best = rubrics.reachable(rubric)
-        # (an auto-graded part's items adjust the automatic score: they need reach nothing)
-        if template.kind == "free_response" and best < rubric.ceiling - 1e-9:
-            load.error(points[1], key_path(key, f"parts.{part.id}.rubric"),
-                       f"with these points the items reach at most {best:g} of the part's "
-                       f"{rubric.ceiling:g} points")
-        changed.append(replace(part, rubric=rubric))
-    return replace(template, parts=tuple(changed))

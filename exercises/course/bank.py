@@ -10,7 +10,8 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from exercises.template.loading import parse_yaml_file, shown_path
-from exercises.template.schema import TEMPLATE_MAPPING, Template, TemplateError, load_template
+from exercises.template.model import Template, TemplateError
+from exercises.template.schema import TEMPLATE_MAPPING, load_template
 from exercises.render.preview import preview
 from exercises.variant.draw import VariantError, make_variant
 
@@ -20,9 +21,9 @@ BANK_DIR = Path(os.environ.get("ATTNKIT_BANK") or Path(__file__).resolve().paren
 
 
 class BankError(ValueError):
-    def __init__(self, problems: list[str]):
-        super().__init__("\n".join(problems))
-        self.problems = problems
+    def __init__(self, errors: list[str]):
+        super().__init__("\n".join(errors))
+        self.errors = errors
 
 
 def template_files(paths=None) -> list[Path]:
@@ -73,7 +74,7 @@ def load_bank(paths=None, keep_going: bool = False) -> tuple[dict[str, Template]
         try:
             template = load_template(path)
         except TemplateError as err:
-            problems += err.problems
+            problems += err.errors
             continue
         except Exception as err:  # noqa: BLE001 — one odd file must not hide the others
             problems.append(f"{path}: cannot load: {type(err).__name__}: {err}")

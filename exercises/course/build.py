@@ -15,8 +15,8 @@ removes the old key, so a build that dies half-way never leaves a key that disag
 the notebooks beside it (rerunning it writes the same bytes); a build that makes no student
 at all writes no key. Files of an earlier build for students the new key does not hold (a
 smaller roster, or a student whose variant failed this time) are *stale*: the build lists
-them, and with ``remove_stale`` removes them — those files only (and a student's folder
-once it is empty), never anything else in ``OUT``.
+them, and with ``remove_stale`` removes them (``stale_files``) — those files only (and a
+student's folder once it is empty), never anything else in ``OUT``.
 
 Everything is a pure function of (assignment spec, templates, roster, course secret, kit
 version): no dates, no random ids, sorted keys, so a rebuild writes the same bytes.
@@ -42,9 +42,10 @@ from exercises.render.due_text import due_text, late_text
 from exercises.render.notebook import (Header, ProblemVariant, answer_names, build_notebook, notebook_bytes,
                                        student_and_instructor)
 from exercises.course import pools
+from exercises.course.stale_files import remove_files, stale_files, student_of
 from exercises.variant.seeds import variant_seed
 from formats.textfile import write_atomic
-from exercises.template.schema import TemplateError
+from exercises.template.model import TemplateError
 from exercises.variant.draw import VariantError, make_variant
 
 FORMATS = ("notebook", "html")
@@ -264,12 +265,7 @@ def build(assignment, roster, out: Path, jobs: int = 1, formats=("notebook",),
     key_file = private / "answer_key.json"
     earlier = _earlier_key(key_file, secret, new_variants)
     if earlier is False:
-        result = BuildResult(students=len(roster), refused=True)
-        result.failures.append(f"{key_file}: an answer key is there that this course secret does not "
-                               "verify (another secret, or damaged): a rebuild would give every student "
-                               "new numbers; give the secret it was built with, or rebuild with "
-                               "--new-variants")
-        return result
+        return _refused_for_the_key(key_file, len(roster))
     # The earlier key stays where it is until the new one replaces it (atomically): a build
     # that is refused, fails for everyone or is killed half-way leaves it, and with it the
     # record of what was issued (notebooks rewritten meanwhile have the same variants, or,
@@ -278,6 +274,31 @@ def build(assignment, roster, out: Path, jobs: int = 1, formats=("notebook",),
     drawn = pools.draws(assignment, secret, [s.id for s in roster], earlier or None)
     context = {"assignment": assignment, "secret": secret, "out": out, "formats": tuple(formats),
                "issued": issued, "new_variants": new_variants, "drawn": drawn}
+    result, entries = _collected(_built_students(context, roster, jobs, chunk, progress), len(roster))
+    result.pools = pools.counts(assignment, {s: d for s, d in drawn.items() if s in entries})
+    if result.changed and not new_variants:
+        result.refused = True                     # the earlier key stands: nothing issued changed
+        result.seconds = time.perf_counter() - started
+        return result
+    if entries:          # no student built: no new key (a key of nobody grades nobody)
+        _write_key(result, context, entries, earlier, remove_stale)
+    result.seconds = time.perf_counter() - started
+    return result
+
+
+def _refused_for_the_key(key_file: Path, students: int) -> BuildResult:
+    """The build refused: the earlier key there is not this secret's."""
+    result = BuildResult(students=students, refused=True)
+    result.failures.append(f"{key_file}: an answer key is there that this course secret does not "
+                           "verify (another secret, or damaged): a rebuild would give every student "
+                           "new numbers; give the secret it was built with, or rebuild with "
+                           "--new-variants")
+    return result
+
+
+def _built_students(context: dict, roster, jobs: int, chunk: int, progress) -> list:
+    """Every student of ``roster`` built (``_build_student``), in chunks, in ``jobs`` worker
+    processes when there is more than one chunk to share."""
     chunks = [roster[i:i + chunk] for i in range(0, len(roster), chunk)]
     results = []
     if jobs <= 1 or len(chunks) <= 1:
@@ -286,17 +307,22 @@ def build(assignment, roster, out: Path, jobs: int = 1, formats=("notebook",),
             results += _build_chunk(c)
             if progress:
                 progress.advance(len(c))
-    else:
-        # fork shares the loaded templates with the workers for free; elsewhere they are pickled
-        method = "fork" if sys.platform.startswith("linux") else "spawn"
-        with ProcessPoolExecutor(jobs, mp_context=get_context(method), initializer=_init_worker,
-                                 initargs=(context,)) as pool:
-            for future in as_completed([pool.submit(_build_chunk, c) for c in chunks]):
-                done = future.result()
-                results += done
-                if progress:
-                    progress.advance(len(done))
-    result = BuildResult(students=len(roster))
+        return results
+    # fork shares the loaded templates with the workers for free; elsewhere they are pickled
+    method = "fork" if sys.platform.startswith("linux") else "spawn"
+    with ProcessPoolExecutor(jobs, mp_context=get_context(method), initializer=_init_worker,
+                             initargs=(context,)) as pool:
+        for future in as_completed([pool.submit(_build_chunk, c) for c in chunks]):
+            done = future.result()
+            results += done
+            if progress:
+                progress.advance(len(done))
+    return results
+
+
+def _collected(results: list, students: int) -> tuple[BuildResult, dict]:
+    """(the build's result so far, student id → key entry) from the students' results."""
+    result = BuildResult(students=students)
     entries = {}
     for student_id, entry, failure, files, changed in results:
         result.files += files
@@ -307,22 +333,21 @@ def build(assignment, roster, out: Path, jobs: int = 1, formats=("notebook",),
         else:
             entries[student_id] = entry
     result.failures.sort()
-    result.pools = pools.counts(assignment, {s: d for s, d in drawn.items() if s in entries})
-    if result.changed and not new_variants:
-        result.refused = True                     # the earlier key stands: nothing issued changed
-        result.seconds = time.perf_counter() - started
-        return result
-    if entries:          # no student built: no new key (a key of nobody grades nobody)
-        result.key_path = out / "instructor" / "answer_key.json"
-        write_atomic(result.key_path, answer_key.key_bytes(
-            assignment_summary(assignment, pools.recorded(assignment, drawn, earlier or None)), entries,
-            KIT_VERSION, context["secret"]), private=True)
-        result.files += 1
-        result.stale = stale_files(out, assignment.id, set(entries))
-        if remove_stale:
-            result.removed = _remove(out, result.stale)
-    result.seconds = time.perf_counter() - started
-    return result
+    return result, entries
+
+
+def _write_key(result: BuildResult, context: dict, entries: dict, earlier, remove_stale: bool) -> None:
+    """The new answer key (it replaces the earlier one atomically), then the stale files of an
+    earlier build listed (and removed, with ``remove_stale``)."""
+    assignment, out = context["assignment"], context["out"]
+    result.key_path = out / "instructor" / "answer_key.json"
+    write_atomic(result.key_path, answer_key.key_bytes(
+        assignment_summary(assignment, pools.recorded(assignment, context["drawn"], earlier or None)),
+        entries, KIT_VERSION, context["secret"]), private=True)
+    result.files += 1
+    result.stale = stale_files(out, assignment.id, set(entries))
+    if remove_stale:
+        result.removed = remove_files(out, result.stale)
 
 
 def _earlier_key(key_file: Path, secret: bytes, new_variants: bool):
@@ -334,63 +359,6 @@ def _earlier_key(key_file: Path, secret: bytes, new_variants: bool):
         return answer_key.load_key(key_file, secret)
     except answer_key.AnswerKeyError:
         return None if new_variants else False
-
-
-# --- stale files of an earlier build -------------------------------------------------------
-
-def student_of(path: str) -> str:
-    """The student a stale file (OUT-relative, as ``stale_files`` lists it) belongs to."""
-    parts = Path(path).parts
-    if parts[0] == "print" or parts[:2] == ("instructor", "print"):
-        return Path(parts[-1]).stem                  # print/<student>.html
-    return parts[-2]                                 # release/<student>/<assignment>.ipynb
-
-
-def stale_files(out: Path, assignment_id: str, students: set[str]) -> list[str]:
-    """The files of this assignment a build writes per student (``release/<s>/<id>.ipynb``,
-    ``instructor/notebooks/<s>/<id>.ipynb``, ``print/<s>.html``,
-    ``instructor/print/<s>.html``) that exist in ``out`` for a student not in ``students``,
-    OUT-relative and sorted. Symbolic links are never listed (nor followed)."""
-    out = Path(out)
-    name = f"{assignment_id}.ipynb"
-    found = []
-    for folder in ("release", "instructor/notebooks"):
-        base = out / folder
-        if not base.is_dir() or base.is_symlink():
-            continue
-        for student in sorted(base.iterdir()):
-            file = student / name
-            if student.name not in students and not student.is_symlink() and student.is_dir() \
-                    and file.is_file() and not file.is_symlink():
-                found.append(f"{folder}/{student.name}/{name}")
-    for folder in ("print", "instructor/print"):
-        base = out / folder
-        if not base.is_dir() or base.is_symlink():
-            continue
-        for file in sorted(base.iterdir()):
-            if file.suffix == ".html" and file.stem not in students and file.is_file() \
-                    and not file.is_symlink():
-                found.append(f"{folder}/{file.name}")
-    return sorted(found)
-
-
-def _remove(out: Path, stale: list[str]) -> list[str]:
-    """Remove the ``stale`` files (and each student folder they leave empty); the ones
-    removed. A file that cannot be removed stays listed as stale only."""
-    removed = []
-    for path in stale:
-        file = Path(out) / path
-        try:
-            file.unlink()
-        except OSError:        # gone already, or not ours to remove: it stays listed as stale
-            continue
-        removed.append(path)
-        if file.suffix == ".ipynb":          # release/<student>/: the student's own folder
-            try:
-                file.parent.rmdir()          # only if empty: a student's own files stay
-            except OSError:
-                pass
-    return removed
 
 
 # --- nbgrader course mode ----------------------------------------------------------------

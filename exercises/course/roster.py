@@ -13,7 +13,7 @@ Columns (a header row; any order; other columns are ignored):
 A column's own name wins over its aliases, and the first alias present (in that order) is
 the one read; matching ignores case, spaces, '_' and '-'. No alias is ever read as
 student_id. Intake uses the LMS columns to pair Canvas and Moodle bulk downloads with
-students (grader.intake.submissions.match).
+students (grader.intake.pairing.match).
 
 Rosters come out of spreadsheets and learning-management systems, so the reader accepts
 what those write: Excel's UTF-8 byte-order mark, ';' as the separator (European Excel),
@@ -33,7 +33,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from exercises.template.loading import shown_path
-from formats.textfile import ProblemsError, read_utf8
+from formats.textfile import InputError, read_utf8
 
 COLUMNS = ("student_id", "name", "email")      # the header a roster is shown with
 REQUIRED = ("student_id", "name")
@@ -66,7 +66,7 @@ class Student:
     lms_login: str = ""               # the LMS login (Canvas / SIS login, Moodle username)
 
 
-class RosterError(ProblemsError):
+class RosterError(InputError):
     """Problems in a roster file, one 'file:line: message' each; more than MAX_PROBLEMS are
     summarised, since a wrong file (not a roster at all) would otherwise fill the screen."""
 

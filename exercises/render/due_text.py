@@ -1,6 +1,6 @@
 """When an assignment is due and what happens to late work, as a student reads it in their
 notebook's first cell and on their printed problem set (``formats.deadline`` holds the
-values, ``exercises.course.deadlines`` reads them from the spec).
+values, ``exercises.course.deadline_spec`` reads them from the spec).
 
 Each text is one line of plain text (the caller escapes it for Markdown or HTML): the due
 date with its weekday and its time zone spelled out — the zone's name and its offset from

@@ -34,8 +34,9 @@ from exercises.template.texts import format_points
 from formats import indented_json
 from formats.key_shape import issued_digest
 from formats.literals import assignment, literal
-from exercises.template.schema import NOTEBOOK_NAMES
-from exercises.variant.draw import Variant, example_case
+from exercises.template.names import NOTEBOOK_NAMES
+from exercises.variant.draw import Variant
+from exercises.variant.hidden_tests import example_case
 
 VERSIONS = ("student", "instructor", "source")
 FORMAT = 1

@@ -21,7 +21,7 @@ from dataclasses import dataclass
 import numpy as np
 
 from exercises.template.expressions import Expression
-from exercises.template.loading import LoadProblems
+from exercises.template.loading import LoadErrors
 from exercises.template.yaml_lines import LineDict, LineList
 
 CLAIM_KEYS = {"expr": "required", "says": "required"}
@@ -34,7 +34,7 @@ class Claim:
     says: str
 
 
-def parse_claims(load: LoadProblems, data: LineDict, scope: set[str]) -> tuple[Claim, ...]:
+def parse_claims(load: LoadErrors, data: LineDict, scope: set[str]) -> tuple[Claim, ...]:
     """The template's ``claims``, each with what it says in words."""
     block, line = data.get("claims", LineList()), data.line_of("claims")
     if not isinstance(block, LineList):

@@ -3,34 +3,27 @@
 Templates never run Python. An expression such as ``steps.weights[2]`` or
 ``scaled_dot_product_attention(Q, K, V, mask=mask, return_steps=True)`` is parsed with
 ``ast`` and interpreted node by node here; anything outside a small whitelist (imports,
-lambdas, dunder attributes, assignments, calls to anything but the functions below and the
-public reference functions in ``solutions``) is refused when the template is loaded.
+lambdas, dunder attributes, assignments, calls to anything but the built-in functions and
+the public reference functions in ``solutions``) is refused when the template is loaded.
 
 Well-posedness is built in: ``argmax``/``argmin``/``rank`` refuse near-ties while a variant
-is being made, so a question that asks "which word wins" always has one clear winner.
+is being made, so a question that asks "which word wins" always has one clear winner. The
+functions expressions call are in ``builtin_functions``, the errors in ``expression_errors``.
 """
 
 from __future__ import annotations
 
 import ast
-import functools
-import math
 import operator
 import zlib
 from dataclasses import dataclass, field
-from typing import Any, Callable
+from typing import Any
 
 import numpy as np
 
 from exercises.template import references
-
-
-class ExpressionError(ValueError):
-    """An expression that cannot be parsed or uses something outside the language."""
-
-
-class IllPosed(Exception):
-    """The sampled values make the question ill-posed (a near-tie, a fully masked row …)."""
+from exercises.template.builtin_functions import BUILTINS, KNOWN_FUNCTIONS, TIE_AWARE, tie_aware
+from exercises.template.expression_errors import MAX_ITEMS, ExpressionError
 
 
 _BINARY = {ast.Add: operator.add, ast.Sub: operator.sub, ast.Mult: operator.mul,
@@ -43,8 +36,6 @@ _COMPARE = {ast.Eq: operator.eq, ast.NotEq: operator.ne, ast.Lt: operator.lt,
             ast.LtE: operator.le, ast.Gt: operator.gt, ast.GtE: operator.ge,
             ast.In: lambda a, b: a in b, ast.NotIn: lambda a, b: a not in b}
 _ARRAY_ATTRIBUTES = {"T", "shape", "ndim", "size"}
-_MAX_ITEMS = 100_000      # list items, comprehension steps per evaluation
-_MAX_ELEMENTS = 1_000_000  # elements of an array built in an expression (8 MB of float64)
 _MAX_SOURCE = 2_000       # characters in one expression
 
 
@@ -60,125 +51,6 @@ class Scope:
     rng_seed: int = 0
     budget: int = 0          # comprehension items left in the current evaluation
     rng_uses: int = 0        # uses of rng so far in the current evaluation
-
-
-# --- tie-aware choices --------------------------------------------------------------------
-
-def _gaps(lower, upper) -> np.ndarray:
-    """upper − lower, where equal values (±inf too) and NaN count as a tie: 0."""
-    with np.errstate(invalid="ignore"):
-        gaps = np.where(lower == upper, 0.0, upper - lower)
-    return np.where(np.isnan(gaps), 0.0, gaps)
-
-
-def _top_two_gap(x, axis, largest: bool) -> float:
-    """The smallest gap between the best and the runner-up value (per row along ``axis``)."""
-    x = np.asarray(x, dtype=float)
-    rows = x.reshape(-1) if axis is None else np.moveaxis(x, axis, -1)
-    if rows.shape[-1] < 2:
-        return math.inf
-    ordered = np.sort(rows, axis=-1)
-    gaps = (_gaps(ordered[..., -2], ordered[..., -1]) if largest
-            else _gaps(ordered[..., 0], ordered[..., 1]))
-    return float(gaps.min())
-
-
-def _argbest(scope: Scope, name: str, largest: bool):
-    def choose(x, axis=None):
-        x = np.asarray(x)
-        if scope.strict and x.size and not _top_two_gap(x, axis, largest) >= scope.tie_gap:
-            raise IllPosed(f"near-tie in {name}(): the two best values are closer than "
-                           f"{scope.tie_gap:g}")
-        index = np.argmax(x, axis=axis) if largest else np.argmin(x, axis=axis)
-        return int(index) if np.ndim(index) == 0 else index
-    return choose
-
-
-def _rank(scope: Scope):
-    def rank(x):
-        """Positions ordered from the largest value to the smallest; refuses near-ties."""
-        x = np.asarray(x, dtype=float).reshape(-1)
-        ordered = np.sort(x)
-        if scope.strict and x.size > 1 and not _gaps(ordered[:-1], ordered[1:]).min() >= scope.tie_gap:
-            raise IllPosed(f"near-tie in rank(): two values are closer than {scope.tie_gap:g}")
-        return [int(i) for i in np.argsort(-x, kind="stable")]
-    return rank
-
-
-def _check_elements(count) -> None:
-    if count > _MAX_ELEMENTS:
-        raise ExpressionError(f"an array of {count} elements (at most {_MAX_ELEMENTS})")
-
-
-def _sized(constructor):
-    """np.zeros/ones/full, refusing shapes beyond the size cap before allocating."""
-    def build(shape, *args, **kwargs):
-        dims = [int(d) for d in (shape if isinstance(shape, (list, tuple)) else [shape])]
-        _check_elements(math.prod(max(d, 0) for d in dims))
-        return constructor(shape, *args, **kwargs)
-    return build
-
-
-def _sized_eye(n, m=None, *args, **kwargs):
-    _check_elements(int(n) * int(n if m is None else m))
-    return np.eye(n, m, *args, **kwargs)
-
-
-def _sized_arange(*args, **kwargs):
-    """np.arange(stop) / (start, stop[, step]), refusing more elements than the cap."""
-    start, stop, step = (0, args[0], 1) if len(args) == 1 else (*args, 1)[:3]
-    if all(isinstance(a, (int, float)) for a in (start, stop, step)) and step:
-        _check_elements(max(0, math.ceil((stop - start) / step)))
-    return np.arange(*args, **kwargs)
-
-
-def _range(*args) -> list:
-    r = range(*args)
-    if len(r) > _MAX_ITEMS:
-        raise ExpressionError(f"range of {len(r)} items (at most {_MAX_ITEMS})")
-    return list(r)
-
-
-def _index(sequence, item) -> int:
-    return list(sequence).index(item)
-
-
-def _join(items, separator=" ") -> str:
-    return separator.join(str(i) for i in items)
-
-
-def _top_gap(x) -> float:
-    """The gap between the largest and second-largest entry (for constraints)."""
-    return _top_two_gap(x, None, True)
-
-
-def _fmt(x, decimals=2) -> str:
-    return f"{float(x):.{int(decimals)}f}"
-
-
-BUILTINS: dict[str, Callable] = {
-    "abs": np.abs, "sqrt": np.sqrt, "exp": np.exp, "log": np.log, "tanh": np.tanh,
-    "round": lambda x, n=0: (round(float(x), int(n)) if np.ndim(x) == 0 else np.round(x, int(n))),
-    "int": int, "float": float, "bool": bool, "str": str, "len": len, "list": list,
-    "min": lambda *a, **k: a[0].min(**k) if len(a) == 1 and isinstance(a[0], np.ndarray) else min(*a, **k),
-    "max": lambda *a, **k: a[0].max(**k) if len(a) == 1 and isinstance(a[0], np.ndarray) else max(*a, **k),
-    "sum": np.sum, "mean": np.mean, "var": np.var, "std": np.std, "prod": np.prod,
-    "sort": np.sort, "cumsum": np.cumsum, "diff": np.diff, "norm": np.linalg.norm,
-    "transpose": np.transpose, "reshape": np.reshape, "shape": np.shape, "ndim": np.ndim,
-    "zeros": _sized(np.zeros), "ones": _sized(np.ones), "eye": _sized_eye, "full": _sized(np.full),
-    "arange": _sized_arange,
-    "array": np.array, "stack": np.stack, "concatenate": np.concatenate, "where": np.where,
-    "tril": np.tril, "triu": np.triu, "diag": np.diag, "outer": np.outer, "dot": np.dot,
-    "matmul": np.matmul, "maximum": np.maximum, "minimum": np.minimum, "clip": np.clip,
-    "all": np.all, "any": np.any, "isfinite": np.isfinite, "count_nonzero": np.count_nonzero,
-    "logical_not": np.logical_not, "logical_and": np.logical_and, "unique": np.unique,
-    "swapaxes": np.swapaxes, "as_bool": lambda x: np.asarray(x, dtype=bool),
-    "as_int": lambda x: np.asarray(x, dtype=np.int64), "as_float": lambda x: np.asarray(x, dtype=float),
-    "range": _range, "dict": dict, "index": _index, "join": _join, "top_gap": _top_gap,
-    "fmt": _fmt, "pi": math.pi, "inf": math.inf,
-}
-TIE_AWARE = {"argmax", "argmin", "rank"}
-KNOWN_FUNCTIONS = frozenset(BUILTINS) | TIE_AWARE
 
 
 # --- parsing ---------------------------------------------------------------------------------
@@ -208,7 +80,7 @@ class Expression:
         if run is None:  # compiled once, on first use (and again after unpickling)
             run = _compile(self.tree.body, self.salt)
             object.__setattr__(self, "_run", run)
-        scope.budget, scope.rng_uses = _MAX_ITEMS, 0
+        scope.budget, scope.rng_uses = MAX_ITEMS, 0
         return run(scope, {})
 
     def __getstate__(self):
@@ -308,7 +180,7 @@ def unknown_functions(expression: Expression) -> list[str]:
 
 def _function(name: str, scope: Scope):
     if name in TIE_AWARE:
-        return _rank(scope) if name == "rank" else _argbest(scope, name, name == "argmax")
+        return tie_aware(name, scope)
     if name in scope.functions:
         return scope.functions[name]
     if name in BUILTINS:
@@ -344,7 +216,7 @@ def _attribute(value, attr: str):
 
 
 def _check_size(value):
-    if isinstance(value, (str, list, tuple)) and len(value) > _MAX_ITEMS:
+    if isinstance(value, (str, list, tuple)) and len(value) > MAX_ITEMS:
         raise ExpressionError(f"value too large ({len(value)} items)")
     return value
 
@@ -358,132 +230,175 @@ def _binary(op, left, right):
     return _check_size(_BINARY[op](left, right))
 
 
+# --- compiling: a closure per node, made by the table below by node type ---------------------
+
 def _compile(node, salt: int):
     """Turn an AST node into a closure ``(scope, local) → value``, once per expression, so
     evaluating a template's expressions many times does not re-walk the tree. ``salt``
     (from the expression's text) gives each use of ``rng`` its own stream."""
-    _compile_ = functools.partial(_compile, salt=salt)
-    if isinstance(node, ast.Constant):
-        value = node.value
-        return lambda scope, local: value
-    if isinstance(node, ast.Name) and node.id == "rng":
-        where = [salt, node.col_offset]
+    make = _COMPILERS.get(type(node))
+    if make is None:
+        raise ExpressionError(f"{type(node).__name__} is not allowed")
+    return make(node, salt)
 
-        def generator(scope, local):
-            if "rng" in local or "rng" in scope.values:
-                return _name("rng", scope, local)
-            # Fresh per use and seeded from the variant: re-evaluating gives the same draws,
-            # while two uses (in two places, or two turns of a comprehension) do not share one.
-            scope.rng_uses += 1
-            return np.random.Generator(np.random.PCG64([scope.rng_seed, *where, scope.rng_uses]))
-        return generator
-    if isinstance(node, ast.Name):
+
+def _compile_constant(node, salt: int):
+    value = node.value
+    return lambda scope, local: value
+
+
+def _compile_name(node, salt: int):
+    if node.id != "rng":
         name = node.id
         return lambda scope, local: _name(name, scope, local)
-    if isinstance(node, ast.BinOp):
-        op, left, right = type(node.op), _compile_(node.left), _compile_(node.right)
-        return lambda scope, local: _binary(op, left(scope, local), right(scope, local))
-    if isinstance(node, ast.UnaryOp):
-        op, operand = _UNARY[type(node.op)], _compile_(node.operand)
-        return lambda scope, local: op(operand(scope, local))
-    if isinstance(node, ast.BoolOp):
-        operands, is_and = [_compile_(v) for v in node.values], isinstance(node.op, ast.And)
+    where = [salt, node.col_offset]
 
-        def bool_op(scope, local):
-            value = None
-            for operand in operands:
-                value = operand(scope, local)
-                if (not value) if is_and else value:
-                    return value
-            return value
-        return bool_op
-    if isinstance(node, ast.Compare):
-        first = _compile_(node.left)
-        rest = [(_COMPARE[type(op)], _compile_(c)) for op, c in zip(node.ops, node.comparators)]
+    def generator(scope, local):
+        if "rng" in local or "rng" in scope.values:
+            return _name("rng", scope, local)
+        # Fresh per use and seeded from the variant: re-evaluating gives the same draws,
+        # while two uses (in two places, or two turns of a comprehension) do not share one.
+        scope.rng_uses += 1
+        return np.random.Generator(np.random.PCG64([scope.rng_seed, *where, scope.rng_uses]))
+    return generator
 
-        def compare(scope, local):
-            left = first(scope, local)
-            result = True
-            for op, comparator in rest:
-                right = comparator(scope, local)
-                result = op(left, right)
-                # (a plain True, the usual result of comparing numbers, needs no np.all)
-                if result is not True and (result is False or not np.all(result)):
-                    return False if np.ndim(result) == 0 else result
-                left = right
-            return result if len(rest) == 1 else True
-        return compare
-    if isinstance(node, ast.IfExp):
-        test, body, orelse = _compile_(node.test), _compile_(node.body), _compile_(node.orelse)
-        return lambda scope, local: body(scope, local) if test(scope, local) else orelse(scope, local)
-    if isinstance(node, ast.Call):
-        args = [_compile_(a) for a in node.args]
-        kwargs = [(k.arg, _compile_(k.value)) for k in node.keywords]
-        if isinstance(node.func, ast.Name):
-            name = node.func.id
-            function = lambda scope, local: _function(name, scope)  # noqa: E731
-        else:
-            function = _compile_(node.func)
 
-        if not kwargs and len(args) <= 2:
-            # the commonest calls, f(x) and f(x, y), without an argument tuple and a keyword
-            # dict built per call (a build evaluates them anew for every student's draw)
-            first, second = (args + [None, None])[:2]
+def _compile_bin_op(node, salt: int):
+    op, left, right = type(node.op), _compile(node.left, salt), _compile(node.right, salt)
+    return lambda scope, local: _binary(op, left(scope, local), right(scope, local))
 
-            def call_positional(scope, local):
-                f = function(scope, local)
-                if not callable(f):
-                    raise ExpressionError("only functions can be called")
-                if second is not None:
-                    return f(first(scope, local), second(scope, local))
-                return f(first(scope, local)) if first is not None else f()
-            return call_positional
 
-        def call(scope, local):
+def _compile_unary_op(node, salt: int):
+    op, operand = _UNARY[type(node.op)], _compile(node.operand, salt)
+    return lambda scope, local: op(operand(scope, local))
+
+
+def _compile_bool_op(node, salt: int):
+    operands, is_and = [_compile(v, salt) for v in node.values], isinstance(node.op, ast.And)
+
+    def bool_op(scope, local):
+        value = None
+        for operand in operands:
+            value = operand(scope, local)
+            if (not value) if is_and else value:
+                return value
+        return value
+    return bool_op
+
+
+def _compile_compare(node, salt: int):
+    first = _compile(node.left, salt)
+    rest = [(_COMPARE[type(op)], _compile(c, salt)) for op, c in zip(node.ops, node.comparators)]
+
+    def compare(scope, local):
+        left = first(scope, local)
+        result = True
+        for op, comparator in rest:
+            right = comparator(scope, local)
+            result = op(left, right)
+            # (a plain True, the usual result of comparing numbers, needs no np.all)
+            if result is not True and (result is False or not np.all(result)):
+                return False if np.ndim(result) == 0 else result
+            left = right
+        return result if len(rest) == 1 else True
+    return compare
+
+
+def _compile_if_exp(node, salt: int):
+    test, body, orelse = (_compile(node.test, salt), _compile(node.body, salt),
+                          _compile(node.orelse, salt))
+    return lambda scope, local: body(scope, local) if test(scope, local) else orelse(scope, local)
+
+
+def _compile_call(node, salt: int):
+    args = [_compile(a, salt) for a in node.args]
+    kwargs = [(k.arg, _compile(k.value, salt)) for k in node.keywords]
+    if isinstance(node.func, ast.Name):
+        name = node.func.id
+        function = lambda scope, local: _function(name, scope)  # noqa: E731
+    else:
+        function = _compile(node.func, salt)
+
+    if not kwargs and len(args) <= 2:
+        # the commonest calls, f(x) and f(x, y), without an argument tuple and a keyword
+        # dict built per call (a build evaluates them anew for every student's draw)
+        first, second = (args + [None, None])[:2]
+
+        def call_positional(scope, local):
             f = function(scope, local)
             if not callable(f):
                 raise ExpressionError("only functions can be called")
-            return f(*[a(scope, local) for a in args], **{k: v(scope, local) for k, v in kwargs})
-        return call
-    if isinstance(node, ast.Attribute):
-        value, attr = _compile_(node.value), node.attr
-        return lambda scope, local: _attribute(value(scope, local), attr)
-    if isinstance(node, ast.Subscript):
-        value, index = _compile_(node.value), _compile_(node.slice)
+            if second is not None:
+                return f(first(scope, local), second(scope, local))
+            return f(first(scope, local)) if first is not None else f()
+        return call_positional
 
-        def subscript(scope, local):
-            container, i = value(scope, local), index(scope, local)
-            return container[np.asarray(i) if isinstance(i, list) else i]
-        return subscript
-    if isinstance(node, ast.Slice):
-        parts = [_compile_(p) if p is not None else None for p in (node.lower, node.upper, node.step)]
-        return lambda scope, local: slice(*(p(scope, local) if p else None for p in parts))
-    if isinstance(node, ast.Tuple):
-        items = [_compile_(e) for e in node.elts]
-        return lambda scope, local: tuple(i(scope, local) for i in items)
-    if isinstance(node, ast.List):
-        items = [_compile_(e) for e in node.elts]
-        return lambda scope, local: [i(scope, local) for i in items]
-    if isinstance(node, ast.Dict):
-        if any(k is None for k in node.keys):
-            raise ExpressionError("**mapping is not allowed")
-        pairs = [(_compile_(k), _compile_(v)) for k, v in zip(node.keys, node.values)]
-        return lambda scope, local: {k(scope, local): v(scope, local) for k, v in pairs}
-    if isinstance(node, ast.ListComp):
-        generator = node.generators[0]
-        iterable, target = _compile_(generator.iter), generator.target.id
-        conditions, element = [_compile_(c) for c in generator.ifs], _compile_(node.elt)
+    def call(scope, local):
+        f = function(scope, local)
+        if not callable(f):
+            raise ExpressionError("only functions can be called")
+        return f(*[a(scope, local) for a in args], **{k: v(scope, local) for k, v in kwargs})
+    return call
 
-        def comprehension(scope, local):
-            items = iterable(scope, local)
-            scope.budget -= len(items)
-            if scope.budget < 0:
-                raise ExpressionError(f"comprehensions of more than {_MAX_ITEMS} steps in one expression")
-            out = []
-            for item in items:
-                inner = {**local, target: item}
-                if all(c(scope, inner) for c in conditions):
-                    out.append(element(scope, inner))
-            return out
-        return comprehension
-    raise ExpressionError(f"{type(node).__name__} is not allowed")
+
+def _compile_attribute(node, salt: int):
+    value, attr = _compile(node.value, salt), node.attr
+    return lambda scope, local: _attribute(value(scope, local), attr)
+
+
+def _compile_subscript(node, salt: int):
+    value, index = _compile(node.value, salt), _compile(node.slice, salt)
+
+    def subscript(scope, local):
+        container, i = value(scope, local), index(scope, local)
+        return container[np.asarray(i) if isinstance(i, list) else i]
+    return subscript
+
+
+def _compile_slice(node, salt: int):
+    parts = [_compile(p, salt) if p is not None else None for p in (node.lower, node.upper, node.step)]
+    return lambda scope, local: slice(*(p(scope, local) if p else None for p in parts))
+
+
+def _compile_tuple(node, salt: int):
+    items = [_compile(e, salt) for e in node.elts]
+    return lambda scope, local: tuple(i(scope, local) for i in items)
+
+
+def _compile_list(node, salt: int):
+    items = [_compile(e, salt) for e in node.elts]
+    return lambda scope, local: [i(scope, local) for i in items]
+
+
+def _compile_dict(node, salt: int):
+    if any(k is None for k in node.keys):
+        raise ExpressionError("**mapping is not allowed")
+    pairs = [(_compile(k, salt), _compile(v, salt)) for k, v in zip(node.keys, node.values)]
+    return lambda scope, local: {k(scope, local): v(scope, local) for k, v in pairs}
+
+
+def _compile_list_comp(node, salt: int):
+    generator = node.generators[0]
+    iterable, target = _compile(generator.iter, salt), generator.target.id
+    conditions, element = [_compile(c, salt) for c in generator.ifs], _compile(node.elt, salt)
+
+    def comprehension(scope, local):
+        items = iterable(scope, local)
+        scope.budget -= len(items)
+        if scope.budget < 0:
+            raise ExpressionError(f"comprehensions of more than {MAX_ITEMS} steps in one expression")
+        out = []
+        for item in items:
+            inner = {**local, target: item}
+            if all(c(scope, inner) for c in conditions):
+                out.append(element(scope, inner))
+        return out
+    return comprehension
+
+
+_COMPILERS = {ast.Constant: _compile_constant, ast.Name: _compile_name, ast.BinOp: _compile_bin_op,
+              ast.UnaryOp: _compile_unary_op, ast.BoolOp: _compile_bool_op,
+              ast.Compare: _compile_compare, ast.IfExp: _compile_if_exp, ast.Call: _compile_call,
+              ast.Attribute: _compile_attribute, ast.Subscript: _compile_subscript,
+              ast.Slice: _compile_slice, ast.Tuple: _compile_tuple, ast.List: _compile_list,
+              ast.Dict: _compile_dict, ast.ListComp: _compile_list_comp}

@@ -32,7 +32,7 @@ from formats.compare import within
 from formats.degenerate import forms
 
 from exercises.template.expressions import Expression
-from exercises.template.loading import LoadProblems, key_path
+from exercises.template.loading import LoadErrors, key_path
 
 DEFAULT_CREDIT = 1.0      # a step done right on the student's own numbers earns the step's points
 
@@ -42,7 +42,7 @@ class FollowError(ValueError):
     key cannot keep."""
 
 
-def load_follow(load: LoadProblems, entry, key: str, kind: str, scope: set[str], earlier: list[str],
+def load_follow(load: LoadErrors, entry, key: str, kind: str, scope: set[str], earlier: list[str],
                 calls: set[str]) -> Expression | None:
     """The part's ``follow`` expression (None without one); problems reported on ``load``."""
     if "follow" not in entry:
@@ -62,7 +62,7 @@ def load_follow(load: LoadProblems, entry, key: str, kind: str, scope: set[str],
     return follow
 
 
-def load_credit(load: LoadProblems, mapping, key: str) -> float | None:
+def load_credit(load: LoadErrors, mapping, key: str) -> float | None:
     """``follow_credit``: the share of a part's points a follow-through earns, in (0, 1]."""
     if "follow_credit" not in mapping:
         return None

@@ -1,5 +1,5 @@
 """Loading instructors' files: how a file is named in messages, the one way a YAML file's
-text becomes its top-level mapping, and ``LoadProblems``, which collects what is wrong in a
+text becomes its top-level mapping, and ``LoadErrors``, which collects what is wrong in a
 file as 'file:line: key: message' so that every problem is reported at once.
 
 Templates (``schema``) and assignment specs (``assignment``) are YAML and use all of it;
@@ -11,7 +11,7 @@ from __future__ import annotations
 import difflib
 from pathlib import Path
 
-from formats.textfile import ProblemsError
+from formats.textfile import InputError
 from exercises.template.yaml_lines import LineDict, LineList, YAMLError, load_yaml
 
 
@@ -39,7 +39,7 @@ def describe(value) -> str:
     return f"{type(value).__name__} {value!r}"
 
 
-def parse_yaml_file(text: str, shown: str, error: type[ProblemsError], expected: str) -> LineDict:
+def parse_yaml_file(text: str, shown: str, error: type[InputError], expected: str) -> LineDict:
     """The top-level mapping of a YAML file's ``text``, the file shown as ``shown``. Raises
     ``error`` with one 'file:line: message' for bad syntax, an empty file, or a top level
     that is not a mapping ('file:1: {expected}, got …')."""
@@ -54,23 +54,23 @@ def parse_yaml_file(text: str, shown: str, error: type[ProblemsError], expected:
     return data
 
 
-def require_mapping(data, shown: str, error: type[ProblemsError], expected: str) -> None:
+def require_mapping(data, shown: str, error: type[InputError], expected: str) -> None:
     """Raise ``error`` ('file:1: {expected}, got …') unless ``data`` is a YAML mapping."""
     if not isinstance(data, LineDict):
         raise error([f"{shown}:1: {expected}, got {describe(data)}"])
 
 
-class LoadProblems:
-    """The problems found while loading one file, each as 'file:line: key: message', and the
+class LoadErrors:
+    """The errors found while loading one file, each as 'file:line: key: message', and the
     readers of YAML values that add one when a value is wrong (and return a usable default)."""
 
     def __init__(self, path: str):
         self.path = path
-        self.problems: list[str] = []
+        self.errors: list[str] = []
 
     def error(self, line: int, key: str, message: str) -> None:
         where = f"{self.path}:{line}" if line else self.path
-        self.problems.append(f"{where}: {key}: {message}" if key else f"{where}: {message}")
+        self.errors.append(f"{where}: {key}: {message}" if key else f"{where}: {message}")
 
     def keys(self, mapping: LineDict, spec: dict, key: str, refused: dict | None = None) -> None:
         """Unknown keys (with a did-you-mean) and missing required ones of ``mapping``.

@@ -8,7 +8,7 @@ import types
 
 import solutions
 
-_NOT_FOR_TEMPLATES = {"get_misconception", "misconceptions_for", "Misconception"}
+_NOT_FOR_TEMPLATES = {"get_twin", "twins_for", "Twin"}
 
 def _requiring_rng(name, function):
     """A reference that would fall back to OS entropy without ``rng`` must be given one, or
@@ -39,7 +39,7 @@ FUNCTIONS: dict = {
     and name not in _NOT_FOR_TEMPLATES
 }
 CONSTANTS: dict = {"ALIGNMENT_SCORES": solutions.ALIGNMENT_SCORES}
-MISCONCEPTIONS = solutions.MISCONCEPTIONS
+TWINS = solutions.TWINS
 
 
 def signature_error(name: str, kwargs: set[str]) -> str | None:

@@ -30,7 +30,7 @@ from dataclasses import replace
 
 from formats.rubric import Rubric, RubricItem, guide_only
 
-from exercises.template.loading import LoadProblems, describe, key_path
+from exercises.template.loading import LoadErrors, describe, key_path
 from exercises.template.yaml_lines import LineDict, LineList
 
 RUBRIC_KEYS = {"guide": "optional", "floor": "optional", "ceiling": "optional",
@@ -39,14 +39,14 @@ ITEM_KEYS = {"id": "required", "points": "required", "text": "required", "note":
 MAX_ITEMS = 20
 _ITEM_ID = re.compile(r"^[A-Za-z][A-Za-z0-9_-]{0,39}$")
 FULL = "full"
-# Where a rubric cannot go, and why (``LoadProblems.keys(refused=…)`` in ``schema``).
+# Where a rubric cannot go, and why (``LoadErrors.keys(refused=…)`` in ``schema``).
 MISPLACED_TOP = {"rubric": "a rubric belongs to a part (parts[i].rubric); an implement problem "
                            "is graded by its hidden tests and has none"}
 MISPLACED_TEST = {"rubric": "an implement problem is graded by its hidden tests: a test family "
                             "has no rubric"}
 
 
-def load_rubric(load: LoadProblems, entry: LineDict, key: str, points: float,
+def load_rubric(load: LoadErrors, entry: LineDict, key: str, points: float,
                 hand: bool = True) -> Rubric | None:
     """The part's rubric (None when it has none, or when it has problems, reported on
     ``load``). ``hand``: the part is graded by hand (free response), so its score starts
@@ -62,14 +62,14 @@ def load_rubric(load: LoadProblems, entry: LineDict, key: str, points: float,
     if not isinstance(raw, LineDict):
         load.error(line, rkey, f"expected a guide (text) or a mapping with items, got {describe(raw)}")
         return None
-    before = len(load.problems)
+    before = len(load.errors)
     _keys(load, raw, RUBRIC_KEYS, rkey)
     guide = load.text(raw, "guide", key_path(rkey, "guide")) or ""
     floor = _finite(load, raw, "floor", key_path(rkey, "floor"), 0.0)
     ceiling = _finite(load, raw, "ceiling", key_path(rkey, "ceiling"), points)
     start = _start(load, raw, key_path(rkey, "start"), floor, ceiling, hand)
     items = _items(load, raw, rkey)
-    if len(load.problems) > before:
+    if len(load.errors) > before:
         return None      # one problem each: nothing below is judged on a broken figure
     rubric = Rubric(tuple(items), floor, ceiling, start, guide)   # (no None: no problem)
     if not _points_usable(entry):
@@ -77,7 +77,7 @@ def load_rubric(load: LoadProblems, entry: LineDict, key: str, points: float,
     return rubric if _consistent(load, raw, rkey, rubric, points, hand) else None
 
 
-def _keys(load: LoadProblems, mapping: LineDict, spec: dict, key: str) -> None:
+def _keys(load: LoadErrors, mapping: LineDict, spec: dict, key: str) -> None:
     """``load.keys``, except that a required key a misspelt one stands for ('itmes' for
     'items') is reported once, as the misspelling, not a second time as missing."""
     meant = {hint for name in mapping if name not in spec
@@ -85,7 +85,7 @@ def _keys(load: LoadProblems, mapping: LineDict, spec: dict, key: str) -> None:
     load.keys(mapping, {k: "optional" if k in meant else need for k, need in spec.items()}, key)
 
 
-def _finite(load: LoadProblems, mapping: LineDict, name: str, key: str, default: float) -> float | None:
+def _finite(load: LoadErrors, mapping: LineDict, name: str, key: str, default: float) -> float | None:
     """A number that can be added up (``.inf`` or ``.nan`` would make every score one);
     ``default`` when it is absent, None when it has a problem (reported)."""
     if name not in mapping:
@@ -97,7 +97,7 @@ def _finite(load: LoadProblems, mapping: LineDict, name: str, key: str, default:
     return value
 
 
-def _start(load: LoadProblems, spec: LineDict, key: str, floor: float | None,
+def _start(load: LoadErrors, spec: LineDict, key: str, floor: float | None,
            ceiling: float | None, hand: bool) -> float | None:
     """The score with no item applied: a number, or ``full`` (the ceiling: the items deduct);
     by default the floor (0 unless given), where an empty answer ends up anyway. Only a
@@ -131,12 +131,12 @@ def _is_number(value) -> bool:
 
 def _points_usable(entry: LineDict) -> bool:
     """Whether the part's own ``points`` read as a number (else it has its own problem)."""
-    probe = LoadProblems("")
+    probe = LoadErrors("")
     probe.number(entry, "points", "points", None, minimum=0)
-    return not probe.problems
+    return not probe.errors
 
 
-def _items(load: LoadProblems, spec: LineDict, rkey: str) -> list[RubricItem]:
+def _items(load: LoadErrors, spec: LineDict, rkey: str) -> list[RubricItem]:
     raw, ikey = spec.get("items"), key_path(rkey, "items")
     if "items" not in spec:
         return []        # reported by _keys ("required")
@@ -157,7 +157,7 @@ def _items(load: LoadProblems, spec: LineDict, rkey: str) -> list[RubricItem]:
     return items
 
 
-def _item(load: LoadProblems, item: LineDict, key: str, seen: set[str]) -> RubricItem | None:
+def _item(load: LoadErrors, item: LineDict, key: str, seen: set[str]) -> RubricItem | None:
     """One item, or None when its id is missing, malformed or already taken."""
     iid = item.get("id")
     if "id" not in item:
@@ -180,7 +180,7 @@ def _item(load: LoadProblems, item: LineDict, key: str, seen: set[str]) -> Rubri
     return RubricItem(iid, points or 0.0, text or "", note)
 
 
-def _consistent(load: LoadProblems, spec: LineDict, rkey: str, rubric: Rubric, points: float,
+def _consistent(load: LoadErrors, spec: LineDict, rkey: str, rubric: Rubric, points: float,
                 hand: bool) -> bool:
     """The figures fit together; the first that does not is the one problem reported."""
     problem = _inconsistency(rubric, points, hand)

@@ -28,20 +28,20 @@ import numpy as np
 from formats import serialize
 from formats.rubric import Rubric
 
-from exercises.template import follow, references, rubrics
+from exercises.template import follow, rubrics
 from exercises.variant import mistake_search
 from exercises.template.checks import CHECKS
 from exercises.template.claims import false_claim
 from formats.compare import is_numeric
-from exercises.template.distributions import DISTRIBUTIONS
-from exercises.template.expressions import Expression, ExpressionError, IllPosed, Scope
+from exercises.template.expression_errors import IllPosed
+from exercises.template.expressions import Expression
 from exercises.template.texts import RenderError, render
-from exercises.template.schema import MAX_OPTIONS, Parameter, Template, TemplateError
+from exercises.template.model import MAX_OPTIONS, Template, TemplateError
 from exercises.variant.seeds import generator
-from exercises.variant.evaluation import (Rejected, TestCase, VariantError, fresh_copy, functions_for,
-                                          output_of, per_template, plain_value, scope_for)
-from exercises.variant.twin_values import (UNSET, constant_table, jsonable_twins, misconceptions_caught,
-                                           quick_within)
+from exercises.variant.evaluation import (Evaluator, Rejected, VariantError, finite_problem, per_template,
+                                          plain_value, scope_for)
+from exercises.variant.hidden_tests import hidden_tests
+from exercises.variant.twin_values import constant_table, jsonable_twins, misconceptions_caught, quick_within
 
 
 # The record's values that serialize.to_jsonable or to_packed made (floats finite: NaN and
@@ -107,8 +107,8 @@ class Variant:
     def evaluate(self, expression: Expression):
         """One of the template's expressions on this variant's values (a check's argument)."""
         scope = scope_for(self.template, {**self.values, **self.answers}, self.rng_seed)
-        return _Evaluator(self.template).evaluate(expression, scope, self.template.line_of("parts"),
-                                                  "parts")
+        return Evaluator(self.template).evaluate(expression, scope, self.template.line_of("parts"),
+                                                 "parts")
 
     def record(self) -> dict:
         """The answer-key entry: JSON-ready givens, expected values and a digest (computed
@@ -164,90 +164,6 @@ class Variant:
         return self._record()["digest"]
 
 
-# --- evaluation ------------------------------------------------------------------------------
-
-
-class _Evaluator:
-    """Evaluates a template's expressions, reporting template bugs with file:line."""
-
-    def __init__(self, template: Template):
-        self.template = template
-
-    def fail(self, line: int, key: str, err: Exception):
-        if isinstance(err, TemplateError):
-            raise err
-        kind = "" if isinstance(err, (ExpressionError, RenderError)) else f"{type(err).__name__}: "
-        raise TemplateError([f"{self.template.path}:{line}: {key}: {kind}{err}"]) from None
-
-    def evaluate(self, expression: Expression, scope: Scope, line: int, key: str):
-        try:
-            return expression.evaluate(scope)
-        except (IllPosed, Rejected):
-            raise
-        except Exception as err:  # noqa: BLE001 — any failure is the template's; say where
-            if not scope.strict:
-                raise  # a twin failing is information, handled by the caller
-            self.fail(line, key, err)
-
-    def sample(self, parameters, rng, scope: Scope, key: str) -> None:
-        for p in parameters:
-            scope.values[p.name] = self.sample_one(p, rng, scope, f"{key}.{p.name}")
-
-    def sample_one(self, p: Parameter, rng, scope: Scope, key: str):
-        if p.distribution is None:
-            return np.asarray(p.constant, dtype=float) if _is_matrix(p.constant) else p.constant
-        options = {}
-        for name, option in p.options.items():
-            if isinstance(option, Expression):
-                options[name] = self.evaluate(option, scope, p.line, f"{key}.{name}")
-            elif isinstance(option, list) and option and isinstance(option[0], Expression):
-                options[name] = [self.evaluate(e, scope, p.line, f"{key}.{name}") for e in option]
-            else:
-                options[name] = option
-        try:
-            return DISTRIBUTIONS[p.distribution].sample(rng, **options)
-        except Exception as err:  # noqa: BLE001 — bad options are the template's
-            self.fail(p.line, key, ValueError(f"{p.distribution}: {err}"))
-
-    def derive(self, derived, scope: Scope, key: str, cached=None) -> None:
-        """Evaluate ``derived`` in order. ``cached``: a per-template table (``constant_table``)
-        of the values that are the same on every draw, reused instead of recomputed."""
-        for d in derived:
-            if cached is not None and d.name in cached.names:
-                hit = cached.values.get(d.name, UNSET)
-                if hit is not UNSET:
-                    scope.values[d.name] = hit
-                    continue
-                value = scope.values[d.name] = self.evaluate(d.expression, scope, d.line, f"{key}.{d.name}")
-                cached.values[d.name] = value
-                continue
-            scope.values[d.name] = self.evaluate(d.expression, scope, d.line, f"{key}.{d.name}")
-
-
-def _is_matrix(value) -> bool:
-    """A list of lists of numbers (a constant matrix, stored as float64)."""
-    return (isinstance(value, list) and bool(value) and all(isinstance(r, list) for r in value)
-            and all(isinstance(x, (int, float)) and not isinstance(x, bool) for r in value for x in r))
-
-
-_ANY = np.logical_or.reduce       # np.any's reduction, without its Python wrappers
-
-
-def _finite_problem(value) -> str | None:
-    """NaN or +inf anywhere (−inf is allowed: it is how masked scores are written)."""
-    try:
-        array = np.asarray(value, dtype=float)
-    except (TypeError, ValueError):
-        if isinstance(value, (list, tuple)):
-            return next((p for p in map(_finite_problem, value) if p), None)
-        return None
-    if _ANY(np.isnan(array), axis=None):
-        return "NaN"
-    if _ANY(array == np.inf, axis=None):
-        return "+inf"
-    return None
-
-
 # --- making a variant -----------------------------------------------------------------------
 
 def make_variant(template: Template, seed: int, validate: bool = True) -> Variant:
@@ -269,7 +185,7 @@ def probe_variant(template: Template, seed: int, collisions: set) -> Variant:
 
 def _made(template: Template, seed: int, validate: bool, collisions: set | None) -> Variant:
     rng = generator(seed)
-    evaluator = _Evaluator(template)
+    evaluator = Evaluator(template)
     rejections: Counter = Counter()
     for attempt in range(1, template.max_attempts + 1):
         rng_seed = int(rng.integers(2**63))
@@ -287,6 +203,8 @@ def _made(template: Template, seed: int, validate: bool, collisions: set | None)
 
 
 def _draw(template, evaluator, rng, rng_seed, seed, attempt, validate=True, collisions=None) -> Variant:
+    """One draw of ``template``: Rejected (or IllPosed) where it must be drawn again, a
+    TemplateError for a template bug, else the variant (checked, with ``validate``)."""
     scope = scope_for(template, {}, rng_seed)
     evaluator.sample(template.parameters, rng, scope, "parameters")
     sampled = set(scope.values)
@@ -295,6 +213,24 @@ def _draw(template, evaluator, rng, rng_seed, seed, attempt, validate=True, coll
     _check_constraints(template, evaluator, early, scope)
     now, later = _derived_now_and_later(template) if validate else (template.derived, ())
     evaluator.derive(now, scope, "derived", constant_table(template, scope.functions))
+    answers, options = _answers_and_options(template, evaluator, scope, rng)
+    scope.values.update(answers)
+    late = [(i, c) for i, c in enumerate(template.constraints) if (i, c) not in early]
+    _check_constraints(template, evaluator, late, scope)
+    _check_givens(template, scope, validate)
+    _check_answers(template, evaluator, scope, answers, validate)
+    tests = hidden_tests(template, evaluator, rng, scope, validate) if template.kind == "implement" else []
+    values = {k: v for k, v in scope.values.items() if k not in answers}
+    variant = Variant(template, seed, attempt, values,
+                      {name: values[name] for name in template.givens}, answers, options, tests,
+                      rng_seed)
+    if validate:
+        _validate(template, variant, evaluator, attempt, collisions, later)
+    return variant
+
+
+def _answers_and_options(template, evaluator, scope, rng) -> tuple[dict, dict]:
+    """(part id → its answer, choice part id → its options in shown order)."""
     answers, options = {}, {}
     for i, part in enumerate(template.parts):
         key = f"parts[{i}]"
@@ -306,11 +242,13 @@ def _draw(template, evaluator, rng, rng_seed, seed, attempt, validate=True, coll
         if template.kind == "choice":
             options[part.id], answers[part.id] = _choice(template, evaluator, part, key, scope,
                                                          answers.get(part.id), rng)
-    scope.values.update(answers)
-    late = [(i, c) for i, c in enumerate(template.constraints) if (i, c) not in early]
-    _check_constraints(template, evaluator, late, scope)
+    return answers, options
+
+
+def _check_givens(template, scope, validate: bool) -> None:
+    """Every given finite (else Rejected) and, with ``validate``, one the answer key can store."""
     for name in template.givens:
-        problem = _finite_problem(scope.values[name])
+        problem = finite_problem(scope.values[name])
         if problem:
             raise Rejected(f"{problem} in the given {name}")
         if validate:
@@ -319,11 +257,16 @@ def _draw(template, evaluator, rng, rng_seed, seed, attempt, validate=True, coll
             except serialize.NotSerializable as err:
                 raise TemplateError([f"{template.path}:{template.line_of('givens')}: givens: "
                                      f"{name}: {err}"]) from None
+
+
+def _check_answers(template, evaluator, scope, answers: dict, validate: bool) -> None:
+    """A numeric template's answers finite, each passing its part's own checks (``validate``),
+    and none a trivial start for a follow-through recipe (Rejected otherwise)."""
     for i, part in enumerate(template.parts):
         if template.kind != "numeric":
             continue
         expected = answers[part.id]
-        problem = _finite_problem(expected)
+        problem = finite_problem(expected)
         if problem:
             raise Rejected(f"{problem} in the answer to part {part.id}")
         if validate:
@@ -331,23 +274,22 @@ def _draw(template, evaluator, rng, rng_seed, seed, attempt, validate=True, coll
     trivial = follow.trivial_source(template, answers) if template.kind == "numeric" else None
     if trivial:
         raise Rejected(trivial)
-    tests = _hidden_tests(template, evaluator, rng, scope, validate) if template.kind == "implement" else []
-    values = {k: v for k, v in scope.values.items() if k not in answers}
-    variant = Variant(template, seed, attempt, values,
-                      {name: values[name] for name in template.givens}, answers, options, tests,
-                      rng_seed)
-    if validate:
-        misconceptions_caught(template, variant, evaluator)
-        mistake_search.search(template, variant, evaluator, attempt, collisions, probe=probe_variant)
-        if later:           # the variant is kept: now the values only its texts read
-            kept = scope_for(template, variant.values, rng_seed)
-            evaluator.derive(later, kept, "derived", constant_table(template, kept.functions))
-        _renders(template, variant, evaluator)
-        _follows(template, variant, evaluator)
-        problem = false_claim(variant)
-        if problem:
-            raise TemplateError([problem])
-    return variant
+
+
+def _validate(template, variant, evaluator, attempt, collisions, later) -> None:
+    """What a kept draw is checked for: every listed misconception caught, no two mistakes
+    alike, the values only its texts read worked out, every text rendered, every follow
+    recipe right and every claim true."""
+    misconceptions_caught(template, variant, evaluator)
+    mistake_search.search(template, variant, evaluator, attempt, collisions, probe=probe_variant)
+    if later:           # the variant is kept: now the values only its texts read
+        kept = scope_for(template, variant.values, variant.rng_seed)
+        evaluator.derive(later, kept, "derived", constant_table(template, kept.functions))
+    _renders(template, variant, evaluator)
+    _follows(template, variant, evaluator)
+    problem = false_claim(variant)
+    if problem:
+        raise TemplateError([problem])
 
 
 _SPLIT: dict[int, tuple] = {}
@@ -383,17 +325,9 @@ def _split_derived(template) -> tuple[list, list]:
             [d for d in template.derived if d.name not in read])
 
 
-def _truth(evaluator, expression, scope, line, key) -> bool:
-    value = evaluator.evaluate(expression, scope, line, key)
-    if np.ndim(value) != 0:
-        evaluator.fail(line, key, ValueError(f"{expression.source!r} gives {np.shape(value)} values, "
-                                             f"not one True/False: wrap it in all(…) or any(…)"))
-    return bool(value)
-
-
 def _check_constraints(template, evaluator, constraints, scope) -> None:
     for i, c in constraints:
-        if not _truth(evaluator, c.expression, scope, c.line, f"constraints[{i}]"):
+        if not evaluator.truth(c.expression, scope, c.line, f"constraints[{i}]"):
             raise Rejected(f"constraint {c.expression.source!r}" + (f" ({c.why})" if c.why else ""))
 
 
@@ -452,98 +386,6 @@ def _comparable(value):
         return value.astype(np.int64)
     if isinstance(value, (list, tuple)):
         return [_comparable(v) for v in value]
-    return value
-
-
-def _hidden_tests(template, evaluator, rng, scope, validate=True) -> list[TestCase]:
-    reference = references.FUNCTIONS[template.reference]
-    cases = []
-    for t, family in enumerate(template.tests):
-        key = f"tests[{t}]"
-        for index in range(family.cases):
-            args, expected, local = _draw_case(template, evaluator, rng, scope, family, key)
-            try:        # as the record stores them
-                stored = serialize.encode_names(args, packed=True)
-                serialize.to_packed(expected)
-            except serialize.NotSerializable as err:
-                raise TemplateError([f"{template.path}:{family.line}: {key}: {err}"]) from None
-            # The reference must pass on the arguments as the answer key stores them.
-            if validate and not quick_within(
-                    output_of(template, evaluator, reference(**serialize.decode_names(stored)), local),
-                    expected, template.rtol, template.atol):
-                raise TemplateError([f"{template.path}:{template.line_of('reference')}: reference: "
-                                     f"{template.reference}() does not pass its own test "
-                                     f"({family.family} case {index}) on the stored arguments"])
-            cases.append(TestCase(family.family, index, args, expected))
-    return cases
-
-
-def _draw_case(template, evaluator, rng, scope, family, key):
-    """One valid case of a test family: (args, expected output, its scope); Rejected if the
-    family's constraints keep failing."""
-    guarded = functions_for(template)[template.reference]
-    for _ in range(template.max_attempts):
-        local = scope_for(template, dict(scope.values), int(rng.integers(2**63)))
-        try:
-            evaluator.sample(family.parameters, rng, local, f"{key}.parameters")
-            evaluator.derive(family.derived, local, f"{key}.derived")
-            if not all(_truth(evaluator, c.expression, local, c.line, f"{key}.constraints[{j}]")
-                       for j, c in enumerate(family.constraints)):
-                raise Rejected(f"constraint in test family {family.family}")
-            args = {name: plain_value(evaluator.evaluate(e, local, family.line, f"{key}.args.{name}"))
-                    for name, e in family.args.items()}
-            try:
-                result = guarded(**fresh_copy(args))
-            except (Rejected, IllPosed):
-                raise
-            except Exception as err:  # noqa: BLE001 — the template's args do not fit
-                evaluator.fail(family.line, f"{key}.args",
-                               ValueError(f"{template.reference}() raised {type(err).__name__}: {err}"))
-            expected = output_of(template, evaluator, result, local)
-        except (Rejected, IllPosed):
-            continue
-        problem = _finite_problem(expected)
-        if problem:
-            raise Rejected(f"{problem} in a hidden {family.family} case")
-        return args, expected, local
-    raise Rejected(f"no valid hidden case for test family {family.family}")
-
-
-def example_case(variant: Variant) -> TestCase:
-    """A visible example for an ``implement`` variant: one more case of its first test family,
-    drawn from a stream of its own, so it is never one of the hidden cases. Its floats are
-    rounded to 3 decimals (easy to read) and its expected output is the reference's on
-    exactly those rounded inputs: the notebook shows it, and the student's function is
-    checked against it before handing in. Showing it leaks nothing about the hidden cases."""
-    template = variant.template
-    evaluator = _Evaluator(template)
-    rng = generator(variant.rng_seed ^ 0x6578616D706C65)   # "example" in ASCII
-    scope = scope_for(template, dict(variant.values), variant.rng_seed)
-    family = template.tests[0]
-    for _ in range(template.max_attempts):
-        try:
-            args, _, local = _draw_case(template, evaluator, rng, scope, family, "tests[0]")
-            args = rounded_example(args)
-            result = functions_for(template)[template.reference](**fresh_copy(args))
-            expected = output_of(template, evaluator, result, local)
-        except (Rejected, IllPosed):
-            continue
-        if _finite_problem(expected):
-            continue
-        return TestCase(family.family, -1, args, expected)
-    raise VariantError(f"{template.path}: {template.id}: no visible example case", Counter())
-
-
-def rounded_example(value):
-    """The example's floats to 3 decimals (its integers, masks and text as they are)."""
-    if isinstance(value, dict):
-        return {k: rounded_example(v) for k, v in value.items()}
-    if isinstance(value, (list, tuple)):
-        return type(value)(rounded_example(v) for v in value)
-    if isinstance(value, np.ndarray) and value.dtype.kind == "f":
-        return np.round(value, 3)
-    if isinstance(value, float):
-        return round(value, 3)
     return value
 
 

@@ -23,7 +23,7 @@ from formats.compare import is_numeric, within
 from solutions.twins.registry import twins_of
 
 from exercises.template import references
-from exercises.template.schema import TemplateError
+from exercises.template.model import TemplateError
 from exercises.variant.evaluation import Rejected, VariantError
 from exercises.variant.twin_values import (FLOATS, RAISED, affected_by, answers_with, constant_parts,
                                            needed_by, quick_within, same_on_every_draw, too_close_to,
@@ -241,7 +241,7 @@ def searched_parts(template) -> dict:
     cached = _SEARCHED.get(id(template))
     if cached is not None and cached[0] is template:
         return cached[1]
-    shadowed = {m.shadows for m in references.MISCONCEPTIONS.values()}
+    shadowed = {m.shadows for m in references.TWINS.values()}
     out: dict = {}
     for function in sorted(shadowed):
         affected = affected_by(template, function)

@@ -15,10 +15,10 @@ from formats import serialize
 
 from exercises.template import references
 from formats.compare import within
-from exercises.template.expressions import BUILTINS as _BUILTINS
+from exercises.template.builtin_functions import BUILTINS as _BUILTINS
 
-from exercises.variant.evaluation import (Rejected, TestCase, fresh_copy, output_of, per_template,
-                                          plain_value, scope_for)
+from exercises.variant.evaluation import (UNSET, Rejected, TestCase, fresh_copy, output_of,
+                                          per_template, plain_value, scope_for)
 
 
 def jsonable_twins(twins: dict) -> dict:
@@ -39,7 +39,7 @@ def misconceptions_caught(template, variant, evaluator) -> None:
     ``variant.twins`` so the grader can name the mistake a wrong answer matches."""
     if template.kind == "implement":
         for name in template.misconceptions:
-            twin = references.MISCONCEPTIONS[name].function
+            twin = references.TWINS[name].function
             outputs = [twin_output(template, evaluator, twin, case, variant) for case in variant.tests]
             if not any(out is RAISED or not too_close_to(out, case.expected, template.rtol, template.atol)
                        for out, case in zip(outputs, variant.tests)):
@@ -48,7 +48,7 @@ def misconceptions_caught(template, variant, evaluator) -> None:
         return
     constant, known = constant_parts(template), same_on_every_draw(template)
     for name in template.all_misconceptions:
-        twin = references.MISCONCEPTIONS[name]
+        twin = references.TWINS[name]
         parts = [p for p in template.parts if name in p.misconceptions]
         # a part the same on every draw was checked by the first variant that got this far
         todo = [p for p in parts if ("twin", name, p.id) not in known]
@@ -112,9 +112,6 @@ def answers_with(template, variant, evaluator, shadows: str, function, parts,
             except Exception:  # noqa: BLE001
                 pass
     return out
-
-
-UNSET = object()
 
 
 @dataclass

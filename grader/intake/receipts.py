@@ -23,7 +23,7 @@ from dataclasses import dataclass
 from datetime import datetime
 from pathlib import Path
 
-from formats.textfile import ProblemsError, read_utf8
+from formats.textfile import InputError, read_utf8
 
 RECEIVED_FROM_TIMESTAMP = "nbgrader timestamp.txt"
 RECEIVED_FROM_MTIME = "file modification time"
@@ -31,7 +31,7 @@ LMS_EXPORT = "LMS export"        # "LMS export (<file name>)"
 TIME_COLUMNS = ("received_at", "submitted_at", "submitted", "submission time", "submitted at")
 
 
-class ReceiptsError(ProblemsError):
+class ReceiptsError(InputError):
     """A submission-times file that cannot be read; each problem is 'file:line: message'."""
 
 

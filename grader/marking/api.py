@@ -1,4 +1,4 @@
-"""The marking page's JSON API (``grader.marking.server`` serves it): what each route does,
+"""The marking page's JSON API (``grader.marking.web`` serves it): what each route does,
 with the gradebook and the key, and no HTTP — the parts to mark and their progress, one
 part's answers (``grader.marking.queue``), one answer with its prompt, givens, rubric and
 history, and saving or clearing a grade (``grader.store.marks``).
@@ -27,7 +27,8 @@ from exercises.render.html import markdown_to_html
 from formats.key_shape import assignment_id
 from formats.textfile import printable, visible
 
-from grader.store.gradebook import Gradebook, answer_digest
+from grader.store.gradebook import Gradebook
+from grader.store.rows import answer_digest
 from grader.store.marks import AnswerChanged, Conflict, Edit, MarkError, Target, clear, look, save
 from .queue import Answer, answer_of, detail, part_queue, parts_to_mark
 

@@ -22,7 +22,8 @@ from formats.key_shape import (assignment_id, entry_for, givens_of, graded_parts
                               kind as record_kind, problem_record, prompt_of, rubric_of)
 from formats.rubric import Rubric
 
-from grader.store.gradebook import Gradebook, ResultRow, omitted_reason
+from grader.store.gradebook import Gradebook
+from grader.store.rows import ResultRow, omitted_reason
 from grader.store.grades import counted
 from grader.store.marks import HAND, OVERRIDE, Mark, history, look, mark_of, marks as all_marks, rechecks
 

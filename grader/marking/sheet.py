@@ -41,17 +41,17 @@ from formats.key_shape import assignment_id, entry_for, rubric_of
 from formats.rubric import Rubric
 from formats.textfile import printable
 
-from grader.store.gradebook import Gradebook, ResultRow
+from grader.store.gradebook import Gradebook
+from grader.store.rows import ResultRow
 from grader.store.marks import (COMMENT_LIMIT, HAND, OVERRIDE, Conflict, Edit, MarkError, Target, history,
                                 part_rubric, save, together)
 from .queue import Answer, markable_parts, part_queue, part_record
 from .sheet_format import (SheetError, answer_cell, digest_cell, is_digest, read_number, read_table, read_version,
-                           newlines, shown, text_cell, text_of, write_csv, write_legend)
-from .sheet_format import number_text as _num
+                           newlines, shown, text_cell, text_of, write_csv, write_legend, number_text as _num)
 
 HEAD = ("submission", "problem", "part", "version", "rubric_version", "answer_digest", "answer")
 TAIL = ("adjustment", "comment", "reason", "score", "max_score")
-PROBLEM_LIMIT = 200               # problems listed; the rest are counted
+ERROR_LIMIT = 200               # problems listed; the rest are counted
 APPLIED = frozenset({"1", "x", "✓", "✔", "yes", "y", "true"})
 NOT_APPLIED = frozenset({"", "0", "no", "n", "false"})
 # Why a changed row is refused, as the import's summary counts them
@@ -193,14 +193,14 @@ class Change:
 @dataclass
 class ImportPlan:
     """What importing a sheet would do. ``apply_import`` writes the ``changes``; it refuses a
-    plan with ``problems`` (fix the sheet first). ``refused`` rows are left as they are;
+    plan with ``errors`` (fix the sheet first). ``refused`` rows are left as they are;
     ``refused_why`` counts them by why (``BOTH_CHANGED``, ``ANSWER_CHANGED``, ``OTHER_GRADEBOOK``)."""
 
     sheet: str
     changes: list[Change] = field(default_factory=list)
     unchanged: int = 0
     refused: list[str] = field(default_factory=list)
-    problems: list[str] = field(default_factory=list)
+    errors: list[str] = field(default_factory=list)
     refused_why: Counter = field(default_factory=Counter)
     _more: int = field(default=0, repr=False)
 
@@ -209,22 +209,22 @@ class ImportPlan:
         self.refused.append(message)
         self.refused_why[why] += 1
 
-    def problem(self, line: int, column: str, message: str) -> None:
-        """Record 'SHEET:line: column: message' (the first ``PROBLEM_LIMIT``; the rest counted)."""
-        if len(self.problems) < PROBLEM_LIMIT:
-            self.problems.append(f"{self.sheet}:{line}: {column}: {message}")
+    def error(self, line: int, column: str, message: str) -> None:
+        """Record 'SHEET:line: column: message' (the first ``ERROR_LIMIT``; the rest counted)."""
+        if len(self.errors) < ERROR_LIMIT:
+            self.errors.append(f"{self.sheet}:{line}: {column}: {message}")
         else:
             self._more += 1
 
     @property
-    def problem_count(self) -> int:
-        """Every problem found, the listed and the counted."""
-        return len(self.problems) + self._more
+    def error_count(self) -> int:
+        """Every error found, the listed and the counted."""
+        return len(self.errors) + self._more
 
     def finish(self) -> "ImportPlan":
-        """Close the list: a line saying how many more problems were found than listed."""
+        """Close the list: a line saying how many more errors were found than listed."""
         if self._more:
-            self.problems.append(f"{self.sheet}: … and {self._more} more problems")
+            self.errors.append(f"{self.sheet}: … and {self._more} more problems")
             self._more = 0
         return self
 
@@ -244,30 +244,30 @@ def _check_header(header: list[str], key: dict, rows: list[dict], plan: ImportPl
     of the key; it is missing when a row's part has the item and the sheet has no column."""
     ok = True
     for name in sorted({h for h in header if header.count(h) > 1}):
-        plan.problem(1, name or "(blank)", "a duplicated column")
+        plan.error(1, name or "(blank)", "a duplicated column")
     for name in (*HEAD, *TAIL):
         if name not in header:
             why = " (it says which answer each row grades): export the sheet again" if name == "answer_digest" else ""
-            plan.problem(1, name, "a missing column" + why)
+            plan.error(1, name, "a missing column" + why)
             ok = False
     parts = _key_parts(key)
     items = {f"{part}:{i.id}" for _, part, rubric, _ in parts for i in rubric.items}
     for name in dict.fromkeys(header):
         if name not in HEAD and name not in TAIL and name not in items:
-            plan.problem(1, name or "(blank)", "an extra column (not an item of any part of the key)")
+            plan.error(1, name or "(blank)", "an extra column (not an item of any part of the key)")
     present = {(r.get("problem", "").strip(), r.get("part", "").strip()) for r in rows}
     for problem, part, rubric, _ in parts:
         if (problem, part) in present:
             for item in rubric.items:
                 if f"{part}:{item.id}" not in header:
-                    plan.problem(1, f"{part}:{item.id}", f"a missing column (an item of {problem}/{part})")
+                    plan.error(1, f"{part}:{item.id}", f"a missing column (an item of {problem}/{part})")
     return ok
 
 
 def _sheet_state(row: dict, line: int, part: str, rubric: Rubric, kind: str,
                  plan: ImportPlan) -> State | None:
     """The grade a row states, or None after reporting what is wrong with it."""
-    bad = plan.problem_count
+    bad = plan.error_count
     applied = []
     for item in rubric.items:
         column = f"{part}:{item.id}"
@@ -275,30 +275,30 @@ def _sheet_state(row: dict, line: int, part: str, rubric: Rubric, kind: str,
         if cell in APPLIED:
             applied.append(item.id)
         elif cell not in NOT_APPLIED:
-            plan.problem(line, column, f"{shown(row[column])} is not an item mark (write 1 or x to apply "
+            plan.error(line, column, f"{shown(row[column])} is not an item mark (write 1 or x to apply "
                          "the item, leave it blank otherwise)")
     own = {f"{part}:{i.id}" for i in rubric.items}
     for column, cell in row.items():
         if ":" in column and column not in own and cell.strip().casefold() not in NOT_APPLIED:
             item = column.split(":", 1)[1]
-            plan.problem(line, column, f"{shown(cell)}: {row['problem']}/{part} has no item {item!r}")
+            plan.error(line, column, f"{shown(cell)}: {row['problem']}/{part} has no item {item!r}")
     adjustment_cell = text_of(row.get("adjustment", "")).strip()
     adjustment = 0.0 if not adjustment_cell else read_number(adjustment_cell)
     span = max(rubric.ceiling - rubric.floor, 0.0)
     if adjustment is None:
-        plan.problem(line, "adjustment", f"{shown(adjustment_cell)} is not a number")
+        plan.error(line, "adjustment", f"{shown(adjustment_cell)} is not a number")
     elif abs(adjustment) > span:
-        plan.problem(line, "adjustment", f"{adjustment_cell} is outside ±{_num(span)} (the part's "
+        plan.error(line, "adjustment", f"{adjustment_cell} is outside ±{_num(span)} (the part's "
                      f"range, {_num(rubric.floor)} to {_num(rubric.ceiling)})")
     comment = newlines(printable(text_of(row.get("comment", ""))))
     reason = printable(text_of(row.get("reason", ""))).strip()
     for column, text in (("comment", comment), ("reason", reason)):
         if len(text) > COMMENT_LIMIT:            # as ``marks`` refuses it: planned, with its place
-            plan.problem(line, column, f"{len(text)} characters (at most {COMMENT_LIMIT})")
+            plan.error(line, column, f"{len(text)} characters (at most {COMMENT_LIMIT})")
     graded = bool(applied or adjustment_cell or comment.strip() or reason)
     if kind == OVERRIDE and graded and not reason:
-        plan.problem(line, "reason", "an override of an automatic score needs a reason")
-    if plan.problem_count > bad:
+        plan.error(line, "reason", "an override of an automatic score needs a reason")
+    if plan.error_count > bad:
         return None
     if not graded:
         return State()                           # (a comment of blanks alone grades nothing)
@@ -349,24 +349,24 @@ def _row_identity(ctx: _Context, row: dict, line: int, plan: ImportPlan):
     student = text_of(row["submission"]).strip()
     problem, part = row["problem"].strip(), row["part"].strip()
     if not student or entry_for(ctx.key, student) is None:
-        plan.problem(line, "submission", f"{shown(student)} is not a student of the assignment")
+        plan.error(line, "submission", f"{shown(student)} is not a student of the assignment")
         return None
     if (problem, part) not in ctx.parts:
         column = "part" if any(p == problem for p, _ in ctx.parts) else "problem"
-        plan.problem(line, column, f"the key has no part {shown(problem)}/{shown(part)}")
+        plan.error(line, column, f"the key has no part {shown(problem)}/{shown(part)}")
         return None
     first = ctx.seen.setdefault((student, problem, part), line)
     if first != line:
-        plan.problem(line, "submission", f"{student} {problem}/{part} is a duplicated row (first on line {first})")
+        plan.error(line, "submission", f"{student} {problem}/{part} is a duplicated row (first on line {first})")
         return None
     answer = ctx.answers(problem, part).get(student)
     if answer is None:
-        plan.problem(line, "submission", f"{student} has no counted handin for {problem}/{part}")
+        plan.error(line, "submission", f"{student} has no counted handin for {problem}/{part}")
         return None
     try:
         rubric, _, free = part_rubric(ctx.key, student, problem, part)
     except MarkError as err:
-        plan.problem(line, "part", str(err))
+        plan.error(line, "part", str(err))
         return None
     return student, problem, part, answer, rubric, HAND if free else OVERRIDE
 
@@ -379,7 +379,7 @@ def _plan_row(ctx: _Context, row: dict, line: int, plan: ImportPlan) -> None:
     student, problem, part, answer, rubric, kind = who
     version = _exported_version(row, line, plan)
     if row["rubric_version"].strip() != rubric.version:
-        plan.problem(line, "rubric_version", f"{shown(row['rubric_version'].strip())}: the rubric of "
+        plan.error(line, "rubric_version", f"{shown(row['rubric_version'].strip())}: the rubric of "
                      f"{problem}/{part} changed since the export (now {rubric.version}); export the sheet again")
         return
     sheet = _sheet_state(row, line, part, rubric, kind, plan)
@@ -396,7 +396,7 @@ def _plan_row(ctx: _Context, row: dict, line: int, plan: ImportPlan) -> None:
         exported_score = mark["score"] if mark and mark.get("active") else _score(State(), rubric, kind, answer)
     new_score = _score(sheet, rubric, kind, answer)
     if not _score_cell_ok(row.get("score", ""), {exported_score, now_score, new_score}):
-        plan.problem(line, "score", f"{shown(row['score'].strip())} is not read: a score comes from the items "
+        plan.error(line, "score", f"{shown(row['score'].strip())} is not read: a score comes from the items "
                      f"and the adjustment (this row gives {'no score' if new_score is None else _num(new_score)}); "
                      "set the adjustment instead")
         return
@@ -407,7 +407,7 @@ def _plan_row(ctx: _Context, row: dict, line: int, plan: ImportPlan) -> None:
         plan.refuse(*_refusal(where, version, answer, found))
         return
     if not sheet.graded:
-        plan.problem(line, "adjustment", f"{student} {problem}/{part} is graded in the gradebook and blank on "
+        plan.error(line, "adjustment", f"{student} {problem}/{part} is graded in the gradebook and blank on "
                      "the sheet: a sheet cannot withdraw a grade (clear it on the marking page; write 0 in the "
                      "adjustment for 0 points)")
         return
@@ -436,9 +436,9 @@ def _exported_version(row: dict, line: int, plan: ImportPlan) -> int | None:
     a problem, reported)."""
     version = read_version(row["version"])
     if version is None:
-        plan.problem(line, "version", f"{shown(row['version'])} is not a version (the export wrote a whole number)")
+        plan.error(line, "version", f"{shown(row['version'])} is not a version (the export wrote a whole number)")
     if not is_digest(row["answer_digest"]):
-        plan.problem(line, "answer_digest", f"{shown(row['answer_digest'].strip())} is not what the export "
+        plan.error(line, "answer_digest", f"{shown(row['answer_digest'].strip())} is not what the export "
                      "wrote (it says which answer the row grades): copy it back from the export")
         return None
     return version
@@ -465,7 +465,7 @@ def plan_import(gb: Gradebook, key: dict, path, deadline: Deadline | None = None
     for line, cells in records:
         extra = cells[len(header):]
         if any(c.strip() for c in extra):
-            plan.problem(line, "(beyond the header)", f"{len(cells)} cells, the header names {len(header)} columns")
+            plan.error(line, "(beyond the header)", f"{len(cells)} cells, the header names {len(header)} columns")
         rows.append((line, dict(zip(header, [*cells[:len(header)], *[""] * (len(header) - len(cells))]))))
     if not _check_header(header, key, [r for _, r in rows], plan):
         return plan.finish()
@@ -481,8 +481,8 @@ def apply_import(gb: Gradebook, key: dict, plan: ImportPlan, grader: str) -> App
     compared it with: a row someone saved in between is a conflict, reported in
     ``.conflicts`` and left as it is; the others are saved. A plan with problems is refused
     whole (``SheetError``): a sheet is fixed, then imported."""
-    if plan.problems:
-        raise SheetError(plan.problems)
+    if plan.errors:
+        raise SheetError(plan.errors)
     applied = Applied()
     with together(gb):
         for change in plan.changes:

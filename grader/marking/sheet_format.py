@@ -42,11 +42,11 @@ from pathlib import Path
 
 import numpy as np
 
-from formats.textfile import ProblemsError, read_utf8, visible, write_atomic
+from formats.textfile import InputError, read_utf8, visible, write_atomic
 
 from grader.reports.exports import csv_text, safe_cell
 from grader.reports.feedback_page import decoded_answer
-from grader.store.gradebook import answer_digest, omitted_reason
+from grader.store.rows import answer_digest, omitted_reason
 from .queue import NO_ANSWER
 
 MAX_BYTES = 128 * 1024 * 1024     # a class of thousands with long answers fits; a stray dump does not
@@ -59,7 +59,7 @@ _DIGEST = re.compile(r"a[0-9a-f]{16}")
 _VERSION = re.compile(r"\d{1,9}(?:\.0*)?")
 
 
-class SheetError(ProblemsError):
+class SheetError(InputError):
     """A sheet that cannot be read at all (not UTF-8, not CSV, empty, no header), or a plan
     with problems given to ``apply_import``; each line reads 'SHEET[:line]: message'."""
 

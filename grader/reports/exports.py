@@ -401,7 +401,7 @@ def gradescope_results(s: StudentGrades, key: dict, visibility: str = "visible")
         summary += "."
     if s.penalty and status != NOT_ACCEPTED:
         summary += " " + late_line(s)
-    # the notes the student may read (grader.store.review): their own notebook's, never another's
+    # the notes the student may read (grader.store.look): their own notebook's, never another's
     return {"score": round(s.total, 6), "output": "\n".join([summary, *s.shown_notes]), "visibility": visibility,
             "stdout_visibility": "hidden", "extra_data": {"status": status, "pending_points": pending},
             "tests": tests}

@@ -19,7 +19,7 @@ import re
 from pathlib import Path
 
 import numpy as np
-from solutions import MISCONCEPTIONS
+from solutions import TWINS
 
 from exercises.render.html import code_block, escape, heatmap_svg, markdown_to_html, page
 from exercises.render.preview import decimals_for, value_text
@@ -30,7 +30,8 @@ from formats.key_shape import (assignment_id, assignment_title, entry_for, head_
 from formats.serialize import decode_names, from_jsonable
 from formats.textfile import write_atomic
 
-from grader.store.gradebook import Gradebook, ResultRow, omitted_reason
+from grader.store.gradebook import Gradebook
+from grader.store.rows import ResultRow, omitted_reason
 from grader.store.grades import (ERROR, MANUAL, MISSING, NOT_ACCEPTED, Part, StudentGrades, class_grades,
                                  late_line, score_text, with_answers)
 from grader.store.marks import student_lines
@@ -224,7 +225,7 @@ def _mark_html(record: dict, part: Part) -> str:
 def _diagnosis_html(result: ResultRow) -> str:
     if not result or not result.misconception:
         return ""
-    m = MISCONCEPTIONS.get(result.misconception)
+    m = TWINS.get(result.misconception)
     if m is None:
         return (f'<div class="diagnosis"><p><strong>Diagnosis:</strong> '
                 f"<code>{escape(result.misconception)}</code></p></div>")

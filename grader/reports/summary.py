@@ -23,7 +23,7 @@ import unicodedata
 from collections import Counter
 from pathlib import Path
 
-from solutions import MISCONCEPTIONS
+from solutions import TWINS
 
 from formats.key_shape import (assignment_id, assignment_title, entry_for, head_problems, problem_record,
                                total_points)
@@ -32,16 +32,12 @@ from formats.textfile import terminal_safe
 from formats.deadline import Deadline
 
 from grader.reports import exports
-# (the feedback pages are grader.reports.feedback_page's, named here too, where callers find them)
-from grader.reports.feedback_page import (FeedbackPages, MAX_CELLS, as_array, decoded_answer, feedback_page,
-                                          labels_for, markdown_html, minimal_page, value_html, word_lists,
-                                          write_feedback)
 from grader.store.gradebook import Gradebook
 from grader.store.grades import (ERROR, GRADED, MISSING, NOT_ACCEPTED, Part, StudentGrades, class_grades,
-                                 score_text, with_answers)  # noqa: F401 (with_answers: callers import it from here)
+                                 score_text)
 from grader.reports.item_analysis import got_wrong
 from grader.forensics.flags import copied_chains
-from grader.store.review import needs_a_look
+from grader.store.look import needs_a_look
 
 _points = score_text
 
@@ -86,52 +82,14 @@ def summary_json(gradebook: Gradebook, key: dict, deadline: Deadline | None = No
     commonest misconceptions; how many submissions are missing or errored. ``grades``,
     ``flags``: the class's grades and its forensics flags, when the caller has them."""
     grades = class_grades(gradebook, key, deadline) if grades is None else grades
-    try:          # forensics that fail must not cost the grades their summary
-        copied, unchecked = copied_chains(gradebook, key, grades, flags), None
-    except Exception as err:  # noqa: BLE001
-        copied, unchecked = {}, f"copied chains were not checked ({type(err).__name__}: {err})"
-    look = {s.id: [*s.look, *copied.get(s.id, ())] for s in grades}
+    look, unchecked = _look_lists(gradebook, key, grades, flags)
     graded = [s for s in grades if s.status == GRADED]
     problems = [{"id": p["id"], "title": p.get("title", p["id"]), "points": float(p["points"]),
                  **_statistics([s.problem_scores[p["id"]] for s in graded])}
                 for p in head_problems(key)]
-    mistakes: Counter = Counter()        # students who made the mistake somewhere
-    parts: Counter = Counter()           # parts it cost, over the class
-    where: dict[str, set[str]] = {}
-    for s in grades:
-        codes = set()
-        for part in s.parts:
-            code = part.result.misconception if part.result else None
-            if code:
-                codes.add(code)
-                parts[code] += 1
-                where.setdefault(code, set()).add(part.problem)
-        mistakes.update(codes)
-    misconceptions = [{"code": code, "count": count, "parts": parts[code],
-                       "summary": MISCONCEPTIONS[code].summary if code in MISCONCEPTIONS else "",
-                       "problems": sorted(where[code])}
-                      for code, count in sorted(mistakes.items(), key=lambda kv: (-kv[1], kv[0]))]
-    students = [{"id": s.id, "name": s.name, "email": s.email, "status": s.status,
-                 "total": round(s.total, 6), "max": s.max_score, "notes": list(s.notes),
-                 "needs_a_look": [{"code": c, "message": m} for c, m in look[s.id]],
-                 "file": s.path, "handins": s.handins, "received_at": s.received_at,
-                 "received_from": s.received_from, "late": s.late, "late_penalty": round(s.penalty, 6),
-                 "handed_in": [_handin_json(h) for h in s.history],
-                 "problems": {pid: round(x, 6) for pid, x in s.problem_scores.items()},
-                 "complete": s.status == GRADED and not s.waiting, "waiting_parts": s.waiting,
-                 "parts": [{"problem": p.problem, "part": p.part, "score": round(p.score, 6),
-                            "max_score": p.points, "status": p.status,
-                            "misconception": p.result.misconception if p.result else None,
-                            "auto_score": round(p.result.score, 6) if p.result else None,
-                            "mark": _mark_json(p), "waiting": p.waiting}
-                           for p in s.parts]}
-                for s in grades]
+    students = [_student_json(s, look[s.id]) for s in grades]
     statuses = Counter(s.status for s in grades)
-    pools = pool_members(key)
-    for s in students:          # (an entry is read only when the assignment has a pool)
-        entry = (entry_for(key, s["id"]) or {}) if pools else {}
-        s["pools"] = {pid: problem_record(entry, pid, {}).get("template") for pid in pools
-                      if problem_record(entry, pid, None) is not None}
+    _add_pools(students, key)
     from grader.reports.item_analysis import from_summary
     items = from_summary({"students": students})
     return {
@@ -140,7 +98,7 @@ def summary_json(gradebook: Gradebook, key: dict, deadline: Deadline | None = No
         "students": students,
         "problems": problems,
         "totals": _statistics([s.total for s in graded]),
-        "misconceptions": misconceptions,
+        "misconceptions": _misconceptions_json(grades),
         "misconceptions_by_part": misconceptions_by_part(students),
         "item_analysis": items,
         "pools": _pools_json(items["pools"], key, students),
@@ -153,6 +111,64 @@ def summary_json(gradebook: Gradebook, key: dict, deadline: Deadline | None = No
                    "manual_parts": sum(s.waiting for s in grades if s.status != MISSING),
                    "needs_a_look": sum(bool(look[s.id]) for s in grades)},
     }
+
+
+def _look_lists(gradebook: Gradebook, key: dict, grades, flags) -> tuple[dict, str | None]:
+    """student → the (code, message) issues of the TA's list, the copied chains among them;
+    and why the copied chains were not checked (None when they were)."""
+    try:          # forensics that fail must not cost the grades their summary
+        copied, unchecked = copied_chains(gradebook, key, grades, flags), None
+    except Exception as err:  # noqa: BLE001
+        copied, unchecked = {}, f"copied chains were not checked ({type(err).__name__}: {err})"
+    return {s.id: [*s.look, *copied.get(s.id, ())] for s in grades}, unchecked
+
+
+def _misconceptions_json(grades) -> list[dict]:
+    """Each misconception diagnosed in the class: how many students made it (somewhere), how
+    many parts it cost, and in which problems; the commonest first."""
+    mistakes: Counter = Counter()        # students who made the mistake somewhere
+    parts: Counter = Counter()           # parts it cost, over the class
+    where: dict[str, set[str]] = {}
+    for s in grades:
+        codes = set()
+        for part in s.parts:
+            code = part.result.misconception if part.result else None
+            if code:
+                codes.add(code)
+                parts[code] += 1
+                where.setdefault(code, set()).add(part.problem)
+        mistakes.update(codes)
+    return [{"code": code, "count": count, "parts": parts[code],
+             "summary": TWINS[code].summary if code in TWINS else "",
+             "problems": sorted(where[code])}
+            for code, count in sorted(mistakes.items(), key=lambda kv: (-kv[1], kv[0]))]
+
+
+def _student_json(s: StudentGrades, look: list) -> dict:
+    """One student's entry of the summary: totals, handins, and every part."""
+    return {"id": s.id, "name": s.name, "email": s.email, "status": s.status,
+            "total": round(s.total, 6), "max": s.max_score, "notes": list(s.notes),
+            "needs_a_look": [{"code": c, "message": m} for c, m in look],
+            "file": s.path, "handins": s.handins, "received_at": s.received_at,
+            "received_from": s.received_from, "late": s.late, "late_penalty": round(s.penalty, 6),
+            "handed_in": [_handin_json(h) for h in s.history],
+            "problems": {pid: round(x, 6) for pid, x in s.problem_scores.items()},
+            "complete": s.status == GRADED and not s.waiting, "waiting_parts": s.waiting,
+            "parts": [{"problem": p.problem, "part": p.part, "score": round(p.score, 6),
+                       "max_score": p.points, "status": p.status,
+                       "misconception": p.result.misconception if p.result else None,
+                       "auto_score": round(p.result.score, 6) if p.result else None,
+                       "mark": _mark_json(p), "waiting": p.waiting}
+                      for p in s.parts]}
+
+
+def _add_pools(students: list[dict], key: dict) -> None:
+    """Each student's template of each pool (problem → template), as ``"pools"``."""
+    pools = pool_members(key)
+    for s in students:          # (an entry is read only when the assignment has a pool)
+        entry = (entry_for(key, s["id"]) or {}) if pools else {}
+        s["pools"] = {pid: problem_record(entry, pid, {}).get("template") for pid in pools
+                      if problem_record(entry, pid, None) is not None}
 
 
 def _handin_json(h) -> dict:
@@ -214,7 +230,7 @@ def misconceptions_by_part(students: list[dict]) -> list[dict]:
         out.append({"problem": pid, "template": template, "part": part, "wrong": n, "explained": explained,
                     "share_explained": round(explained / n, 6) if n else None,
                     "misconceptions": [{"code": c, "count": k, "share_of_wrong": round(k / n, 6),
-                                        "summary": MISCONCEPTIONS[c].summary if c in MISCONCEPTIONS else ""}
+                                        "summary": TWINS[c].summary if c in TWINS else ""}
                                        for c, k in sorted(codes.items(), key=lambda kv: (-kv[1], kv[0]))]})
     return out
 

@@ -40,38 +40,17 @@ import uuid
 from collections.abc import Mapping
 from dataclasses import dataclass, field, fields, replace
 
-from formats.answer_key import canonical, parse_entry
-from formats.key_shape import entry_for
+from formats.answer_key import parse_entry
 
 from grader.run import garbage
 from grader.budget import CPU_SECONDS
-from grader.run.grading import Graded, GradingRun, grader_version
-from grader.store.gradebook import ResultRow, SubmissionRow, encoded
-from grader.intake.submissions import Found, Sent, notebook_bytes
+from grader.run.grading import GradingRun, grader_version
+from grader.run.graded import GradedSubmission
+from grader.store.rows import ResultRow, SubmissionRow, encoded
+from grader.intake.records import Found, Sent
 from grader.run.judges import keep_to_cpu, usable_cpus
+from grader.run.shards import IN_FLIGHT, SERVERS_PER_WORKER, SHARD_SIZE, Shard, shards_of
 from grader.verdicts.parts import ERROR, Verdict
-
-SHARD_SIZE = 100
-SERVERS_PER_WORKER = 1
-IN_FLIGHT = 2                  # shards out per worker: one running, one on its way
-FIRST = 4                      # a worker's first shard is SHARD_SIZE / FIRST …
-LAST = 10                      # … and the last ones shrink to SHARD_SIZE / LAST
-
-
-@dataclass(frozen=True)
-class Shard:
-    """What travels to a worker: the key's head, this shard's entries and notebooks."""
-    head: dict
-    entries: dict                      # student → their key entry's canonical text (verified at the client)
-    notebooks: dict                    # student → (Found as the client found it, the file's bytes)
-    kit_version: str
-    cpu_seconds: float
-    wall_seconds: float
-    servers: int = SERVERS_PER_WORKER
-
-    @property
-    def students(self) -> list[str]:
-        return sorted(self.notebooks)
 
 
 # --- on a worker --------------------------------------------------------------------------
@@ -289,60 +268,6 @@ def _protected() -> bool:
     return protected(explain())
 
 
-def shard_sizes(total: int, size: int = SHARD_SIZE, workers: int = 1):
-    """How many submissions each shard takes, in the order they are sent: ``size`` each, but
-    the first shard of each worker holds size / FIRST (a worker starts grading as soon as a
-    small shard has travelled, not after a full one has), and near the end each shard takes
-    an equal share of what is left for every shard that can be out at once (IN_FLIGHT per
-    worker), down to size / LAST: the workers then run out of work together, instead of one
-    waiting while the other grades a whole last shard."""
-    first, least = max(1, size // FIRST), max(1, size // LAST)
-    left, sent = total, 0
-    while left > 0:
-        share = -(-left // (IN_FLIGHT * max(1, workers)))
-        n = first if sent < workers else max(least, min(size, share))
-        n = min(n, left)
-        yield n
-        left -= n
-        sent += 1
-
-
-def shards_of(key: dict, submissions: list[Found], *, kit_version: str, cpu_seconds: float,
-              wall_seconds: float, size: int = SHARD_SIZE, workers: int = 1,
-              unread: list | None = None):
-    """The shards (sized by ``shard_sizes``), one at a time (each read when it is about to be
-    sent, so the client holds only the shards in flight); the notebooks that cannot be read
-    go to ``unread`` (graded at the client: no code of theirs runs)."""
-    head, current = key["assignment"], {}
-    sizes = shard_sizes(len(submissions), size, workers)
-    wanted = next(sizes, size)
-    for found in sorted(submissions, key=lambda f: f.student):
-        data = notebook_bytes(found)
-        if data is None:
-            if unread is not None:
-                unread.append(found)
-            continue
-        current[found.student] = (found, data[0])
-        if len(current) == wanted:
-            yield _shard(key, head, current, kit_version, cpu_seconds, wall_seconds)
-            current, wanted = {}, next(sizes, size)
-    if current:
-        yield _shard(key, head, current, kit_version, cpu_seconds, wall_seconds)
-
-
-def _entry_text(key: dict, student: str) -> bytes:
-    """The entry's canonical text: as the verified key file holds it, or written out."""
-    students = key["students"]
-    if hasattr(students, "text"):
-        return students.text(student)
-    return canonical(entry_for(key, student)).encode("utf-8")
-
-
-def _shard(key, head, notebooks, kit_version, cpu_seconds, wall_seconds) -> Shard:
-    return Shard(head, {s: _entry_text(key, s) for s in notebooks}, dict(notebooks), kit_version,
-                 cpu_seconds, wall_seconds)
-
-
 def _task_name(shard: Shard, run_id: str) -> str:
     """Its students and this run: a key Dask already holds a result for (an earlier run's,
     on the same cluster) would be given that result, not graded again."""
@@ -353,7 +278,7 @@ def _task_name(shard: Shard, run_id: str) -> str:
 def error_rows(key: dict, found: Found, why: str, kit_version: str):
     """The rows of a submission the cluster could not grade: every part the grader's error."""
     run = GradingRun(key, [found], None, None, kit_version=kit_version)
-    graded = Graded({}, {}, [why])
+    graded = GradedSubmission({}, {}, [why])
     for problem, parts in run.parts_of(found.student):
         for part, points in parts:
             graded.verdicts[(problem, part)] = Verdict(0.0, points, ERROR, why)
@@ -367,7 +292,6 @@ def grade_on_cluster(key: dict, submissions: list[Found], gradebook, client, *,
     """Grade ``submissions`` (``intake.match``'s, unread) on the cluster ``client`` into
     ``gradebook``; (the students recorded, what the cluster did). At most IN_FLIGHT shards
     per worker are out at once, so the client's memory does not grow with the batch."""
-    from distributed import as_completed
     started = time.perf_counter()
     kit_version = grader_version() if kit_version is None else kit_version
     workers = sorted(client.scheduler_info().get("workers", {}))
@@ -377,36 +301,23 @@ def grade_on_cluster(key: dict, submissions: list[Found], gradebook, client, *,
                        wall_seconds=wall_seconds, size=shard_size, workers=len(workers), unread=unread)
     stats = ClusterStats()
     recorded: list[str] = []
-    futures: dict = {}
-    pending = as_completed()
-
-    run_id = uuid.uuid4().hex
-
-    def send(shard: Shard, tries: int = 0, alone: bool = False, waited: int = 0) -> None:
-        name = (_task_name(shard, run_id) + ("-alone" if alone else "")
-                + (f"-again-{tries}-{waited}" if tries or waited else ""))
-        data = _scattered(client, shard)
-        future = client.submit(grade_shard, data, before_each, run_id, key=name, pure=False)
-        futures[future] = (shard, data, tries, waited)
-        pending.add(future)
-
-    limit = IN_FLIGHT * max(1, len(workers))
-    for shard in itertools.islice(shards, limit):
-        send(shard)
+    out = _Sender(client, before_each)
+    for shard in itertools.islice(shards, IN_FLIGHT * max(1, len(workers))):
+        out.send(shard)
         stats.shards += 1
     try:
-        for future in pending:
-            shard, _, tries, waited = futures.pop(future)
+        for future in out.pending:
+            shard, _, tries, waited = out.futures.pop(future)
             try:
                 graded = future.result()
             except Exception as err:  # noqa: BLE001 — a lost shard is sent again, never the batch lost
-                if not _was_running(client, run_id, future.key) and waited < MAX_WAITED:
+                if not _was_running(client, out.run_id, future.key) and waited < MAX_WAITED:
                     # it was waiting on a worker that was lost, or had finished there: nothing
                     # in it stopped the worker, only its data was lost with it
                     stats.resent += 1
-                    send(shard, tries, alone=len(shard.students) == 1, waited=waited + 1)
+                    out.send(shard, tries, alone=len(shard.students) == 1, waited=waited + 1)
                     continue
-                graded = _after_failure(shard, tries, err, send, stats, key, kit_version)
+                graded = _after_failure(shard, tries, err, out.send, stats, key, kit_version)
                 if graded is None:
                     continue
             gradebook.record_many(graded)
@@ -414,13 +325,34 @@ def grade_on_cluster(key: dict, submissions: list[Found], gradebook, client, *,
             if progress is not None:
                 progress.advance(len(graded))
             for more in itertools.islice(shards, 1):     # one out, one in
-                send(more)
+                out.send(more)
                 stats.shards += 1
     finally:
-        _forget_started(client, run_id)
+        _forget_started(client, out.run_id)
     recorded += _grade_unread(key, unread, gradebook, kit_version)
     stats.seconds = time.perf_counter() - started
     return recorded, stats
+
+
+class _Sender:
+    """The shards out on the cluster in this run: each sent as data with a task that grades
+    it, named after its students and the run (and, sent again, after how often); ``pending``
+    yields each task's future as it finishes, ``futures`` says what it held."""
+
+    def __init__(self, client, before_each=None):
+        from distributed import as_completed
+        self.client, self.before_each = client, before_each
+        self.run_id = uuid.uuid4().hex
+        self.futures: dict = {}           # future → (shard, its data, tries, times it waited)
+        self.pending = as_completed()
+
+    def send(self, shard: Shard, tries: int = 0, alone: bool = False, waited: int = 0) -> None:
+        name = (_task_name(shard, self.run_id) + ("-alone" if alone else "")
+                + (f"-again-{tries}-{waited}" if tries or waited else ""))
+        data = _scattered(self.client, shard)
+        future = self.client.submit(grade_shard, data, self.before_each, self.run_id, key=name, pure=False)
+        self.futures[future] = (shard, data, tries, waited)
+        self.pending.add(future)
 
 
 SCATTER_TRIES = 20           # a worker the scheduler chose may be dying: another is chosen

@@ -9,16 +9,18 @@ from __future__ import annotations
 from dataclasses import dataclass, replace
 from pathlib import Path
 
-from grader.reports.summary import summary_json
-from grader.run.pipeline import GradeOptions, GradeSummary, grade_folder
+from grader.reports.summary import class_table, look_list, summary_json
+from grader.run.pipeline import GradeOptions, RunSummary, grade_folder
 from grader.store.marks import rescore
 
 
 @dataclass
 class GradedCourse:
-    summary: GradeSummary             # what the run did; its ``look`` is the class's TA's list
+    summary: RunSummary             # what the run did; its ``look`` is the class's TA's list
     rescored: list                    # grader.store.marks.LogEntry: hand grades a changed rubric re-scored
     class_summary: dict               # grader.reports.summary.summary_json, after the re-scoring
+    table: str                        # the class table (class_table), from that summary
+    look: str                         # the TA's list as text (look_list), "" when it is empty
 
 
 def grade_course(key: dict, folder: Path, gradebook, sandbox, options: GradeOptions) -> GradedCourse:
@@ -28,4 +30,5 @@ def grade_course(key: dict, folder: Path, gradebook, sandbox, options: GradeOpti
     rescored = rescore(gradebook, key, grader="attnkit grade")
     class_summary = summary_json(gradebook, key, options.deadline)
     summary.look = class_summary["needs_a_look"]
-    return GradedCourse(summary, rescored, class_summary)
+    return GradedCourse(summary, rescored, class_summary,
+                        class_table(gradebook, key, summary=class_summary), look_list(class_summary))

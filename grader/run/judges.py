@@ -9,7 +9,7 @@ with more than one server forks one *judge* per server when it starts:
     ────────────────────────────────────────────────      ───────────────────────────────
     sandbox thread i ── student id ───────────────────▶  read, entry, program
                                                           its own sandbox server ◀▶ child
-                     ◀── the Graded (verdicts, answers) ──  judge every part
+                     ◀── the GradedSubmission (verdicts, answers) ──  judge every part
 
 A judge is the grading process itself, forked before any thread of the run started: it holds
 the verified key and the submissions found, runs no student code (its sandbox server's
@@ -147,7 +147,7 @@ class Judge:
 
 
 def _serve(run, sock: socket.socket, make_sandbox) -> int:
-    """The judge's loop: a student id in, their Graded out, until end of file."""
+    """The judge's loop: a student id in, their GradedSubmission out, until end of file."""
     signal.signal(signal.SIGINT, signal.SIG_IGN)      # Ctrl-C is the grading process's to handle
     sandbox = make_sandbox()
     try:
@@ -252,7 +252,7 @@ class Judges:
             raise
 
     def execute(self, student: str):
-        """``student``'s Graded from a free judge; JudgeLost if the one it had died (it is
+        """``student``'s GradedSubmission from a free judge; JudgeLost if the one it had died (it is
         then dropped); LookupError if none is left."""
         while True:
             with self._lock:

@@ -21,13 +21,17 @@ from formats.key_shape import assignment_id
 
 from grader.budget import CPU_SECONDS
 from grader.run.grading import GradingRun, grader_version, received
-from grader.intake.submissions import Issue, Submission, file_hash, find_submissions, match
+from grader.intake.issues import Issue
+from grader.intake.layouts import find_submissions
+from grader.intake.pairing import match
+from grader.intake.reading import file_hash
+from grader.intake.records import Submission
 from grader.run.plugin import run_pytest
-from grader.store.grades import to_review
-from grader.store.review import needs_a_look
+from grader.store.grades import class_look
+from grader.store.look import needs_a_look
 
 @dataclass
-class GradeSummary:
+class RunSummary:
     """What one ``grade_folder`` did."""
     assignment: str
     submissions: int                  # notebooks paired with a student of the key
@@ -42,7 +46,7 @@ class GradeSummary:
     seconds: float
     run: GradingRun = field(repr=False, default=None)
     absent: list[str] = field(default_factory=list)   # not in this folder, graded by an earlier run
-    look: list[dict] = field(default_factory=list)     # grader.store.review.needs_a_look, over the class
+    look: list[dict] = field(default_factory=list)     # grader.store.look.needs_a_look, over the class
     receipts: list = field(default_factory=list)       # grader.intake.receipts.ReceiptChange: kept or replaced
 
     def as_json(self, gradebook: Path | str) -> dict:
@@ -97,14 +101,14 @@ class GradeOptions:
 
 
 def grade_folder(key: dict, folder: Path, gradebook, sandbox, options: GradeOptions | None = None,
-                 **given) -> GradeSummary:
+                 **given) -> RunSummary:
     """Grade every submission in ``folder`` against ``key`` into ``gradebook``, running
     student code only in ``sandbox`` (``options.servers`` of its servers at once), as
     ``options`` (or ``GradeOptions(**given)``) says.
 
     Nothing is written for the students not in the folder: their earlier grades stand. The
     LMS's receipt times are given to unchanged handins too, never over a better source's
-    (``GradeSummary.receipts``). On a cluster ``sandbox`` is unused and may be None, and
+    (``RunSummary.receipts``). On a cluster ``sandbox`` is unused and may be None, and
     ``pytest_args`` must be empty: no pytest items run at the client."""
     opt = replace(options or GradeOptions(), **given)
     started = time.perf_counter()
@@ -132,8 +136,8 @@ def grade_folder(key: dict, folder: Path, gradebook, sandbox, options: GradeOpti
     # (the gradebook only adds); missing are those with nothing in the gradebook at all.
     absent = [s for s in missing if gradebook.submission(assignment, s) is not None]
     never = [s for s in missing if s not in set(absent)]
-    look = needs_a_look(to_review(gradebook, key, opt.deadline)) if opt.review else []
-    return GradeSummary(assignment, len(submissions), list(run.recorded), list(run.skipped),
+    look = needs_a_look(class_look(gradebook, key, opt.deadline)) if opt.review else []
+    return RunSummary(assignment, len(submissions), list(run.recorded), list(run.skipped),
                         list(run.not_recorded), list(run.failed), never, list(issues),
                         code, run.interrupted, time.perf_counter() - started, run, absent, look,
                         gradebook.receipt_changes[changes_before:])
@@ -165,7 +169,8 @@ def _on_cluster(run: GradingRun, client, shard_size: int | None, wall_seconds: f
                 bar, before_each=None) -> int:
     """The run's changed submissions graded on a Dask cluster (grader.run.cluster); 0, pytest's
     exit code when every item passed or failed as a result."""
-    from grader.run.cluster import SHARD_SIZE, grade_on_cluster
+    from grader.run.cluster import grade_on_cluster
+    from grader.run.shards import SHARD_SIZE
     chosen = run.students_to_grade()
     if bar is not None and run.skipped:
         bar.advance(len(run.skipped))

@@ -30,8 +30,10 @@ from formats.key_shape import IMPLEMENT, givens_of, gradings, is_free_response, 
 from formats.serialize import decode_names
 
 from grader.budget import UNLIMITED, Budget
-from grader.intake.submissions import (NOT_READ, PARSING, Issue, Submission, assigns_exactly,
-                                       expected_givens_source, kit_cells, listed)
+from grader.intake.givens import PARSING, assigns_exactly, expected_givens_source
+from grader.intake.issues import NOT_READ, Issue, listed
+from grader.intake.key_checks import kit_cells
+from grader.intake.records import Submission
 from grader.sandbox.protocol import call_step, exec_step, send_step, set_step
 
 # Issues of the submission that change what is graded (the others, such as an edited givens
@@ -41,7 +43,7 @@ GRADING_ISSUES = NOT_READ | frozenset({
     "wrong-assignment", "wrong-variant", "duplicate",
 })
 
-# The program's own notes (beside the submission's issues, grader.intake.submissions.ISSUE_CODES); a
+# The program's own notes (beside the submission's issues, grader.intake.issues.ISSUE_CODES); a
 # test holds this list to the codes the module emits.
 NOTE_CODES = {
     "magics-stripped": "lines starting with % or ! were replaced by `pass` (IPython only)",

@@ -3,7 +3,7 @@
 Kept apart from the client so a command can start its servers first and import NumPy while
 they boot (``attnkit check`` spends most of its half second on the two): a fresh server
 imports NumPy itself, and the two overlap. The conversation with a running server (jobs,
-frames, cases) is the client's (``grader.sandbox.client``); its words are the protocol's.
+frames, cases) is the client's (``grader.sandbox.channel``); its words are the protocol's.
 """
 
 from __future__ import annotations
@@ -41,7 +41,7 @@ class Limits:
     file_size_mb: int = 1
     open_files: int = 64
     frame_mb: int = 32             # one frame from the child; a child sends at most 4× this in all
-    restarts: int = 8              # reruns after crashes, per submission (see the module docstring)
+    restarts: int = 8              # reruns after crashes, per submission (see grader.sandbox.client)
     timeouts: int = 2              # timeouts per submission before the run stops (likewise)
 
     def for_job(self) -> dict:

@@ -1,5 +1,6 @@
-"""The protocol between the grader (``client.py``) and the sandbox (``server.py`` and the
-children it forks): the pipes, the job and its steps, the events a child sends, the exit reasons.
+"""The protocol between the grader (``client.py``, ``channel.py``) and the sandbox (``server.py``
+and the children it forks, ``child.py``): the pipes, the job and its steps, the events a child
+sends, the exit reasons.
 
 Both sides build and name its messages only here; what each side checks of what it receives
 stays with that side. Every message is a frame of ``grader.sandbox.frames`` (size-capped,
@@ -31,7 +32,7 @@ from a crash by the ``done`` event), ``timeout`` (the wall-clock deadline, or th
 The job
 -------
 
-``{"steps": [...], "limits": {...}}`` (``job``; limits: ``Limits.for_job()`` in client.py).
+``{"steps": [...], "limits": {...}}`` (``job``; limits: ``Limits.for_job()`` in processes.py).
 Steps, run in order:
 
 - ``{"op": "exec", "label": str, "source": str}`` (``exec_step``) — exec in the one namespace;

@@ -1,4 +1,5 @@
-"""The walls around one student's code: applied in the forked child, before that code runs.
+"""The walls around one student's code: prepared once in the server, applied in the forked
+child before that code runs, and the report of which ones held.
 
 Each wall stops something the others may not, and each can be missing on some machine
 (not root, an old kernel, not x86_64), so each reports ``{"name", "active", "detail"}`` and the
@@ -15,19 +16,21 @@ child applies them:
   there outlives it: it can make no socket and no System V or POSIX IPC object (seccomp), its
   uid has no capability to raise an interface, and what it has open dies with its process
   group. Where seccomp is missing, each child still enters an IPC namespace of its own.
-- ``landlock``: no file may be written or created anywhere, files may be read only under the
-  Python installation; TCP bind/connect denied (Landlock ABI ≥ 4); signals and abstract Unix
-  sockets confined to the child (ABI ≥ 6). Works without root.
+- ``landlock`` (``grader.sandbox.landlock``): no file may be written or created anywhere, files
+  may be read only under the Python installation; TCP bind/connect denied (Landlock ABI ≥ 4);
+  signals and abstract Unix sockets confined to the child (ABI ≥ 6). Works without root.
+- ``chroot`` (root): an empty root directory, only where Landlock is missing.
 - ``fds``: stdio points at /dev/null and every descriptor but the result pipe (moved to fd 3)
   and the job pipe's read end (fd 4: the child reads each hidden case there when it reaches it)
   is closed, so nothing else the server or the grader holds open is reachable.
-- ``rlimits``: CPU seconds, address space (the child's size at fork + a margin, so a memory bomb
-  ends in MemoryError), file size, open files, and processes (only where the kernel applies it:
-  not to root).
+- ``rlimits`` (``grader.sandbox.rlimits``): CPU seconds, address space (the child's size at
+  fork + a margin, so a memory bomb ends in MemoryError), file size, open files, and processes
+  (only where the kernel applies it: not to root).
 - ``uid`` (root): an unused uid/gid per server, no supplementary groups: 0600 files, the
   grader's ``/proc/<pid>/mem`` and every other user's processes are out of reach.
-- ``seccomp`` (x86_64): a small BPF filter makes fork/clone/exec, sockets, kill, ptrace,
-  cross-process memory access, namespaces, mounts and io_uring fail with EPERM.
+- ``seccomp`` (x86_64, ``grader.sandbox.seccomp``): a small BPF filter makes fork/clone/exec,
+  sockets, kill, ptrace, cross-process memory access, namespaces, mounts and io_uring fail with
+  EPERM.
 
 Whether the filesystem is walled off at all — Landlock or the uid drop — is ``protected()``:
 without either, student code reads whatever the grader can, so grading should refuse to run
@@ -38,25 +41,23 @@ Anything the code imports after the uid drop must be readable by that uid: an in
 root's home (pyenv) is not, so the server imports what students commonly use *before* forking
 (``preimport``). The walls are built in the long-lived server once (``Walls``) — the Landlock
 ruleset and the BPF program are inherited by every fork — so a job pays only the system calls
-that switch them on. Only the standard library is imported here: the sandbox server imports
-this module and must not pull in anything else of the project.
+that switch them on. Only the standard library is imported here (and the walls' own modules):
+the sandbox server imports this module and must not pull in anything else of the project.
 """
 
 from __future__ import annotations
 
 import ctypes
-import errno
 import fcntl
 import importlib
 import os
-import platform
 import resource
 import signal
-import site
-import struct
-import sys
 
-MIB = 2**20
+from . import libc, rlimits
+from .landlock import Landlock
+from .seccomp import Seccomp
+
 RESULT_FD = 3       # where the child's result pipe lives once the other descriptors are closed
 JOB_FD = 4          # and the job pipe, on which the grader sends each hidden case when it is asked
 
@@ -90,220 +91,9 @@ def wall(name: str, active: bool, detail: str) -> dict:
     return {"name": name, "active": bool(active), "detail": detail}
 
 
-def _libc():
-    try:
-        libc = ctypes.CDLL(None, use_errno=True)
-        libc.syscall.restype = ctypes.c_long
-        return libc
-    except (OSError, AttributeError):
-        return None
-
-
-_LIBC = _libc()
-
-
-def _errno_text() -> str:
-    code = ctypes.get_errno()
-    return f"{errno.errorcode.get(code, code)} ({os.strerror(code)})"
-
-
-def _prctl(option: int, arg2: int, arg3: int = 0) -> int:
-    """prctl(2); AttributeError where the C library has none (not Linux)."""
-    return _LIBC.prctl(ctypes.c_int(option), ctypes.c_ulong(arg2), ctypes.c_ulong(arg3),
-                       ctypes.c_ulong(0), ctypes.c_ulong(0))
-
-
-PR_SET_NO_NEW_PRIVS = 38
 PR_SET_PDEATHSIG = 1
-PR_SET_SECCOMP = 22
-SECCOMP_MODE_FILTER = 2
 CLONE_NEWNET = 0x40000000
 CLONE_NEWIPC = 0x08000000
-_X86_64 = platform.machine() in ("x86_64", "AMD64") and sys.platform.startswith("linux")
-
-
-# --- Landlock -----------------------------------------------------------------------------
-
-_SYS_LANDLOCK_CREATE_RULESET = 444     # the same number on every architecture
-_SYS_LANDLOCK_ADD_RULE = 445
-_SYS_LANDLOCK_RESTRICT_SELF = 446
-_LANDLOCK_CREATE_RULESET_VERSION = 1
-_LANDLOCK_RULE_PATH_BENEATH = 1
-_FS_READ_FILE, _FS_READ_DIR = 1 << 2, 1 << 3
-_FS_ABI1 = (1 << 13) - 1               # execute … make_sym: everything ABI 1 knows
-_FS_REFER, _FS_TRUNCATE, _FS_IOCTL_DEV = 1 << 13, 1 << 14, 1 << 15
-_NET_BIND_TCP, _NET_CONNECT_TCP = 1 << 0, 1 << 1
-_SCOPE_ABSTRACT_UNIX_SOCKET, _SCOPE_SIGNAL = 1 << 0, 1 << 1
-
-
-class _RulesetAttr(ctypes.Structure):
-    _fields_ = [("handled_access_fs", ctypes.c_uint64), ("handled_access_net", ctypes.c_uint64),
-                ("scoped", ctypes.c_uint64)]
-
-
-def landlock_abi() -> tuple[int, str]:
-    """(ABI version, "") or (0, why Landlock is unavailable)."""
-    if _LIBC is None or not sys.platform.startswith("linux"):
-        return 0, f"not Linux ({sys.platform})"
-    abi = _LIBC.syscall(ctypes.c_long(_SYS_LANDLOCK_CREATE_RULESET), None, ctypes.c_size_t(0),
-                        ctypes.c_uint32(_LANDLOCK_CREATE_RULESET_VERSION))
-    if abi < 0:
-        code = ctypes.get_errno()
-        why = {errno.ENOSYS: "the kernel has no Landlock (needs Linux ≥ 5.13)",
-               errno.EOPNOTSUPP: "Landlock is disabled at boot (lsm= parameter)"}
-        return 0, why.get(code, f"Landlock unavailable: {_errno_text()}")
-    return int(abi), ""
-
-
-def readable_roots() -> list[str]:
-    """The only directories the child may read: the Python installation and its packages."""
-    candidates = [sys.prefix, sys.exec_prefix, sys.base_prefix, sys.base_exec_prefix,
-                  os.path.dirname(os.__file__), *site.getsitepackages()]
-    roots = sorted({os.path.realpath(path) for path in candidates if os.path.isdir(path)})
-    # a root inside another root adds nothing
-    return [r for r in roots if not any(r != o and r.startswith(o.rstrip("/") + "/") for o in roots)]
-
-
-class _Landlock:
-    """A ruleset built once in the server; each child only restricts itself with it."""
-
-    def __init__(self):
-        self.fd, self.abi = -1, 0
-        self.abi, why = landlock_abi()
-        if not self.abi:
-            self.detail = why
-            return
-        fs = _FS_ABI1 | (_FS_REFER if self.abi >= 2 else 0) | (_FS_TRUNCATE if self.abi >= 3 else 0) \
-            | (_FS_IOCTL_DEV if self.abi >= 5 else 0)
-        net = _NET_BIND_TCP | _NET_CONNECT_TCP if self.abi >= 4 else 0
-        scoped = _SCOPE_ABSTRACT_UNIX_SOCKET | _SCOPE_SIGNAL if self.abi >= 6 else 0
-        attr = _RulesetAttr(fs, net, scoped)
-        size = 24 if self.abi >= 6 else 16 if self.abi >= 4 else 8
-        fd = _LIBC.syscall(ctypes.c_long(_SYS_LANDLOCK_CREATE_RULESET), ctypes.byref(attr),
-                           ctypes.c_size_t(size), ctypes.c_uint32(0))
-        if fd < 0:
-            self.abi, self.detail = 0, f"creating the ruleset failed: {_errno_text()}"
-            return
-        self.roots = readable_roots()
-        for root in self.roots:
-            path_fd = os.open(root, os.O_PATH | os.O_CLOEXEC)
-            try:
-                # struct landlock_path_beneath_attr is packed: u64 allowed_access, s32 parent_fd
-                rule = ctypes.create_string_buffer(struct.pack("=Qi", _FS_READ_FILE | _FS_READ_DIR, path_fd), 12)
-                if _LIBC.syscall(ctypes.c_long(_SYS_LANDLOCK_ADD_RULE), ctypes.c_int(fd),
-                                 ctypes.c_int(_LANDLOCK_RULE_PATH_BENEATH), rule, ctypes.c_uint32(0)) < 0:
-                    os.close(fd)
-                    self.abi, self.detail = 0, f"adding a rule for {root} failed: {_errno_text()}"
-                    return
-            finally:
-                os.close(path_fd)
-        self.fd = fcntl.fcntl(fd, fcntl.F_DUPFD_CLOEXEC, 10)     # clear of fds 0–3, which the child reuses
-        os.close(fd)
-        parts = [f"ABI {self.abi}: no file written or created anywhere; reads only under "
-                 + ", ".join(self.roots)]
-        parts.append("TCP bind/connect denied" if net else "TCP not covered (ABI < 4)")
-        parts.append("signals and abstract Unix sockets confined to the child" if scoped
-                     else "signals not scoped (ABI < 6)")
-        self.detail = "; ".join(parts)
-
-    def apply(self) -> dict:
-        if self.fd < 0:
-            return wall("landlock", False, self.detail)
-        if _prctl(PR_SET_NO_NEW_PRIVS, 1) != 0:
-            return wall("landlock", False, f"PR_SET_NO_NEW_PRIVS failed: {_errno_text()}")
-        if _LIBC.syscall(ctypes.c_long(_SYS_LANDLOCK_RESTRICT_SELF), ctypes.c_int(self.fd),
-                         ctypes.c_uint32(0)) < 0:
-            return wall("landlock", False, f"landlock_restrict_self failed: {_errno_text()}")
-        return wall("landlock", True, self.detail)
-
-
-# --- seccomp ------------------------------------------------------------------------------
-
-# x86_64 system call numbers (asm/unistd_64.h) that student code has no use for.
-DENIED_SYSCALLS = {
-    "socket": 41, "connect": 42, "accept": 43, "bind": 49, "listen": 50, "socketpair": 53,
-    "clone": 56, "fork": 57, "vfork": 58, "execve": 59, "kill": 62, "ptrace": 101,
-    "rt_sigqueueinfo": 129, "mknod": 133, "pivot_root": 155, "chroot": 161, "mount": 165,
-    "umount2": 166, "tkill": 200, "tgkill": 234, "add_key": 248, "request_key": 249,
-    "keyctl": 250, "mknodat": 259, "unshare": 272, "accept4": 288, "rt_tgsigqueueinfo": 297,
-    "perf_event_open": 298, "name_to_handle_at": 303, "open_by_handle_at": 304, "setns": 308,
-    "process_vm_readv": 310, "process_vm_writev": 311, "kcmp": 312, "bpf": 321,
-    "execveat": 322, "userfaultfd": 323, "pidfd_send_signal": 424, "io_uring_setup": 425,
-    "io_uring_enter": 426, "io_uring_register": 427, "open_tree": 428, "move_mount": 429,
-    "fsopen": 430, "fsmount": 432, "pidfd_open": 434, "clone3": 435, "pidfd_getfd": 438,
-    # System V and POSIX IPC: memory that outlives the child (and a channel between jobs)
-    "shmget": 29, "shmat": 30, "shmctl": 31, "semget": 64, "msgget": 68, "mq_open": 240,
-}
-# Calls denied only for some commands (their second argument): what a child could do to the
-# result pipe it shares with later children — make it non-blocking, shrink it, or have the
-# kernel signal a process of its choice when the grader reads it (F_SETOWN + F_SETSIG).
-FCNTL, IOCTL = 72, 16
-DENIED_FCNTL = {"F_SETFL": 4, "F_SETOWN": 8, "F_SETSIG": 10, "F_SETOWN_EX": 15, "F_SETLEASE": 1024,
-                "F_NOTIFY": 1026, "F_SETPIPE_SZ": 1031}
-DENIED_IOCTL = {"TIOCSTI": 0x5412, "FIONBIO": 0x5421, "FIOASYNC": 0x5452, "FIOSETOWN": 0x8901,
-                "SIOCSPGRP": 0x8902}
-_AUDIT_ARCH_X86_64 = 0xC000003E
-_X32_SYSCALL_BIT = 0x40000000
-_BPF_LD_W_ABS, _BPF_JEQ_K, _BPF_JGE_K, _BPF_RET_K = 0x20, 0x15, 0x35, 0x06
-_RET_ALLOW, _RET_KILL_PROCESS = 0x7FFF0000, 0x80000000
-_RET_EPERM = 0x00050000 | errno.EPERM
-
-
-class _SockFilter(ctypes.Structure):
-    _fields_ = [("code", ctypes.c_uint16), ("jt", ctypes.c_uint8), ("jf", ctypes.c_uint8),
-                ("k", ctypes.c_uint32)]
-
-
-class _SockFprog(ctypes.Structure):
-    _fields_ = [("len", ctypes.c_ushort), ("filter", ctypes.POINTER(_SockFilter))]
-
-
-def seccomp_program() -> list[tuple[int, int, int, int]]:
-    """The BPF program: wrong architecture → kill; x32 numbers, a denied call, or fcntl/ioctl
-    with a denied command → EPERM; else allow. (seccomp_data: nr at offset 0, arch at 4, the
-    low 32 bits of the second argument at 24.) Jumps go forward only, to labels resolved below."""
-    program: list = [(_BPF_LD_W_ABS, 0, 0, 4),
-                     (_BPF_JEQ_K, 1, 0, _AUDIT_ARCH_X86_64),
-                     (_BPF_RET_K, 0, 0, _RET_KILL_PROCESS),
-                     (_BPF_LD_W_ABS, 0, 0, 0),
-                     (_BPF_JGE_K, "deny", 0, _X32_SYSCALL_BIT)]
-    program += [(_BPF_JEQ_K, "deny", 0, nr) for nr in sorted(DENIED_SYSCALLS.values())]
-    program += [(_BPF_JEQ_K, "fcntl", 0, FCNTL), (_BPF_JEQ_K, "ioctl", 0, IOCTL),
-                (_BPF_RET_K, 0, 0, _RET_ALLOW)]
-    labels = {}
-    for label, commands in (("fcntl", DENIED_FCNTL), ("ioctl", DENIED_IOCTL)):
-        labels[label] = len(program)
-        program += [(_BPF_LD_W_ABS, 0, 0, 24)]
-        program += [(_BPF_JEQ_K, "deny", 0, cmd) for cmd in sorted(commands.values())]
-        program += [(_BPF_RET_K, 0, 0, _RET_ALLOW)]
-    labels["deny"] = len(program)
-    program.append((_BPF_RET_K, 0, 0, _RET_EPERM))
-    return [(code, labels[jt] - pc - 1 if isinstance(jt, str) else jt, jf, k)
-            for pc, (code, jt, jf, k) in enumerate(program)]
-
-
-class _Seccomp:
-    def __init__(self):
-        self.fprog = None
-        if not _X86_64 or _LIBC is None:
-            self.detail = f"the filter is written for x86_64 Linux (this is {platform.machine()} {sys.platform})"
-            return
-        program = seccomp_program()
-        self.filters = (_SockFilter * len(program))(*[_SockFilter(*p) for p in program])
-        self.fprog = _SockFprog(len(program), self.filters)
-        self.detail = ("EPERM for " + ", ".join(sorted(DENIED_SYSCALLS, key=DENIED_SYSCALLS.get))
-                       + ", fcntl " + "/".join(DENIED_FCNTL) + ", ioctl " + "/".join(DENIED_IOCTL)
-                       + f" ({len(DENIED_SYSCALLS)} calls and {len(DENIED_FCNTL) + len(DENIED_IOCTL)} "
-                       "commands); other architectures killed")
-
-    def apply(self) -> dict:
-        if self.fprog is None:
-            return wall("seccomp", False, self.detail)
-        if _prctl(PR_SET_NO_NEW_PRIVS, 1) != 0:
-            return wall("seccomp", False, f"PR_SET_NO_NEW_PRIVS failed: {_errno_text()}")
-        if _prctl(PR_SET_SECCOMP, SECCOMP_MODE_FILTER, ctypes.addressof(self.fprog)) != 0:
-            return wall("seccomp", False, f"installing the filter failed: {_errno_text()}")
-        return wall("seccomp", True, self.detail)
 
 
 # --- uid ----------------------------------------------------------------------------------
@@ -344,27 +134,6 @@ def _empty_directory() -> int | None:
     return fd
 
 
-def _vm_size() -> int:
-    """This process's virtual size in bytes (what RLIMIT_AS counts); OSError without /proc."""
-    with open("/proc/self/statm", "rb") as f:
-        return int(f.read().split()[0]) * os.sysconf("SC_PAGE_SIZE")
-
-
-def _vm_size_or_none() -> int | None:
-    try:
-        return _vm_size()
-    except (OSError, ValueError, IndexError):
-        return None
-
-
-def _set_limit(which: int, soft: int, hard: int | None = None) -> None:
-    hard = soft if hard is None else hard
-    _, current_hard = resource.getrlimit(which)
-    if current_hard != resource.RLIM_INFINITY:      # an unprivileged process cannot raise it
-        soft, hard = min(soft, current_hard), min(hard, current_hard)
-    resource.setrlimit(which, (soft, hard))
-
-
 class Walls:
     """Everything the walls need, prepared once in the server; ``apply`` in each child."""
 
@@ -372,8 +141,8 @@ class Walls:
         self.root = hasattr(os, "geteuid") and os.geteuid() == 0
         self.uid = unused_id(slot) if self.root else None
         self.landlock_missing = None                      # set below, once Landlock is known
-        self.landlock = _Landlock()
-        self.seccomp = _Seccomp()
+        self.landlock = Landlock()
+        self.seccomp = Seccomp()
         # Landlock already hides every file but Python's; where it is missing, root can give the
         # child an empty root directory instead (it would only break imports where Landlock holds).
         self.jail = _empty_directory() if self.root and self.landlock.fd < 0 else None
@@ -386,9 +155,9 @@ class Walls:
         why not in the ``network`` wall of each child."""
         if not self.root:
             self.namespaces = "a network namespace needs root"
-        elif (_LIBC is None or not hasattr(_LIBC, "unshare")
-                or _LIBC.unshare(ctypes.c_int(CLONE_NEWNET | CLONE_NEWIPC)) != 0):
-            self.namespaces = f"unshare(CLONE_NEWNET | CLONE_NEWIPC) failed: {_errno_text()}"
+        elif (libc.LIBC is None or not hasattr(libc.LIBC, "unshare")
+                or libc.LIBC.unshare(ctypes.c_int(CLONE_NEWNET | CLONE_NEWIPC)) != 0):
+            self.namespaces = f"unshare(CLONE_NEWNET | CLONE_NEWIPC) failed: {libc.errno_text()}"
         else:
             self.namespaces = ""
         return self.namespaces == ""
@@ -406,11 +175,11 @@ class Walls:
                 reports.append(wall(name, False, f"{type(error).__name__}: {error}"))
 
         parent = os.getppid()
-        vm_size = _vm_size_or_none()                      # /proc is unreadable once Landlock is on
+        vm_size = rlimits.vm_size_or_none()               # /proc is unreadable once Landlock is on
         null = os.open(os.devnull, os.O_RDWR)
         attempt("session", self._session)
         attempt("network", self._network)
-        attempt("landlock", self.landlock.apply)
+        attempt("landlock", lambda: wall("landlock", *self.landlock.restrict()))
         attempt("chroot", self._chroot)                   # (before fds: it closes the jail's)
         attempt("fds", lambda: self._fds(result_fd, job_fd, null))
         attempt("rlimits", lambda: self._rlimits(limits, vm_size))
@@ -419,14 +188,14 @@ class Walls:
             self._die_with(parent, reports[0])
         except Exception:                                 # no prctl (not Linux): nothing to arm
             pass
-        attempt("seccomp", self.seccomp.apply)
+        attempt("seccomp", lambda: wall("seccomp", *self.seccomp.install()))
         return reports
 
     @staticmethod
     def _die_with(parent: int, session: dict) -> None:
         """SIGKILL when the server dies, so no child outlives it (a server killed in the middle
         of a job cannot kill its child's group any more). Set after the uid drop, which clears it."""
-        if _LIBC is None or not hasattr(_LIBC, "prctl") or _prctl(PR_SET_PDEATHSIG, signal.SIGKILL) != 0:
+        if libc.LIBC is None or not hasattr(libc.LIBC, "prctl") or libc.prctl(PR_SET_PDEATHSIG, signal.SIGKILL) != 0:
             return
         if os.getppid() != parent:        # the server died before the signal was armed
             os._exit(1)
@@ -446,8 +215,8 @@ class Walls:
         detail = ("its server's empty network namespace (no interface up, not even loopback) and IPC "
                   "namespace, which no other process shares")
         if self.seccomp.fprog is None:           # IPC objects are not denied: none may reach the next child
-            if _LIBC.unshare(ctypes.c_int(CLONE_NEWIPC)) != 0:
-                return wall("network", False, f"unshare(CLONE_NEWIPC) failed: {_errno_text()}")
+            if libc.LIBC.unshare(ctypes.c_int(CLONE_NEWIPC)) != 0:
+                return wall("network", False, f"unshare(CLONE_NEWIPC) failed: {libc.errno_text()}")
             detail += "; an IPC namespace of its own"
         return wall("network", True, detail)
 
@@ -468,28 +237,8 @@ class Walls:
         return wall("fds", True, f"stdin/stdout/stderr are /dev/null; every other descriptor closed but {pipes}")
 
     def _rlimits(self, limits: dict, vm_size: int | None) -> dict:
-        cpu = max(1, int(limits.get("cpu_seconds", 10)))
-        file_size = int(limits.get("file_size_mb", 1)) * MIB
-        open_files = int(limits.get("open_files", 64))
-        _set_limit(resource.RLIMIT_CPU, cpu, cpu + 1)      # SIGXCPU, then SIGKILL a second later
-        parts = [f"cpu {cpu} s"]
-        if vm_size is None:                                # no /proc: the margin has no base
-            parts.append("address space not limited (this process's size is unknown without /proc)")
-        else:
-            address_space = vm_size + int(limits.get("memory_mb", 1024)) * MIB
-            _set_limit(resource.RLIMIT_AS, address_space)
-            parts.append(f"address space {address_space // MIB} MiB "
-                         f"(size at fork {vm_size // MIB} MiB + {limits.get('memory_mb', 1024)})")
-        _set_limit(resource.RLIMIT_FSIZE, file_size)
-        _set_limit(resource.RLIMIT_NOFILE, open_files)
-        _set_limit(resource.RLIMIT_CORE, 0)                # a segfault leaves no core file to write
-        parts += [f"file size {file_size // MIB} MiB", f"{open_files} open files", "no core dumps"]
-        if not self.root or self.uid is not None:
-            _set_limit(resource.RLIMIT_NPROC, 1)           # counted per real uid: no new process
-            parts.append("no new processes (nproc 1)")
-        else:
-            parts.append("nproc not set (the kernel ignores it for root)")
-        return wall("rlimits", True, ", ".join(parts))
+        one_process = not self.root or self.uid is not None    # nproc is not applied to root
+        return wall("rlimits", True, rlimits.set_limits(limits, vm_size, one_process))
 
     def _chroot(self) -> dict:
         """An empty directory as the root, where Landlock is missing: without it, a uid-dropped
@@ -518,7 +267,7 @@ class Walls:
         root = self.root
         return [
             wall("session", hasattr(os, "setsid"), "own session and process group"),
-            wall("network", root and _LIBC is not None,
+            wall("network", root and libc.LIBC is not None,
                   "an empty network namespace per server, its children in it one at a time" if root else
                   "a network namespace needs root (seccomp still denies sockets, Landlock TCP where its ABI allows)"),
             wall("landlock", self.landlock.fd >= 0, self.landlock.detail),

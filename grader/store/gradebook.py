@@ -24,7 +24,8 @@ Primary keys make every write an upsert: recording the same submission twice lea
 rows. ``graded_at`` and ``first_seen`` are kept for the instructor's own queries (and
 ``first_seen`` to order handins whose receipt time is unknown) but are part of no dataclass and
 no report, so reports are byte-for-byte the same for the same grading. A gradebook of schema 1
-(one row per student) is migrated in place when it is opened, every grade kept.
+(one row per student) is migrated in place when it is opened, every grade kept
+(``grader.store.schema``).
 
 This module uses the standard library only: the grader's trusted side imports it next to the
 sandbox client, and nothing here needs numpy.
@@ -32,157 +33,19 @@ sandbox client, and nothing here needs numpy.
 
 from __future__ import annotations
 
-import hashlib
 import json
-import math
 import sqlite3
 import threading
 from contextlib import contextmanager
-from dataclasses import dataclass, field
 from datetime import datetime, timezone
 from pathlib import Path
 
-from formats.textfile import printable
-
 from grader.intake.receipts import ReceiptChange, merged
+from grader.store.rows import (RESULT_COLUMNS, RESULT_INSERT, SUBMISSION_COLUMNS, ResultRow, SubmissionRow, encoded,
+                               result_row, sql_answer_digest, storable_text, submission_row)
+from grader.store.schema import MIGRATED, create_or_upgrade, format_problem
 
-FORMAT = "attnkit-gradebook"
-SCHEMA_VERSION = 3     # 3: hand grades (grader.store.marks) and their log
-# "ATKG": SQLite's own slot for the file's type, so `file` and other tools can tell it apart
-# from any other database; the meta table is what this module checks.
-APPLICATION_ID = 0x41544B47
 BUSY_TIMEOUT_MS = 30_000
-MIGRATED = "schema 1"     # the received_from of a handin migrated from a schema-1 gradebook
-
-RESULT_STATUSES = ("passed", "failed", "partial", "missing", "error", "manual")
-# graded: every part has a verdict (an unreadable notebook too: 0 points, the reason per part);
-# error: the grader itself failed on some part (see the messages): graded again next run.
-# (A student with no handin is "missing" in the reports; the gradebook stores no such row.)
-SUBMISSION_STATUSES = ("graded", "error")
-
-# A student's answer is stored so the feedback page can show it, not to re-grade it: a
-# 2000×2000 matrix of floats would make the file huge for nothing, so beyond this many bytes
-# of JSON only a marker is kept.
-ANSWER_LIMIT = 64 * 1024
-OMITTED = "omitted"  # the marker's only key: {"omitted": "why"}; encoded values never use it
-
-_SCHEMA = f"""
-CREATE TABLE meta (
-    key   TEXT PRIMARY KEY,
-    value TEXT NOT NULL
-) WITHOUT ROWID;
-CREATE TABLE submissions (
-    assignment    TEXT NOT NULL,
-    student       TEXT NOT NULL,
-    handin        TEXT NOT NULL,            -- the notebook's content hash: one row per distinct notebook
-    path          TEXT NOT NULL,
-    content_hash  TEXT NOT NULL,            -- what was graded: the notebook and the key entry together
-    status        TEXT NOT NULL CHECK (status IN {SUBMISSION_STATUSES!r}),
-    notes         TEXT NOT NULL,            -- JSON list of strings
-    issues        TEXT NOT NULL,            -- JSON list of [code, message]: intake's and the program's
-    score         REAL NOT NULL,
-    max_score     REAL NOT NULL,
-    duration_ms   INTEGER NOT NULL,
-    kit_version   TEXT NOT NULL,
-    received_at   TEXT,                     -- UTC, ISO 8601, when it was handed in (None: unknown)
-    received_from TEXT NOT NULL,            -- where that time comes from
-    first_seen    TEXT NOT NULL,            -- UTC, when a run first recorded it (never in a report)
-    graded_at     TEXT NOT NULL,            -- UTC, ISO 8601, never in a report
-    PRIMARY KEY (assignment, student, handin)
-);
-CREATE TABLE results (
-    assignment    TEXT NOT NULL,
-    student       TEXT NOT NULL,
-    handin        TEXT NOT NULL,
-    problem       TEXT NOT NULL,
-    part          TEXT NOT NULL,
-    position      INTEGER NOT NULL,         -- order as recorded: the key's problem and part order
-    score         REAL NOT NULL,
-    max_score     REAL NOT NULL,
-    status        TEXT NOT NULL CHECK (status IN {RESULT_STATUSES!r}),
-    message       TEXT NOT NULL,
-    misconception TEXT,
-    answer        TEXT,                     -- JSON (formats.serialize.to_jsonable), capped
-    duration_ms   INTEGER NOT NULL,
-    content_hash  TEXT NOT NULL,
-    PRIMARY KEY (assignment, student, handin, problem, part),
-    FOREIGN KEY (assignment, student, handin) REFERENCES submissions (assignment, student, handin)
-        ON DELETE CASCADE
-);
-"""
-
-# One part's history (grader.store.marks.history, the sheet's conflict check) without reading the
-# whole log: a class's log grows by an event per save.
-_MARK_LOG_INDEX = ("CREATE INDEX IF NOT EXISTS mark_log_part ON mark_log "
-                   "(assignment, student, problem, part, seq)")
-
-# An INSERT OR REPLACE over an entry deletes it by conflict resolution, which fires no DELETE
-# trigger: an insert may neither name an entry that exists nor land before the last one (its
-# number is the log's order). In a BEFORE trigger a number SQLite is to choose reads -1, which
-# no entry has (the AFTER trigger refuses a number below 1), so the kit's own inserts pass.
-_MARK_LOG_INSERT_GUARDS = ("""
-CREATE TRIGGER IF NOT EXISTS mark_log_append_only_replace BEFORE INSERT ON mark_log
-WHEN EXISTS (SELECT 1 FROM mark_log WHERE seq = NEW.seq)
-BEGIN SELECT RAISE(ABORT, 'mark_log is append-only'); END""", """
-CREATE TRIGGER IF NOT EXISTS mark_log_append_only_insert AFTER INSERT ON mark_log
-WHEN NEW.seq < 1 OR EXISTS (SELECT 1 FROM mark_log WHERE seq > NEW.seq)
-BEGIN SELECT RAISE(ABORT, 'mark_log is append-only'); END""")
-
-# Hand grades (grader.store.marks): the current one per part, and the log of every grading event.
-# A student's hand grade belongs to the student's part, not to a handin: a resubmission keeps
-# it (flagged when the answer it was applied to is no longer the counted one). The log is
-# append-only: triggers refuse an UPDATE, a DELETE and an insert over or before an entry, so
-# history cannot be rewritten by mistake.
-MARK_KINDS = ("hand", "override")
-MARK_EVENTS = ("mark", "override", "clear", "rescore", "import")
-_MARKS_SCHEMA = (f"""
-CREATE TABLE marks (
-    assignment     TEXT NOT NULL,
-    student        TEXT NOT NULL,
-    problem        TEXT NOT NULL,
-    part           TEXT NOT NULL,
-    kind           TEXT NOT NULL CHECK (kind IN {MARK_KINDS!r}),
-    active         INTEGER NOT NULL,        -- 0: cleared (the part waits for a human again)
-    items          TEXT NOT NULL,           -- JSON {{item id: its points when applied}}
-    adjustment     REAL NOT NULL,
-    comment        TEXT NOT NULL,           -- shown to the student
-    reason         TEXT NOT NULL,           -- an override's reason (graders only)
-    score          REAL NOT NULL,
-    max_score      REAL NOT NULL,
-    base           REAL NOT NULL,           -- the rubric's start, or the auto score overridden
-    rubric_version TEXT NOT NULL,
-    answer_digest  TEXT NOT NULL,           -- the answer it was applied to
-    auto_digest    TEXT NOT NULL,           -- an override: the auto result it replaced ('' for hand)
-    flag           TEXT NOT NULL,           -- why it needs another look ('' when it does not)
-    grader         TEXT NOT NULL,
-    marked_at      TEXT NOT NULL,           -- UTC, ISO 8601
-    version        INTEGER NOT NULL,        -- 1, 2, …: one per save (two TAs never overwrite)
-    PRIMARY KEY (assignment, student, problem, part)
-)""", f"""
-CREATE TABLE mark_log (
-    seq        INTEGER PRIMARY KEY AUTOINCREMENT,
-    assignment TEXT NOT NULL,
-    student    TEXT NOT NULL,
-    problem    TEXT NOT NULL,
-    part       TEXT NOT NULL,
-    version    INTEGER NOT NULL,            -- the mark's version after this event
-    event      TEXT NOT NULL CHECK (event IN {MARK_EVENTS!r}),
-    grader     TEXT NOT NULL,
-    at         TEXT NOT NULL,
-    mark       TEXT NOT NULL,               -- JSON: the mark after the event
-    note       TEXT NOT NULL                -- what changed, in words (a re-score: old → new)
-)""", """
-CREATE TRIGGER mark_log_append_only_update BEFORE UPDATE ON mark_log
-BEGIN SELECT RAISE(ABORT, 'mark_log is append-only'); END""", """
-CREATE TRIGGER mark_log_append_only_delete BEFORE DELETE ON mark_log
-BEGIN SELECT RAISE(ABORT, 'mark_log is append-only'); END""", _MARK_LOG_INDEX, *_MARK_LOG_INSERT_GUARDS)
-
-_SUBMISSION_COLUMNS = ("assignment", "student", "handin", "path", "content_hash", "status", "notes",
-                       "issues", "score", "max_score", "duration_ms", "kit_version", "received_at",
-                       "received_from")
-_RESULT_COLUMNS = ("assignment", "student", "problem", "part", "position", "score", "max_score",
-                   "status", "message", "misconception", "answer", "duration_ms", "content_hash")
-_RESULT_INSERT = ("assignment", "student", "handin", *_RESULT_COLUMNS[2:])
 # The handin that counts for a student: the one received last (one whose time is unknown is
 # older than any with a time), then the one recorded last. (A late policy may choose another:
 # grader.policy reads every handin.)
@@ -192,175 +55,6 @@ _LATEST_FIRST = "COALESCE(received_at, '') DESC, first_seen DESC, handin DESC"
 class GradebookError(RuntimeError):
     """A file that is not a gradebook this version can read, or a damaged one; the message
     names the file."""
-
-
-@dataclass(frozen=True)
-class SubmissionRow:
-    """One notebook a student handed in for one assignment, as graded. ``score``/``max_score``
-    are the totals over its parts; ``notes`` say what the instructor should know (wrong
-    student id in the notebook, a crashed cell, …). ``handin`` names the notebook (its
-    content hash; ``content_hash``, what was graded, when not given); ``received_at`` is when
-    it was handed in (UTC, ISO 8601, None when unknown) and ``received_from`` where that time
-    comes from (nbgrader's timestamp.txt, an LMS export, the file's modification time)."""
-
-    assignment: str
-    student: str
-    path: str
-    content_hash: str
-    status: str
-    notes: tuple[str, ...] = ()
-    score: float = 0.0
-    max_score: float = 0.0
-    duration_ms: int = 0
-    kit_version: str = ""
-    handin: str = ""
-    received_at: str | None = None
-    received_from: str = ""
-    issues: tuple[tuple[str, str], ...] = ()   # (code, message): grader.intake.submissions's ISSUE_CODES, the program's
-
-    def __post_init__(self):
-        object.__setattr__(self, "notes", tuple(str(n) for n in self.notes))
-        object.__setattr__(self, "issues", tuple((str(c), str(m)) for c, m in self.issues))
-        if not self.handin:
-            object.__setattr__(self, "handin", self.content_hash)
-        if self.status not in SUBMISSION_STATUSES:
-            raise ValueError(f"submission status must be one of {', '.join(SUBMISSION_STATUSES)}, "
-                             f"not {self.status!r}")
-
-
-@dataclass(frozen=True)
-class ResultRow:
-    """One graded part. ``answer`` is the student's value made JSON-ready
-    (``formats.serialize.to_jsonable``) or None; read back, an answer that was too large to
-    store is ``{"omitted": reason}`` (see ``omitted_reason``). ``misconception`` is the code of
-    the twin the wrong answer matched (``solutions.MISCONCEPTIONS``)."""
-
-    assignment: str
-    student: str
-    problem: str
-    part: str
-    score: float
-    max_score: float
-    status: str
-    message: str = ""
-    misconception: str | None = None
-    answer: object = field(default=None, hash=False)
-    duration_ms: int = 0
-    content_hash: str = ""
-
-    def __post_init__(self):
-        if self.status not in RESULT_STATUSES:
-            raise ValueError(f"result status must be one of {', '.join(RESULT_STATUSES)}, "
-                             f"not {self.status!r}")
-
-
-def answer_digest(answer) -> str:
-    """A short digest of a stored answer (a ``ResultRow.answer``; None: no answer): what a
-    hand grade was applied to (``grader.store.marks``). SQL has it as ``answer_digest(answer)``
-    (the column's JSON text), so a class's answers are digested without being read out."""
-    text = json.dumps(answer, sort_keys=True, ensure_ascii=False, separators=(",", ":"))
-    return hashlib.sha256(text.encode("utf-8", "surrogatepass")).hexdigest()[:16]
-
-
-def _sql_answer_digest(text):
-    return answer_digest(_stored_answer(text))
-
-
-def omitted_reason(answer) -> str | None:
-    """Why a stored answer was left out (too large), or None for a real answer."""
-    if isinstance(answer, dict) and set(answer) == {OMITTED}:
-        return str(answer[OMITTED])
-    return None
-
-
-def _answer_text(row: ResultRow) -> str | None:
-    if row.answer is None:
-        return None
-    try:
-        text = json.dumps(row.answer, ensure_ascii=False, allow_nan=False, separators=(",", ":"))
-    except (TypeError, ValueError) as err:
-        raise ValueError(f"{row.student}: {row.problem}/{row.part}: the answer is not JSON-ready "
-                         f"({err}); store formats.serialize.to_jsonable(value)") from None
-    text = _text(text)
-    size = len(text.encode("utf-8"))
-    if size > ANSWER_LIMIT:
-        reason = f"the answer was too large to keep ({size} bytes as JSON; the limit is {ANSWER_LIMIT})"
-        text = json.dumps({OMITTED: reason}, ensure_ascii=False)
-    return text
-
-
-def _number(x, what: str) -> float:
-    x = float(x)
-    if not math.isfinite(x):
-        raise ValueError(f"{what} must be a finite number, not {x}")
-    return x
-
-
-def _text(value) -> str:
-    """Text SQLite can store: a lone surrogate (from a file name that is not UTF-8, or a
-    student's string) becomes U+FFFD instead of failing the whole transaction."""
-    return printable(str(value))
-
-
-def _submission_values(s: SubmissionRow) -> tuple:
-    return (s.assignment, s.student, s.handin, _text(s.path), s.content_hash, s.status,
-            _text(json.dumps(list(s.notes), ensure_ascii=False)),
-            _text(json.dumps([list(i) for i in s.issues], ensure_ascii=False)),
-            _number(s.score, "score"), _number(s.max_score, "max_score"), int(s.duration_ms),
-            s.kit_version, None if s.received_at is None else _text(s.received_at),
-            _text(s.received_from))
-
-
-def _result_values(position: int, handin: str, r: ResultRow) -> tuple:
-    what = f"{r.student}: {r.problem}/{r.part}"
-    return (r.assignment, r.student, handin, r.problem, r.part, position,
-            _number(r.score, f"{what}: score"), _number(r.max_score, f"{what}: max_score"),
-            r.status, _text(r.message), r.misconception, _answer_text(r), int(r.duration_ms),
-            r.content_hash)
-
-
-def encoded(submission: SubmissionRow, results: list[ResultRow]) -> tuple[tuple, tuple, list]:
-    """(who, the submission's column values, the results' column values) as ``record``
-    stores them; ValueError or TypeError for what the gradebook refuses (a part twice, a
-    result of another student, a value it cannot store), before anything is written."""
-    results = list(results)
-    for r in results:
-        if (r.assignment, r.student) != (submission.assignment, submission.student):
-            raise ValueError(f"a result of {r.assignment}/{r.student} recorded with the "
-                             f"submission of {submission.assignment}/{submission.student}")
-    seen: set[tuple[str, str]] = set()
-    for r in results:
-        if (r.problem, r.part) in seen:
-            raise ValueError(f"{r.student}: part {r.problem}/{r.part} recorded twice")
-        seen.add((r.problem, r.part))
-    who = (submission.assignment, submission.student, submission.handin)
-    return who, _submission_values(submission), [_result_values(i, submission.handin, r)
-                                                 for i, r in enumerate(results)]
-
-
-def _submission_row(values) -> SubmissionRow:
-    row = dict(zip(_SUBMISSION_COLUMNS, values))
-    row["notes"] = tuple(json.loads(row["notes"]))
-    row["issues"] = tuple(tuple(i) for i in json.loads(row["issues"]))
-    return SubmissionRow(**row)
-
-
-def _result_row(values) -> ResultRow:
-    row = dict(zip(_RESULT_COLUMNS, values))
-    del row["position"]
-    row["answer"] = _stored_answer(row["answer"])
-    return ResultRow(**row)
-
-
-def _stored_answer(text: str | None):
-    """A stored answer decoded; one the file holds damaged (edited by hand, a disk error) is
-    read as left out, with why, so a report or forensics goes on with the rest of the class."""
-    if text is None:
-        return None
-    try:
-        return json.loads(text)
-    except (ValueError, RecursionError):
-        return {OMITTED: "the stored answer is damaged (not JSON)"}
 
 
 class Gradebook:
@@ -380,7 +74,7 @@ class Gradebook:
             # isolation_level=None: transactions are begun and ended here, explicitly.
             self._conn = sqlite3.connect(self.path, timeout=BUSY_TIMEOUT_MS / 1000,
                                          isolation_level=None, check_same_thread=False)
-            self._conn.create_function("answer_digest", 1, _sql_answer_digest, deterministic=True)
+            self._conn.create_function("answer_digest", 1, sql_answer_digest, deterministic=True)
             with self._errors():
                 self._prepare()
         except BaseException:
@@ -407,100 +101,18 @@ class Gradebook:
         c.execute("PRAGMA foreign_keys = ON")
         c.execute("BEGIN IMMEDIATE")  # two processes opening a new file: one creates it
         try:
-            if not self._tables():
-                # one by one: executescript would COMMIT the transaction
-                for statement in filter(str.strip, _SCHEMA.split(";")):
-                    c.execute(statement)
-                for statement in _MARKS_SCHEMA:
-                    c.execute(statement)
-                c.executemany("INSERT INTO meta (key, value) VALUES (?, ?)",
-                              [("format", FORMAT), ("schema_version", str(SCHEMA_VERSION))])
-                c.execute(f"PRAGMA application_id = {APPLICATION_ID}")
-            elif self._schema_version() == 1:
-                self._migrate_from_1()
-                self._migrate_from_2()
-            elif self._schema_version() == 2:
-                self._migrate_from_2()
-            elif "mark_log" in self._tables():
-                # (a schema-3 file written before the index or the insert guards)
-                for statement in (_MARK_LOG_INDEX, *_MARK_LOG_INSERT_GUARDS):
-                    c.execute(statement)
+            create_or_upgrade(c)
             c.execute("COMMIT")
         except BaseException:
             if c.in_transaction:
                 c.execute("ROLLBACK")
             raise
-        self._check_format()
+        problem = format_problem(c)
+        if problem is not None:
+            raise GradebookError(f"{self.path}: {problem}")
         problems = [r[0] for r in c.execute("PRAGMA quick_check")]
         if problems != ["ok"]:
             raise GradebookError(f"{self.path}: the gradebook is damaged: " + "; ".join(problems[:5]))
-
-    def _schema_version(self) -> int | None:
-        try:
-            row = self._conn.execute("SELECT value FROM meta WHERE key = 'schema_version'").fetchone()
-            return int(row[0]) if row else None
-        except (sqlite3.DatabaseError, ValueError):
-            return None                   # not a gradebook: _check_format says so
-
-    def _migrate_from_1(self) -> None:
-        """Schema 1 kept one row per student (and wrote "missing" rows over grades): each
-        graded row becomes that student's one handin, every part kept; "missing" rows, which
-        hold no grade, are dropped (missing is now a fact of the report)."""
-        c = self._conn
-        if not {"submissions", "results"} <= self._tables():
-            return                         # _check_format says what is wrong
-        c.execute("ALTER TABLE results RENAME TO results_v1")
-        c.execute("ALTER TABLE submissions RENAME TO submissions_v1")
-        for statement in filter(str.strip, _SCHEMA.split(";")):
-            if "CREATE TABLE meta" not in statement:
-                c.execute(statement)
-        c.execute("INSERT INTO submissions (assignment, student, handin, path, content_hash, status, "
-                  "notes, issues, score, max_score, duration_ms, kit_version, received_at, received_from, "
-                  "first_seen, graded_at) SELECT assignment, student, content_hash, path, content_hash, "
-                  "status, notes, '[]', score, max_score, duration_ms, kit_version, NULL, ?, graded_at, "
-                  "graded_at FROM submissions_v1 WHERE status != 'missing'", (MIGRATED,))
-        c.execute(f"INSERT INTO results ({', '.join(_RESULT_INSERT)}) SELECT r.assignment, r.student, "
-                  "s.content_hash, r.problem, r.part, r.position, r.score, r.max_score, r.status, "
-                  "r.message, r.misconception, r.answer, r.duration_ms, r.content_hash "
-                  "FROM results_v1 r JOIN submissions_v1 s USING (assignment, student) "
-                  "WHERE s.status != 'missing'")
-        c.execute("DROP TABLE results_v1")
-        c.execute("DROP TABLE submissions_v1")
-        c.execute("UPDATE meta SET value = '2' WHERE key = 'schema_version'")
-
-    def _migrate_from_2(self) -> None:
-        """Schema 3 adds the hand grades' tables; every grade of schema 2 stays as it is."""
-        if not {"submissions", "results"} <= self._tables() or "marks" in self._tables():
-            return                         # _check_format says what is wrong
-        for statement in _MARKS_SCHEMA:
-            self._conn.execute(statement)
-        self._conn.execute("UPDATE meta SET value = ? WHERE key = 'schema_version'",
-                           (str(SCHEMA_VERSION),))
-
-    def _tables(self) -> set[str]:
-        return {r[0] for r in self._conn.execute("SELECT name FROM sqlite_master WHERE type = 'table'")}
-
-    def _check_format(self) -> None:
-        tables = self._tables()
-        if "meta" not in tables:
-            raise GradebookError(f"{self.path}: not an attnkit gradebook (a SQLite database with "
-                                 f"tables {', '.join(sorted(tables))})")
-        meta = dict(self._conn.execute("SELECT key, value FROM meta"))
-        if meta.get("format") != FORMAT:
-            raise GradebookError(f"{self.path}: not an attnkit gradebook (format "
-                                 f"{meta.get('format')!r})")
-        try:
-            version = int(meta.get("schema_version", ""))
-        except ValueError:
-            raise GradebookError(f"{self.path}: not a readable gradebook (schema version "
-                                 f"{meta.get('schema_version')!r})") from None
-        if version > SCHEMA_VERSION:
-            raise GradebookError(f"{self.path}: written by a newer attnkit (gradebook schema "
-                                 f"{version}; this version reads schema {SCHEMA_VERSION}): upgrade "
-                                 "attnkit to read it")
-        if version < SCHEMA_VERSION or not {"submissions", "results", "marks", "mark_log"} <= tables:
-            raise GradebookError(f"{self.path}: not a readable gradebook (schema {version}, "
-                                 f"tables {', '.join(sorted(tables))})")
 
     # ---------------------------------------------------------------- lifecycle
 
@@ -601,7 +213,8 @@ class Gradebook:
         with self.transaction() as c:
             recorded = c.execute("SELECT received_at, received_from FROM submissions WHERE "
                                  "assignment = ? AND student = ? AND handin = ?", who).fetchone()
-            at, source, change = merged(student, handin, recorded, (received_at, _text(received_from)))
+            at, source, change = merged(student, handin, recorded,
+                                        (received_at, storable_text(received_from)))
             if recorded is not None and (at, source) != tuple(recorded):
                 c.execute("UPDATE submissions SET received_at = ?, received_from = ? WHERE "
                           "assignment = ? AND student = ? AND handin = ?", (at, source, *who))
@@ -619,10 +232,10 @@ class Gradebook:
             return
         # (to the microsecond: the order of two handins with no receipt time)
         now = datetime.now(timezone.utc).isoformat(timespec="microseconds")
-        columns = ", ".join(_SUBMISSION_COLUMNS) + ", first_seen, graded_at"
-        updates = ", ".join(f"{k} = excluded.{k}" for k in _SUBMISSION_COLUMNS[3:])
+        columns = ", ".join(SUBMISSION_COLUMNS) + ", first_seen, graded_at"
+        updates = ", ".join(f"{k} = excluded.{k}" for k in SUBMISSION_COLUMNS[3:])
         c.execute(f"INSERT INTO submissions ({columns}) VALUES "
-                  f"({', '.join('?' * (len(_SUBMISSION_COLUMNS) + 2))}) "
+                  f"({', '.join('?' * (len(SUBMISSION_COLUMNS) + 2))}) "
                   f"ON CONFLICT (assignment, student, handin) DO UPDATE SET {updates}, "
                   "graded_at = excluded.graded_at", (*new_submission, now, now))
         c.execute("DELETE FROM results WHERE assignment = ? AND student = ? AND handin = ?", who)
@@ -630,14 +243,14 @@ class Gradebook:
         # notebook graded again replaces it rather than becoming a second handin.
         c.execute("DELETE FROM submissions WHERE assignment = ? AND student = ? AND handin != ? "
                   "AND received_from = ? AND path = ?", (*who, MIGRATED, new_submission[3]))
-        c.executemany(f"INSERT INTO results ({', '.join(_RESULT_INSERT)}) VALUES "
-                      f"({', '.join('?' * len(_RESULT_INSERT))})", new_results)
+        c.executemany(f"INSERT INTO results ({', '.join(RESULT_INSERT)}) VALUES "
+                      f"({', '.join('?' * len(RESULT_INSERT))})", new_results)
 
     def _stored(self, who: tuple[str, str, str]):
         c = self._conn
-        sub = c.execute(f"SELECT {', '.join(_SUBMISSION_COLUMNS)} FROM submissions "
+        sub = c.execute(f"SELECT {', '.join(SUBMISSION_COLUMNS)} FROM submissions "
                         "WHERE assignment = ? AND student = ? AND handin = ?", who).fetchone()
-        res = c.execute(f"SELECT {', '.join(_RESULT_INSERT)} FROM results "
+        res = c.execute(f"SELECT {', '.join(RESULT_INSERT)} FROM results "
                         "WHERE assignment = ? AND student = ? AND handin = ? ORDER BY position", who).fetchall()
         return sub, res
 
@@ -652,13 +265,13 @@ class Gradebook:
     def submissions(self, assignment: str) -> list[SubmissionRow]:
         """The handin that counts for each student of ``assignment`` (the one received last),
         by student id. A student with none is missing."""
-        columns = ", ".join(f"s.{c}" for c in _SUBMISSION_COLUMNS)
+        columns = ", ".join(f"s.{c}" for c in SUBMISSION_COLUMNS)
         with self._lock, self._errors():
             rows = self._connection().execute(
                 f"SELECT {columns} FROM submissions s JOIN ({self._counted()}) c "
                 "USING (student, handin) WHERE s.assignment = ? ORDER BY s.student",
                 (assignment, assignment)).fetchall()
-        return [_submission_row(r) for r in rows]
+        return [submission_row(r) for r in rows]
 
     def submission(self, assignment: str, student: str) -> SubmissionRow | None:
         """The handin that counts for ``student``, or None (missing)."""
@@ -667,7 +280,7 @@ class Gradebook:
 
     def handins(self, assignment: str, student: str | None = None) -> list[SubmissionRow]:
         """Every handin of ``assignment`` (of ``student``), by student, the counting one first."""
-        query = f"SELECT {', '.join(_SUBMISSION_COLUMNS)} FROM submissions WHERE assignment = ?"
+        query = f"SELECT {', '.join(SUBMISSION_COLUMNS)} FROM submissions WHERE assignment = ?"
         args: tuple = (assignment,)
         if student is not None:
             query += " AND student = ?"
@@ -675,14 +288,14 @@ class Gradebook:
         with self._lock, self._errors():
             rows = self._connection().execute(
                 query + f" ORDER BY student, {_LATEST_FIRST}", args).fetchall()
-        return [_submission_row(r) for r in rows]
+        return [submission_row(r) for r in rows]
 
     def part_results(self, assignment: str, problem: str, part: str, student: str | None = None,
                      handins: dict[str, str] | None = None) -> list[tuple[str, ResultRow]]:
         """(handin, result) of one part in every handin of ``assignment`` (of ``student``), or
         with ``handins`` (student → handin) only in those: the marking queue's counted ones,
         without reading every earlier handin's answer."""
-        query = (f"SELECT handin, {', '.join(_RESULT_COLUMNS)} FROM results WHERE assignment = ? "
+        query = (f"SELECT handin, {', '.join(RESULT_COLUMNS)} FROM results WHERE assignment = ? "
                  "AND problem = ? AND part = ?")
         args: tuple = (assignment, problem, part)
         if student is not None:
@@ -692,7 +305,7 @@ class Gradebook:
             args += (json.dumps(handins),)
         with self._lock, self._errors():
             rows = self._connection().execute(query, args).fetchall()
-        return [(r[0], _result_row(r[1:])) for r in rows]
+        return [(r[0], result_row(r[1:])) for r in rows]
 
     def part_statuses(self, assignment: str) -> list[tuple[str, str, str, str, str]]:
         """(student, handin, problem, part, status) of every result row of ``assignment``:
@@ -708,7 +321,7 @@ class Gradebook:
         in the order they were recorded (the key's problem and part order). Without
         ``answers`` every row's answer is None: a class's answers (up to 64 kB a part) are
         read only where they are shown, one student at a time."""
-        columns = [f"r.{c}" if answers or c != "answer" else "NULL AS answer" for c in _RESULT_COLUMNS]
+        columns = [f"r.{c}" if answers or c != "answer" else "NULL AS answer" for c in RESULT_COLUMNS]
         if handin is None:
             query = (f"SELECT {', '.join(columns)} FROM results r JOIN ({self._counted()}) c "
                      "USING (student, handin) WHERE r.assignment = ?")
@@ -722,4 +335,4 @@ class Gradebook:
         with self._lock, self._errors():
             rows = self._connection().execute(
                 query + " ORDER BY r.student, r.position, r.problem, r.part", args).fetchall()
-        return [_result_row(r) for r in rows]
+        return [result_row(r) for r in rows]

@@ -21,9 +21,10 @@ from formats.deadline import Deadline, Lateness
 from formats.key_shape import (assignment_id, entry_for, graded_parts, head_problems, is_class_key,
                               key_students, problem_record, total_points)
 
-from grader.store.gradebook import Gradebook, ResultRow, SubmissionRow
+from grader.store.gradebook import Gradebook
+from grader.store.rows import ResultRow, SubmissionRow
 from grader.store.marks import HAND, Mark, marks as active_marks, rechecks
-from grader.store.review import RECHECK, REPLACED_ON_TIME, flagged, student_notes
+from grader.store.look import RECHECK, REPLACED_ON_TIME, flagged, student_notes
 
 MISSING, GRADED, ERROR, MANUAL = "missing", "graded", "error", "manual"
 MARKED, OVERRIDDEN = "marked", "overridden"      # a part's status once a grader scored it
@@ -109,7 +110,7 @@ class StudentGrades:
     total: float
     max_score: float
     problem_scores: dict          # problem id → points earned
-    issues: tuple = ()            # (code, message) of the counted handin: grader.store.review
+    issues: tuple = ()            # (code, message) of the counted handin: grader.store.look
     handins: int = 0              # distinct notebooks handed in (the counted one is below)
     path: str = ""                # the counted handin's file (not accepted: the refused one's)
     received_at: str | None = None   # when it was handed in (UTC), and where that time comes from
@@ -133,7 +134,7 @@ class StudentGrades:
 
     @property
     def shown_notes(self) -> list[str]:
-        """The notes the student may read (grader.store.review.student_notes)."""
+        """The notes the student may read (grader.store.look.student_notes)."""
         return student_notes(self.notes, self.issues)
 
 
@@ -209,7 +210,7 @@ def counted(gradebook: Gradebook, key: dict, deadline: Deadline | None = None) -
     return {sid: _counting_handin(deadline, sid, handins.get(sid, [])) for sid in _students(key, handins)}
 
 
-def to_review(gradebook: Gradebook, key: dict, deadline: Deadline | None = None) -> list[tuple]:
+def class_look(gradebook: Gradebook, key: dict, deadline: Deadline | None = None) -> list[tuple]:
     """(student, file, issues that need a look) of every student with a handin — what
     ``class_grades(…)[i].look`` says, without reading a part or a key entry (the TA's list
     after a run of ten thousand costs the handins' rows, not the class's results)."""

@@ -38,7 +38,8 @@ from formats.key_shape import (assignment_id, entry_for, graded_parts, is_free_r
 from formats.rubric import Rubric
 from formats.textfile import printable
 
-from grader.store.gradebook import Gradebook, ResultRow, answer_digest
+from grader.store.gradebook import Gradebook
+from grader.store.rows import ResultRow, answer_digest
 
 HAND, OVERRIDE = "hand", "override"
 COMMENT_LIMIT = 10_000            # characters: a comment is a paragraph, not an essay

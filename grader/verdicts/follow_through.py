@@ -36,7 +36,7 @@ from formats.degenerate import degenerate
 from formats.degenerate import describe as describe_form
 from formats.key_shape import answer_names, gradings
 from formats.serialize import decode_names, from_jsonable
-from solutions import MISCONCEPTIONS
+from solutions import TWINS
 
 from grader.verdicts.parts import FAILED, PARTIAL, PASSED, Verdict, gives_part, matches_twin
 
@@ -122,7 +122,7 @@ def _own_mistake(record: dict, grading: dict, verdict: Verdict, wrong: list[str]
                  tolerances: dict) -> tuple[str, str | None] | None:
     """(why, twin) when the part exists to catch the student's mistake: its verdict already
     names a twin it lists, or a twin it lists gives the student's carried answer."""
-    listed = [name for name in grading.get("misconceptions", ()) if name in MISCONCEPTIONS]
+    listed = [name for name in grading.get("misconceptions", ()) if name in TWINS]
     if verdict.misconception in listed:
         return "", None                       # the verdict's own message names it already
     twins = record.get("twins", {})
@@ -134,7 +134,7 @@ def _own_mistake(record: dict, grading: dict, verdict: Verdict, wrong: list[str]
             rtol, atol = tolerances.get(part, (0.0, 0.0))
             if matches_twin(student[part], from_jsonable(stored["dict"][part]), rtol, atol):
                 return (f"it follows from your earlier answers, but they carry the very mistake this "
-                        f"step checks for: {MISCONCEPTIONS[name].summary}. {MISCONCEPTIONS[name].explanation} "
+                        f"step checks for: {TWINS[name].summary}. {TWINS[name].explanation} "
                         "No credit is carried forward."), name
     return None
 

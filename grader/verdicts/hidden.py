@@ -1,7 +1,7 @@
 """Hidden inputs stay hidden: no message or text answer carries them onto a feedback page.
 
 An ``implement`` problem is graded on hidden test inputs, which the student's function receives
-one case at a time in the sandbox (``grader/sandbox/server.py``). Nothing stops that function from
+one case at a time in the sandbox (``grader/sandbox/child.py``). Nothing stops that function from
 writing what it received into an exception message (``raise ValueError(repr(Q))``) or into a
 global that a later cell assigns to a text answer; both come back, and both would be printed
 on the student's feedback page. With the hidden inputs in hand, next term's student could

@@ -13,7 +13,7 @@ import re
 from dataclasses import dataclass, replace
 
 import numpy as np
-from solutions import MISCONCEPTIONS
+from solutions import TWINS
 from solutions.same_error import one_name_per_error
 
 from formats.compare import compare, is_numeric, telling, within
@@ -125,7 +125,7 @@ def numeric_part(grading: dict, expected, value, twins: dict, variable: str,
     every = diagnoses(value, twins, listed, rtol, atol, lookalikes, nameable=telling(expected), limit=False)
     names = few(every)
     if len(names) == 1:
-        m = MISCONCEPTIONS[names[0]]
+        m = TWINS[names[0]]
         return Verdict(0.0, points, FAILED, f"`{variable}` matches a known mistake: {m.summary}. "
                        f"{m.explanation}", names[0])
     if names:
@@ -141,7 +141,7 @@ def _many_hint(every: list[str], listed) -> str:
     if len(every) <= MAX_ALTERNATIVES:
         return ""
     example = next((n for n in every if n in listed), None)
-    one = f" (one of them: {MISCONCEPTIONS[example].summary})" if example else ""
+    one = f" (one of them: {TWINS[example].summary})" if example else ""
     return (f" {len(every)} different mistakes give this value on your numbers{one}, so it does "
             "not tell which one you made: check each step that leads to it.")
 
@@ -165,12 +165,12 @@ def diagnoses(value, twins: dict, names, rtol: float, atol: float,
     not ``telling``: a count, an index, one number) a lookalike is never the diagnosis on
     its own; it only makes a listed twin's name doubtful. ``limit``: as ``few`` keeps them
     (False: every error that explains the value, once each)."""
-    found = [name for name in names if name in twins and name in MISCONCEPTIONS
+    found = [name for name in names if name in twins and name in TWINS
              and matches_twin(value, twins[name], rtol, atol)]
     if not found and not nameable:
         return []
     every = found + [name for name, wrong in (lookalikes or {}).items()
-                     if name not in found and name in MISCONCEPTIONS and matches_twin(value, wrong, rtol, atol)]
+                     if name not in found and name in TWINS and matches_twin(value, wrong, rtol, atol)]
     return few(every) if limit else one_name_per_error(every)
 
 
@@ -188,7 +188,7 @@ def either(names) -> str:
     with its summary, none of them asserted. The verdict records no misconception — the
     gradebook's column feeds the class statistics (``reports.summary_json``), and a guess
     between two mistakes must not be counted as either one."""
-    alternatives = " or ".join(MISCONCEPTIONS[name].summary for name in names)
+    alternatives = " or ".join(TWINS[name].summary for name in names)
     return (f"matches more than one known mistake, and on your numbers they cannot be told "
             f"apart: either {alternatives}. Check which one you made.")
 
@@ -325,7 +325,7 @@ def implement_family(family: dict, cases: list[dict], outcomes: dict, function: 
     names = _diagnose_function(outcomes, failed_positions, twins, misconceptions, rtol, atol,
                                lookalikes, agreement)
     if len(names) == 1:
-        m = MISCONCEPTIONS[names[0]]
+        m = TWINS[names[0]]
         message += f" It matches a known mistake: {m.summary}. {m.explanation}"
     elif names:
         message += f" It {either(names)}"
@@ -338,7 +338,7 @@ def _explained_once(verdicts: dict) -> dict:
     first: dict[str, str] = {}
     out = {}
     for family, v in verdicts.items():
-        m = MISCONCEPTIONS.get(v.misconception) if v.misconception else None
+        m = TWINS.get(v.misconception) if v.misconception else None
         if m is not None and v.misconception in first:
             v = replace(v, message=v.message.replace(
                 f"{m.summary}. {m.explanation}", f"{m.summary} (explained under `{first[v.misconception]}`)."))
@@ -402,10 +402,10 @@ def _diagnose_function(outcomes, positions, twins, names, rtol, atol, lookalikes
             return False
         return all(r in _AGREES_WHERE_FAILED if p in failed else r != _DIFFERENT
                    for p, r in enumerate(agreement.rows(name, wrong)))
-    found = [name for name in names if twins.get(name) is not None and name in MISCONCEPTIONS
+    found = [name for name in names if twins.get(name) is not None and name in TWINS
              and gives_the_same(name, twins[name])]
     return few(found + [name for name, wrong in (lookalikes or {}).items()
-                        if name not in found and name in MISCONCEPTIONS and gives_the_same(name, wrong)])
+                        if name not in found and name in TWINS and gives_the_same(name, wrong)])
 
 
 def _all_finite(value) -> bool:

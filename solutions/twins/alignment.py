@@ -1,5 +1,5 @@
 """Twins of the alignment reference functions, for the build's mistake search: each registered with
-``add_twin``/``twin`` so that MISCONCEPTIONS stays the one registry.
+``add_twin``/``twin`` so that TWINS stays the one registry.
 
 The score mistakes come in pairs: ``additive_score_X`` for a part that asks for the scores and
 ``bahdanau_step_X`` for the whole step, whose weights and context carry the same mistake on.

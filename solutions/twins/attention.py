@@ -1,10 +1,10 @@
-"""Misconception twins of attention itself: scores, scale, softmax, masks, causal attention,
+"""Twins of attention itself: scores, scale, softmax, masks, causal attention,
 the softmax's backward pass, and Bahdanau/Luong scoring.
 
 Most are generated: a family of mistakes that differ in one choice (the scale, the softmax's
 axis, what is done to the mask, which diagonal the causal mask keeps) is one factory and a
 table of its variants, so the space of mistakes is searched systematically instead of written
-twin by twin. Every twin registers in ``solutions.twins.registry.MISCONCEPTIONS``.
+twin by twin. Every twin registers in ``solutions.twins.registry.TWINS``.
 """
 
 from __future__ import annotations
@@ -18,7 +18,7 @@ from .._shapes import as_float
 from ..attention import AttentionSteps, attention_shapes, scaled_dot_product_attention
 from ..masks import apply_mask, causal_mask
 from .common import bool_mask, scale_twin
-from .registry import MISCONCEPTIONS, add_twin
+from .registry import TWINS, add_twin
 from ..softmax import softmax
 
 SDPA = "scaled_dot_product_attention"
@@ -355,7 +355,7 @@ def causal_of(Q, K):
 def causal_lift(name: str, sdpa_twin: str, summary: str, explanation: str, code: str):
     """Register the causal-attention twin that makes ``sdpa_twin``'s mistake under the causal
     mask: each attention mistake is also a causal-attention mistake."""
-    wrong = MISCONCEPTIONS[sdpa_twin].function
+    wrong = TWINS[sdpa_twin].function
 
     def function(Q, K, V, return_steps=False):
         return wrong(Q, K, V, mask=causal_of(Q, K), return_steps=return_steps)

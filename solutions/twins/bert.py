@@ -1,5 +1,5 @@
-"""Misconception twins of BERT's pre-training objectives: the NSP head and loss, the MLM
-selection and loss. Every twin registers in ``solutions.twins.registry.MISCONCEPTIONS``."""
+"""Twins of BERT's pre-training objectives: the NSP head and loss, the MLM
+selection and loss. Every twin registers in ``solutions.twins.registry.TWINS``."""
 
 from __future__ import annotations
 

@@ -1,5 +1,5 @@
 """Twins of the gradients reference functions, for the build's mistake search: each registered with
-``add_twin``/``twin`` so that MISCONCEPTIONS stays the one registry.
+``add_twin``/``twin`` so that TWINS stays the one registry.
 
 Imports NumPy and the rest of ``solutions`` only.
 """

@@ -1,9 +1,9 @@
-"""Misconception twins of the layers built on attention: multi-head attention, splitting and
+"""Twins of the layers built on attention: multi-head attention, splitting and
 merging heads, parameter counts, positional encodings, and the encoder and decoder layers.
 
 As in ``solutions.twins.attention``, families are generated from one definition each (another
 scale or mask in multi-head attention; a step of a Transformer layer skipped or done wrong),
-and every twin registers in ``solutions.twins.registry.MISCONCEPTIONS``.
+and every twin registers in ``solutions.twins.registry.TWINS``.
 """
 
 from __future__ import annotations

@@ -5,7 +5,7 @@ students really make (``attnkit misconceptions -v`` lists each with what it gets
 student's wrong answer against the twins of the same function on the student's own variant;
 a match turns "wrong" into "your weights equal softmax(QKᵀ) without the 1/√d_k scale".
 
-Look twins up with ``MISCONCEPTIONS[name]`` or ``misconceptions_for("causal_mask")``.
+Look twins up with ``TWINS[name]`` or ``twins_for("causal_mask")``.
 
 A twin coincides with the reference where its mistake has nothing to act on — no mask for the
 masking twins, d_k = 1 for the scaling twins, one head for the head-splitting twins, 2-D input
@@ -23,7 +23,7 @@ from typing import Callable
 
 
 @dataclass(frozen=True)
-class Misconception:
+class Twin:
     """name: stable code stored in the gradebook; shadows: the correct function's name in
     ``solutions``; summary: completes "your answer equals …"; explanation: why it is wrong
     and what to do; code: the wrong line beside the right one."""
@@ -36,7 +36,7 @@ class Misconception:
     code: str
 
 
-MISCONCEPTIONS: dict[str, Misconception] = {}
+TWINS: dict[str, Twin] = {}
 
 
 def add_twin(name: str, shadows: str, function: Callable, summary: str, explanation: str,
@@ -44,17 +44,17 @@ def add_twin(name: str, shadows: str, function: Callable, summary: str, explanat
     """Register ``function`` as the twin ``name``: the one entry point, so that the factories
     that generate a family of twins (one per variant of a mistake) and the ``twin`` decorator
     fill the same registry."""
-    if name in MISCONCEPTIONS:
+    if name in TWINS:
         raise ValueError(f"misconception {name!r} registered twice")
     function.__name__ = function.__qualname__ = name
-    MISCONCEPTIONS[name] = Misconception(name, shadows, function, summary, explanation, code)
+    TWINS[name] = Twin(name, shadows, function, summary, explanation, code)
     return function
 
 
 def twins_of(function_name: str, listed=()) -> dict[str, Callable]:
     """name → function of every registered twin of the reference function ``function_name``
     besides those in ``listed``: the space the build searches for a part's other mistakes."""
-    return {name: m.function for name, m in MISCONCEPTIONS.items()
+    return {name: m.function for name, m in TWINS.items()
             if m.shadows == function_name and name not in listed}
 
 
@@ -65,14 +65,14 @@ def twin(shadows: str, summary: str, explanation: str, code: str):
     return register
 
 
-def get_misconception(name: str) -> Misconception:
+def get_twin(name: str) -> Twin:
     """The twin called ``name``; KeyError lists the known names."""
     try:
-        return MISCONCEPTIONS[name]
+        return TWINS[name]
     except KeyError:
-        raise KeyError(f"unknown misconception {name!r}; known: {', '.join(sorted(MISCONCEPTIONS))}") from None
+        raise KeyError(f"unknown misconception {name!r}; known: {', '.join(sorted(TWINS))}") from None
 
 
-def misconceptions_for(function_name: str) -> list[Misconception]:
+def twins_for(function_name: str) -> list[Twin]:
     """Every twin of the reference function ``function_name``, in registration order."""
-    return [m for m in MISCONCEPTIONS.values() if m.shadows == function_name]
+    return [m for m in TWINS.values() if m.shadows == function_name]

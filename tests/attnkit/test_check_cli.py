@@ -8,7 +8,7 @@ import pytest
 
 from attnkit.check_command import CANNOT_CHECK as CLI_CANNOT_CHECK
 from attnkit.cli import main
-from grader.selfcheck.check import CANNOT_CHECK, NOT_READY, NOTE_CODES, READY, STATUS_CODES
+from grader.selfcheck.report import CANNOT_CHECK, NOT_READY, NOTE_CODES, READY, STATUS_CODES
 
 SECRET = "self-check test secret, 32 bytes"     # the build tests/grader/test_selfcheck.py uses too
 

@@ -54,11 +54,11 @@ def test_console_script_is_installed():
 
 
 def test_misconceptions_lists_every_twin_by_function():
-    from solutions import MISCONCEPTIONS
+    from solutions import TWINS
 
     result = run("misconceptions")
     assert result.returncode == 0
-    for name in MISCONCEPTIONS:
+    for name in TWINS:
         assert name in result.stdout
     assert "scaled_dot_product_attention:" in result.stdout
 
@@ -69,8 +69,8 @@ def test_misconceptions_json_for_one_function():
     result = run("misconceptions", "causal_mask", "--json")
     assert result.returncode == 0
     twins = json.loads(result.stdout)
-    from solutions import misconceptions_for
-    assert [t["name"] for t in twins] == [m.name for m in misconceptions_for("causal_mask")]
+    from solutions import twins_for
+    assert [t["name"] for t in twins] == [m.name for m in twins_for("causal_mask")]
     assert {"causal_mask_triu", "causal_mask_no_diagonal", "causal_mask_inverted"} <= {t["name"] for t in twins}
     assert all(t["explanation"] and t["code"] for t in twins)
 

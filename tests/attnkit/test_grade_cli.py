@@ -86,7 +86,7 @@ def first_twin(key) -> str:
 
 
 @dataclass
-class Graded:
+class GradedSubmission:
     submissions: Path
     gradebook: Path
     junit: Path
@@ -107,7 +107,7 @@ def graded(course, tmp_path_factory):
         code, out, err = attnkit(*course.grade_args(folder / "subs", folder / "gb.sqlite", "--json",
                                                     "--junitxml", folder / "junit.xml"))
     assert code == 0, err
-    return Graded(folder / "subs", folder / "gb.sqlite", folder / "junit.xml", json.loads(out),
+    return GradedSubmission(folder / "subs", folder / "gb.sqlite", folder / "junit.xml", json.loads(out),
                   load_manifest(folder / "subs"))
 
 
@@ -115,7 +115,7 @@ def student_of(manifest: dict, profile: str) -> str:
     return next(sid for sid, m in manifest["students"].items() if m["profile"] == profile)
 
 
-def copy_gradebook(graded: Graded, tmp_path: Path) -> Path:
+def copy_gradebook(graded: GradedSubmission, tmp_path: Path) -> Path:
     path = tmp_path / "gb.sqlite"
     shutil.copyfile(graded.gradebook, path)      # closed: WAL checkpointed into the file
     return path

@@ -115,7 +115,7 @@ def test_each_student_reads_their_own_members_title(pooled_class):
 
 
 def test_the_dashboards_matrix_parts_are_per_member(pooled_class):
-    from grader.reports.dashboard import _matrix_parts
+    from grader.reports.wrong_matrices import matrix_parts as _matrix_parts
     _, _, key, _ = pooled_class
     parts = _matrix_parts(key, sorted(key["students"]))
     assert ("heads_and_masks", "causal_mask_by_hand", "combined") in parts

@@ -15,7 +15,8 @@ import pytest
 from attnkit.cli import main
 from formats.key_shape import (assignment_id, entry_for, graded_parts, head_problems, key_students,
                                problem_record, total_points)
-from grader.store.gradebook import Gradebook, ResultRow, SubmissionRow
+from grader.store.gradebook import Gradebook
+from grader.store.rows import ResultRow, SubmissionRow
 
 ROOT = Path(__file__).resolve().parents[2]
 EXAMPLE = ROOT / "problem_bank" / "assignments" / "example.yaml"

@@ -7,7 +7,7 @@ import pytest
 
 from formats.cells import (CHECK, GIVENS, HEADER_CELL, PROMPT, SETUP_CELL, GradeId, cell_id, grade_id,
                            parse_grade_id)
-from grader.intake.submissions import kit_cells
+from grader.intake.key_checks import kit_cells
 
 SECRET = "grade-id test secret: long enough"
 

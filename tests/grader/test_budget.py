@@ -6,9 +6,12 @@ import numpy as np
 import pytest
 
 from grader.budget import UNLIMITED, Budget, OverBudget
-from grader.store.gradebook import ANSWER_LIMIT, Gradebook, omitted_reason
-from grader.run.grading import MAX_NOTES, GradingRun, _jsonable_answer, capped_notes
-from grader.intake.submissions import find_submissions, match
+from grader.store.gradebook import Gradebook
+from grader.store.rows import ANSWER_LIMIT, omitted_reason
+from grader.run.grading import GradingRun
+from grader.run.graded import MAX_NOTES, _jsonable_answer, capped_notes
+from grader.intake.layouts import find_submissions
+from grader.intake.pairing import match
 from grader.run.plugin import run_pytest
 from grader.sandbox.client import Limits, Sandbox
 from synthetic import load_manifest, synthesize

@@ -11,7 +11,7 @@ from collections import Counter
 import pytest
 
 from exercises.course.bank import load_bank, validate_template
-from exercises.template.schema import KINDS
+from exercises.template.model import KINDS
 from exercises.variant.seeds import variant_seed
 from exercises.variant.draw import make_variant
 from exercises.template.objectives import OBJECTIVES

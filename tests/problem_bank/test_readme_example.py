@@ -6,7 +6,8 @@ import re
 from pathlib import Path
 
 from exercises.course.bank import validate_template
-from exercises.template.schema import TemplateError, load_template, parse_template
+from exercises.template.model import TemplateError
+from exercises.template.schema import load_template, parse_template
 from exercises.template.yaml_lines import load_yaml
 
 import pytest
@@ -38,7 +39,7 @@ def test_the_example_error_message_matches_what_the_engine_says(tmp_path):
     try:
         parse_template(data, "problem_bank/my_family.yaml")
     except TemplateError as err:
-        assert err.problems == [shown]
+        assert err.errors == [shown]
     else:
         raise AssertionError("the unknown distribution was accepted")
 
@@ -109,7 +110,7 @@ def test_a_bank_key_replaces_the_built_in_bank_as_the_readme_says(tmp_path, monk
                     "  - template: why_sqrt_dk\n  - template: sdpa_four_tokens\n", encoding="utf-8")
     with pytest.raises(AssignmentError) as caught:
         load_assignment(spec)
-    (problem,) = caught.value.problems
+    (problem,) = caught.value.errors
     quoted = re.search(r"\(`(unknown template 'sdpa_four_tokens' \(not an id in\s+the bank "
                        r"my_bank), …\)`\)", README.read_text(encoding="utf-8"))[1]
     assert " ".join(quoted.split()) in problem

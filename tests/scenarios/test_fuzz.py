@@ -56,7 +56,8 @@ from grader import budget as grader_budget
 from formats.key_shape import graded_parts
 from grader.store.gradebook import Gradebook
 from grader.run.pipeline import grade_folder
-from grader.reports.summary import write_csv, write_feedback, write_gradescope
+from grader.reports.summary import write_csv, write_gradescope
+from grader.reports.feedback_page import write_feedback
 from grader.sandbox.client import Limits, Sandbox
 from synthetic import load_manifest, submission_path, synthesize
 

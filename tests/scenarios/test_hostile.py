@@ -49,7 +49,8 @@ from formats.literals import assignment
 from exercises.render.notebook import notebook_bytes
 from exercises.course.roster import load_roster
 from formats.serialize import decode_names, from_jsonable
-from grader.store.gradebook import RESULT_STATUSES, Gradebook
+from grader.store.gradebook import Gradebook
+from grader.store.rows import RESULT_STATUSES
 from grader.run.pipeline import grade_folder
 from grader.sandbox.client import Limits, Sandbox
 from synthetic import far_off, load_manifest, submission_path, synthesize
@@ -1208,7 +1209,8 @@ def test_hostile_submission(corpus, case):
 def test_every_report_is_written_for_the_corpus(corpus, tmp_path):
     """Whatever the corpus handed in, every student's feedback page and results.json are
     written (a ±1e308 answer once stopped `attnkit report` after the CSV)."""
-    from grader.reports.summary import write_csv, write_feedback, write_gradescope
+    from grader.reports.summary import write_csv, write_gradescope
+    from grader.reports.feedback_page import write_feedback
 
     with Gradebook(corpus.gradebook) as gradebook:
         write_csv(gradebook, corpus.key, tmp_path / "grades.csv")

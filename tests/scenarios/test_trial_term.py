@@ -37,7 +37,7 @@ from exercises.course.assignment import load_assignment
 from exercises.course.build import build
 from exercises.course.roster import load_roster
 from formats.answer_key import load_key
-from grader.marking.server import MarkingServer
+from grader.marking.web import MarkingPage
 from synthetic import load_manifest, submission_path, synthesize
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -137,7 +137,7 @@ def hand_grade_by_page(trial) -> None:
     """One more rubric item for PAGE_STUDENT, saved through the marking page's server as the
     page saves it: the answer read first, the grade saved with what was read."""
     folder, _, _, key = trial
-    server = MarkingServer(folder / "build" / "instructor" / "gradebook.sqlite", key, grader="ta-page")
+    server = MarkingPage(folder / "build" / "instructor" / "gradebook.sqlite", key, grader="ta-page")
     thread = threading.Thread(target=server.serve_forever, daemon=True)
     thread.start()
 

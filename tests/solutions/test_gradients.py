@@ -221,7 +221,7 @@ def test_fully_masked_row_gets_zero_output_and_finite_zero_gradient():
     ("attention_masked", "K", "attention_backward_no_scale"),
 ])
 def test_checker_flags_wrong_backward(case_name, wrt, twin_name):
-    twin = solutions.get_misconception(twin_name).function
+    twin = solutions.get_twin(twin_name).function
     wrong_case = dataclasses.replace(CASES[case_name], backward=twin)
     analytic, numeric = analytic_and_numeric_gradient(wrong_case, wrt)
     assert relative_error(analytic, numeric) > 1e-3

@@ -1,11 +1,11 @@
 """One mistake, one name: the same-error groups name registered twins, each in one group."""
 
-from solutions import MISCONCEPTIONS
+from solutions import TWINS
 from solutions.same_error import GROUPS, one_name_per_error, same_error
 
 
 def test_every_grouped_name_is_a_registered_twin():
-    missing = sorted(n for g in GROUPS for n in g if n not in MISCONCEPTIONS)
+    missing = sorted(n for g in GROUPS for n in g if n not in TWINS)
     assert missing == []
 
 

@@ -2,7 +2,7 @@
 
 import pytest
 
-from solutions import MISCONCEPTIONS, token_ids, wordpiece_tokenize, wordpiece_word
+from solutions import TWINS, token_ids, wordpiece_tokenize, wordpiece_word
 
 # The docstring example of google-research/bert's WordpieceTokenizer.
 VOCAB = ["[UNK]", "[CLS]", "[SEP]", "want", "##want", "##ed", "wa", "un", "runn", "##ing", ","]
@@ -34,8 +34,8 @@ def test_token_ids_are_positions_in_the_vocabulary():
 
 def test_the_twins_make_their_documented_mistakes():
     vocab = ["un", "##aff", "##able", "aff", "able", "play", "##ing", "p", "##l", "##a", "##y", "##i", "##n", "##g"]
-    no_prefix = MISCONCEPTIONS["wordpiece_tokenize_no_prefix"].function
-    shortest = MISCONCEPTIONS["wordpiece_tokenize_shortest_first"].function
+    no_prefix = TWINS["wordpiece_tokenize_no_prefix"].function
+    shortest = TWINS["wordpiece_tokenize_shortest_first"].function
     assert no_prefix("unaffable", vocab) == ["un", "aff", "able"]     # pieces without "##"
     assert no_prefix("playing", vocab) == ["[UNK]"]                    # "ing" alone is not in vocab
     assert shortest("playing", vocab) == ["p", "##l", "##a", "##y", "##i", "##n", "##g"]

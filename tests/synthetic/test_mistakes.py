@@ -12,7 +12,7 @@ import pytest
 
 from bench import diagnosis
 from formats import key_shape as shape
-from solutions import MISCONCEPTIONS
+from solutions import TWINS
 from synthetic import mistakes as corpus
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -43,7 +43,7 @@ def test_the_corpus_has_at_least_150_entries_covering_every_graded_template():
 def _kit_names() -> set[str]:
     """The kit's names of mistakes: its twins (listed by a template, or found by the build's
     mistake search)."""
-    return set(MISCONCEPTIONS)
+    return set(TWINS)
 
 
 def test_every_accepted_name_is_a_kit_name_and_every_entry_is_described():

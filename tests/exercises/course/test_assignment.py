@@ -53,8 +53,8 @@ def spec(text: str | bytes, name: str = "hw.yaml") -> Path:
 def problems(text: str | bytes) -> list[str]:
     with pytest.raises(AssignmentError) as err:
         load_assignment(spec(text))
-    assert str(err.value) == "\n".join(err.value.problems)
-    return err.value.problems
+    assert str(err.value) == "\n".join(err.value.errors)
+    return err.value.errors
 
 
 def bank_template(name: str):
@@ -229,7 +229,7 @@ def test_secret_env_unset_or_empty(monkeypatch, value):
     assignment = load_assignment(spec(HEAD + "  - template: mlm_8010_choice\n"))
     with pytest.raises(AssignmentError) as err:
         assignment.secret()
-    assert err.value.problems == ["hw.yaml:3: secret.env: the environment variable "
+    assert err.value.errors == ["hw.yaml:3: secret.env: the environment variable "
                                   "ATTNKIT_TEST_SECRET is not set (or is empty)"]
 
 
@@ -237,7 +237,7 @@ def test_secret_env_too_short(monkeypatch):
     monkeypatch.setenv("ATTNKIT_TEST_SECRET", "hunter2")
     with pytest.raises(AssignmentError) as err:
         load_assignment(spec(HEAD + "  - template: mlm_8010_choice\n")).secret()
-    assert err.value.problems == [
+    assert err.value.errors == [
         f"hw.yaml:3: secret.env: the secret in the environment variable ATTNKIT_TEST_SECRET is "
         f"7 bytes; it must be at least 16 bytes; e.g. `{NEW_SECRET}`"]
 
@@ -260,7 +260,7 @@ def test_secret_file_missing():
     where = Path("keys/course.txt").resolve()
     with pytest.raises(AssignmentError) as err:
         load_assignment(file_secret_spec()).secret()
-    assert err.value.problems == [f"course/hw.yaml:4: secret.file: {where}: no such file"]
+    assert err.value.errors == [f"course/hw.yaml:4: secret.file: {where}: no such file"]
 
 
 def test_secret_file_too_short():
@@ -268,7 +268,7 @@ def test_secret_file_too_short():
     Path("keys/course.txt").write_text("0123456789abcde \n")
     with pytest.raises(AssignmentError) as err:
         load_assignment(file_secret_spec()).secret()
-    assert err.value.problems == [
+    assert err.value.errors == [
         f"course/hw.yaml:4: secret.file: the secret in {Path('keys/course.txt').resolve()} is "
         f"15 bytes; it must be at least 16 bytes; e.g. `{NEW_SECRET}`"]
 
@@ -277,7 +277,7 @@ def test_secret_file_unreadable():
     Path("keys/course.txt").mkdir(parents=True)
     with pytest.raises(AssignmentError) as err:
         load_assignment(file_secret_spec()).secret()
-    assert err.value.problems == [f"course/hw.yaml:4: secret.file: cannot read "
+    assert err.value.errors == [f"course/hw.yaml:4: secret.file: cannot read "
                                   f"{Path('keys/course.txt').resolve()}: Is a directory"]
 
 
@@ -322,7 +322,7 @@ def test_secret_env_not_a_variable_name():
 def test_missing_spec():
     with pytest.raises(AssignmentError) as err:
         load_assignment("nowhere.yaml")
-    assert err.value.problems == ["nowhere.yaml: no such file"]
+    assert err.value.errors == ["nowhere.yaml: no such file"]
 
 
 def test_empty_spec():

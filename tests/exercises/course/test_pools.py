@@ -34,7 +34,7 @@ def spec(tmp_path, body: str) -> Path:
 def problems(tmp_path, body: str) -> list[str]:
     with pytest.raises(AssignmentError) as err:
         load_assignment(spec(tmp_path, body))
-    return [line.split(": ", 1)[1] for line in err.value.problems]
+    return [line.split(": ", 1)[1] for line in err.value.errors]
 
 
 @pytest.mark.parametrize("n, members", [(1, 2), (7, 2), (30, 3), (101, 4), (10, 3)])

@@ -12,7 +12,8 @@ from exercises.course.assignment import load_assignment
 from exercises.course.build import build
 from exercises.course.roster import load_roster
 from formats.answer_key import load_key
-from grader.intake.submissions import find_submissions, match
+from grader.intake.layouts import find_submissions
+from grader.intake.pairing import match
 
 ROOT = Path(__file__).resolve().parents[3]
 EXAMPLE = ROOT / "problem_bank" / "assignments" / "example.yaml"

@@ -28,8 +28,8 @@ def write(text: str | bytes, name: str = "roster.csv") -> Path:
 def problems(text: str | bytes) -> list[str]:
     with pytest.raises(RosterError) as err:
         load_roster(write(text))
-    assert str(err.value) == "\n".join(err.value.problems)
-    return err.value.problems
+    assert str(err.value) == "\n".join(err.value.errors)
+    return err.value.errors
 
 
 # --- what loads ------------------------------------------------------------------------------
@@ -79,7 +79,7 @@ def test_sample_roster_loads():
 def test_missing_file():
     with pytest.raises(RosterError) as err:
         load_roster("nowhere.csv")
-    assert err.value.problems == ["nowhere.csv: no such file"]
+    assert err.value.errors == ["nowhere.csv: no such file"]
 
 
 def test_not_utf8_names_line_and_column():

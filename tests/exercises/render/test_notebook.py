@@ -210,7 +210,7 @@ def test_the_visible_example_shows_the_reference_output_and_catches_wrong_values
     """An implement problem's example comes with the reference's output on exactly the shown
     (rounded) inputs; a function with the right shape and the wrong scale fails on it before
     the student hands in."""
-    from exercises.variant.draw import example_case
+    from exercises.variant.hidden_tests import example_case
     from solutions import scaled_dot_product_attention
     problem = next(p for p in bank_problems if p.id == "implement_masked_attention")
     example = example_case(problem.variant)

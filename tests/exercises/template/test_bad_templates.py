@@ -15,7 +15,8 @@ from pathlib import Path
 import pytest
 
 from exercises.course.bank import BankError, load_bank
-from exercises.template.schema import TemplateError, load_template
+from exercises.template.model import TemplateError
+from exercises.template.schema import load_template
 from exercises.variant.evaluation import VariantError
 from exercises.variant.draw import make_variant
 
@@ -139,7 +140,7 @@ def test_every_fixture_has_an_expected_error():
 def test_load_error_is_exact(name):
     with pytest.raises(TemplateError) as caught:
         _load(name)
-    assert caught.value.problems == [LOAD_ERRORS[name]]
+    assert caught.value.errors == [LOAD_ERRORS[name]]
     assert str(caught.value) == LOAD_ERRORS[name]
 
 
@@ -174,7 +175,7 @@ def test_duplicate_ids_are_refused_by_the_bank(monkeypatch):
         assert make_variant(load_template(BAD / name), 0).template.id == "duplicate_id"
     with pytest.raises(BankError) as caught:
         load_bank([f"bad_templates/{n}" for n in DUPLICATES])
-    assert caught.value.problems == [DUPLICATE_ERROR]
+    assert caught.value.errors == [DUPLICATE_ERROR]
 
 
 def test_duplicate_ids_keep_going_keeps_the_first(monkeypatch):
@@ -198,6 +199,6 @@ def test_bank_error_without_keep_going_lists_all_problems(monkeypatch):
     monkeypatch.chdir(FIXTURES)
     with pytest.raises(BankError) as caught:
         load_bank(["bad_templates"])
-    assert DUPLICATE_ERROR in caught.value.problems
-    assert LOAD_ERRORS["unknown_kind.yaml"] in caught.value.problems
-    assert str(caught.value) == "\n".join(caught.value.problems)
+    assert DUPLICATE_ERROR in caught.value.errors
+    assert LOAD_ERRORS["unknown_kind.yaml"] in caught.value.errors
+    assert str(caught.value) == "\n".join(caught.value.errors)

@@ -3,7 +3,7 @@
 import pytest
 
 from exercises.course.bank import load_bank
-from exercises.template.schema import TemplateError
+from exercises.template.model import TemplateError
 from exercises.variant.draw import make_variant
 
 from tests.exercises.templates import inline, line_of, numeric

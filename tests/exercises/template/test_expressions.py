@@ -9,10 +9,12 @@ import numpy as np
 import pytest
 
 import solutions
-from exercises.template import expressions
+from exercises.template import expression_errors, expressions
 from exercises.course.bank import template_files
-from exercises.template.expressions import ExpressionError, IllPosed, Scope, parse
-from exercises.template.schema import TemplateError, load_template
+from exercises.template.expression_errors import ExpressionError, IllPosed
+from exercises.template.expressions import Scope, parse
+from exercises.template.model import TemplateError
+from exercises.template.schema import load_template
 from exercises.variant.draw import make_variant
 from tests.exercises.templates import fast, inline, numeric
 
@@ -181,7 +183,7 @@ def test_reference_functions_are_called():
 def test_scope_functions_replace_a_reference_function():
     """How a misconception twin is evaluated: the same expression, another function."""
     x = np.array([[1.0, 2.0], [3.0, 5.0]])
-    twin = solutions.MISCONCEPTIONS["softmax_axis_1"]
+    twin = solutions.TWINS["softmax_axis_1"]
     functions = {**expressions.references.FUNCTIONS, twin.shadows: twin.function}
     normal = ev("softmax(x)", x=x)
     wrong = ev("softmax(x)", x=x, functions=functions)
@@ -281,7 +283,7 @@ def test_nested_integer_powers_are_refused():
 
 
 def test_comprehensions_are_never_silently_truncated():
-    n = expressions._MAX_ITEMS + 1
+    n = expression_errors.MAX_ITEMS + 1
     try:
         value = ev("[i for i in arange(n)]", n=n)
     except ExpressionError:
@@ -292,7 +294,7 @@ def test_comprehensions_are_never_silently_truncated():
 def test_range_respects_the_size_limit():
     """range() builds a Python list; range(10 ** 10) must be refused, not allocated."""
     with pytest.raises(ExpressionError):
-        ev("range(n)", n=expressions._MAX_ITEMS * 10)
+        ev("range(n)", n=expression_errors.MAX_ITEMS * 10)
 
 
 def test_plain_numbers_parse():

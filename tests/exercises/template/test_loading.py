@@ -1,6 +1,6 @@
 """The shared loading of instructors' files (``exercises.template.loading``): one YAML loader for
 templates and assignment specs, whose bad syntax, empty file or non-mapping top level is one
-'file:line: message'; and LoadProblems, the collector of 'file:line: key: message' lines.
+'file:line: message'; and LoadErrors, the collector of 'file:line: key: message' lines.
 (Rosters are CSV: they share only the way a file is shown in messages.)"""
 
 from pathlib import Path
@@ -8,11 +8,12 @@ from pathlib import Path
 import pytest
 
 from exercises.course.assignment import AssignmentError, load_assignment
-from exercises.template.loading import (LoadProblems, describe, key_path, parse_yaml_file, require_mapping,
+from exercises.template.loading import (LoadErrors, describe, key_path, parse_yaml_file, require_mapping,
                                         shown_path)
-from exercises.template.schema import TemplateError, load_template, parse_template
+from exercises.template.model import TemplateError
+from exercises.template.schema import load_template, parse_template
 from exercises.template.yaml_lines import LineDict, load_yaml
-from formats.textfile import ProblemsError
+from formats.textfile import InputError
 
 TEMPLATE = "a template is a mapping of keys (id, title, …)"
 ASSIGNMENT = "an assignment is a mapping of keys (id, title, secret, problems, …)"
@@ -26,7 +27,7 @@ def _load(loader, error, text: str, tmp_path, monkeypatch) -> list[str]:
     Path("f.yaml").write_text(text, encoding="utf-8")
     with pytest.raises(error) as caught:
         loader("f.yaml")
-    return caught.value.problems
+    return caught.value.errors
 
 
 LOADERS = [pytest.param(load_template, TemplateError, TEMPLATE, id="template"),
@@ -52,15 +53,15 @@ def test_an_empty_file_is_one_problem(loader, error, expected, tmp_path, monkeyp
 
 
 def test_parse_yaml_file_raises_the_callers_error():
-    class SpecError(ProblemsError):
+    class SpecError(InputError):
         pass
 
     with pytest.raises(SpecError) as caught:
         parse_yaml_file(BAD_SYNTAX, "spec.yaml", SpecError, "a spec is a mapping")
-    assert caught.value.problems == [f"spec.yaml:3: {SYNTAX_MESSAGE}"]
+    assert caught.value.errors == [f"spec.yaml:3: {SYNTAX_MESSAGE}"]
     with pytest.raises(SpecError) as caught:
         parse_yaml_file("[1, 2]\n", "spec.yaml", SpecError, "a spec is a mapping")
-    assert caught.value.problems == ["spec.yaml:1: a spec is a mapping, got a list"]
+    assert caught.value.errors == ["spec.yaml:1: a spec is a mapping, got a list"]
     data = parse_yaml_file("a: 1\nb: [2]\n", "spec.yaml", SpecError, "a spec is a mapping")
     assert isinstance(data, LineDict) and data == {"a": 1, "b": [2]} and data.line_of("b") == 2
 
@@ -68,14 +69,14 @@ def test_parse_yaml_file_raises_the_callers_error():
 def test_parse_template_refuses_data_that_is_not_a_mapping_like_the_loader():
     with pytest.raises(TemplateError) as caught:
         parse_template(load_yaml("- 1\n"), "inline.yaml")
-    assert caught.value.problems == [f"inline.yaml:1: {TEMPLATE}, got a list"]
+    assert caught.value.errors == [f"inline.yaml:1: {TEMPLATE}, got a list"]
     with pytest.raises(TemplateError) as caught:
         require_mapping(None, "inline.yaml", TemplateError, TEMPLATE)
-    assert caught.value.problems == [f"inline.yaml:1: {TEMPLATE}, got nothing"]
+    assert caught.value.errors == [f"inline.yaml:1: {TEMPLATE}, got nothing"]
 
 
 def test_load_problems_are_file_line_key_message():
-    load = LoadProblems("t.yaml")
+    load = LoadErrors("t.yaml")
     load.error(4, "parts[0].answer", "required")
     load.error(0, "id", "no line known")
     load.error(2, "", "no key")
@@ -83,7 +84,7 @@ def test_load_problems_are_file_line_key_message():
     assert load.number(data, "points", "points", 1.0) == 1.0
     assert load.text(data, "title", "title") is None
     load.keys(data, {"points": "required", "title": "optional", "id": "required"}, "")
-    assert load.problems == [
+    assert load.errors == [
         "t.yaml:4: parts[0].answer: required",
         "t.yaml: id: no line known",
         "t.yaml:2: no key",

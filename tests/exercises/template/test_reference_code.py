@@ -2,7 +2,7 @@
 
 import pytest
 
-from exercises.template.schema import reference_code
+from exercises.template.reference_code import reference_code
 
 
 def block(code: str, prose: str = "Why it works.") -> str:

@@ -7,7 +7,7 @@ import numpy as np
 import pytest
 
 from exercises.template.texts import RenderError, format_points, render
-from exercises.template.schema import TemplateError
+from exercises.template.model import TemplateError
 from exercises.variant.draw import make_variant
 from tests.exercises.templates import fast, inline, line_of
 

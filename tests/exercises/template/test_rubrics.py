@@ -15,7 +15,8 @@ import pytest
 from exercises.template import rubrics
 from exercises.course.assignment import AssignmentError, load_assignment
 from exercises.course.bank import BANK_DIR
-from exercises.template.schema import TemplateError, parse_template
+from exercises.template.model import TemplateError
+from exercises.template.schema import parse_template
 from exercises.variant.draw import make_variant
 from exercises.template.yaml_lines import load_yaml
 from formats.rubric import Rubric, RubricItem
@@ -60,7 +61,7 @@ def two(points_a="1", points_b="1") -> str:
 def problems(source: str) -> list[str]:
     with pytest.raises(TemplateError) as err:
         parse_template(load_yaml(source), "inline.yaml")
-    return err.value.problems
+    return err.value.errors
 
 
 def rubric_of(source: str, part: int = 0) -> Rubric:
@@ -398,7 +399,7 @@ def assignment_problems(text: str) -> list[str]:
     Path("hw.yaml").write_text(text, encoding="utf-8")
     with pytest.raises(AssignmentError) as err:
         load_assignment(Path("hw.yaml"))
-    return err.value.problems
+    return err.value.errors
 
 
 def loaded_part(text: str, part: str, problem: int = 0):

@@ -7,7 +7,7 @@ import textwrap
 import numpy as np
 import pytest
 
-from exercises.template.schema import TemplateError
+from exercises.template.model import TemplateError
 from exercises.variant.draw import make_variant
 from tests.exercises.templates import inline, line_of, numeric
 
@@ -123,7 +123,7 @@ def test_an_unknown_name_in_a_text_is_one_load_error_at_its_line(prompt, part, s
         inline(source)
     # a folded text (>) is joined into one line: its first line is the one named
     line = line_of(source, where) + (1 if where.endswith(">") else 0)
-    assert caught.value.problems == [
+    assert caught.value.errors == [
         f"inline.yaml:{line}: {key}: unknown name '{name}' in the text (a text can use the "
         f"parameters, the derived values and the part ids); did you mean '{hint}'?"]
 
@@ -133,7 +133,7 @@ def test_an_option_text_cannot_read_a_part_id_and_says_so():
         '{text: "b"}', '{text: "b"}\n          - "{{ pick }} again"')
     with pytest.raises(TemplateError) as caught:
         inline(source)
-    assert caught.value.problems == [
+    assert caught.value.errors == [
         f"inline.yaml:{line_of(source, 'again')}: parts[0].options[2]: unknown name 'pick' in the "
         f"text (an option can use the parameters and the derived values)"]
 
@@ -142,7 +142,7 @@ def test_a_text_that_does_not_compile_is_a_load_error_at_its_line():
     source = _texts(prompt="{{ root | nosuchfilter }}")
     with pytest.raises(TemplateError) as caught:
         inline(source)
-    assert caught.value.problems == [
+    assert caught.value.errors == [
         f"inline.yaml:{line_of(source, 'nosuchfilter')}: prompt: TemplateAssertionError: No filter "
         f"named 'nosuchfilter'."]
 
@@ -151,7 +151,7 @@ def test_a_broken_parameter_used_in_a_text_is_reported_once():
     source = _texts(prompt="{{ np }}").replace("  d_k: {dist", "  np: 3\n      d_k: {dist")
     with pytest.raises(TemplateError) as caught:
         inline(source)
-    assert [p.split(": ")[1] for p in caught.value.problems] == ["parameters.np"]
+    assert [p.split(": ")[1] for p in caught.value.errors] == ["parameters.np"]
 
 
 def test_a_build_names_the_unknown_name_once_not_once_per_student(tmp_path, monkeypatch):
@@ -162,5 +162,5 @@ def test_a_build_names_the_unknown_name_once_not_once_per_student(tmp_path, monk
     monkeypatch.chdir(tmp_path)
     with pytest.raises(AssignmentError) as caught:
         load_assignment(tmp_path / "hw.yaml")
-    assert len(caught.value.problems) == 1
-    assert caught.value.problems[0].startswith("texts.yaml:13: prompt: unknown name 'dk'")
+    assert len(caught.value.errors) == 1
+    assert caught.value.errors[0].startswith("texts.yaml:13: prompt: unknown name 'dk'")

@@ -5,7 +5,8 @@ import textwrap
 
 import pytest
 
-from exercises.template.schema import TemplateError, load_template
+from exercises.template.model import TemplateError
+from exercises.template.schema import load_template
 from exercises.template.yaml_lines import YAMLError, load_yaml
 from tests.exercises.templates import fast
 

@@ -9,7 +9,7 @@ import pytest
 
 from exercises.variant.seeds import generator, variant_seed
 from exercises.template.distributions import DISTRIBUTIONS, VOCABULARY
-from exercises.template.schema import TemplateError
+from exercises.template.model import TemplateError
 from exercises.variant.draw import make_variant
 from tests.exercises.templates import fast, inline, numeric
 

@@ -15,7 +15,8 @@ import numpy as np
 import pytest
 
 import solutions
-from exercises.template.schema import TemplateError, load_template
+from exercises.template.model import TemplateError
+from exercises.template.schema import load_template
 from exercises.variant.evaluation import VariantError
 from exercises.variant.twin_values import too_close_to
 from exercises.variant.draw import make_variant
@@ -230,7 +231,7 @@ TWIN_NEEDS_A_MASK = """
 
 def test_a_twin_that_coincides_without_a_mask_forces_a_redraw():
     template = inline(TWIN_NEEDS_A_MASK)
-    twin = solutions.MISCONCEPTIONS["sdpa_mask_with_zero"].function
+    twin = solutions.TWINS["sdpa_mask_with_zero"].function
     rejected = Counter()
     for seed in range(12):
         v = make_variant(template, seed)
@@ -389,7 +390,7 @@ def _check_hidden_tests(template, variant):
             Scope(values={"result": result}))
         assert compare(got, case.expected, template.rtol, template.atol).ok
     for name in template.misconceptions:
-        twin = solutions.MISCONCEPTIONS[name].function
+        twin = solutions.TWINS[name].function
 
         def fails(case):
             try:
@@ -730,7 +731,7 @@ def test_a_twin_outside_the_tolerance_but_inside_twice_it_is_redrawn():
 def test_a_twin_always_inside_twice_the_tolerance_gives_no_variant():
     template = inline(MARGIN.replace("VALUES", "[2]"))
     # the twin's answer is outside the plain tolerance ...
-    twin = solutions.MISCONCEPTIONS["sdpa_divide_by_d_k"].function
+    twin = solutions.TWINS["sdpa_divide_by_d_k"].function
     Q, K = np.array([[2.0, 0, 0, 0]]), np.array([[1.0, 0, 0, 0]])
     wrong = twin(Q, K, np.array([[1.0]]), return_steps=True).scaled_scores
     right = solutions.scaled_dot_product_attention(Q, K, np.array([[1.0]]), return_steps=True).scaled_scores
@@ -748,7 +749,7 @@ def test_every_sdpa_four_tokens_variant_keeps_its_twins_beyond_twice_the_toleran
         Q, K, V = v.values["Q"], v.values["K"], v.values["V"]
         for part in template.parts:
             for name in part.misconceptions:
-                twin = solutions.MISCONCEPTIONS[name].function
+                twin = solutions.TWINS[name].function
                 steps = twin(Q, K, V, return_steps=True)
                 wrong = part.answer.evaluate(Scope(values={**v.values, "steps": steps}, strict=False))
                 result = compare(wrong, v.answers[part.id], 2 * part.rtol, 2 * part.atol)
@@ -923,7 +924,7 @@ def test_a_twin_that_raises_forces_a_redraw():
           - {id: probs, answer: p, points: 1, atol: 0.001, misconceptions: [softmax_axis_1]}
     """)
     with pytest.raises(Exception):
-        solutions.MISCONCEPTIONS["softmax_axis_1"].function(np.zeros(4))
+        solutions.TWINS["softmax_axis_1"].function(np.zeros(4))
     rejected = Counter()
     for seed in range(10):
         v = make_variant(template, seed)
@@ -972,18 +973,19 @@ def test_a_case_with_a_list_argument_is_called_on_copies():
 
 def test_values_only_the_texts_read_are_worked_out_once_the_draw_is_kept(monkeypatch):
     from exercises.variant import draw as variant_module
+    from exercises.variant.evaluation import Evaluator
     template = bank("why_sqrt_dk")
     now, later = variant_module._derived_now_and_later(template)
     assert "sim" in {d.name for d in later} and "sim" not in {d.name for d in now}
     assert {"moments", "steps", "p_top"} <= {d.name for d in now}      # answers read them
     derived = Counter()
-    real = variant_module._Evaluator.derive
+    real = Evaluator.derive
 
     def counting(self, values, scope, key, cached=None):
         derived.update(d.name for d in values)
         return real(self, values, scope, key, cached)
 
-    monkeypatch.setattr(variant_module._Evaluator, "derive", counting)
+    monkeypatch.setattr(Evaluator, "derive", counting)
     seed = next(s for s in range(50) if make_variant(template, s).attempts >= 3)
     derived.clear()
     v = make_variant(template, seed)

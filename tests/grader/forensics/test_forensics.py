@@ -10,7 +10,9 @@ import sys
 from formats.compare import telling
 from formats.key_shape import gradings, key_students, problem_records
 from formats.serialize import decode_names, to_jsonable
-from grader.forensics.flags import OTHER_VARIANT, forensics, other_variant_flags
+from grader.forensics.flags import forensics
+from grader.forensics.copied_numbers import other_variant_flags
+from grader.forensics.flag_kinds import OTHER_VARIANT
 from grader.store.gradebook import Gradebook
 
 ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__)))))
@@ -113,7 +115,8 @@ def test_a_copied_wrong_answer_is_flagged_with_the_classmate_whose_mistake_it_is
 
 def test_two_students_with_the_same_wrong_numbers_are_flagged_as_a_pair(graded_class):
     import numpy as np
-    from grader.forensics.flags import SHARED_WRONG, shared_wrong_flags
+    from grader.forensics.copied_numbers import shared_wrong_flags
+    from grader.forensics.flag_kinds import SHARED_WRONG
     build, key, gradebook_path, secret = graded_class(12)
     students = key_students(key)
     pid, part, value = _a_telling_part(key, students[4])
@@ -155,7 +158,7 @@ def test_the_failed_answers_are_read_from_the_gradebook_for_the_counted_handins(
 def test_code_is_compared_only_in_the_notebook_that_was_graded(graded_class, tmp_path):
     import dataclasses
     import shutil
-    from grader.forensics.flags import similar_code_flags
+    from grader.forensics.copied_code import similar_code_flags
     from grader.store.grades import class_grades
     build, key, gradebook_path, secret = graded_class(12)
     with Gradebook(gradebook_path) as gradebook:
@@ -191,7 +194,8 @@ def test_each_pool_member_is_compared_on_its_own():
     """Shared wrong numbers on a part only the second member has are found, whichever member
     the key's first student got."""
     import numpy as np
-    from grader.forensics.flags import SHARED_WRONG, shared_wrong_flags
+    from grader.forensics.copied_numbers import shared_wrong_flags
+    from grader.forensics.flag_kinds import SHARED_WRONG
     rng = np.random.default_rng(1)
     students = {"a0": _record("A", "x", _softmax_rows(rng))}
     students.update({f"b{i}": _record("B", "y", _softmax_rows(rng)) for i in range(6)})
@@ -206,7 +210,7 @@ def test_softmax_matrices_all_summing_to_their_row_count_are_not_all_compared(mo
     """Every attention-weights matrix sums to its row count: the index must not put the whole
     class in one window (that made a class of n cost n² comparisons)."""
     import numpy as np
-    import grader.forensics.flags as forensics_module
+    import grader.forensics.copied_numbers as forensics_module
     rng = np.random.default_rng(2)
     n = 600
     key = {"students": {f"s{i:03d}": {"problems": {"p": _record("A", "w", _softmax_rows(rng))}}
@@ -223,8 +227,8 @@ def test_a_class_handing_in_one_wrong_matrix_costs_one_comparison_each(monkeypat
     """The same wrong value from every student (a shared online answer) is one index entry:
     listing stops once more than MAX_PARTNERS hold it, and nobody is flagged on it alone."""
     import numpy as np
-    import grader.forensics.flags as forensics_module
-    from grader.forensics.flags import shared_wrong_flags
+    import grader.forensics.copied_numbers as forensics_module
+    from grader.forensics.copied_numbers import shared_wrong_flags
     rng = np.random.default_rng(3)
     n = 500
     key = {"students": {f"s{i:03d}": {"problems": {"p": _record("A", "w", _softmax_rows(rng))}}
@@ -244,8 +248,8 @@ def test_answers_built_to_share_one_projection_cost_a_bounded_number_of_comparis
     all of them (2,000 answers: 4 million comparisons, 25 s). A crowd is no evidence, and
     each query now costs at most CROWD comparisons."""
     import numpy as np
-    import grader.forensics.flags as forensics_module
-    from grader.forensics.flags import CROWD, _weights, shared_wrong_flags
+    import grader.forensics.copied_numbers as forensics_module
+    from grader.forensics.copied_numbers import CROWD, _weights, shared_wrong_flags
     rng = np.random.default_rng(4)
     n = 2000
     w = _weights(16)

@@ -23,9 +23,15 @@ from exercises.course.build import CLASS_STUDENT, build_nbgrader
 from exercises.render.notebook import notebook_bytes
 from formats.serialize import decode_names
 from formats.key_shape import entry_for
-from grader.intake import submissions as intake
-from grader.intake.submissions import (ISSUE_CODES, MAX_CELLS, Found, Issue, assigns_exactly, file_hash,
-                                       find_submissions, givens_edits, kit_cells, match, read_submission)
+from grader.intake import reading
+from grader.intake.givens import assigns_exactly, givens_edits
+from grader.intake.issues import ISSUE_CODES, Issue
+from grader.intake.key_checks import kit_cells
+from grader.intake.layouts import find_submissions
+from grader.intake.limits import MAX_CELLS
+from grader.intake.pairing import match
+from grader.intake.reading import file_hash, read_submission
+from grader.intake.records import Found, Sent, Submission
 from grader.run.program import job_for
 
 ROOT = Path(__file__).resolve().parents[3]
@@ -160,17 +166,17 @@ def test_a_notebook_that_travelled_as_bytes_reads_as_its_file_does_and_is_never_
     path = tmp_path / f"{A}.ipynb"
     path.write_bytes(data)
     from_file = read_submission(Found(A, path, path.name, "flat"), key)
-    sent = intake.Sent(A, tmp_path / "gone" / f"{A}.ipynb", f"{A}.ipynb", "flat", data=data)
+    sent = Sent(A, tmp_path / "gone" / f"{A}.ipynb", f"{A}.ipynb", "flat", data=data)
     from_bytes = read_submission(sent, key)
-    assert from_bytes == intake.Submission(**{**vars(from_file), "path": sent.path})
+    assert from_bytes == Submission(**{**vars(from_file), "path": sent.path})
     assert file_hash(sent) == from_file.content_hash == hashlib.sha256(data).hexdigest()
-    assert read_submission(intake.Sent(A, path, path.name, "flat", data=b"[1]"), key).issues[0].code == \
+    assert read_submission(Sent(A, path, path.name, "flat", data=b"[1]"), key).issues[0].code == \
         "not-a-notebook"                                                   # the bytes, not the file
 
 
 def test_bytes_beyond_the_limit_are_hashed_but_not_read(key, monkeypatch):
-    monkeypatch.setattr(intake, "MAX_BYTES", 1024)
-    s = read_submission(intake.Sent(A, Path("x.ipynb"), "x.ipynb", "flat", data=b" " * 3000), key)
+    monkeypatch.setattr(reading, "MAX_BYTES", 1024)
+    s = read_submission(Sent(A, Path("x.ipynb"), "x.ipynb", "flat", data=b" " * 3000), key)
     assert [i.code for i in s.issues] == ["too-large"] and s.cells == () and len(s.content_hash) == 64
 
 
@@ -248,7 +254,7 @@ def test_a_symbolic_link_is_never_followed(course, key, tmp_path):
 
 
 def test_a_file_too_large_is_hashed_but_not_read(key, tmp_path, monkeypatch):
-    import grader.intake.submissions as intake
+    import grader.intake.reading as intake
     monkeypatch.setattr(intake, "MAX_BYTES", 3 * 1024 * 1024)
     data = b" " * (5 * 1024 * 1024)
     (tmp_path / "x.ipynb").write_bytes(data)
@@ -374,7 +380,7 @@ def test_missing_kit_cells_are_named_with_what_follows(course, key, tmp_path):
                                     "the id was lost): grading does not run check cells, so the score is "
                                     "unaffected, but the part's form was not checked in the notebook",
               "masks-causal--check"),
-    ]        # a check cell is not graded from, but the TA should know it went (grader.store.review)
+    ]        # a check cell is not graded from, but the TA should know it went (grader.store.look)
 
 
 def test_a_copied_cell_keeps_both_copies_and_says_so(course, key, tmp_path):
@@ -478,7 +484,7 @@ def test_every_issue_code_is_documented():
             "bad-timestamp", "late-by-name", "several-notebooks", "ambiguous", "renamed",
             "paired-by-record", "unmatched"}
     assert set(ISSUE_CODES) == used
-    source = Path(intake.__file__).read_text()
+    source = "".join(p.read_text() for p in Path(reading.__file__).parent.glob("*.py"))   # every intake module
     assert set(re.findall(r'Issue\(\s*"([a-z0-9-]+)"', source)) | {"duplicate", "several-notebooks",
                                                                   "ambiguous"} == used
 
@@ -688,7 +694,7 @@ def test_a_givens_bomb_is_judged_by_its_length_and_noted_in_a_line(course, key, 
     assert sum(len(i.message) for i in s.issues) < 5_000
     # a long but parseable edit names at most a few of the names it added
     givens = decode_names(key["students"][A]["problems"]["masks"]["givens"])
-    from grader.intake.submissions import expected_givens_source
+    from grader.intake.givens import expected_givens_source
     source = expected_givens_source(givens) + "".join(f"\nb{i} = 0" for i in range(300))
     said = givens_edits(source, givens)
     assert said.startswith("b0, b1, b2") and said.endswith("and 292 more added") and len(said) < 200

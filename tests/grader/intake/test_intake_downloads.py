@@ -12,8 +12,12 @@ from pathlib import Path
 import pytest
 
 from exercises.course.roster import load_roster
-from grader.intake.submissions import (ISSUE_CODES, Found, Issue, find_submissions, match, parse_timestamp,
-                                       read_submission, read_timestamp)
+from grader.intake.issues import ISSUE_CODES, Issue
+from grader.intake.layouts import find_submissions
+from grader.intake.pairing import match
+from grader.intake.reading import read_submission
+from grader.intake.records import Found
+from grader.intake.timestamps import parse_timestamp, read_timestamp
 
 SECRET = "grader intake test secret, 32 by"
 HW = "attention-hw1"

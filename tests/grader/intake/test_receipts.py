@@ -7,7 +7,8 @@ from datetime import datetime, timedelta, timezone
 import pytest
 
 from formats.key_shape import key_students
-from grader.store.gradebook import Gradebook, SubmissionRow
+from grader.store.gradebook import Gradebook
+from grader.store.rows import SubmissionRow
 from grader.run.pipeline import grade_folder
 from grader.intake.receipts import ReceiptsError, merged, read_receipts
 from grader.sandbox.client import Limits, Sandbox
@@ -36,7 +37,7 @@ def test_a_bad_export_names_its_line(tmp_path, text, problem):
     (tmp_path / "times.csv").write_text(text, encoding="utf-8")
     with pytest.raises(ReceiptsError) as caught:
         read_receipts(tmp_path / "times.csv")
-    assert caught.value.problems[0].endswith(problem) or problem in caught.value.problems[0]
+    assert caught.value.errors[0].endswith(problem) or problem in caught.value.errors[0]
 
 
 def test_the_lms_time_is_the_one_recorded(example_build, tmp_path):

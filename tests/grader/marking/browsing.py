@@ -8,7 +8,7 @@ import threading
 
 from formats.key_shape import assignment_id
 from grader.store.gradebook import Gradebook
-from grader.marking.server import MarkingServer
+from grader.marking.web import MarkingPage
 from grader.store.marks import mark_of
 
 HOSTILE = "<script>alert(1)</script> and <img src=x onerror=alert(1)> end"
@@ -16,7 +16,7 @@ PROBLEM, PART = "motivation", "static"
 
 
 def serve(gradebook, key, **kw):
-    server = MarkingServer(gradebook, key, grader="ta-browser", **kw)
+    server = MarkingPage(gradebook, key, grader="ta-browser", **kw)
     thread = threading.Thread(target=server.serve_forever, daemon=True)
     thread.start()
     return server, thread

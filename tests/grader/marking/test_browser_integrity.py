@@ -13,7 +13,8 @@ from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 import pytest
 
 from formats.key_shape import assignment_id
-from grader.store.gradebook import Gradebook, answer_digest
+from grader.store.gradebook import Gradebook
+from grader.store.rows import answer_digest
 from grader.store.marks import mark_of
 
 from tests.grader.marking.browsing import PART, PROBLEM, go, marks_of, open_part, press_and_settle, set_answer

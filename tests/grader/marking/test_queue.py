@@ -9,7 +9,8 @@ import pytest
 
 from formats.key_shape import entry_for, problem_record
 from grader.store import marks
-from grader.store.gradebook import Gradebook, ResultRow
+from grader.store.gradebook import Gradebook
+from grader.store.rows import ResultRow
 from grader.marking.queue import HAND, OVERRIDE, detail, normalised, order_key, part_queue, parts_to_mark
 
 

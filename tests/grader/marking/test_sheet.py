@@ -124,7 +124,7 @@ def test_an_unedited_sheet_changes_nothing(course):
          Edit(("context",), -0.25, "a comment, with \"quotes\"\nand a second line", ""), "ta1")
     path, n = exported(course)
     plan = plan_import(gb, key, path)
-    assert (plan.changes, plan.refused, plan.problems, plan.unchanged) == ([], [], [], n)
+    assert (plan.changes, plan.refused, plan.errors, plan.unchanged) == ([], [], [], n)
     assert apply_import(gb, key, plan, "ta2") == []
 
 
@@ -138,7 +138,7 @@ def test_edited_cells_are_applied_and_visible_as_marks(course):
     row_of(rows, "s2026005", "common_cause").update({"adjustment": "0"})      # graded: 0 points
     write(path, header, rows)
     plan = plan_import(gb, key, path)
-    assert plan.problems == [] and plan.refused == [] and plan.unchanged == len(rows) - 3
+    assert plan.errors == [] and plan.refused == [] and plan.unchanged == len(rows) - 3
     described = sorted(c.describe() for c in plan.changes)
     assert described[0] == "s2026003 motivation/static: items none → same_vector, context; score (not graded) → 2"
     assert described[1] == ("s2026004 motivation/bottleneck: items none → counts; adjustment 0 → -0.5; "
@@ -168,7 +168,7 @@ def test_an_applied_item_is_written_as_people_write_it(course, cell):
     row_of(rows, "s2026002")["static:same_vector"] = "no"
     write(path, header, rows)
     plan = plan_import(gb, key, path)
-    assert plan.problems == [] and [(c.student, c.after.items) for c in plan.changes] == [
+    assert plan.errors == [] and [(c.student, c.after.items) for c in plan.changes] == [
         ("s2026001", frozenset({"context"}))]
 
 
@@ -184,7 +184,7 @@ def test_the_round_trip_gives_the_same_marks_in_another_gradebook(course, graded
     other = fresh(graded_class, tmp_path, "other.sqlite")
     try:
         plan = plan_import(other, key, path)
-        assert plan.problems == [] and plan.refused == [] and len(plan.changes) == len(edits)
+        assert plan.errors == [] and plan.refused == [] and len(plan.changes) == len(edits)
         apply_import(other, key, plan, "ta1")
         aid = key["assignment"]["id"]
         shape = lambda m: (m.items, m.adjustment, m.comment, m.score, m.kind, m.answer_digest)  # noqa: E731
@@ -207,7 +207,7 @@ def test_a_row_changed_on_both_sides_is_refused_and_one_changed_only_in_the_grad
     row_of(rows, "s2026003")["static:context"] = "1"           # only the sheet
     write(path, header, rows)                                  # s2026002: only the gradebook
     plan = plan_import(gb, key, path)
-    assert plan.problems == []
+    assert plan.errors == []
     assert [c.student for c in plan.changes] == ["s2026003"]
     assert len(plan.refused) == 1 and plan.refused[0].startswith(f"{path}:2: s2026001 motivation/static: changed on "
                                                                  "the sheet and in the gradebook")
@@ -329,7 +329,7 @@ def test_each_problem_is_named_with_the_file_line_and_column(course, edit, expec
     path, _ = exported(course)
     write(path, *edit(*read(path)))
     plan = plan_import(gb, key, path)
-    assert any(p.startswith(str(path) + expected) for p in plan.problems), plan.problems
+    assert any(p.startswith(str(path) + expected) for p in plan.errors), plan.errors
     with pytest.raises(SheetError):
         apply_import(gb, key, plan, "ta1")
     assert marks(gb, key["assignment"]["id"]) == {}
@@ -346,12 +346,12 @@ def test_an_override_needs_a_reason(course):
     assert row["score"] != ""                                 # the automatic score, for reading
     row["adjustment"] = "-0.5"
     write(path, header, rows)
-    assert plan_import(gb, key, path).problems == [
+    assert plan_import(gb, key, path).errors == [
         f"{path}:2: reason: an override of an automatic score needs a reason"]
     row["reason"] = "rounded to one decimal as the prompt asked"
     write(path, header, rows)
     plan = plan_import(gb, key, path)
-    assert plan.problems == [] and len(plan.changes) == 1
+    assert plan.errors == [] and len(plan.changes) == 1
     (mark,) = apply_import(gb, key, plan, "ta1")
     assert mark.kind == OVERRIDE and mark.score == max(float(row["score"]) - 0.5, 0.0)
 
@@ -363,7 +363,7 @@ def test_a_sheet_cannot_withdraw_a_grade(course):
     header, rows = read(path)
     row_of(rows, "s2026001").update({"static:context": "", "adjustment": "", "score": ""})
     write(path, header, rows)
-    (problem,) = plan_import(gb, key, path).problems
+    (problem,) = plan_import(gb, key, path).errors
     assert problem.startswith(f"{path}:2: adjustment: s2026001 motivation/static is graded in the gradebook and "
                               "blank on the sheet")
 
@@ -375,23 +375,23 @@ def test_a_row_with_more_cells_than_the_header_and_a_comment_of_blanks(course):
     lines[1] += ",surplus"
     path.write_bytes("\r\n".join(lines).encode("utf-8"))
     plan = plan_import(gb, key, path)
-    assert plan.problems == [f"{path}:2: (beyond the header): 23 cells, the header names 22 columns"]
+    assert plan.errors == [f"{path}:2: (beyond the header): 23 cells, the header names 22 columns"]
     header, rows = read(exported(course)[0])
     row_of(rows, "s2026001")["comment"] = "  "
     write(path, header, rows)
     plan = plan_import(gb, key, path)
-    assert (plan.problems, plan.changes, plan.unchanged) == ([], [], len(rows))
+    assert (plan.errors, plan.changes, plan.unchanged) == ([], [], len(rows))
 
 
 def test_the_problems_listed_are_capped(course, monkeypatch):
     key, gb, _ = course
-    monkeypatch.setattr(sheet_module, "PROBLEM_LIMIT", 3)
+    monkeypatch.setattr(sheet_module, "ERROR_LIMIT", 3)
     path, _ = exported(course)
     header, rows = read(path)
     for r in rows:
         r["adjustment"] = "?"
     write(path, header, rows)
-    problems = plan_import(gb, key, path).problems
+    problems = plan_import(gb, key, path).errors
     assert len(problems) == 4 and problems[-1] == f"{path}: … and {len(rows) - 3} more problems"
 
 
@@ -443,7 +443,7 @@ def test_an_answer_that_looks_like_a_formula_is_written_as_text(course, answer):
     row["static:context"] = "1"
     write(path, header, rows)
     plan = plan_import(gb, key, path)
-    assert plan.problems == [] and plan.refused == [] and [c.student for c in plan.changes] == ["s2026003"]
+    assert plan.errors == [] and plan.refused == [] and [c.student for c in plan.changes] == ["s2026003"]
 
 
 def test_an_answer_with_commas_quotes_and_newlines_round_trips(course):
@@ -457,7 +457,7 @@ def test_an_answer_with_commas_quotes_and_newlines_round_trips(course):
     row["static:same_vector"] = "1"
     write(path, header, rows)
     plan = plan_import(gb, key, path)
-    assert plan.problems == [] and [c.student for c in plan.changes] == ["s2026005"]
+    assert plan.errors == [] and [c.student for c in plan.changes] == ["s2026005"]
 
 
 @pytest.mark.parametrize("delimiter", [",", ";", "\t"])
@@ -473,7 +473,7 @@ def test_a_sheet_resaved_by_a_spreadsheet_still_imports(course, delimiter):
     rows.append({h: "" for h in header})                            # a spreadsheet's trailing empty row
     write(path, header, rows, newline="\r\n", bom=True, delimiter=delimiter)
     plan = plan_import(gb, key, path)
-    assert plan.problems == [] and plan.refused == []
+    assert plan.errors == [] and plan.refused == []
     assert [(c.student, c.after.items, c.after.adjustment) for c in plan.changes] == [
         ("s2026002", frozenset({"same_vector"}), -0.5)]
     assert plan.unchanged == STUDENTS * 3 - 1
@@ -495,6 +495,6 @@ def test_an_override_changed_on_the_sheet_after_a_regrade_is_shown_with_the_scor
     row["adjustment"] = "0.1"
     write(path, header, rows)
     plan = plan_import(gb, key, path)
-    assert plan.problems == [] and len(plan.changes) == 1
+    assert plan.errors == [] and len(plan.changes) == 1
     (mark,) = apply_import(gb, key, plan, "ta1")
     assert plan.changes[0].after_score == mark.score == round(auto + 0.1, 6)   # the auto score now + 0.1

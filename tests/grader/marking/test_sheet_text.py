@@ -93,7 +93,7 @@ def round_trip(gb, key, tmp, part=STATIC):
 
 def assert_nothing_changes(gb, key, tmp, part=STATIC):
     path, n, plan, saved, before, after = round_trip(gb, key, tmp, part)
-    assert (plan.problems, plan.refused, plan.changes, plan.unchanged) == ([], [], [], n)
+    assert (plan.errors, plan.refused, plan.changes, plan.unchanged) == ([], [], [], n)
     assert list(saved) == [] and after == before          # no new version, nothing logged as an import
     assert raw_hidden(path) == []
     return path
@@ -113,7 +113,7 @@ def test_an_answer_with_a_nul_byte_exports_visibly_and_the_sheet_imports(course)
     row["static:context"] = "1"
     write(path, header, rows)
     plan = plan_import(gb, key, path)
-    assert plan.problems == [] and plan.refused == [] and [c.student for c in plan.changes] == ["s2026003"]
+    assert plan.errors == [] and plan.refused == [] and [c.student for c in plan.changes] == ["s2026003"]
 
 
 def test_a_comment_starting_with_an_apostrophe_survives_an_unedited_round_trip(course):
@@ -133,7 +133,7 @@ def test_an_answer_starting_with_an_apostrophe_and_a_formula_is_not_refused(cour
     row["static:same_vector"] = "1"
     write(path, header, rows)
     plan = plan_import(gb, key, path)
-    assert plan.problems == [] and plan.refused == [] and [c.student for c in plan.changes] == ["s2026004"]
+    assert plan.errors == [] and plan.refused == [] and [c.student for c in plan.changes] == ["s2026004"]
 
 
 # --- every string, both ways --------------------------------------------------------------------
@@ -164,7 +164,7 @@ def test_every_nasty_answer_is_shown_visibly_read_back_exactly_and_graded(course
             r["adjustment"] = str(0.25 * n)                  # a change on every row
         write(path, header, rows)
         plan = plan_import(gb, key, path)
-        assert plan.problems == [] and plan.refused == [] and len(plan.changes) == STUDENTS
+        assert plan.errors == [] and plan.refused == [] and len(plan.changes) == STUDENTS
         apply_import(gb, key, plan, "ta1")
 
 
@@ -206,7 +206,7 @@ def test_any_answer_is_read_back_exactly_and_never_refused(course, texts):
         r["adjustment"] = "0.5" if r["adjustment"] != "0.5" else "0.25"
     write(path, header, rows)
     plan = plan_import(gb, key, path)
-    assert plan.problems == [] and plan.refused == [] and len(plan.changes) == STUDENTS
+    assert plan.errors == [] and plan.refused == [] and len(plan.changes) == STUDENTS
 
 
 def test_a_cell_a_ta_typed_raw_is_read_as_typed(course):
@@ -220,7 +220,7 @@ def test_a_cell_a_ta_typed_raw_is_read_as_typed(course):
             r.update({"comment": typed[r["submission"]], "adjustment": "0"})
     write(path, header, rows)
     plan = plan_import(gb, key, path)
-    assert plan.problems == [] and {c.student: c.after.comment for c in plan.changes} == typed
+    assert plan.errors == [] and {c.student: c.after.comment for c in plan.changes} == typed
 
 
 # --- what the sheet shows ------------------------------------------------------------------------
@@ -256,7 +256,7 @@ def test_the_export_writes_a_legend_of_every_column_with_the_items_points_and_te
     assert (item["problem"], item["part"], item["points"]) == ("motivation", "static", f"{record['points']:g}")
     assert item["text"] == record["text"].strip() and item["note"] == record["note"].strip()
     assert "0 points" in next(r for r in lrows if r["column"] == "adjustment")["text"]
-    assert plan_import(gb, key, path).problems == []          # the sheet imports with its legend beside it
+    assert plan_import(gb, key, path).errors == []          # the sheet imports with its legend beside it
     with pytest.raises(SheetError, match="the rubric legend"):
         plan_import(gb, key, legend)
 

@@ -18,6 +18,7 @@ import numpy as np
 import pytest
 
 import grader.reports.dashboard as dashboard
+import grader.reports.wrong_matrices as wrong_matrices
 from formats.key_shape import assignment_id, key_students
 from grader.reports.dashboard import dashboard_html, write_dashboard
 from grader.store.gradebook import Gradebook
@@ -116,7 +117,7 @@ def test_distribution_figures_are_the_graded_totals(graded):
 
 
 def _failing_matrix_rows(gb, key):
-    parts = {(pid, part) for pid, _, part in dashboard._matrix_parts(key, key_students(key))}
+    parts = {(pid, part) for pid, _, part in wrong_matrices.matrix_parts(key, key_students(key))}
     return [r for r in gb.results(assignment_id(key)) if (r.problem, r.part) in parts and r.status == "failed"]
 
 
@@ -256,7 +257,7 @@ def test_a_large_matrix_is_cut_to_its_corner():
 
 def test_the_kind_of_error_names_an_unexplained_wrong_matrix():
     e = np.array([[1.0, 2.0], [3.0, 4.0]])
-    shape = lambda a: dashboard._error_shape(a, e, 1e-5, 1e-8)  # noqa: E731
+    shape = lambda a: wrong_matrices.error_shape(a, e, 1e-5, 1e-8)  # noqa: E731
     assert shape(e.T) == "rows and columns swapped (the transpose of the expected matrix)"
     assert shape(2 * e) == "a constant factor off" and shape(-e) == "the signs flipped"
     assert shape(e.ravel()) == "the right entries in the wrong shape"

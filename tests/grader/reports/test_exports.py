@@ -32,7 +32,8 @@ from formats.deadline import Deadline, LatePolicy
 from grader.reports.exports import (ExportError, canvas_column, canvas_export, export_rows, grades_export,
                                     gradescope_results, moodle_export, safe_cell, write_canvas_csv,
                                     write_gradescope, write_grades_csv, write_moodle_csv)
-from grader.store.gradebook import Gradebook, ResultRow, SubmissionRow
+from grader.store.gradebook import Gradebook
+from grader.store.rows import ResultRow, SubmissionRow
 from grader.store.grades import class_grades, late_line
 
 SECRET = "exports test secret: long enough, never a real one"
@@ -410,7 +411,7 @@ def test_moodle_feedback_states_the_late_penalty_and_a_refused_handin(late_grade
 
 def test_the_late_policy_is_told_in_the_same_words_by_moodle_gradescope_and_the_feedback_page(late_grades, key):
     from exercises.render.html import escape
-    from grader.reports.summary import feedback_page
+    from grader.reports.feedback_page import feedback_page
     ada, bo, *_ = key_students(key)
     grades = list(late_grades.values())
     feedback = {r[0]: r[2] for r in lines(moodle_export(grades, key, identify_by="idnumber").data())[1:]}

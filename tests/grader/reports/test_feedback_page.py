@@ -10,9 +10,10 @@ import pytest
 from formats.deadline import Deadline, LatePolicy
 from formats.key_shape import assignment_id, graded_parts, is_free_response, problem_records, total_points
 from grader.store import marks
-from grader.store.gradebook import Gradebook, ResultRow, SubmissionRow
+from grader.store.gradebook import Gradebook
+from grader.store.rows import ResultRow, SubmissionRow
 from grader.store.grades import class_grades, late_line
-from grader.reports.summary import minimal_page, write_feedback
+from grader.reports.feedback_page import minimal_page, write_feedback
 
 SECRET = "feedback page test secret, never a real one"
 DUE = datetime(2026, 12, 5, 23, 59, tzinfo=timezone.utc)

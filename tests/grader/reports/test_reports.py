@@ -11,12 +11,14 @@ from pathlib import Path
 
 import numpy as np
 import pytest
-from solutions import MISCONCEPTIONS
+from solutions import TWINS
 
 from formats.serialize import decode_names, encode_names, to_jsonable
-from grader.store.gradebook import Gradebook, ResultRow, SubmissionRow
-from grader.reports.summary import (class_table, csv_text, feedback_page, class_grades, summary_json,
-                                    with_answers, write_csv, write_feedback, write_gradescope)
+from grader.store.gradebook import Gradebook
+from grader.store.rows import ResultRow, SubmissionRow
+from grader.reports.summary import class_table, csv_text, summary_json, write_csv, write_gradescope
+from grader.reports.feedback_page import feedback_page, write_feedback
+from grader.store.grades import class_grades, with_answers
 
 A = "hw-reports"
 GRADING = {"rtol": 1e-5, "misconceptions": [], "checks": []}
@@ -199,7 +201,7 @@ def test_expected_values_appear_only_when_revealed(gradebook, tmp_path):
 
 def test_feedback_explains_the_diagnosed_misconception(gradebook, tmp_path):
     html = pages(gradebook, tmp_path, False)["s1"]
-    m = MISCONCEPTIONS["sdpa_no_scale"]
+    m = TWINS["sdpa_no_scale"]
     for text in (m.summary, m.explanation, m.code):
         assert escape_html(text) in html
     assert "Size is not it." in html                       # the chosen option's own feedback
@@ -274,7 +276,7 @@ def test_summary_json_is_data_for_the_cli(gradebook):
     assert [s["id"] for s in summary["students"]] == ["s1", "s2", "s3"]
     assert summary["students"][1]["problems"] == {"attn": 3.0, "quiz": 1.0, "essay": 0.0, "impl": 2.0}
     assert summary["misconceptions"] == [{"code": "sdpa_no_scale", "count": 1, "parts": 1, "problems": ["attn"],
-                                          "summary": MISCONCEPTIONS["sdpa_no_scale"].summary}]
+                                          "summary": TWINS["sdpa_no_scale"].summary}]
     assert summary["totals"] == {"mean": 3.75, "median": 3.75}
     assert [p["status"] for p in summary["students"][2]["parts"]] == ["missing"] * 6
 
@@ -473,7 +475,7 @@ def test_long_student_text_in_messages_and_answers_renders_in_linear_time(tmp_pa
 def test_an_empty_array_is_described_by_its_shape_not_drawn_per_row():
     """np.zeros((21000, 0, 0)) has no entries, so it passed the size check, and was drawn
     one sub-array at a time: 21,000 drawings and 2.8 MB of HTML for one part."""
-    from grader.reports.summary import value_html
+    from grader.reports.feedback_page import value_html
     html = value_html(np.zeros((21000, 0, 0)))
     assert html == "<p>An array of shape (21000, 0, 0): no entries to show.</p>"
 

@@ -12,7 +12,8 @@ import pytest
 
 distributed = pytest.importorskip("distributed", reason="Dask's distributed is not installed")
 
-from grader.run.cluster import IN_FLIGHT, connect, shard_sizes            # noqa: E402
+from grader.run.cluster import connect                                    # noqa: E402
+from grader.run.shards import IN_FLIGHT, shard_sizes                       # noqa: E402
 from grader.store.gradebook import Gradebook                                # noqa: E402
 from grader.run.pipeline import grade_folder                              # noqa: E402
 
@@ -126,7 +127,8 @@ def _sandboxes_started() -> list:
 
 def test_each_worker_starts_its_sandbox_servers_when_asked_before_any_shard(cluster):
     import time
-    from grader.run.cluster import SERVERS_PER_WORKER, get_workers_ready
+    from grader.run.cluster import get_workers_ready
+    from grader.run.shards import SERVERS_PER_WORKER
     assert all((SERVERS_PER_WORKER, 7.0) not in started for started in cluster.run(_sandboxes_started).values())
     readying = get_workers_ready(cluster, 7.0)   # returns at once: nothing waits for the servers
     assert len(readying) == 2

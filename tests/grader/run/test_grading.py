@@ -14,7 +14,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 import pytest
-from solutions import MISCONCEPTIONS
+from solutions import TWINS
 
 from formats.answer_key import load_key
 from exercises.course.assignment import load_assignment
@@ -22,10 +22,12 @@ from exercises.course.build import build
 from exercises.course.roster import load_roster
 from grader.store.gradebook import Gradebook
 from grader.run.grading import GradingRun
-from grader.intake.submissions import find_submissions, match
+from grader.intake.layouts import find_submissions
+from grader.intake.pairing import match
 from grader.run.pipeline import grade_folder
 from grader.run.plugin import run_pytest
-from grader.reports.summary import write_csv, write_feedback, write_gradescope
+from grader.reports.summary import write_csv, write_gradescope
+from grader.reports.feedback_page import write_feedback
 from grader.sandbox.client import Limits, Sandbox
 from synthetic import MISCONCEPTION_PREFIX, load_manifest, profile_names, synthesize
 
@@ -48,7 +50,7 @@ AUTOGRADED = ("passed", "failed", "partial", "missing", "error")
 
 
 @dataclass
-class Graded:
+class GradedSubmission:
     """A batch after grading: what the run said and what the gradebook holds."""
     code: int                     # run_pytest's exit code
     manifest: dict                # the synthetic manifest
@@ -87,7 +89,7 @@ def built(tmp_path_factory):
     return folder / "build", load_key(result.key_path, SECRET.encode())
 
 
-def grade(built, folder: Path, profiles: list[str], students=None) -> Graded:
+def grade(built, folder: Path, profiles: list[str], students=None) -> GradedSubmission:
     """Synthesize ``profiles`` over the roster into ``folder`` and grade them (only
     ``students``, when given) into ``folder/gradebook.sqlite``."""
     build_dir, key = built
@@ -107,7 +109,7 @@ def grade(built, folder: Path, profiles: list[str], students=None) -> Graded:
     manifest = load_manifest(folder / "submissions")
     if students is not None:
         manifest["students"] = {sid: m for sid, m in manifest["students"].items() if sid in students}
-    return Graded(code, manifest, key, folder / "submissions", path, subs, results,
+    return GradedSubmission(code, manifest, key, folder / "submissions", path, subs, results,
                   list(run.recorded), list(run.skipped))
 
 
@@ -143,7 +145,7 @@ def same(row, expected: dict) -> bool:
             and row.misconception == expected["misconception"])
 
 
-def differences(graded: Graded, student: str) -> list:
+def differences(graded: GradedSubmission, student: str) -> list:
     """Every part whose gradebook row differs from the manifest, and parts only one side has."""
     expected = {(pid, part): v for pid, parts in graded.expected(student).items() for part, v in parts.items()}
     rows = graded.rows(student)
@@ -154,19 +156,19 @@ def differences(graded: Graded, student: str) -> list:
     return out
 
 
-def lost(graded: Graded, student: str) -> set:
+def lost(graded: GradedSubmission, student: str) -> set:
     return {tuple(x) for x in graded.manifest["students"][student]["lost"]}
 
 
-def lost_in_gradebook(graded: Graded, student: str) -> set:
+def lost_in_gradebook(graded: GradedSubmission, student: str) -> set:
     return {(r.problem, r.part) for r in graded.results[student] if r.status not in ("passed", "manual")}
 
 
-def auto_max(graded: Graded, student: str) -> float:
+def auto_max(graded: GradedSubmission, student: str) -> float:
     return sum(r.max_score for r in graded.results[student] if r.status != "manual")
 
 
-def assert_as_expected(graded: Graded, student: str) -> None:
+def assert_as_expected(graded: GradedSubmission, student: str) -> None:
     assert differences(graded, student) == []
     m, s = graded.manifest["students"][student], graded.submissions[student]
     assert s.status == "graded"
@@ -232,7 +234,7 @@ def test_every_misconception_is_diagnosed_with_its_code_and_its_summary(misconce
             for r in graded.results[student]:
                 if r.misconception:
                     assert r.status in ("failed", "partial")
-                    assert MISCONCEPTIONS[r.misconception].summary in r.message
+                    assert TWINS[r.misconception].summary in r.message
                     diagnosed.add(r.misconception)
     assert len(diagnosed) >= 10
     assert nameable <= diagnosed and len(nameable) >= 0.9 * len(set(profiles)), \
@@ -385,8 +387,8 @@ def test_a_failure_on_one_submission_costs_that_submission_only(built, tmp_path)
 def test_a_cell_error_without_a_message_is_named_without_an_empty_code_span():
     """``raise NotImplementedError()`` has no message: the cause names the error and its line
     (once shown as "…on line 2: ``" on the feedback page)."""
-    from grader.run.grading import _causes
-    from grader.sandbox.client import CellError, RunResult
+    from grader.run.graded import causes_of as _causes
+    from grader.sandbox.results import CellError, RunResult
 
     result = RunResult(errors=[CellError("p-a", "NotImplementedError", "", 2),
                                CellError("p-b", "ValueError", "bad *shape*", None),

@@ -52,7 +52,7 @@ GRADE = """
             os.kill(os.getpid(), signal.SIGKILL)
         graded = execute(run, student)
         if "unpicklable:" + student == doomed:
-            graded.answers["x"] = lambda: None      # (a judge's bug: its Graded cannot be sent)
+            graded.answers["x"] = lambda: None      # (a judge's bug: its GradedSubmission cannot be sent)
         return graded
 
     GradingRun.execute = dying
@@ -141,7 +141,8 @@ HELD = """
     from pathlib import Path
     from formats.answer_key import load_key
     from grader.run.grading import GradingRun
-    from grader.intake.submissions import find_submissions, match
+    from grader.intake.layouts import find_submissions
+    from grader.intake.pairing import match
     from grader.sandbox.client import Limits, Sandbox
 
     build = Path(sys.argv[1])

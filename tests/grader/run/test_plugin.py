@@ -9,7 +9,8 @@ import pytest
 
 from grader.store.gradebook import Gradebook
 from grader.run.grading import GradingRun
-from grader.intake.submissions import find_submissions, match
+from grader.intake.layouts import find_submissions
+from grader.intake.pairing import match
 from grader.run.plugin import run_pytest
 from grader.sandbox.client import Limits, Sandbox
 from synthetic import synthesize

@@ -15,7 +15,9 @@ import pytest
 
 from exercises.render.notebook import LETTERS, SETUP
 from formats.serialize import decode_names, encode_names, from_jsonable
-from grader.intake.submissions import Cell, Found, Issue, Submission, read_submission
+from grader.intake.issues import Issue
+from grader.intake.reading import read_submission
+from grader.intake.records import Cell, Found, Submission
 from grader.run.program import GRADING_SETUP, Program, free_answer, job_for, problem_order, strip_magics
 
 SECRET = "grader program test secret, 32 b"

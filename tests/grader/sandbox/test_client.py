@@ -10,10 +10,12 @@ import time
 import numpy as np
 import pytest
 
-from grader.sandbox import frames, protocol, server
+from grader.sandbox import (attempt, channel, child, child_watch, emitter, frames, plot_stubs, pool, protocol,
+                            results, server, stream, warming)
 from grader.sandbox.frames import Unsupported
-from grader.sandbox.client import CellError, Crash, Limits, Output, Sandbox, explain
+from grader.sandbox.client import Limits, Sandbox, explain
 from grader.sandbox.processes import server_environment
+from grader.sandbox.results import CellError, Crash, Output
 
 LIMITS = Limits(wall_seconds=1.0, memory_mb=256, frame_mb=1)
 
@@ -247,7 +249,12 @@ def test_the_sandbox_holds_nothing_of_the_grader(sandbox):
         send("p", "modules", "environment"),
     ])
     assert set(result.values["p"]["modules"]) <= {"grader", "grader.sandbox", "grader.sandbox.frames", "grader.sandbox.walls",
-                                                 "grader.sandbox.protocol", "grader.sandbox.server"}
+                                                 "grader.sandbox.protocol", "grader.sandbox.server",
+                                                 "grader.sandbox.child", "grader.sandbox.emitter",
+                                                 "grader.sandbox.warming", "grader.sandbox.child_watch",
+                                                 "grader.sandbox.plot_stubs", "grader.sandbox.libc",
+                                                 "grader.sandbox.landlock", "grader.sandbox.seccomp",
+                                                 "grader.sandbox.rlimits"}
     assert result.values["p"]["environment"] == sorted(server_environment())
     for server in sandbox._servers:
         with open(f"/proc/{server.process.pid}/cmdline", "rb") as f:
@@ -403,6 +410,7 @@ def test_the_protocol_is_documented_where_it_is_implemented():
                  '"output"', '"done"', '"exit"', '"count"', '"args"', "--control", "--stop"):
         assert word in protocol.__doc__, word
     import grader.sandbox.client as sandbox_module
-    for module in (server, sandbox_module, frames):
+    for module in (server, child, child_watch, emitter, warming, plot_stubs, sandbox_module, pool, channel, stream,
+                   attempt, results, frames):
         with open(module.__file__) as f:
             assert "/tmp/" not in f.read()

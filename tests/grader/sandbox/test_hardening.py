@@ -17,8 +17,9 @@ import pytest
 from grader.sandbox import frames
 from grader.budget import Budget, OverBudget
 from grader.sandbox.frames import Unsupported
-from grader.sandbox.client import (Crash, Forged, Limits, Output, RunResult, Sandbox, _Attempt, expected_starts,
-                            frame_cap)
+from grader.sandbox.attempt import Attempt, Forged, expected_starts, frame_cap
+from grader.sandbox.client import Limits, Sandbox
+from grader.sandbox.results import Crash, Output, RunResult
 from tests.grader.sandbox.test_server import children, memory_holds
 
 LIMITS = Limits(wall_seconds=1.0, memory_mb=256, frame_mb=1)
@@ -363,9 +364,9 @@ def test_a_forged_frame_with_such_an_array_is_a_bad_frame(sandbox):
 JOB = [(0, cell("a", "")), (1, send("p", "a")), (2, call("q", "f", [{}, {}, {}]) | {"first": 1}), (3, cell("b", ""))]
 
 
-def attempt(unread: int = 0) -> _Attempt:
+def attempt(unread: int = 0) -> Attempt:
     cases = {(2, 1): b"one", (2, 2): b"two"}
-    judge = _Attempt(JOB, RunResult(), set(), cases)
+    judge = Attempt(JOB, RunResult(), set(), cases)
     judge.unread = lambda: unread
     return judge
 

@@ -152,9 +152,9 @@ def test_the_warm_up_leaves_nothing_open_and_the_server_s_own_module_in_place():
     from pathlib import Path
 
     probe = ("import os, sys\n"
-             "from grader.sandbox import server\n"
+             "from grader.sandbox import warming\n"
              "before = sorted(os.listdir('/proc/self/fd')), sys.modules['__main__']\n"
-             "server.warm_up(3)\n"
+             "warming.warm_up(3)\n"
              "after = sorted(os.listdir('/proc/self/fd')), sys.modules['__main__']\n"
              "assert before[0] == after[0], (before[0], after[0])\n"
              "assert before[1] is after[1]\n"
@@ -167,9 +167,9 @@ def test_the_warm_up_leaves_nothing_open_and_the_server_s_own_module_in_place():
 def test_the_warm_up_job_is_one_a_child_runs_to_the_end():
     """What the server warms is what children run: the made-up job, run in a real child, gives
     its values, its one expected error and every case."""
-    from grader.sandbox import frames, protocol, server
+    from grader.sandbox import frames, protocol, warming
 
-    steps, cases = server._warm_up_job()
+    steps, cases = warming._warm_up_job()
     with_cases = []
     for step in steps:
         if step.get("op") == protocol.CALL:

@@ -10,7 +10,7 @@ from pathlib import Path
 
 import pytest
 
-from grader.sandbox import walls
+from grader.sandbox import landlock, libc, rlimits, seccomp, walls
 from grader.sandbox.client import Limits, Sandbox
 
 STATIC = {wall["name"]: wall for wall in walls.explain()}
@@ -50,24 +50,24 @@ ALLOW, EPERM, KILL = 0x7FFF0000, 0x00050000 | errno.EPERM, 0x80000000
 
 
 def test_the_seccomp_program_denies_exactly_its_list():
-    program = walls.seccomp_program()
+    program = seccomp.seccomp_program()
     assert program[-1][0] == 0x06                           # it cannot run off its end
     assert all(pc + 1 + max(jt, jf) < len(program) for pc, (code, jt, jf, _) in enumerate(program)
                if code in (0x15, 0x35))
-    denied = set(walls.DENIED_SYSCALLS.values())
+    denied = set(seccomp.DENIED_SYSCALLS.values())
     for nr in range(0, 460):
         assert run_bpf(program, nr, X86_64) == (EPERM if nr in denied else ALLOW), nr
     for name in ("shmget", "shmat", "shmctl", "semget", "msgget", "mq_open"):
-        assert run_bpf(program, walls.DENIED_SYSCALLS[name], X86_64) == EPERM
+        assert run_bpf(program, seccomp.DENIED_SYSCALLS[name], X86_64) == EPERM
     for name in ("fork", "vfork", "clone", "clone3", "execve", "execveat", "socket", "connect",
                  "kill", "tkill", "tgkill", "ptrace", "process_vm_readv", "process_vm_writev"):
-        assert run_bpf(program, walls.DENIED_SYSCALLS[name], X86_64) == EPERM
+        assert run_bpf(program, seccomp.DENIED_SYSCALLS[name], X86_64) == EPERM
     assert run_bpf(program, 0x40000000 + 57, X86_64) == EPERM      # the x32 ABI's fork
     assert run_bpf(program, 0, 0x40000003) == KILL                  # i386 syscalls: another table
 
 
 def test_only_the_python_installation_is_readable():
-    roots = walls.readable_roots()
+    roots = landlock.readable_roots()
     assert os.path.realpath(sys.base_prefix) in roots or any(
         os.path.realpath(sys.base_prefix).startswith(r + "/") for r in roots)
     project = Path(walls.__file__).resolve().parents[2]
@@ -80,7 +80,7 @@ def test_explain_says_why_a_wall_is_missing():
     for wall in STATIC.values():
         assert isinstance(wall["active"], bool) and wall["detail"]
     assert active("uid") == active("network") == ROOT
-    assert active("landlock") == (walls.landlock_abi()[0] > 0)
+    assert active("landlock") == (landlock.landlock_abi()[0] > 0)
     assert active("seccomp") == (os.uname().machine == "x86_64")
 
 
@@ -259,9 +259,9 @@ def test_without_root_the_walls_that_need_it_say_so_and_the_rest_hold():
 # --- off Linux -------------------------------------------------------------------------------
 
 def run_in_forked_walls(prepare, job: dict) -> tuple[list[dict], int]:
-    """(events, wait status) of ``job`` run by server.run_child in a forked helper whose walls
+    """(events, wait status) of ``job`` run by child.run_child in a forked helper whose walls
     ``prepare(walls)`` adjusts first (to play a machine without some wall; no student code)."""
-    from grader.sandbox import frames, server
+    from grader.sandbox import child, frames
 
     read_end, write_end = os.pipe()
     pid = os.fork()
@@ -271,7 +271,7 @@ def run_in_forked_walls(prepare, job: dict) -> tuple[list[dict], int]:
             os.close(read_end)
             built = walls.Walls(7)
             prepare(built)
-            status = server.run_child(job, built, write_end)
+            status = child.run_child(job, built, write_end)
         finally:
             os._exit(status)
     os.close(write_end)
@@ -299,8 +299,8 @@ def test_a_child_without_proc_or_prctl_reports_those_walls_off_and_still_runs():
         def no_proc():
             raise FileNotFoundError(2, "No such file or directory", "/proc/self/statm")
 
-        walls._vm_size = no_proc
-        walls._LIBC = types.SimpleNamespace()          # a C library without prctl & co.
+        rlimits._vm_size = no_proc
+        libc.LIBC = types.SimpleNamespace()          # a C library without prctl & co.
 
     events, status = run_in_forked_walls(like_macos, {
         "steps": [{"op": "exec", "label": "a", "source": "x = 6 * 7"},
@@ -371,14 +371,14 @@ def test_without_landlock_no_file_of_the_machine_is_visible(tmp_path):
 
 
 def test_the_seccomp_filter_denies_what_a_child_could_do_to_the_shared_pipe():
-    program = walls.seccomp_program()
-    for cmd in walls.DENIED_FCNTL.values():
-        assert run_bpf(program, walls.FCNTL, X86_64, cmd) == EPERM
+    program = seccomp.seccomp_program()
+    for cmd in seccomp.DENIED_FCNTL.values():
+        assert run_bpf(program, seccomp.FCNTL, X86_64, cmd) == EPERM
     for cmd in (0, 1, 2, 3, 1030):            # F_DUPFD, F_GETFD, F_SETFD, F_GETFL, F_DUPFD_CLOEXEC
-        assert run_bpf(program, walls.FCNTL, X86_64, cmd) == ALLOW
-    for request in walls.DENIED_IOCTL.values():
-        assert run_bpf(program, walls.IOCTL, X86_64, request) == EPERM
-    assert run_bpf(program, walls.IOCTL, X86_64, 0x5401) == ALLOW      # TCGETS (isatty)
+        assert run_bpf(program, seccomp.FCNTL, X86_64, cmd) == ALLOW
+    for request in seccomp.DENIED_IOCTL.values():
+        assert run_bpf(program, seccomp.IOCTL, X86_64, request) == EPERM
+    assert run_bpf(program, seccomp.IOCTL, X86_64, 0x5401) == ALLOW      # TCGETS (isatty)
 
 
 def test_a_child_cannot_change_the_pipe_it_shares_with_later_children(sandbox):

@@ -12,8 +12,10 @@ import pytest
 from attnkit.cli import main
 from formats.serialize import decode_names
 from grader.sandbox.client import Limits, Sandbox
-from grader.selfcheck.check import (AT_GRADING, BY_HAND, ERROR, FAILS, NOT_ANSWERED, NOT_CHECKED, NOTE_CODES,
-                                    OK, STATUS_CODES, CheckError, Note, givens_change, self_check)
+from grader.selfcheck.check import CheckError, self_check
+from grader.selfcheck.givens import givens_change
+from grader.selfcheck.report import (AT_GRADING, BY_HAND, ERROR, FAILS, NOT_ANSWERED, NOT_CHECKED, NOTE_CODES,
+                                     OK, STATUS_CODES, Note)
 from synthetic import synthesize
 
 SECRET = "self-check test secret, 32 bytes"
@@ -136,7 +138,7 @@ def acted_on(text: str) -> list[str]:
 def test_the_table_shows_the_notebook_s_text_and_never_passes_it_to_the_terminal():
     """Part names come from the notebook's metadata and details from the student's own
     exception messages: escape sequences in either are shown, and the columns stay aligned."""
-    from grader.selfcheck.check import CheckReport, PartCheck
+    from grader.selfcheck.report import CheckReport, PartCheck
     report = CheckReport(f"sub/{HOSTILE}.ipynb", f"st\u202e01", notes=[Note("bad-cell", f"cell 3: {HOSTILE}\nnext")])
     report.parts = [PartCheck("scaling", f"std{HOSTILE}", ERROR, f"your cell raised ValueError: {HOSTILE}"),
                     PartCheck("scaling", "mean", OK)]

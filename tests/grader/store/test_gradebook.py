@@ -14,8 +14,9 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from grader.store.gradebook import (ANSWER_LIMIT, SCHEMA_VERSION, Gradebook, GradebookError, ResultRow,
-                                    SubmissionRow, omitted_reason)
+from grader.store.gradebook import Gradebook, GradebookError
+from grader.store.rows import ANSWER_LIMIT, ResultRow, SubmissionRow, omitted_reason
+from grader.store.schema import SCHEMA_VERSION
 
 ROOT = Path(__file__).resolve().parents[3]
 A = "hw1"
@@ -295,7 +296,8 @@ def test_readers_see_the_old_rows_while_a_writer_is_mid_transaction(tmp_path):
 
 KILLED_WRITER = """
 import sys
-from grader.store.gradebook import Gradebook, ResultRow, SubmissionRow
+from grader.store.gradebook import Gradebook
+from grader.store.rows import ResultRow, SubmissionRow
 gb = Gradebook(sys.argv[1])
 def trace(sql):
     if sql.startswith("INSERT INTO results"):

@@ -7,7 +7,8 @@ import pytest
 
 from formats.deadline import Deadline, LatePolicy
 from formats.key_shape import assignment_id, graded_parts, key_students, problem_records, total_points
-from grader.store.gradebook import Gradebook, ResultRow, SubmissionRow
+from grader.store.gradebook import Gradebook
+from grader.store.rows import ResultRow, SubmissionRow
 from grader.store.grades import MISSING, NOT_ACCEPTED, class_grades, with_answers
 
 SECRET = "grades test secret: long enough, never real"
@@ -78,7 +79,7 @@ def test_a_cutoff_counts_the_last_handin_before_it_and_refuses_the_rest(gradeboo
 from formats.key_shape import is_free_response, problem_record  # noqa: E402
 from grader.store import marks  # noqa: E402
 from grader.reports.exports import export_rows, gradescope_results  # noqa: E402
-from grader.store.grades import to_review  # noqa: E402
+from grader.store.grades import class_look  # noqa: E402
 from grader.marking.queue import part_queue, parts_to_mark  # noqa: E402
 from grader.reports.summary import summary_json  # noqa: E402
 
@@ -111,7 +112,7 @@ def test_a_mark_of_a_student_the_late_policy_refuses_waits_for_nobody(gradebook,
     refused = by_id(class_grades(gradebook, key, Deadline(DUE, LatePolicy("cutoff"))))[bo]
     assert refused.status == NOT_ACCEPTED and refused.total == 0
     assert refused.waiting == 0 and not any(p.recheck for p in refused.parts)
-    review = {sid: look for sid, _, look in to_review(gradebook, key, Deadline(DUE, LatePolicy("cutoff")))}
+    review = {sid: look for sid, _, look in class_look(gradebook, key, Deadline(DUE, LatePolicy("cutoff")))}
     assert not any(code == "mark-recheck" for code, _ in review[bo])
     summary = {s["id"]: s for s in summary_json(gradebook, key, Deadline(DUE, LatePolicy("cutoff")))["students"]}
     assert summary[bo]["waiting_parts"] == 0

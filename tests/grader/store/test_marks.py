@@ -12,10 +12,12 @@ import pytest
 from formats.key_shape import assignment_id, entry_for, problem_record
 from grader.store import marks
 from grader.reports.exports import INCOMPLETE, export_status
-from grader.store.gradebook import Gradebook, ResultRow
-from grader.store.grades import MARKED, OVERRIDDEN, RECHECK, class_grades, to_review, with_answers
+from grader.store.gradebook import Gradebook
+from grader.store.rows import ResultRow
+from grader.store.grades import MARKED, OVERRIDDEN, RECHECK, class_grades, class_look, with_answers
 from grader.marking.queue import part_queue
-from grader.reports.summary import feedback_page, summary_json
+from grader.reports.summary import summary_json
+from grader.reports.feedback_page import feedback_page
 
 FREE = ("motivation", "static")            # items same_vector (+1), context (+1), claims_different (−1)
 FREE_PARTS = ("static", "bottleneck", "common_cause")
@@ -148,7 +150,7 @@ def test_regrading_never_touches_a_mark_and_flags_a_changed_auto_result(course):
     (p,) = [p for p in grades[a.student].parts if (p.problem, p.part) == part]
     assert p.score == m.score and "automatic result changed" in p.recheck
     assert (RECHECK, f"{part[0]}/{part[1]}: {p.recheck}") in grades[a.student].look
-    assert any(code == RECHECK for sid, _, look in to_review(gb, key) if sid == a.student for code, _ in look)
+    assert any(code == RECHECK for sid, _, look in class_look(gb, key) if sid == a.student for code, _ in look)
     (h,) = [p for p in grades[free.student].parts if (p.problem, p.part) == FREE]
     assert (h.status, h.recheck) == (MARKED, "")
 

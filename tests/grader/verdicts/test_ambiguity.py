@@ -17,7 +17,7 @@ from exercises.course.bank import load_bank
 from exercises.variant.draw import make_variant
 from formats.serialize import decode_names
 from grader.verdicts.parts import CaseOutcome, problem_verdicts
-from solutions import MISCONCEPTIONS, scaled_dot_product_attention
+from solutions import TWINS, scaled_dot_product_attention
 
 SEEDS = range(6)
 
@@ -37,10 +37,10 @@ def _never_wrongly_named(verdicts, wrong: str, right: str) -> bool:
     """No verdict names ``wrong``; one that mentions it offers it as an alternative, beside
     the right mistake. True when ``wrong`` was mentioned at all (the trap was met)."""
     met = False
-    right_summary = MISCONCEPTIONS[right].summary
+    right_summary = TWINS[right].summary
     for v in verdicts.values():
         assert v.misconception != wrong, v.message
-        if MISCONCEPTIONS[wrong].summary in v.message:
+        if TWINS[wrong].summary in v.message:
             met = True
             assert v.misconception is None and "either" in v.message, v.message
             assert right_summary in v.message, v.message
@@ -79,7 +79,7 @@ def test_b_sqrt_d_v_is_not_called_the_sequence_length(templates):
     must behave like the student's function on every case of the problem, so the cases where
     d_v ≠ S tell them apart: √d_v is named."""
     right = "sdpa_scale_by_sqrt_d_v"
-    function = MISCONCEPTIONS[right].function
+    function = TWINS[right].function
     met = named = 0
     for seed in SEEDS:
         variant = make_variant(templates["implement_masked_attention"], seed)
@@ -95,7 +95,7 @@ def test_c_a_mask_shifted_by_one_is_not_called_no_mask(templates):
     family) gives the unmasked output wherever every row peaks on the past or the next key.
     The other families tell them apart (a twin must explain every case), so it is named."""
     right = "causal_attention_mask_shifted_by_one"
-    function = MISCONCEPTIONS[right].function
+    function = TWINS[right].function
     named = 0
     for seed in range(12):
         variant = make_variant(templates["implement_causal_attention"], seed)
@@ -108,7 +108,7 @@ def test_c_a_mask_shifted_by_one_is_not_called_no_mask(templates):
 def test_d_sqrt_L_is_not_called_divided_by_d_k(templates):
     """sdpa_four_tokens: four tokens, so √L = 2, and d_k = 2 is one of its choices: dividing
     by √L is then dividing by d_k."""
-    twin = MISCONCEPTIONS["sdpa_scale_by_sqrt_seq_len"]
+    twin = TWINS["sdpa_scale_by_sqrt_seq_len"]
     met = 0
     for seed in range(12):
         variant = make_variant(templates["sdpa_four_tokens"], seed)

@@ -10,7 +10,7 @@ import numpy as np
 import pytest
 
 from exercises.course.assignment import load_assignment
-from exercises.template.schema import TemplateError
+from exercises.template.model import TemplateError
 from exercises.variant.draw import make_variant
 from formats.serialize import from_jsonable
 from grader.verdicts.follow_through import FOLLOW_THROUGH, carried
@@ -173,7 +173,7 @@ def test_a_recipe_reading_a_later_part_or_an_unknown_name_is_refused_at_load():
 def test_no_follow_through_on_another_students_notebook_or_edited_givens():
     """grade_values with follow=False (what the grader passes for a handin flagged
     wrong-student, wrong-variant or givens-edited) gives the chain no credit."""
-    from grader.run.grading import FOLLOW_WITHHELD, grade_values
+    from grader.run.graded import FOLLOW_WITHHELD, grade_values
     assert {"wrong-student", "wrong-variant", "givens-edited"} <= FOLLOW_WITHHELD
     record = record_of(chain())
     values = correct(record)

@@ -6,7 +6,7 @@ import pytest
 
 from formats.serialize import encode_names
 from grader.verdicts.parts import code
-from grader.run.grading import grade_values
+from grader.run.graded import grade_values
 from grader.verdicts.hidden import HiddenInputs, may_hold_numbers
 
 RNG = np.random.default_rng(7)

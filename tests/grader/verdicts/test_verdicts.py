@@ -15,7 +15,7 @@ from formats.serialize import decode_names, from_jsonable, same_value
 from grader.verdicts.parts import (FAILED, MANUAL, MISSING, PARTIAL, PASSED, CaseOutcome, Missing,
                                    MAX_ALTERNATIVES, choice_part, diagnoses, implement_family, numeric_part,
                                    problem_verdicts)
-from solutions import MISCONCEPTIONS
+from solutions import TWINS
 from solutions.same_error import same_error
 
 SECRET = b"a test course secret of 32 bytes"
@@ -77,7 +77,7 @@ def test_a_value_matching_a_twin_names_the_mistake():
     twins = {"sdpa_no_scale": EXPECTED * 0 + 0.5}
     v = numeric_part({**GRADING, "misconceptions": ["sdpa_no_scale"]}, EXPECTED,
                      np.full((2, 2), 0.5), twins, "w")
-    m = MISCONCEPTIONS["sdpa_no_scale"]
+    m = TWINS["sdpa_no_scale"]
     assert v.misconception == "sdpa_no_scale" and v.score == 0
     assert m.summary in v.message and m.explanation in v.message
 
@@ -98,7 +98,7 @@ def test_every_numeric_twin_of_the_bank_is_diagnosed_on_its_own_wrong_value(reco
                     # ambiguous on this variant: offered as one of (at most two) alternatives,
                     # or — where more mistakes give this value — none is asserted
                     if "either" in verdict.message:
-                        assert MISCONCEPTIONS[name].summary in verdict.message, (tid, name, part)
+                        assert TWINS[name].summary in verdict.message, (tid, name, part)
                     else:
                         assert "known mistake" not in verdict.message, (tid, name, part)
                     continue
@@ -124,7 +124,7 @@ def test_every_implement_twin_of_the_bank_is_diagnosed_from_its_outputs(records)
             if all(out is not None for out in outputs):
                 for v in failed:
                     if v.misconception is None:    # ambiguous on this variant: an alternative
-                        assert "either" in v.message and MISCONCEPTIONS[name].summary in v.message
+                        assert "either" in v.message and TWINS[name].summary in v.message
                     else:                          # by its own code or its error's other one
                         assert same_error(v.misconception, name), (tid, name, failed)
                         diagnosed.add(name)
@@ -195,7 +195,7 @@ def test_implement_families_earn_points_per_case():
 
 
 def test_a_grader_bug_on_one_problem_costs_only_that_problem(records):
-    from grader.run.grading import grade_values
+    from grader.run.graded import grade_values
     good = records["why_sqrt_dk"]
     broken = {**records["dog_ran_fast"], "answers": {}}       # a key entry the checks cannot read
     graded = grade_values({"problems": {"scaling": good, "walk": broken}},
@@ -266,7 +266,7 @@ def test_two_different_mistakes_are_offered_and_more_name_none():
     v = numeric_part({**GRADING, "misconceptions": list(many)}, EXPECTED, value, many, "w")
     assert v.misconception is None and "either" not in v.message and "known mistake" not in v.message
     assert "3 different mistakes give this value" in v.message       # and no guess is recorded
-    assert MISCONCEPTIONS["sdpa_no_scale"].summary in v.message
+    assert TWINS["sdpa_no_scale"].summary in v.message
 
 
 def _family(n):
@@ -313,7 +313,7 @@ def test_a_mistake_is_explained_once_and_later_families_point_to_it(records):
     named = [(f, v) for f, v in problem_verdicts(record, {}, outcomes, {}).items()
              if v.misconception == "causal_attention_triu"]
     assert len(named) >= 2
-    m = MISCONCEPTIONS["causal_attention_triu"]
+    m = TWINS["causal_attention_triu"]
     assert m.explanation in named[0][1].message
     for _, v in named[1:]:
         assert m.explanation not in v.message and f"(explained under `{named[0][0]}`)" in v.message
