@@ -14,6 +14,7 @@ from .check_command import add_check_command
 from .grade_commands import add_grade_command
 from .forensics_commands import add_forensics_command
 from .mark_commands import add_mark_command
+from .model_commands import add_model_command
 from .report_commands import add_report_command
 
 
@@ -80,6 +81,7 @@ def build_parser() -> argparse.ArgumentParser:
     add_mark_command(commands)
     add_forensics_command(commands)
     add_check_command(commands)
+    add_model_command(commands)
     return parser
 
 

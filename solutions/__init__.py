@@ -27,7 +27,8 @@ from .multihead import (head_projection, merge_heads, mha_backward, mha_forward,
 from .param_counts import (bert_param_count, decoder_layer_param_count,
                            encoder_layer_param_count, ffn_param_count, layer_norm_param_count,
                            mha_param_count, transformer_param_count)
-from .positional import embed, positional_encoding
+from .backprop import loss_and_gradients, transformer_backward, transformer_forward
+from .positional import embed, embed_backward, embed_forward, positional_encoding
 from .scaling import (DotProductMoments, ScalingReport, attention_entropy, dot_product_moments,
                       dot_product_variance, scaling_comparison, softmax_jacobian)
 from .softmax import log_softmax, softmax, softmax_backward, softmax_forward
@@ -35,7 +36,9 @@ from .tokenization import token_ids, wordpiece_tokenize, wordpiece_word
 from .torch_layout import (decoder_layer_params_from_torch, encoder_layer_params_from_torch,
                            key_padding_mask_from_torch, linear_from_torch, mask_from_torch,
                            mha_params_from_torch, transformer_weights_from_torch)
-from .transformer_layers import add_and_norm, decoder_layer, encoder_layer
+from .transformer_layers import (add_and_norm, add_and_norm_backward, add_and_norm_forward, decoder_layer,
+                                 decoder_layer_backward, decoder_layer_forward, encoder_layer,
+                                 encoder_layer_backward, encoder_layer_forward)
 
 # Importing a family of twins registers it. In this order: the mistake search tries them in it,
 # and the causal twins lift the core attention twins registered before them.

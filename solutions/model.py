@@ -30,7 +30,9 @@ from .transformer_layers import decoder_layer, encoder_layer
 @dataclass(frozen=True)
 class TransformerConfig:
     """Sizes of the mini encoder-decoder. ``final_layer_norm`` adds the extra LayerNorm that
-    ``nn.Transformer`` puts after each stack (the paper has none)."""
+    ``nn.Transformer`` puts after each stack (the paper has none). ``tie_output``: the
+    generator's W is the target embedding table transposed (the paper shares them), and
+    ``generator.W`` is no weight of its own."""
 
     src_vocab_size: int
     tgt_vocab_size: int
@@ -41,6 +43,7 @@ class TransformerConfig:
     num_decoder_layers: int = 2
     layer_norm_eps: float = 1e-5
     final_layer_norm: bool = False
+    tie_output: bool = False
 
     def __post_init__(self):
         sizes = {name: getattr(self, name) for name in (
@@ -92,7 +95,8 @@ def parameter_shapes(config: TransformerConfig) -> dict[str, tuple[int, ...]]:
         norm(layer + "norm3.")
     if config.final_layer_norm:
         norm("decoder.norm.")
-    shapes["generator.W"] = (d, config.tgt_vocab_size)
+    if not config.tie_output:
+        shapes["generator.W"] = (d, config.tgt_vocab_size)
     shapes["generator.b"] = (config.tgt_vocab_size,)
     return shapes
 
@@ -202,6 +206,10 @@ class Transformer:
         """Copies of all weights by name (the format ``Transformer(config, weights)`` takes)."""
         return {name: value.copy() for name, value in self.weights.items()}
 
+    def generator_weight(self) -> np.ndarray:
+        """W_gen (d_model, V_tgt): the target embedding table transposed when tied."""
+        return self.weights["tgt_embedding"].T if self.config.tie_output else self.weights["generator.W"]
+
     def _source_mask(self, src_lengths, S):
         return None if src_lengths is None else padding_mask(src_lengths, S)
 
@@ -224,7 +232,7 @@ class Transformer:
         decoded = decoder_stack(y, memory, self._tree["decoder"], self.config, causal_mask(T),
                                 self._source_mask(src_lengths, S), return_weights)
         y, weights = decoded if return_weights else (decoded, None)
-        logits = linear(y, self.weights["generator.W"], self.weights["generator.b"])
+        logits = linear(y, self.generator_weight(), self.weights["generator.b"])
         log_probs = log_softmax_in_place(logits, axis=-1)  # the logits are not needed again
         return (log_probs, weights) if return_weights else log_probs
 

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from typing import NamedTuple
+
 import numpy as np
 
 from ._shapes import as_float
@@ -42,3 +44,24 @@ def embed(tokens, table) -> np.ndarray:
     out = np.take(table, tokens, axis=0)     # always a copy (table[t] of one id is a view)
     out *= np.sqrt(table.shape[1])           # so the scale is applied in its own memory
     return out
+
+
+class EmbedCache(NamedTuple):
+    """What ``embed_backward`` needs: the token ids (...) and the table's shape (V, d_model)."""
+    tokens: np.ndarray
+    table_shape: tuple[int, int]
+
+
+def embed_forward(tokens, table) -> tuple[np.ndarray, EmbedCache]:
+    """``embed``, returning ``(out, cache)`` for ``embed_backward``."""
+    return embed(tokens, table), EmbedCache(np.asarray(tokens), np.shape(table))
+
+
+def embed_backward(dout, cache) -> np.ndarray:
+    """dE[v] = √d_model · Σ of dout over every position holding token v (a token used twice
+    gets both gradients). Shapes: dout (..., d_model) → dE (V, d_model)."""
+    V, d = cache.table_shape
+    dtable = np.zeros((V, d))
+    np.add.at(dtable, cache.tokens.reshape(-1), np.reshape(dout, (-1, d)))
+    dtable *= np.sqrt(d)
+    return dtable

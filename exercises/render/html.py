@@ -246,6 +246,13 @@ def _scale(m: np.ndarray) -> np.ndarray:
     return np.where(finite, np.clip(np.nan_to_num(t), 0.0, 1.0), 0.0)
 
 
+def _scale_between(m: np.ndarray, low: float, high: float) -> np.ndarray:
+    """Each finite value's place between ``low`` and ``high``, clipped to 0…1 (0 where not finite)."""
+    with np.errstate(all="ignore"):
+        t = (m - low) / (high - low)
+    return np.where(np.isfinite(m), np.clip(np.nan_to_num(t), 0.0, 1.0), 0.0)
+
+
 def _labels(labels, n: int, axis: str) -> list[str]:
     labels = [str(i) for i in range(n)] if labels is None else [str(x) for x in labels]   # as NumPy indexes
     if len(labels) != n:
@@ -277,10 +284,12 @@ def _cell(x: float, t: float, left: int, top: int, w: int) -> str:
             f'{escape(_cell_text(x))}</text>')
 
 
-def heatmap_svg(matrix, row_labels=None, col_labels=None, title: str = "") -> str:
+def heatmap_svg(matrix, row_labels=None, col_labels=None, title: str = "", value_range=None) -> str:
     """A 2-D array as an inline SVG heatmap: numbers to 2 decimals in the cells, rows and
     columns labelled (0, 1, … by default: NumPy's indices, as the prompts number them). The
-    same input always gives the same bytes."""
+    colours span the matrix's own smallest to largest value, or ``value_range`` (low, high):
+    attention weights on 0…1, say, so two maps' colours compare. The same input always gives
+    the same bytes."""
     m = np.asarray(matrix, dtype=float)
     m = m.reshape(1, -1) if m.ndim < 2 else m
     if m.ndim != 2 or m.size == 0:
@@ -294,7 +303,7 @@ def heatmap_svg(matrix, row_labels=None, col_labels=None, title: str = "") -> st
     title_h = 22 if title else 0
     left0, top0 = label_w, title_h + head
     width, height = left0 + w * m.shape[1] + (head if slanted else 4), top0 + _CELL_H * m.shape[0] + 4
-    t = _scale(m)
+    t = _scale(m) if value_range is None else _scale_between(m, *value_range)
     # No xmlns: inline in HTML the parser knows <svg>, and the page names no URL at all.
     parts = [f'<svg class="heatmap" role="img" '
              f'width="{width}" height="{height}" viewBox="0 0 {width} {height}" '

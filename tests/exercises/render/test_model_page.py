@@ -1,0 +1,48 @@
+"""The trained model's attention page in a real headless Chromium (Debian's): every head drawn,
+the answer shown, nothing fetched."""
+
+import os
+import shutil
+from pathlib import Path
+
+import pytest
+
+from exercises.render.model_page import attention_page
+from solutions.attention_maps import attention_maps
+from solutions.checkpoint import load_model
+from solutions.toy_tasks import ToyTask
+
+MODELS = Path(__file__).resolve().parents[3] / "problem_bank" / "models"
+CHROMIUM = shutil.which("chromium") or "/usr/bin/chromium"
+
+
+@pytest.fixture(scope="module")
+def browser():
+    sync_api = pytest.importorskip("playwright.sync_api",
+                                   reason="Playwright is not installed (pip install -e '.[dev]')")
+    if not os.path.exists(CHROMIUM):
+        pytest.skip("no chromium browser on this machine (Debian: apt-get install chromium; .ci/run does)")
+    with sync_api.sync_playwright() as p:
+        b = p.chromium.launch(executable_path=CHROMIUM, args=["--no-sandbox", "--disable-gpu"])
+        yield b
+        b.close()
+
+
+def test_the_page_draws_every_head_and_fetches_nothing(browser, tmp_path):
+    model, described = load_model(MODELS / "reverse.json")
+    maps = attention_maps(model, ToyTask("reverse"), "31415")
+    path = tmp_path / "reverse.html"
+    path.write_text(attention_page("reverse", described, maps), encoding="utf-8")
+    page = browser.new_page(viewport={"width": 1100, "height": 900})
+    requests = []
+    page.on("request", lambda request: requests.append(request.url))
+    page.goto(path.as_uri())
+    assert page.locator("svg.heatmap").count() == 16
+    assert page.locator("section[data-kind=cross] svg.heatmap").count() == 4
+    assert "Answer: 5 1 4 1 3 <eos>" in page.inner_text("body")
+    box = page.locator("section[data-kind=cross] svg.heatmap").first.bounding_box()
+    assert box["width"] > 100 and box["height"] > 100               # drawn, not collapsed
+    page.screenshot(path=str(tmp_path / "reverse.png"), full_page=True)
+    assert (tmp_path / "reverse.png").stat().st_size > 10_000
+    assert requests == [path.as_uri()]
+    page.close()
