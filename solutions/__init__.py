@@ -28,6 +28,8 @@ from .param_counts import (bert_param_count, decoder_layer_param_count,
                            encoder_layer_param_count, ffn_param_count, layer_norm_param_count,
                            mha_param_count, transformer_param_count)
 from .backprop import loss_and_gradients, transformer_backward, transformer_forward
+from .decoding import (cached_attention, cached_greedy_decode, causal_mask_bottom_right, cross_attention,
+                       decode_step, positional_self_attention, shift_right)
 from .positional import embed, embed_backward, embed_forward, positional_encoding
 from .scaling import (DotProductMoments, ScalingReport, attention_entropy, dot_product_moments,
                       dot_product_variance, scaling_comparison, softmax_jacobian)
@@ -43,5 +45,5 @@ from .transformer_layers import (add_and_norm, add_and_norm_backward, add_and_no
 # Importing a family of twins registers it. In this order: the mistake search tries them in it,
 # and the causal twins lift the core attention twins registered before them.
 for _family in ("core_attention", "core_layers", "attention", "attention_masks", "layers", "layers_stack",
-                "bert", "alignment", "gradients"):
+                "bert", "alignment", "gradients", "decoding"):
     _import_module(f"{__name__}.twins.{_family}")

@@ -193,7 +193,7 @@ add_twin("attention_weights_backward_times_weights", "attention_weights_backward
 # --- the cross-entropy's gradient into the logits ---------------------------------------------
 
 def _ce_backward(dloss, cache, sign=1.0, onehot=True, over_all_rows=False):
-    log_p, targets, valid, count = cache
+    log_p, targets, valid, count = cache[:4]      # (the smoothing, not used by these twins, follows)
     dz = np.exp(log_p)
     if onehot:
         np.put_along_axis(dz, targets[..., None], np.take_along_axis(dz, targets[..., None], axis=-1) - 1.0, axis=-1)

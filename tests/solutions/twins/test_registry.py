@@ -592,9 +592,9 @@ HAND_WRITTEN_ARGUMENTS = {
 
 # Each module of generated twins has its own file of hand-written checks (a HAND_WRITTEN dict
 # and the same equality test), beside the ones here.
-TWIN_MODULES = ("attention", "layers", "bert", "alignment", "gradients")
+TWIN_MODULES = ("attention", "layers", "bert", "alignment", "gradients", "decoding")
 # the modules of solutions/twins/ whose twins are generated (the core ones are checked here)
-GENERATED_MODULES = ("attention", "attention_masks", "layers", "layers_stack", "bert", "alignment", "gradients")
+GENERATED_MODULES = ("attention", "attention_masks", "layers", "layers_stack", "bert", "alignment", "gradients", "decoding")
 
 
 def hand_written_everywhere() -> dict:
