@@ -17,13 +17,23 @@ from .progress import Progress
 TASKS = ("copy", "reverse", "sort")        # solutions.toy_tasks.TASKS (named here: --help stays fast)
 
 
+def _seed(text: str) -> int:
+    """A seed: a whole number, at least 0."""
+    try:
+        value = int(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"{text!r} is not a whole number") from None
+    if value < 0:
+        raise argparse.ArgumentTypeError(f"{value} is below 0")
+    return value
+
+
 def _train(args) -> int:
-    from exercises.course.bank import MODELS_DIR
     from solutions.training import RECIPES, train_and_save
 
     recipe = replace(RECIPES[args.task], **{k: v for k, v in (("steps", args.steps), ("seed", args.seed))
                                              if v is not None})
-    out = Path(args.out) if args.out else MODELS_DIR
+    out = Path(args.out)
     bar = Progress(recipe.steps, f"train {args.task}", enabled=None if not args.json else False)
     try:
         described = train_and_save(recipe, out / f"{args.task}.npz",
@@ -42,29 +52,43 @@ def _train(args) -> int:
     return 0
 
 
+DESCRIBED = ("name", "recipe", "config", "parameters", "digest", "held_out_exact_match",
+             "training_seconds", "command")        # what a model's .json holds (model train writes it)
+
+
 def _open(name: str):
-    """(model, described) of a model name or path, or an exit code and why on stderr."""
+    """(model, described, recipe) of a model name or path, or an exit code and why on stderr."""
     from exercises.course.bank import MODELS_DIR, model_path
     from solutions.checkpoint import load_model
+    from solutions.toy_tasks import VOCAB
+    from solutions.training import Recipe
 
     path = model_path(name)
     if not path.is_file():
         known = sorted(p.stem for p in MODELS_DIR.glob("*.json"))
         return fail([f"{name}: no such model ({path}); the bank's models: {', '.join(known) or 'none'}"])
     try:
-        return load_model(path)
+        model, described = load_model(path)
+        missing = [field for field in DESCRIBED if field not in described]
+        if missing:
+            return fail([f"{path}: not a trained toy model's description: no {', '.join(missing)}"])
+        recipe = Recipe(**described["recipe"])
+        recipe.toy_task()
     except (OSError, ValueError, KeyError, TypeError) as err:
         return fail([f"{path}: {err}"])
+    if (model.config.src_vocab_size, model.config.tgt_vocab_size) != (VOCAB, VOCAB):
+        return fail([f"{path}: a toy model reads and writes the {VOCAB} toy tokens, this one "
+                     f"{model.config.src_vocab_size} and {model.config.tgt_vocab_size}"])
+    return model, described, recipe
 
 
 def _show(args) -> int:
-    from solutions.training import Recipe, exact_match
+    from solutions.training import exact_match
 
     opened = _open(args.name)
     if isinstance(opened, int):
         return opened
-    model, described = opened
-    recipe = Recipe(**described["recipe"])
+    model, described, recipe = opened
     shown = {**described, "held_out_exact_match_now": exact_match(model, recipe.toy_task())}
     if args.json:
         print(json.dumps(shown, indent=2))
@@ -84,14 +108,13 @@ def _show(args) -> int:
 
 def _attention(args) -> int:
     from solutions.attention_maps import attention_maps
-    from solutions.training import Recipe
 
     opened = _open(args.name)
     if isinstance(opened, int):
         return opened
-    model, described = opened
+    model, described, recipe = opened
     try:
-        maps = attention_maps(model, Recipe(**described["recipe"]).toy_task(), args.input)
+        maps = attention_maps(model, recipe.toy_task(), args.input)
     except ValueError as err:
         return fail([str(err)])
     if args.html:
@@ -126,10 +149,11 @@ def add_model_command(commands) -> None:
                            description="Train the task's recipe with Adam; a progress bar shows "
                                        "the step, the loss and the token accuracy.")
     train.add_argument("task", choices=TASKS)
-    train.add_argument("--out", metavar="DIR", help="where to write TASK.npz and TASK.json "
-                                                    "(default: problem_bank/models)")
+    train.add_argument("--out", metavar="DIR", required=True,
+                       help="where to write TASK.npz and TASK.json (the bank's own models are in "
+                            "problem_bank/models: give it to replace one)")
     train.add_argument("--steps", type=positive, help="Adam steps (default: the task's recipe)")
-    train.add_argument("--seed", type=int, help="the seed (default: the task's recipe, 0)")
+    train.add_argument("--seed", type=_seed, help="the seed (default: the task's recipe, 0)")
     train.add_argument("--json", action="store_true", help="print what TASK.json holds")
     train.set_defaults(handler=_train, command="model train")
     show = sub.add_parser("show", help="architecture, parameter count, held-out accuracy",

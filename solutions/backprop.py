@@ -64,10 +64,10 @@ def transformer_forward(model, src, tgt, src_lengths=None):
                                                   encoder_layer_forward, "norm", mask=memory_mask)
     y, tgt_embed = embed_forward(tgt, weights["tgt_embedding"])
     y += model._positional(T)
-    y, dec_layers, dec_norm = _stack_forward(
-        y, tree.get("decoder", {}), config,
-        lambda h, p, heads, eps: decoder_layer_forward(h, memory, p, heads, causal_mask(T), memory_mask, eps),
-        "norm")
+    def decoder_layer(h, params, heads, eps):     # this pass's memory and masks, fixed
+        return decoder_layer_forward(h, memory, params, heads, causal_mask(T), memory_mask, eps)
+
+    y, dec_layers, dec_norm = _stack_forward(y, tree.get("decoder", {}), config, decoder_layer, "norm")
     logits, generator = linear_forward(y, model.generator_weight(), weights["generator.b"])
     return logits, ModelCache(StackCache(src_embed, enc_layers, enc_norm),
                               StackCache(tgt_embed, dec_layers, dec_norm), generator, config.tie_output)

@@ -29,6 +29,8 @@ from .transformer_layers import add_and_norm
 def shift_right(targets, bos: int) -> np.ndarray:
     """The decoder's teacher-forced input: <bos> + targets[..., :-1]. Shapes (..., T) → (..., T)."""
     targets = np.asarray(targets)
+    if targets.ndim < 1 or targets.shape[-1] < 1:
+        raise ValueError(f"shift_right: expected targets (..., T) with T ≥ 1, got shape {targets.shape}")
     return np.concatenate([np.full(targets.shape[:-1] + (1,), bos, dtype=targets.dtype),
                            targets[..., :-1]], axis=-1)
 
@@ -73,13 +75,11 @@ def positional_self_attention(X, W_Q, W_K, W_V):
 
 class DecoderCache(NamedTuple):
     """Per decoder layer, the self-attention's keys and values of every position so far:
-    keys[i] (B, h, t, d_k), values[i] (B, h, t, d_v)."""
+    keys[i] (B, h, t, d_k), values[i] (B, h, t, d_v); ``length`` = t, the next position (kept
+    on its own: a model without decoder layers has no keys to count)."""
     keys: list
     values: list
-
-    @property
-    def length(self) -> int:
-        return self.keys[0].shape[-2] if self.keys else 0
+    length: int = 0
 
 
 def empty_cache(model, batch: int) -> DecoderCache:
@@ -99,7 +99,7 @@ def decode_step(model, memory, cache: DecoderCache, tokens, src_lengths=None):
     """One generation step: the next tokens (B,) at position t = ``cache.length``, through
     every decoder layer with the cached keys and values of positions 0 … t − 1. Returns the
     log-probabilities (B, V_tgt) of the token after them, and the cache with position t."""
-    config, tree = model.config, model._tree["decoder"]
+    config, tree = model.config, model._tree.get("decoder", {})
     t = cache.length
     y = embed(np.asarray(tokens)[:, None], model.weights["tgt_embedding"])
     y += positional_encoding(t + 1, config.d_model)[t]
@@ -118,7 +118,7 @@ def decode_step(model, memory, cache: DecoderCache, tokens, src_lengths=None):
     if config.final_layer_norm:
         y = layer_norm(y, **tree["norm"], eps=config.layer_norm_eps)
     logits = linear(y[:, 0], model.generator_weight(), model.weights["generator.b"])
-    return log_softmax(logits, axis=-1), DecoderCache(keys, values)
+    return log_softmax(logits, axis=-1), DecoderCache(keys, values, t + 1)
 
 
 def cached_greedy_decode(model, src, bos_id: int, eos_id: int, max_len: int, src_lengths=None) -> np.ndarray:

@@ -1,5 +1,7 @@
 """Softmax cross-entropy (as ``F.cross_entropy`` with ``ignore_index``), forward and backward,
-with optional label smoothing (Szegedy et al. 2016; Vaswani et al. 2017 use ε = 0.1)."""
+with optional label smoothing (Szegedy et al. 2016; Vaswani et al. 2017 use ε = 0.1). The
+smoothing's mass goes to every class but the padding token, as in the Annotated Transformer;
+``F.cross_entropy(label_smoothing=ε)`` spreads it over all C classes, padding included."""
 
 from __future__ import annotations
 

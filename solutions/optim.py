@@ -1,5 +1,6 @@
-"""Adam (Kingma & Ba 2015) with a warm-up, as the Transformer paper's: the learning rate grows
-linearly for ``warmup`` steps, then falls linearly to 0 at step ``steps`` (if given)."""
+"""Adam (Kingma & Ba 2015) with a linear warm-up, as in the Transformer paper, then a linear
+decay (the paper's falls as 1/√t): the rate grows for ``warmup`` steps and reaches 0 at step
+``steps`` (if given), never below."""
 
 from __future__ import annotations
 
@@ -26,7 +27,7 @@ class Adam:
     def rate(self) -> float:
         """α_t of the step about to be taken."""
         rate = self.lr * min(1.0, (self.t + 1) / self.warmup) if self.warmup else self.lr
-        return rate * (1.0 - self.t / self.steps) if self.steps else rate
+        return rate * max(0.0, 1.0 - self.t / self.steps) if self.steps else rate
 
     def step(self, weights: dict[str, np.ndarray], grads: dict[str, np.ndarray]) -> None:
         rate = self.rate()

@@ -86,7 +86,12 @@ def random_sequences(task: ToyTask, rng: np.random.Generator, n: int, avoid=froz
 
 
 def held_out(task: ToyTask, n: int = 500, seed: int = 10_000) -> list[tuple[int, ...]]:
-    """The held-out sequences: drawn from their own seed, distinct, never trained on."""
+    """The held-out sequences: drawn from their own seed, distinct, never trained on. At most
+    half of the task's sequences may be held out (training needs the rest)."""
+    possible = sum(10 ** length for length in range(task.min_len, task.max_len + 1))
+    if n > possible // 2:
+        raise ValueError(f"{task.name}: {n} held-out sequences of {task.min_len}–{task.max_len} digits "
+                         f"would be over half of the {possible} there are; allow longer sequences")
     rng = np.random.default_rng(seed)
     seen: dict[tuple[int, ...], None] = {}
     while len(seen) < n:

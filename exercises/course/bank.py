@@ -25,7 +25,7 @@ def model_path(name: str) -> Path:
     """A trained model's .json: ``name`` as a path when it names a file, else
     ``MODELS_DIR/name.json``."""
     given = Path(name)
-    if given.suffix in (".json", ".npz") or given.exists():
+    if given.suffix in (".json", ".npz") or given.exists() or len(given.parts) > 1:
         return given.with_suffix(".json")
     return MODELS_DIR / f"{name}.json"
 

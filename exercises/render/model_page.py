@@ -17,10 +17,12 @@ def _tokens(tokens: list[str]) -> str:
 def _summary(described: dict, maps) -> str:
     config = described["config"]
     task = described.get("recipe", {}).get("task", "?")
-    return (f"<p>Task: <b>{escape(task)}</b>. {config['num_encoder_layers']} encoder and "
-            f"{config['num_decoder_layers']} decoder layers, d_model = {config['d_model']}, "
-            f"{config['num_heads']} heads, {described['parameters']:,} parameters; held-out exact "
-            f"match {100 * described.get('held_out_exact_match', 0):.1f} %.</p>"
+    accuracy = described.get("held_out_exact_match")
+    scored = "unknown" if accuracy is None else f"{100 * float(accuracy):.1f} %"
+    return (f"<p>Task: <b>{escape(task)}</b>. {int(config['num_encoder_layers'])} encoder and "
+            f"{int(config['num_decoder_layers'])} decoder layers, d_model = {int(config['d_model'])}, "
+            f"{int(config['num_heads'])} heads, {int(described['parameters']):,} parameters; held-out "
+            f"exact match {escape(scored)}.</p>"
             f"<p>Input: {_tokens(maps.source)}<br>Answer: {_tokens(maps.output)}</p>"
             "<p>Each map: rows are the queries, columns the keys; a row sums to 1 (white 0, darkest "
             "blue 1, on every map alike). The decoder "
@@ -29,7 +31,8 @@ def _summary(described: dict, maps) -> str:
 
 
 def _section(layer: str, kind: str, heads) -> str:
-    maps = "".join(heatmap_svg(h.weights, h.rows, h.cols, title=f"head {h.head}", value_range=(0.0, 1.0)) for h in heads)
+    maps = "".join(heatmap_svg(h.weights, h.rows, h.cols, title=f"head {h.head}", value_range=(0.0, 1.0))
+                   for h in heads)
     return (f'<section class="layer" data-layer="{escape(layer)}" data-kind="{escape(kind)}">'
             f"<h2>{escape(layer)}: {escape(KINDS[kind])}</h2><div class=\"heads\">{maps}</div></section>")
 

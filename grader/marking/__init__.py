@@ -1,3 +1,3 @@
 """Hand grading: the queue of answers a grader marks (``queue``), the local marking page
-(``server`` and its static ``page``), and the CSV sheet for grading without a browser
+(``web``, the ``MarkingPage``, and its static ``page``), and the CSV sheet for grading without a browser
 (``sheet``). The marks themselves live in ``grader.store.marks``."""

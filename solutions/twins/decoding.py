@@ -122,7 +122,8 @@ def positional_self_attention_without_pe(X, W_Q, W_K, W_V):
       "label smoothing spread over every class, the padding token included",
       "The smoothing mass ε goes to the classes a target could be; <pad> never is one (its "
       "positions are not even scored). Spread over all C classes, ε/C of every target goes to "
-      "<pad>, and the model is taught to predict padding.",
+      "<pad> and the model is pulled towards predicting padding. (This is the Annotated "
+      "Transformer's convention; PyTorch's label_smoothing spreads over all C.)",
       "q = (1 - eps) * onehot(y) + eps / C        # should be eps / (C - 1) on every class but <pad>")
 def cross_entropy_smoothing_over_pad(logits, targets, ignore_index=IGNORE_INDEX, label_smoothing=0.0):
     C = np.shape(logits)[-1]

@@ -56,6 +56,23 @@ def test_attention_refuses_what_the_task_does_not_take(text):
     assert "give 3 to 8 digits" in result.stderr
 
 
+def test_train_needs_an_out_folder_and_a_seed_of_at_least_0(tmp_path):
+    assert run("train", "copy", "--steps", "2").returncode == 2          # the bank's models stay
+    result = run("train", "copy", "--steps", "2", "--out", str(tmp_path), "--seed", "-1")
+    assert result.returncode == 2 and "below 0" in result.stderr
+
+
+def test_a_description_without_its_recipe_is_refused_with_its_name(tmp_path):
+    assert run("train", "copy", "--steps", "2", "--out", str(tmp_path)).returncode == 0
+    described = json.loads((tmp_path / "copy.json").read_text())
+    del described["recipe"]
+    (tmp_path / "copy.json").write_text(json.dumps(described))
+    for command in (("show", str(tmp_path / "copy.json")), ("attention", str(tmp_path / "copy"), "123")):
+        result = run(*command)
+        assert result.returncode == 1, result.stderr
+        assert "no recipe" in result.stderr and "Traceback" not in result.stderr
+
+
 def test_model_help_reads_well():
     result = run("--help")
     assert result.returncode == 0

@@ -29,13 +29,13 @@ def test_adam_takes_the_hand_computed_steps():
     np.testing.assert_allclose(w["w"], before - 0.1 * m_hat / (np.sqrt(v_hat) + 1e-8), rtol=1e-14)
 
 
-def test_the_rate_warms_up_then_falls_to_zero():
+def test_the_rate_warms_up_then_falls_to_zero_and_never_below():
     adam = Adam(lr=1.0, warmup=4, steps=10)
     rates = []
-    for _ in range(10):
+    for _ in range(13):
         rates.append(adam.rate())
         adam.t += 1
-    np.testing.assert_allclose(rates, [0.25, 0.5 * 0.9, 0.75 * 0.8, 0.7, 0.6, 0.5, 0.4, 0.3, 0.2, 0.1])
+    np.testing.assert_allclose(rates, [0.25, 0.5 * 0.9, 0.75 * 0.8, 0.7, 0.6, 0.5, 0.4, 0.3, 0.2, 0.1, 0, 0, 0])
 
 
 def test_a_batch_reads_bos_and_the_answer_and_is_scored_on_the_answer_and_eos():
@@ -56,6 +56,12 @@ def test_held_out_sequences_are_distinct_and_never_trained_on():
     drawn = random_sequences(task, np.random.default_rng(0), 20_000, frozenset(kept))
     assert not set(drawn) & set(kept)
     assert all(task.min_len <= len(s) <= task.max_len for s in drawn)
+
+
+def test_no_more_than_half_of_a_tasks_sequences_is_held_out():
+    with pytest.raises(ValueError, match="over half of the 110"):
+        held_out(ToyTask("copy", 1, 2))
+    assert len(held_out(ToyTask("copy", 1, 2), n=55)) == 55
 
 
 def test_a_task_refuses_lengths_beyond_twelve_tokens():

@@ -28,6 +28,17 @@ def browser():
         b.close()
 
 
+def test_what_the_description_says_is_escaped_on_the_page():
+    model, described = load_model(MODELS / "reverse.json")
+    maps = attention_maps(model, ToyTask("reverse"), "31415")
+    hostile = {**described, "recipe": {**described["recipe"], "task": "<script>alert(1)</script>"}}
+    html = attention_page("<img src=x onerror=alert(1)>", hostile, maps)
+    assert "<script>alert" not in html and "<img src=x" not in html
+    assert "&lt;script&gt;alert(1)&lt;/script&gt;" in html and "&lt;img src=x" in html
+    del hostile["held_out_exact_match"]
+    assert "held-out exact match unknown" in attention_page("reverse", hostile, maps)
+
+
 def test_the_page_draws_every_head_and_fetches_nothing(browser, tmp_path):
     model, described = load_model(MODELS / "reverse.json")
     maps = attention_maps(model, ToyTask("reverse"), "31415")
