@@ -1,6 +1,8 @@
-"""Shared by every test: the hypothesis profile, and the example assignment built for real."""
+"""Shared by every test: the hypothesis profile, the example assignment built for real, and a
+headless Chromium for the pages' browser tests."""
 
 import os
+import shutil
 from pathlib import Path
 
 import pytest
@@ -20,6 +22,22 @@ if os.environ.get("CI"):
 ROOT = Path(__file__).resolve().parents[1]
 EXAMPLE = ROOT / "problem_bank" / "assignments" / "example.yaml"
 SAMPLE_ROSTER = ROOT / "problem_bank" / "assignments" / "sample_roster.csv"
+CHROMIUM = shutil.which("chromium") or "/usr/bin/chromium"
+
+
+@pytest.fixture(scope="module")
+def browser():
+    """Debian's headless ``chromium``, driven by Playwright's Python API (nothing downloads a
+    browser). Per module: a test elsewhere (tests/attnkit) starts Playwright of its own, and
+    two sync Playwrights cannot run in one thread at once."""
+    sync_api = pytest.importorskip("playwright.sync_api",
+                                   reason="Playwright is not installed (pip install -e '.[dev]')")
+    if not os.path.exists(CHROMIUM):
+        pytest.skip("no chromium browser on this machine (Debian: apt-get install chromium; .ci/run does)")
+    with sync_api.sync_playwright() as p:
+        b = p.chromium.launch(executable_path=CHROMIUM, args=["--no-sandbox", "--disable-gpu"])
+        yield b
+        b.close()
 
 
 @pytest.fixture(scope="session")

@@ -1,11 +1,7 @@
 """The trained model's attention page in a real headless Chromium (Debian's): every head drawn,
 the answer shown, nothing fetched."""
 
-import os
-import shutil
 from pathlib import Path
-
-import pytest
 
 from exercises.render.model_page import attention_page
 from solutions.attention_maps import attention_maps
@@ -13,19 +9,6 @@ from solutions.checkpoint import load_model
 from solutions.toy_tasks import ToyTask
 
 MODELS = Path(__file__).resolve().parents[3] / "problem_bank" / "models"
-CHROMIUM = shutil.which("chromium") or "/usr/bin/chromium"
-
-
-@pytest.fixture(scope="module")
-def browser():
-    sync_api = pytest.importorskip("playwright.sync_api",
-                                   reason="Playwright is not installed (pip install -e '.[dev]')")
-    if not os.path.exists(CHROMIUM):
-        pytest.skip("no chromium browser on this machine (Debian: apt-get install chromium; .ci/run does)")
-    with sync_api.sync_playwright() as p:
-        b = p.chromium.launch(executable_path=CHROMIUM, args=["--no-sandbox", "--disable-gpu"])
-        yield b
-        b.close()
 
 
 def test_what_the_description_says_is_escaped_on_the_page():

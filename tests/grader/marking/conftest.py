@@ -1,33 +1,14 @@
-"""What the marking page's browser tests share: one headless Chromium (Debian's ``chromium``,
-driven by Playwright's Python API; nothing downloads a browser) for each module, a page
-in it, and a server on a graded class with one hostile answer (``served``: the server tests
-have their own, with no browser)."""
+"""What the marking page's browser tests share (the browser itself is tests/conftest.py's): a
+page in it, and a server on a graded class with one hostile answer (``served``: the server
+tests have their own, with no browser)."""
 
 from __future__ import annotations
 
-import os
 import shutil
 
 import pytest
 
 from tests.grader.marking.browsing import HOSTILE, serve, set_answer
-
-CHROMIUM = shutil.which("chromium") or "/usr/bin/chromium"
-
-
-@pytest.fixture(scope="module")
-def browser():
-    # per module: a test elsewhere (tests/attnkit) starts Playwright of its own, and two sync
-    # Playwrights cannot run in one thread at once
-    sync_api = pytest.importorskip("playwright.sync_api",
-                                   reason="Playwright is not installed (pip install -e '.[dev]')")
-    if not os.path.exists(CHROMIUM):
-        pytest.skip("no chromium browser on this machine (Debian: apt-get install chromium; .ci/run does)")
-    with sync_api.sync_playwright() as p:
-        b = p.chromium.launch(executable_path=CHROMIUM, args=["--no-sandbox", "--disable-gpu"])
-        yield b
-        b.close()
-
 
 @pytest.fixture
 def served(graded_class, tmp_path):
