@@ -209,9 +209,10 @@ def _said(args, graded, gradebook_path: Path) -> int:
         return 0
     for issue in summary.issues:
         warn(f"note: {issue}")
-    print(graded.table)
-    if graded.look:
-        print(graded.look)
+    print(graded.table())
+    look = graded.look()
+    if look:
+        print(look)
     _print_totals(args, summary, shown)
     where = f"--build {args.build}" if args.build else f"--key {args.key_path}"
     print(terminal_safe(f"gradebook: {gradebook_path}\nreports:   attnkit report {args.assignment} {where}"))

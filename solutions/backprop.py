@@ -20,8 +20,8 @@ from .linear import LinearCache, linear_backward, linear_forward
 from .losses import IGNORE_INDEX, softmax_cross_entropy_backward, softmax_cross_entropy_forward
 from .masks import causal_mask, padding_mask
 from .positional import EmbedCache, embed_backward, embed_forward
-from .transformer_layers import (DecoderLayerCache, EncoderLayerCache, decoder_layer_backward,
-                                 decoder_layer_forward, encoder_layer_backward, encoder_layer_forward)
+from .transformer_layers import (decoder_layer_backward, decoder_layer_forward, encoder_layer_backward,
+                                 encoder_layer_forward)
 
 
 class StackCache(NamedTuple):

@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import hashlib
 import json
+from dataclasses import asdict
 from pathlib import Path
 
 import numpy as np
@@ -29,7 +30,7 @@ def save_model(model: Transformer, path: Path, meta: dict) -> dict:
     path = Path(path).with_suffix(".npz")
     path.parent.mkdir(parents=True, exist_ok=True)
     np.savez(path, **model.weights)
-    described = {**meta, "config": _config_dict(model.config), "digest": weights_digest(model.weights),
+    described = {**meta, "config": asdict(model.config), "digest": weights_digest(model.weights),
                  "parameters": int(sum(w.size for w in model.weights.values()))}
     path.with_suffix(".json").write_text(json.dumps(described, indent=2) + "\n", encoding="utf-8")
     return described
@@ -48,5 +49,3 @@ def load_model(path: Path) -> tuple[Transformer, dict]:
     return Transformer(TransformerConfig(**described["config"]), weights), described
 
 
-def _config_dict(config: TransformerConfig) -> dict:
-    return {name: getattr(config, name) for name in TransformerConfig.__dataclass_fields__}

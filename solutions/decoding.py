@@ -19,11 +19,10 @@ from .attention import scaled_dot_product_attention
 from .layer_norm import layer_norm
 from .linear import linear
 from .masks import padding_mask
-from .multihead import merge_heads, multi_head_attention, split_heads
-from .feed_forward import ffn
+from .multihead import merge_heads, multi_head_attention, project_qkv, split_heads
 from .positional import embed, positional_encoding
 from .softmax import log_softmax
-from .transformer_layers import add_and_norm
+from .transformer_layers import decoder_layer_after_self_attention
 
 
 def shift_right(targets, bos: int) -> np.ndarray:
@@ -90,7 +89,7 @@ def empty_cache(model, batch: int) -> DecoderCache:
 
 
 def _self_attention_step(y, params, num_heads, K_cache, V_cache):
-    q, k, v = (split_heads(linear(y, params["W_" + n], params.get("b_" + n)), num_heads) for n in "QKV")
+    q, k, v = (split_heads(x, num_heads) for x in project_qkv(y, y, y, params))
     Z, K, V = cached_attention(q, k, v, K_cache, V_cache)
     return linear(merge_heads(Z), params["W_O"], params.get("b_O")), K, V
 
@@ -111,10 +110,8 @@ def decode_step(model, memory, cache: DecoderCache, tokens, src_lengths=None):
                                               cache.keys[i], cache.values[i])
         keys.append(K)
         values.append(V)
-        h1 = add_and_norm(y, attended, layer["norm1"], config.layer_norm_eps)
-        crossed, _ = cross_attention(h1, memory, layer["cross_attn"], config.num_heads, memory_mask)
-        h2 = add_and_norm(h1, crossed, layer["norm2"], config.layer_norm_eps)
-        y = add_and_norm(h2, ffn(h2, **layer["ffn"]), layer["norm3"], config.layer_norm_eps)
+        y, _ = decoder_layer_after_self_attention(y, attended, memory, layer, config.num_heads,
+                                                  memory_mask, config.layer_norm_eps)
     if config.final_layer_norm:
         y = layer_norm(y, **tree["norm"], eps=config.layer_norm_eps)
     logits = linear(y[:, 0], model.generator_weight(), model.weights["generator.b"])

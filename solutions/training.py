@@ -75,18 +75,12 @@ def train(recipe: Recipe, progress: Callable[[int, float, float], None] | None =
     return model
 
 
-def generate(model: Transformer, task: ToyTask, sequences) -> np.ndarray:
-    """Greedy left-to-right decoding of each sequence: (n, ≤ max_len + 2) ids, <bos> first."""
-    batch = batch_of(task, list(sequences))
-    return model.greedy_decode(batch.src, BOS, EOS, task.max_len + 1, batch.src_lengths)
-
-
 def exact_match(model: Transformer, task: ToyTask, sequences=None) -> float:
-    """The share of ``sequences`` (default: the held-out set) whose greedy output is exactly
-    the answer followed by <eos>."""
+    """The share of ``sequences`` (default: the held-out set) whose greedy left-to-right
+    output is exactly the answer followed by <eos>."""
     sequences = list(held_out(task) if sequences is None else sequences)
-    out = generate(model, task, sequences)
     batch = batch_of(task, sequences)
+    out = model.greedy_decode(batch.src, BOS, EOS, task.max_len + 1, batch.src_lengths)
     right = 0
     for row, target in zip(out, batch.targets):
         wanted = target[: int(np.argmax(target == EOS)) + 1]

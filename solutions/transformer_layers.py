@@ -53,14 +53,23 @@ def decoder_layer(y, memory, params, num_heads: int, self_mask=None, memory_mask
     With ``return_weights`` returns ``(out, {"self_attn": (..., h, T, T), "cross_attn": (..., h, T, S)})``.
     """
     attended, self_weights = multi_head_attention(y, y, y, params["self_attn"], num_heads, self_mask)
+    out, cross_weights = decoder_layer_after_self_attention(y, attended, memory, params, num_heads,
+                                                            memory_mask, eps)
+    if return_weights:
+        return out, {"self_attn": self_weights, "cross_attn": cross_weights}
+    return out
+
+
+def decoder_layer_after_self_attention(y, attended, memory, params, num_heads: int, memory_mask=None,
+                                       eps: float = 1e-5):
+    """The decoder layer from its self-attention's output ``attended`` (a fresh array, used up)
+    on: h₁ = LayerNorm(y + attended), the cross-attention and the FFN. Returns (out, the
+    cross-attention's weights). Generation with a cache computes ``attended`` its own way."""
     h1 = _add_and_norm_into(attended, y, params["norm1"], eps)
     crossed, cross_weights = multi_head_attention(h1, memory, memory, params["cross_attn"],
                                                   num_heads, memory_mask)
     h2 = _add_and_norm_into(crossed, h1, params["norm2"], eps)
-    out = _add_and_norm_into(ffn(h2, **params["ffn"]), h2, params["norm3"], eps)
-    if return_weights:
-        return out, {"self_attn": self_weights, "cross_attn": cross_weights}
-    return out
+    return _add_and_norm_into(ffn(h2, **params["ffn"]), h2, params["norm3"], eps), cross_weights
 
 
 # --- forward passes kept for backprop, and their backward passes ------------------------------

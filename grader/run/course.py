@@ -19,8 +19,15 @@ class GradedCourse:
     summary: RunSummary             # what the run did; its ``look`` is the class's TA's list
     rescored: list                    # grader.store.marks.LogEntry: hand grades a changed rubric re-scored
     class_summary: dict               # grader.reports.summary.summary_json, after the re-scoring
-    table: str                        # the class table (class_table), from that summary
-    look: str                         # the TA's list as text (look_list), "" when it is empty
+    key: dict
+
+    def table(self) -> str:
+        """The class table, from that one read (made only when text is printed)."""
+        return class_table(None, self.key, summary=self.class_summary)
+
+    def look(self) -> str:
+        """The TA's list as text, "" when it is empty."""
+        return look_list(self.class_summary)
 
 
 def grade_course(key: dict, folder: Path, gradebook, sandbox, options: GradeOptions) -> GradedCourse:
@@ -30,5 +37,4 @@ def grade_course(key: dict, folder: Path, gradebook, sandbox, options: GradeOpti
     rescored = rescore(gradebook, key, grader="attnkit grade")
     class_summary = summary_json(gradebook, key, options.deadline)
     summary.look = class_summary["needs_a_look"]
-    return GradedCourse(summary, rescored, class_summary,
-                        class_table(gradebook, key, summary=class_summary), look_list(class_summary))
+    return GradedCourse(summary, rescored, class_summary, key)

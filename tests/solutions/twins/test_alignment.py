@@ -1,13 +1,13 @@
 """Hand-written checks of the alignment twins (solutions/twins/): each twin
 gives exactly the numbers of the wrong computation written out in plain NumPy
-(``test_registry.check_twin``)."""
+(``cases.check_twin``)."""
 
 import numpy as np
 import pytest
 
 import solutions
-from tests.solutions.twins import test_registry as registry
-from tests.solutions.twins.test_registry import B, S, _softmax, check_twin, rng
+from tests.solutions.twins import cases
+from tests.solutions.twins.cases import B, S, _softmax, check_twin, rng
 
 
 def square_additive_args():
@@ -19,7 +19,7 @@ def square_additive_args():
 
 def large_bahdanau_args():
     """v in the thousands: the scores reach the thousands and only an unshifted softmax overflows."""
-    return {**registry.bahdanau_step_args(), "v": 1000 * registry.bahdanau_step_args()["v"]}
+    return {**cases.bahdanau_step_args(), "v": 1000 * cases.bahdanau_step_args()["v"]}
 
 
 def square_bahdanau_args():
@@ -27,7 +27,7 @@ def square_bahdanau_args():
     r = rng()
     return {"s_prev": r.standard_normal((B, 4)), "H": r.standard_normal((B, S, 4)),
             "W": r.standard_normal((4, 4)), "U": r.standard_normal((4, 4)),
-            "v": r.standard_normal(4), "mask": registry.bahdanau_step_args()["mask"]}
+            "v": r.standard_normal(4), "mask": cases.bahdanau_step_args()["mask"]}
 
 
 def general_score_args():
@@ -208,7 +208,7 @@ def test_the_swap_and_the_transpose_raise_where_the_shapes_do_not_fit():
     # As the student's code would: s @ U needs n_s = n_h, H @ W_a @ s a square W_a.
     twins = solutions.TWINS
     with pytest.raises(ValueError):
-        twins["additive_score_W_U_swapped"].function(**registry.additive_score_args())
+        twins["additive_score_W_U_swapped"].function(**cases.additive_score_args())
     r = rng()
     with pytest.raises(ValueError):
         twins["general_score_W_transposed"].function(r.standard_normal(3), r.standard_normal((S, 4)),
@@ -256,7 +256,7 @@ def test_column_form_by_hand():
 
 def test_column_form_raises_where_the_shapes_do_not_fit():
     with pytest.raises(ValueError):
-        _twin("bahdanau_step_W_U_transposed")(**registry.bahdanau_step_args())
+        _twin("bahdanau_step_W_U_transposed")(**cases.bahdanau_step_args())
 
 
 def test_normalised_without_exp_by_hand():

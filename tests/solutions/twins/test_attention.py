@@ -1,12 +1,12 @@
 """Hand-written checks of the attention twins of solutions/twins/ (the
 mistake search's scale and mask mistakes): each twin gives exactly the numbers of the wrong
-computation written out in plain NumPy (``test_registry.check_twin``)."""
+computation written out in plain NumPy (``cases.check_twin``)."""
 
 import numpy as np
 import pytest
 
 import solutions
-from tests.solutions.twins.test_registry import (ARGUMENTS, B, D_K, D_V, L, S, _masked, _scores,
+from tests.solutions.twins.cases import (ARGUMENTS, B, D_K, D_V, L, S, _masked, _scores,
                                                  _sdpa_by_hand, _softmax, _tril, check_twin, rng)
 
 

@@ -1,12 +1,12 @@
 """Hand-written checks of the bert twins (solutions/twins/): each twin
 gives exactly the numbers of the wrong computation written out in plain NumPy
-(``test_registry.check_twin``)."""
+(``cases.check_twin``)."""
 
 import numpy as np  # noqa: F401
 import pytest
 
 import solutions
-from tests.solutions.twins.test_registry import check_twin, long_mlm_select_args, rng
+from tests.solutions.twins.cases import check_twin, long_mlm_select_args, rng
 
 
 def _ln_softmax(z):
@@ -43,7 +43,7 @@ def mlm_head_output_shape_args():
     return {"seq_len": 12, "d_model": 768, "vocab_size": 30522}
 
 
-# twin name → its argument builder (test_registry.arguments_for reads this).
+# twin name → its argument builder (cases.arguments_for reads this).
 ARGUMENTS_OF: dict = {
     "softmax_two_classes_as_sigmoids": two_class_softmax_args,
     "mlm_select_labels_from_inputs": long_mlm_select_args,

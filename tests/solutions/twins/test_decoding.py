@@ -1,12 +1,12 @@
 """Hand-written checks of the generation and training twins of solutions/twins/decoding.py:
 each twin gives exactly the numbers of the wrong computation written out in plain NumPy
-(``test_registry.check_twin``)."""
+(``cases.check_twin``)."""
 
 import numpy as np
 import pytest
 
 import solutions
-from tests.solutions.twins.test_registry import check_twin, rng
+from tests.solutions.twins.cases import check_twin, rng
 
 
 def _softmax(x):
@@ -54,7 +54,7 @@ def layer_norm_backward_args():
     return {"dy": r.standard_normal((3, 5)), "cache": cache}
 
 
-# twin name → its argument builder (test_registry.arguments_for reads this).
+# twin name → its argument builder (cases.arguments_for reads this).
 ARGUMENTS_OF: dict = {
     "cached_attention_appended_after_use": cache_args,
     "cached_attention_top_left_mask": cache_args,

@@ -1,20 +1,20 @@
 """Hand-written checks of the gradients twins (solutions/twins/): each twin
 gives exactly the numbers of the wrong computation written out in plain NumPy
-(``test_registry.check_twin``)."""
+(``cases.check_twin``)."""
 
 import numpy as np
 import pytest
 
 import solutions
 
-from tests.solutions.twins.test_registry import D_K, _sdpa_by_hand, check_twin
+from tests.solutions.twins.cases import D_K, _sdpa_by_hand, check_twin
 
 
 def _p(a):
     return a["cache"]
 
 
-# twin name → its argument builder (test_registry.arguments_for reads this).
+# twin name → its argument builder (cases.arguments_for reads this).
 ARGUMENTS_OF: dict = {
     "softmax_jacobian_no_outer_p": lambda: {"p": np.array([0.5, 0.3, 0.2])},
 }

@@ -1,11 +1,11 @@
 """Hand-written checks of the layer twins (multi-head attention, shapes, the encoder and
-decoder layers) (``test_registry.check_twin``)."""
+decoder layers) (``cases.check_twin``)."""
 
 import numpy as np
 import pytest
 
 from solutions.twins.registry import TWINS
-from tests.solutions.twins.test_registry import (HEADS, _layer_norm, _mha_by_hand,
+from tests.solutions.twins.cases import (HEADS, _layer_norm, _mha_by_hand,
                                                  _softmax, check_twin, multi_head_attention_args)
 
 
