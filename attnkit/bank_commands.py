@@ -75,6 +75,9 @@ def _template_summary(t) -> dict:
                "parameters": {p.name: (p.distribution or "constant") for p in t.parameters},
                "derived": [d.name for d in t.derived], "givens": list(t.givens),
                "constraints": [c.expression.source for c in t.constraints]}
+    if t.model:     # a trained toy model the values come from (problem_bank/models)
+        summary["model"] = t.model
+        summary["model_digest"] = t.model_digest
     if t.kind == "implement":
         summary["function"] = f"{t.function.name}{t.function.signature}"
         summary["reference"] = t.reference
@@ -128,6 +131,9 @@ def _bank_show(args) -> int:
         return 0
     print(f"{t.title}\n  id {t.id} · {t.kind} · {points_text(t.points)} · {t.path}")
     print(f"  objective: {t.objective} — {s['objective_text']}")
+    if t.model:
+        print(f"  model: {t.model} ({t.model_file}, weights {t.model_digest[:19]}…): "
+              f"see it with attnkit model show {t.model}")
     print("  parameters: " + (", ".join(f"{k} ({v})" for k, v in s["parameters"].items()) or "none"))
     if s["derived"]:
         print("  derived: " + ", ".join(s["derived"]))

@@ -58,14 +58,14 @@ DESCRIBED = ("name", "recipe", "config", "parameters", "digest", "held_out_exact
 
 def _open(name: str):
     """(model, described, recipe) of a model name or path, or an exit code and why on stderr."""
-    from exercises.course.bank import MODELS_DIR, model_path
+    from exercises.template.trained_models import known_models, model_path
     from solutions.checkpoint import load_model
     from solutions.toy_tasks import VOCAB
     from solutions.training import Recipe
 
     path = model_path(name)
     if not path.is_file():
-        known = sorted(p.stem for p in MODELS_DIR.glob("*.json"))
+        known = known_models()
         return fail([f"{name}: no such model ({path}); the bank's models: {', '.join(known) or 'none'}"])
     try:
         model, described = load_model(path)

@@ -15,6 +15,8 @@ from .attention import (AttentionSteps, attention_backward, attention_forward, a
 from .bert import (MLMSelection, bert_input_tokens, bert_pretraining_loss, mlm_head_output_shape,
                    mlm_loss, mlm_num_selected, mlm_select, nsp_head, nsp_loss)
 from .feed_forward import ffn, ffn_backward, ffn_forward, relu
+from .heads import (HeadMaps, ablate_head, head_ablated_output, head_maps, kl_divergence, mirrored_position,
+                    model_answer, pattern_scores, strongest_keys, teacher_forced_probs)
 from .layer_norm import layer_norm, layer_norm_backward, layer_norm_forward
 from .linear import linear, linear_backward, linear_forward
 from .losses import (cross_entropy, softmax_cross_entropy_backward,
@@ -29,7 +31,7 @@ from .param_counts import (bert_param_count, decoder_layer_param_count,
                            mha_param_count, transformer_param_count)
 from .backprop import loss_and_gradients, transformer_backward, transformer_forward
 from .decoding import (cached_attention, cached_greedy_decode, causal_mask_bottom_right, cross_attention,
-                       decode_step, positional_self_attention, shift_right)
+                       decode_step, positional_self_attention, self_attention_decode_step, shift_right)
 from .positional import embed, embed_backward, embed_forward, positional_encoding
 from .scaling import (DotProductMoments, ScalingReport, attention_entropy, dot_product_moments,
                       dot_product_variance, scaling_comparison, softmax_jacobian)
@@ -45,5 +47,5 @@ from .transformer_layers import (add_and_norm, add_and_norm_backward, add_and_no
 # Importing a family of twins registers it. In this order: the mistake search tries them in it,
 # and the causal twins lift the core attention twins registered before them.
 for _family in ("core_attention", "core_layers", "attention", "attention_masks", "layers", "layers_stack",
-                "bert", "alignment", "gradients", "decoding"):
+                "bert", "alignment", "gradients", "decoding", "inspection"):
     _import_module(f"{__name__}.twins.{_family}")

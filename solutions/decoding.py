@@ -55,6 +55,19 @@ def cached_attention(q, k, v, K_cache, V_cache):
     return scaled_dot_product_attention(q, K, V, mask=causal_mask_bottom_right(L, K.shape[-2])), K, V
 
 
+def self_attention_decode_step(cache, x_new, W_Q, W_K, W_V):
+    """One step of generation in one self-attention head with a key–value cache: project the
+    L new tokens, append their keys and values to the cache, attend with the bottom-right
+    causal mask. cache = (K_cache (t, d_k), V_cache (t, d_v)), x_new (L, d_model).
+    Returns (Z (L, d_v), (K (t + L, d_k), V (t + L, d_v))): Z equals rows t … t + L − 1 of
+    the parallel causal pass over all t + L tokens."""
+    K_cache, V_cache = cache
+    x_new = as_float(x_new, "x_new")
+    Z, K, V = cached_attention(x_new @ as_float(W_Q, "W_Q"), x_new @ as_float(W_K, "W_K"),
+                               x_new @ as_float(W_V, "W_V"), K_cache, V_cache)
+    return Z, (K, V)
+
+
 def cross_attention(y, memory, params, num_heads: int, memory_mask=None):
     """The decoder's cross-attention: queries from the decoder's states y (..., T, d_model),
     keys and values from the encoder's output memory (..., S, d_model); the source padding

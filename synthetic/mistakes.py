@@ -26,7 +26,8 @@ from formats.serialize import decode_names, from_jsonable
 from . import (mistakes_alignment, mistakes_multihead_shapes, mistakes_attention_backward,  # noqa: F401
                mistakes_attention, mistakes_scaling_masks, mistakes_multihead_perspectives,
                mistakes_encoder_decoder, mistakes_bert, mistakes_gradients, mistakes_implement,
-               mistakes_layers, mistakes_positions, mistakes_cross_attention, mistakes_training_step)
+               mistakes_layers, mistakes_positions, mistakes_cross_attention, mistakes_training_step,
+               mistakes_trained, mistakes_generation)
 from .mistakes_base import CHOICE, CORPUS, EVERY_FAMILY, IMPLEMENT, NUMERIC, Givens, Mistake
 
 __all__ = ["CORPUS", "Mistake", "Givens", "NUMERIC", "CHOICE", "IMPLEMENT", "EVERY_FAMILY",

@@ -78,6 +78,18 @@ CODE_EDITS: dict[str, tuple[tuple[str, str], ...]] = {
          r"\1return x.reshape(*lead, num_heads, L, d // num_heads)"),
         *_MERGE_BY_RESHAPE,
     ),
+    # implement_decode_step (its reference code: problem_bank/implement_decode_step.yaml)
+    "decode_step_top_left_mask": ((r", k=S - L\)", ")"),),
+    "decode_step_cache_not_extended": ((r"return weights @ V, \(K, V\)", "return weights @ V, (K_cache, V_cache)"),),
+    "decode_step_no_scale": ((r" / np\.sqrt\(q\.shape\[-1\]\)", ""),),
+    "decode_step_unmasked": ((r"(?m)^[ \t]*scores = np\.where\(mask, scores, -np\.inf\).*\n", ""),),
+    "decode_step_appended_after_use": (
+        (r"(?m)^([ \t]*)L, S = q\.shape\[0\], K\.shape\[0\].*$",
+         r"\1L, S = q.shape[0], K_cache.shape[0]\n\1if S == 0:\n\1    return np.zeros((L, V.shape[-1])), (K, V)"),
+        (r"q @ K\.T", "q @ K_cache.T"),
+        (r"(?m)^[ \t]*scores = np\.where\(mask, scores, -np\.inf\).*\n", ""),
+        (r"return weights @ V, \(K, V\)", "return weights @ V_cache, (K, V)"),
+    ),
 }
 
 

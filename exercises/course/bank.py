@@ -18,16 +18,6 @@ from exercises.variant.draw import VariantError, make_variant
 PREVIEWED_SEEDS = 20  # per template, the terminal preview is rendered too
 
 BANK_DIR = Path(os.environ.get("ATTNKIT_BANK") or Path(__file__).resolve().parents[2] / "problem_bank")
-MODELS_DIR = BANK_DIR / "models"      # the trained toy models: NAME.npz and NAME.json
-
-
-def model_path(name: str) -> Path:
-    """A trained model's .json: ``name`` as a path when it names a file, else
-    ``MODELS_DIR/name.json``."""
-    given = Path(name)
-    if given.suffix in (".json", ".npz") or given.exists() or len(given.parts) > 1:
-        return given.with_suffix(".json")
-    return MODELS_DIR / f"{name}.json"
 
 
 class BankError(ValueError):

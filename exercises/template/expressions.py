@@ -49,6 +49,7 @@ class Scope:
     strict: bool = True
     tie_gap: float = 0.01
     rng_seed: int = 0
+    model: object = None     # the template's trained model (exercises.template.trained_models)
     budget: int = 0          # comprehension items left in the current evaluation
     rng_uses: int = 0        # uses of rng so far in the current evaluation
 
@@ -193,6 +194,8 @@ def _name(name: str, scope: Scope, local: dict):
         return local[name]
     if name in scope.values:
         return scope.values[name]
+    if name == "model" and scope.model is not None:
+        return scope.model
     if name == "rng":  # a fresh generator per use, so re-evaluating gives the same draws
         return np.random.Generator(np.random.PCG64(scope.rng_seed))
     if name in references.CONSTANTS:

@@ -54,6 +54,10 @@ def load_follow(load: LoadErrors, entry, key: str, kind: str, scope: set[str], e
     follow = load.expression(entry["follow"], line, fkey, scope | set(earlier))
     if follow is None:
         return None
+    if "model" in follow.names:
+        load.error(line, fkey, "a follow expression cannot read the trained model: the grader "
+                               "recomputes it without the weights (read a derived value instead)")
+        return None
     if not follow.names & set(earlier):
         load.error(line, fkey, "a follow expression computes this part from earlier parts' answers, "
                                f"but it reads none of them ({', '.join(earlier) or 'this is the first part'})")

@@ -117,7 +117,10 @@ class Template:
     notes: str = ""
     follow_credit: float = DEFAULT_CREDIT   # the share a follow-through earns (exercises.template.follow)
     claims: tuple[Claim, ...] = ()     # what its texts say of every variant (exercises.template.claims)
-    source_digest: str = ""            # SHA-256 of the YAML file: the answer key records it
+    source_digest: str = ""            # SHA-256 of the YAML file (and its model's digest): the key records it
+    model: str | None = None           # a trained toy model the expressions read (exercises.template.trained_models)
+    model_file: str = ""               # its resolved .json
+    model_digest: str = ""             # the digest of its weights when the template was loaded
     lines: dict = field(default_factory=dict, compare=False)   # key path → line
 
     @property

@@ -17,7 +17,7 @@ ID = re.compile(r"^[a-z][a-z0-9_]*$")
 NAME = re.compile(r"^[A-Za-z_][A-Za-z0-9_]*$")
 # Names that expressions and text read as values; a part id (a value, never called) must avoid
 # only these, a parameter also the function names.
-RESERVED_VALUES = {"rng", "result", "answers", "options", "givens", "pi", "inf",
+RESERVED_VALUES = {"rng", "model", "result", "answers", "options", "givens", "pi", "inf",
                    *references.CONSTANTS}
 # Names a notebook defines itself (its helpers, the code of its checks, IPython's own): a
 # given or an answer variable of that name would break the notebook's cells.
@@ -41,6 +41,8 @@ class TemplateErrors(LoadErrors):
         for name in sorted(expression.names - scope - set(references.CONSTANTS) - {"rng", "pi", "inf"}):
             hint = difflib.get_close_matches(name, scope, n=1)
             suggestion = f"; did you mean '{hint[0]}'?" if hint else ""
+            if name == "model":
+                suggestion = "; a template reads a trained model after 'model: NAME' at the top"
             self.error(line, key, f"unknown name '{name}' in {expression.source!r} (names must be "
                                   f"defined above this line){suggestion}")
         for name in expressions.unknown_functions(expression):

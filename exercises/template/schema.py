@@ -15,7 +15,7 @@ import hashlib
 from dataclasses import replace
 from pathlib import Path
 
-from exercises.template import references
+from exercises.template import references, trained_models
 from exercises.template.claims import parse_claims
 from exercises.template.expressions import Expression
 from exercises.template.follow import DEFAULT_CREDIT, load_credit
@@ -38,7 +38,7 @@ TOP_KEYS = {"id": "required", "title": "required", "objective": "required", "kin
             "tests": "optional", "misconceptions": "optional", "rtol": "optional",
             "atol": "optional", "solution": "optional", "sampling": "optional",
             "tags": "optional", "notes": "optional", "follow_credit": "optional",
-            "claims": "optional"}
+            "claims": "optional", "model": "optional"}
 SAMPLING_KEYS = {"max_attempts": "optional", "tie_gap": "optional",
                  "allow_fully_masked_rows": "optional"}
 TEMPLATE_MAPPING = "a template is a mapping of keys (id, title, …)"
@@ -55,23 +55,27 @@ def load_template(path: str | Path, display: str | None = None) -> Template:
     except OSError as err:
         raise TemplateError([f"{shown}: cannot read: {err.strerror}"]) from None
     data = parse_yaml_file(text, shown, TemplateError, TEMPLATE_MAPPING)
-    template = parse_template(data, shown)
-    return replace(template, source_digest=hashlib.sha256(text.encode("utf-8")).hexdigest())
+    template = parse_template(data, shown, source=path)
+    digest = hashlib.sha256(text.encode("utf-8"))
+    digest.update(template.model_digest.encode())     # new weights make a built key stale
+    return replace(template, source_digest=digest.hexdigest())
 
 
-def parse_template(data, path: str) -> Template:
+def parse_template(data, path: str, source: Path | None = None) -> Template:
     """Validate YAML data (from load_yaml) as a template; TemplateError lists every problem.
 
     The blocks are read in the order below, which is the order problems are reported in;
     names are defined top to bottom (parameters, derived values, then part ids), and the
-    misconceptions come last, once every function the template calls is known."""
+    misconceptions come last, once every function the template calls is known. ``source`` is
+    the file (default: ``path``): a model it names is looked for beside it first."""
     require_mapping(data, path, TemplateError, TEMPLATE_MAPPING)
     load = TemplateErrors(path)
     load.keys(data, TOP_KEYS, "", refused=MISPLACED_TOP)
     header = _header(load, data)
     kind = header["kind"]
     rtol, atol = _tolerances(load, data, kind)
-    scope: set[str] = set()
+    model = _model(load, data, source or Path(path))
+    scope: set[str] = {"model"} if model["model"] else set()
     params, derived, calls = _values(load, data, scope)
     givens = _givens(load, data, params, scope)
     values_scope = set(scope)          # what option texts see: the parameters and derived values
@@ -103,7 +107,7 @@ def parse_template(data, path: str) -> Template:
         max_attempts=max_attempts, tie_gap=tie_gap,
         allow_fully_masked_rows=allow_masked, tags=tuple(tags),
         notes=str(data.get("notes", "") or ""), lines=lines,
-        follow_credit=credit if credit is not None else DEFAULT_CREDIT, claims=claims)
+        follow_credit=credit if credit is not None else DEFAULT_CREDIT, claims=claims, **model)
 
 
 # What every text of a variant may read besides its values (``Variant.context``).
@@ -180,6 +184,26 @@ def _header(load: TemplateErrors, data: LineDict) -> dict:
             "solution": load.text(data, "solution", "solution") or ""}
 
 
+def _model(load: TemplateErrors, data: LineDict, source: Path) -> dict:
+    """model, model_file and model_digest (Template fields): the trained model the template
+    reads, found and its digest recorded (the weights are loaded when a variant is drawn)."""
+    name = data.get("model")
+    if name is None:
+        return {"model": None, "model_file": "", "model_digest": ""}
+    if not isinstance(name, str) or not ID.match(name):
+        load.error(data.line_of("model"), "model", f"'{name}' is not a model name (lower-case letters, "
+                                                   "digits, _; the file models/NAME.json)")
+        return {"model": None, "model_file": "", "model_digest": ""}
+    path = trained_models.model_path(name, beside=source)
+    try:
+        digest = trained_models.recorded_digest(path)
+    except ValueError as err:
+        known = ", ".join(trained_models.known_models()) or "none"
+        load.error(data.line_of("model"), "model", f"no trained model '{name}' ({err}; the bank's: {known})")
+        return {"model": None, "model_file": "", "model_digest": ""}
+    return {"model": name, "model_file": str(path), "model_digest": digest}
+
+
 def _tolerances(load: TemplateErrors, data: LineDict, kind) -> tuple[float, float]:
     """Top-level (rtol, atol): the comparison of implement problems, the default of numeric parts."""
     rtol = load.number(data, "rtol", "rtol", DEFAULT_RTOL, minimum=0)
@@ -217,7 +241,10 @@ def _givens(load: TemplateErrors, data: LineDict, params: list[Parameter],
         return tuple(p.name for p in params)
     if isinstance(givens_raw, LineList):
         for i, g in enumerate(givens_raw):
-            if g not in scope:
+            if g == "model":
+                load.error(givens_raw.line_of(i), f"givens[{i}]", "the trained model is not a given: "
+                           "give what the reference computes from it (its maps, its probabilities)")
+            elif g not in scope:
                 load.error(givens_raw.line_of(i), f"givens[{i}]",
                            f"'{g}' is not a parameter or derived value")
         return tuple(str(g) for g in givens_raw)

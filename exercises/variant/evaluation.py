@@ -15,7 +15,7 @@ from dataclasses import dataclass, field, replace
 import numpy as np
 from solutions.twins.common import BLOCKED_SCORE
 
-from exercises.template import references
+from exercises.template import references, trained_models
 from exercises.template.distributions import DISTRIBUTIONS
 from exercises.template.expression_errors import ExpressionError, IllPosed
 from exercises.template.expressions import Expression, Scope
@@ -79,7 +79,12 @@ GUARDED = {name: (_refusing_fully_masked_rows(name, f) if _mask_parameters(f) el
 
 def scope_for(template: Template, values: dict, rng_seed: int, strict=True, functions=None) -> Scope:
     return Scope(values=values, functions=functions or functions_for(template), strict=strict,
-                 tie_gap=template.tie_gap, rng_seed=rng_seed)
+                 tie_gap=template.tie_gap, rng_seed=rng_seed, model=trained_model(template))
+
+
+def trained_model(template: Template):
+    """The trained model the template reads (loaded once per process), or None."""
+    return trained_models.load(template.model_file, template.model_digest) if template.model else None
 
 
 def functions_for(template: Template) -> dict:

@@ -146,3 +146,71 @@ def layer_norm_backward_without_mean_term(dy, cache):
     dx = r * (g - x_hat * np.mean(g * x_hat, axis=-1, keepdims=True))
     axes = tuple(range(dy.ndim - 1))
     return dx, np.sum(dy * x_hat, axis=axes), np.sum(dy, axis=axes)
+
+
+# --- one decoding step of a self-attention head -----------------------------------------------
+
+def _step_projections(cache, x_new, W_Q, W_K, W_V):
+    x_new = as_float(x_new, "x_new")
+    return (x_new @ as_float(W_Q, "W_Q"), x_new @ as_float(W_K, "W_K"), x_new @ as_float(W_V, "W_V"),
+            as_float(cache[0], "K_cache"), as_float(cache[1], "V_cache"))
+
+
+@twin("self_attention_decode_step",
+      "the step attends over the cache before appending the new keys and values",
+      "Append first, then attend: the new token's query must meet its own key (the causal mask "
+      "allows j ≤ t). Attending over the old cache leaves out the diagonal, and the first step "
+      "has nothing to attend to at all.",
+      "Z = attend(q, K_cache, V_cache); K = append(K_cache, k)   # should append, then attend")
+def decode_step_appended_after_use(cache, x_new, W_Q, W_K, W_V):
+    Z, K, V = cached_attention_appended_after_use(*_step_projections(cache, x_new, W_Q, W_K, W_V))
+    return Z, (K, V)
+
+
+@twin("self_attention_decode_step",
+      "the step masks with the top-left causal mask: a new query sees the first key(s) only",
+      "The L new queries are the last L of t + L positions, so query i may see keys 0 … t + i: "
+      "the triangle is aligned bottom-right (np.tril(..., k=S − L)). The top-left mask of "
+      "training (L = S) lets one new query see key 0 alone.",
+      "mask = np.tril(np.ones((L, S)))   # should be np.tril(np.ones((L, S)), k=S - L)")
+def decode_step_top_left_mask(cache, x_new, W_Q, W_K, W_V):
+    Z, K, V = cached_attention_top_left_mask(*_step_projections(cache, x_new, W_Q, W_K, W_V))
+    return Z, (K, V)
+
+
+@twin("self_attention_decode_step",
+      "the new keys and values used but not kept: the cache returned unchanged",
+      "The next step needs this step's key and value too: a cache that is not extended makes "
+      "every later step forget the tokens generated since it was first filled.",
+      "return Z, cache                  # should return Z, (K, V) with the new rows appended")
+def decode_step_cache_not_extended(cache, x_new, W_Q, W_K, W_V):
+    q, k, v, K_cache, V_cache = _step_projections(cache, x_new, W_Q, W_K, W_V)
+    K = np.concatenate([K_cache, k], axis=-2)
+    V = np.concatenate([V_cache, v], axis=-2)
+    L = q.shape[-2]
+    Z = scaled_dot_product_attention(q, K, V, mask=np.tril(np.ones((L, K.shape[-2]), dtype=bool), k=K.shape[-2] - L))
+    return Z, (K_cache, V_cache)
+
+
+@twin("self_attention_decode_step",
+      "the step's scores not scaled by 1/√d_k",
+      "A cached step computes the same scores as the parallel pass, q·k/√d_k: without the scale "
+      "its softmax is sharper, and its row no longer equals the parallel pass's.",
+      "scores = q @ K.T                 # should be q @ K.T / np.sqrt(d_k)")
+def decode_step_no_scale(cache, x_new, W_Q, W_K, W_V):
+    q, k, v, K_cache, V_cache = _step_projections(cache, x_new, W_Q, W_K, W_V)
+    K, V = np.concatenate([K_cache, k], axis=-2), np.concatenate([V_cache, v], axis=-2)
+    L, S = q.shape[-2], K.shape[-2]
+    mask = np.tril(np.ones((L, S), dtype=bool), k=S - L)
+    return scaled_dot_product_attention(q, K, V, mask=mask, scale=1.0), (K, V)
+
+
+@twin("self_attention_decode_step",
+      "no mask: the new tokens of a chunk see each other's future",
+      "With one new token every cached key is in its past, so no mask is needed; fed several at "
+      "once, new token i must still not see new tokens after it (the bottom-right triangle).",
+      "weights = softmax(q @ K.T / np.sqrt(d_k))   # should mask keys after t + i")
+def decode_step_unmasked(cache, x_new, W_Q, W_K, W_V):
+    q, k, v, K_cache, V_cache = _step_projections(cache, x_new, W_Q, W_K, W_V)
+    K, V = np.concatenate([K_cache, k], axis=-2), np.concatenate([V_cache, v], axis=-2)
+    return scaled_dot_product_attention(q, K, V), (K, V)

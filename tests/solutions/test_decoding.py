@@ -76,3 +76,15 @@ def test_positions_make_self_attention_order_aware():
     np.testing.assert_allclose(solutions.self_attention(X[order], *W), blind[order], rtol=0, atol=1e-12)
     seeing = positional_self_attention(X, *W)
     assert not np.allclose(positional_self_attention(X[order], *W), seeing[order], atol=1e-3)
+
+
+@pytest.mark.parametrize("t, L", [(0, 1), (0, 3), (1, 1), (4, 1), (2, 2), (3, 3)])
+def test_a_decode_step_equals_the_matching_rows_of_the_parallel_causal_pass(t, L):
+    from solutions import causal_attention, self_attention_decode_step
+    r = np.random.default_rng(t * 10 + L)
+    X = r.standard_normal((t + L, 4))
+    W_Q, W_K, W_V = (r.standard_normal((4, 3)) for _ in range(3))
+    Z, (K, V) = self_attention_decode_step((X[:t] @ W_K, X[:t] @ W_V), X[t:], W_Q, W_K, W_V)
+    np.testing.assert_allclose(Z, causal_attention(X @ W_Q, X @ W_K, X @ W_V)[t:], rtol=0, atol=1e-12)
+    np.testing.assert_allclose(K, X @ W_K, rtol=0, atol=1e-12)
+    np.testing.assert_allclose(V, X @ W_V, rtol=0, atol=1e-12)

@@ -261,7 +261,7 @@ def test_misconception_notebooks_reproduce_the_keys_twins(built, synthesized):
 
 @pytest.mark.parametrize("template_id", ["implement_masked_attention", "implement_causal_attention",
                                          "implement_additive_attention", "implement_multihead_attention",
-                                         "softmax_gradient"])
+                                         "softmax_gradient", "implement_decode_step"])
 def test_code_edits_reproduce_the_twins_of_every_implement_template(template_id):
     template = load_bank()[0][template_id]
     header, body = template.reference_code()

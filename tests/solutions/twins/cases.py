@@ -412,9 +412,10 @@ def _additive_by_hand(s, H, W, U, v):
 
 # Each module of generated twins has its own file of hand-written checks (a HAND_WRITTEN dict
 # and the same equality test), beside the ones here.
-TWIN_MODULES = ("attention", "layers", "bert", "alignment", "gradients", "decoding")
+TWIN_MODULES = ("attention", "layers", "bert", "alignment", "gradients", "decoding", "inspection")
 # the modules of solutions/twins/ whose twins are generated (the core ones are checked here)
-GENERATED_MODULES = ("attention", "attention_masks", "layers", "layers_stack", "bert", "alignment", "gradients", "decoding")
+GENERATED_MODULES = ("attention", "attention_masks", "layers", "layers_stack", "bert", "alignment", "gradients", "decoding",
+                     "inspection")
 
 
 def check_twin(name, hand_written, twin_arguments=None):

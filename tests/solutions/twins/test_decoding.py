@@ -173,3 +173,46 @@ def test_the_cache_twin_with_an_empty_cache_attends_to_nothing():
     twin = solutions.TWINS["cached_attention_appended_after_use"].function
     Z, K, V = twin(np.ones((1, 3)), np.ones((1, 3)), np.ones((1, 4)), np.zeros((0, 3)), np.zeros((0, 4)))
     assert not Z.any() and K.shape == (1, 3) and V.shape == (1, 4)
+
+
+# --- one decoding step of a self-attention head -----------------------------------------------
+
+def step_args():
+    """Two new tokens after a cache of three: L = 2, t = 3, d_model = 4, d_k = 3, d_v = 2."""
+    r = rng()
+    return {"cache": (r.standard_normal((3, 3)), r.standard_normal((3, 2))), "x_new": r.standard_normal((2, 4)),
+            "W_Q": r.standard_normal((4, 3)), "W_K": r.standard_normal((4, 3)), "W_V": r.standard_normal((4, 2))}
+
+
+def _step(a, keys="appended", allowed=None, scale=True, keep=False):
+    q, k, v = a["x_new"] @ a["W_Q"], a["x_new"] @ a["W_K"], a["x_new"] @ a["W_V"]
+    K, V = np.vstack([a["cache"][0], k]), np.vstack([a["cache"][1], v])
+    seen_K, seen_V = (K, V) if keys == "appended" else a["cache"]
+    s = q @ seen_K.T / (np.sqrt(3) if scale else 1.0)
+    if allowed is not None:
+        s = np.where(allowed, s, -np.inf)
+    return _softmax(s) @ seen_V, (a["cache"] if keep else (K, V))
+
+
+BOTTOM_RIGHT = np.array([[1, 1, 1, 1, 0], [1, 1, 1, 1, 1]], dtype=bool)   # new token i sees keys ≤ 3 + i
+TOP_LEFT = np.array([[1, 0, 0, 0, 0], [1, 1, 0, 0, 0]], dtype=bool)
+
+ARGUMENTS_OF.update({name: step_args for name in (
+    "decode_step_appended_after_use", "decode_step_top_left_mask", "decode_step_cache_not_extended",
+    "decode_step_no_scale", "decode_step_unmasked")})
+HAND_WRITTEN.update({
+    "decode_step_appended_after_use": lambda a: _step(a, keys="old"),
+    "decode_step_top_left_mask": lambda a: _step(a, allowed=TOP_LEFT),
+    "decode_step_cache_not_extended": lambda a: _step(a, allowed=BOTTOM_RIGHT, keep=True),
+    "decode_step_no_scale": lambda a: _step(a, allowed=BOTTOM_RIGHT, scale=False),
+    "decode_step_unmasked": lambda a: _step(a),
+})
+
+
+def test_the_reference_step_is_the_bottom_right_hand_computation():
+    a = step_args()
+    Z, (K, V) = solutions.self_attention_decode_step(**a)
+    want_Z, (want_K, want_V) = _step(a, allowed=BOTTOM_RIGHT)
+    np.testing.assert_allclose(Z, want_Z, rtol=1e-12, atol=1e-12)
+    np.testing.assert_array_equal(K, want_K)
+    np.testing.assert_array_equal(V, want_V)
