@@ -7,7 +7,9 @@ from __future__ import annotations
 from exercises.render.html import escape, heatmap_svg, page
 
 KINDS = {"self": "self-attention", "cross": "cross-attention (queries: decoder, keys: encoder)"}
-GRID_CSS = "<style>.heads { display: flex; flex-wrap: wrap; gap: 0 1.2em; }</style>"
+# Four heads side by side on a wide screen (the shared page keeps text to 46em for reading).
+GRID_CSS = ("<style>body { max-width: 100em; } .heads { display: flex; flex-wrap: wrap; gap: 0 1.2em; }"
+            "</style>")
 
 
 def _tokens(tokens: list[str]) -> str:
