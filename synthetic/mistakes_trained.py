@@ -12,15 +12,6 @@ HEADS = "trained_heads"
 ABLATE = "ablate_head"
 
 
-def _self_scores(W, first_row: int):
-    """Mean weight on the previous, same and first key over the rows from ``first_row``."""
-    W = np.asarray(W, dtype=float)
-    rows = range(max(first_row, 1), W.shape[0])
-    same_rows = range(first_row, W.shape[0])
-    return np.array([np.mean([W[i, i - 1] for i in rows]), np.mean([W[i, i] for i in same_rows]),
-                     np.mean([W[i, 0] for i in rows])])
-
-
 # --- trained_heads ---------------------------------------------------------------------------
 
 @mistake(HEADS, "aligned", "the map read by columns: for each source position, the target that attends most",
@@ -49,16 +40,14 @@ def cross_pattern_first(g):
     return 2
 
 
-@mistake(HEADS, "self_pattern", "row 0 counted (it can only read <bos>, which is both itself and the first token)")
-def self_pattern_row_zero(g):
-    return int(np.argmax(_self_scores(g.self_map, 0)))
+@mistake(HEADS, "self_pattern", "the bright cell of row 0 (it can only read <bos>) taken for the pattern: first token")
+def self_pattern_bos_cell(g):
+    return 2
 
 
-@mistake(HEADS, "self_pattern", "the pattern of the last row alone")
-def self_pattern_last_row(g):
-    W = np.asarray(g.self_map, dtype=float)
-    last = W.shape[0] - 1
-    return int(np.argmax([W[last, last - 1], W[last, last], W[last, 0]]))
+@mistake(HEADS, "self_pattern", "the weight beside the diagonal taken for the query's own: previous token")
+def self_pattern_previous(g):
+    return 0
 
 
 @mistake(HEADS, "predict", "the mirrored position of the old input's length: n − 1 − t")
@@ -102,7 +91,7 @@ def mechanics_kept(g):
     return keep @ np.asarray(g.W_O, dtype=float)
 
 
-@mistake(ABLATE, "mechanics", "nothing ablated: o W_O")
+@mistake(ABLATE, "mechanics", "nothing ablated: o W_O", accept=["head_ablated_output_nothing_zeroed"])
 def mechanics_nothing(g):
     return np.asarray(g.o, dtype=float) @ np.asarray(g.W_O, dtype=float)
 

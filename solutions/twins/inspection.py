@@ -75,6 +75,15 @@ def head_ablated_output_kept_only(o, W_O, head, d_k):
     return kept @ np.asarray(W_O, dtype=float)
 
 
+@twin("head_ablated_output",
+      "nothing ablated: the layer's output with every head",
+      "Ablating head h means running the layer with that head's output set to 0: its d_k "
+      "entries of the concatenation zeroed before W_O. o W_O with o unchanged is the full layer.",
+      "o @ W_O                      # should zero o[..., h*d_k:(h+1)*d_k] first")
+def head_ablated_output_nothing_zeroed(o, W_O, head, d_k):
+    return np.asarray(o, dtype=float) @ np.asarray(W_O, dtype=float)
+
+
 # --- measuring the change ---------------------------------------------------------------------
 
 @twin("kl_divergence",
@@ -98,3 +107,4 @@ def kl_divergence_in_bits(p, q):
     p, q = np.asarray(p, dtype=float), np.asarray(q, dtype=float)
     kept = p > 0
     return float(np.sum(p[kept] * (np.log2(p[kept]) - np.log2(q[kept]))))
+

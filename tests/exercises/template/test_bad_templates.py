@@ -25,7 +25,7 @@ BAD = FIXTURES / "bad_templates"
 
 _KEYS = ("id, title, objective, kind, prompt, parameters, derived, constraints, givens, parts, "
          "function, reference, output, tests, misconceptions, rtol, atol, solution, sampling, "
-         "tags, notes, follow_credit, claims")
+         "tags, notes, follow_credit, claims, model")
 
 # file → the one problem load_template reports.
 LOAD_ERRORS = {

@@ -35,6 +35,7 @@ ARGUMENTS_OF: dict = {
     "head_ablated_output_kept_only": ablation_args,
     "kl_divergence_reversed": kl_args,
     "kl_divergence_in_bits": kl_args,
+    "head_ablated_output_nothing_zeroed": ablation_args,
 }
 
 
@@ -59,6 +60,7 @@ HAND_WRITTEN = {
     "head_ablated_output_kept_only": _kept_only,
     "kl_divergence_reversed": lambda a: sum(q * np.log(q / p) for p, q in zip(a["p"], a["q"])),
     "kl_divergence_in_bits": lambda a: sum(p * np.log2(p / q) for p, q in zip(a["p"], a["q"])),
+    "head_ablated_output_nothing_zeroed": lambda a: a["o"] @ a["W_O"],
 }
 
 
