@@ -11,7 +11,7 @@ from pathlib import Path
 from .progress import Progress
 
 
-def _load(bank_dirs):
+def load_templates(bank_dirs):
     from exercises.course.bank import BankError, load_bank
     try:
         templates, problems = load_bank(bank_dirs, keep_going=True)
@@ -27,7 +27,7 @@ def _counted(n: int, noun: str) -> str:
     return f"{n} {noun}{'' if n == 1 else 's'}"
 
 
-def _find(templates: dict, problem_id: str):
+def find_template(templates: dict, problem_id: str):
     """A template by id, or from a YAML path; prints why not and returns None."""
     from exercises.template.model import TemplateError
     from exercises.template.schema import load_template
@@ -48,7 +48,7 @@ def _find(templates: dict, problem_id: str):
 
 def _bank_list(args) -> int:
     from exercises.template.texts import format_points
-    templates, problems = _load(args.bank)
+    templates, problems = load_templates(args.bank)
     rows = [{"id": t.id, "objective": t.objective, "kind": t.kind, "points": t.points,
              "title": t.title, "path": t.path} for t in templates.values()]
     rows.sort(key=lambda r: (r["objective"], r["id"]))
@@ -121,8 +121,8 @@ def _one_line(text: str) -> str:
 def _bank_show(args) -> int:
     from exercises.render.notebook import points_text
     from exercises.template.texts import format_points
-    templates, _ = _load(args.bank)
-    t = _find(templates, args.id)
+    templates, _ = load_templates(args.bank)
+    t = find_template(templates, args.id)
     if t is None:
         return 1
     s = _template_summary(t)
@@ -163,7 +163,7 @@ def _bank_validate(args) -> int:
     except BankError as err:
         print("\n".join(f"attnkit: {p}" for p in err.errors), file=sys.stderr)
         return 1
-    templates, problems = _load([str(f) for f in files])
+    templates, problems = load_templates([str(f) for f in files])
     reports = []
     bar = Progress(len(templates) * args.seeds, "validating")
     for t in templates.values():
@@ -205,8 +205,8 @@ def _preview(args) -> int:
     from exercises.template.model import TemplateError
     from exercises.variant.draw import VariantError, make_variant
 
-    templates, _ = ({}, []) if args.id.endswith((".yaml", ".yml")) else _load(args.bank)
-    t = _find(templates, args.id)
+    templates, _ = ({}, []) if args.id.endswith((".yaml", ".yml")) else load_templates(args.bank)
+    t = find_template(templates, args.id)
     if t is None:
         return 1
     try:

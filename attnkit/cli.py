@@ -15,6 +15,7 @@ from .grade_commands import add_grade_command
 from .forensics_commands import add_forensics_command
 from .mark_commands import add_mark_command
 from .model_commands import add_model_command
+from .practice_commands import add_practice_command, practice_argv
 from .report_commands import add_report_command
 
 
@@ -82,12 +83,13 @@ def build_parser() -> argparse.ArgumentParser:
     add_forensics_command(commands)
     add_check_command(commands)
     add_model_command(commands)
+    add_practice_command(commands)
     return parser
 
 
 def main(argv: list[str] | None = None) -> int:
     parser = build_parser()
-    args = parser.parse_args(argv)
+    args = parser.parse_args(practice_argv(list(sys.argv[1:] if argv is None else argv)))
     if not hasattr(args, "handler"):
         parser.print_help()
         return 2

@@ -17,7 +17,7 @@ from .progress import Progress
 TASKS = ("copy", "reverse", "sort")        # solutions.toy_tasks.TASKS (named here: --help stays fast)
 
 
-def _seed(text: str) -> int:
+def seed_number(text: str) -> int:
     """A seed: a whole number, at least 0."""
     try:
         value = int(text)
@@ -153,7 +153,7 @@ def add_model_command(commands) -> None:
                        help="where to write TASK.npz and TASK.json (the bank's own models are in "
                             "problem_bank/models: give it to replace one)")
     train.add_argument("--steps", type=positive, help="Adam steps (default: the task's recipe)")
-    train.add_argument("--seed", type=_seed, help="the seed (default: the task's recipe, 0)")
+    train.add_argument("--seed", type=seed_number, help="the seed (default: the task's recipe, 0)")
     train.add_argument("--json", action="store_true", help="print what TASK.json holds")
     train.set_defaults(handler=_train, command="model train")
     show = sub.add_parser("show", help="architecture, parameter count, held-out accuracy",

@@ -32,7 +32,10 @@ from __future__ import annotations
 import json
 import re
 
-import orjson
+try:
+    import orjson
+except ImportError:       # a practice notebook carries formats/ to a machine with NumPy alone
+    orjson = None
 
 # json.dumps with these options builds a new encoder each time, which costs about as much as
 # encoding a lone number, and a record has many values: one encoder for every call.
@@ -46,6 +49,8 @@ _BEFORE_A_VALUE = frozenset(b"[,:")
 
 def dumps_jsonable(value) -> str:
     """``canonical_dumps(value)`` for a value ``to_jsonable`` made (floats finite)."""
+    if orjson is None:
+        return canonical_dumps(value)
     try:
         text = orjson.dumps(value, option=orjson.OPT_SORT_KEYS)
     except TypeError:           # orjson.JSONEncodeError is one

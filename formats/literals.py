@@ -91,3 +91,31 @@ def literal(value, indent: int = 0) -> str:
 def assignment(name: str, value) -> str:
     """``name = <literal>``, with continuation lines aligned under the opening bracket."""
     return f"{name} = {literal(value, indent=len(name) + 3)}"
+
+
+MAX_TYPED = 100_000      # characters of one typed answer (a 100 × 100 matrix fits with room)
+
+
+def read_literal(text: str):
+    """A value typed as a NumPy literal — ``0.25``, ``[1, 2]``, ``[[0.1, 0.9], [0.5, 0.5]]``,
+    ``np.array([...])``, ``-np.inf`` — or a choice's letter (``B``): numbers as a float64 array
+    (a float for one number), a letter as text. Never evaluated as code (``ast.literal_eval``);
+    ValueError says what could not be read."""
+    import ast
+
+    text = text.strip()
+    if len(text) > MAX_TYPED:
+        raise ValueError(f"{len(text):,} characters: at most {MAX_TYPED:,}")
+    if len(text) == 1 and text.isalpha():
+        return text.upper()
+    inner = text[len("np.array("):-1] if text.startswith("np.array(") and text.endswith(")") else text
+    inner = inner.replace("-np.inf", "-1e999").replace("np.inf", "1e999").replace("np.nan", "None")
+    try:
+        parsed = ast.literal_eval(inner)
+    except (ValueError, SyntaxError, TypeError, MemoryError, RecursionError):
+        raise ValueError(f"not a number, a list of numbers or a letter: {text[:60]!r}") from None
+    try:
+        value = np.array(parsed, dtype=float)
+    except (ValueError, TypeError):
+        raise ValueError(f"not numbers in rows of equal length: {text[:60]!r}") from None
+    return float(value) if value.ndim == 0 else value

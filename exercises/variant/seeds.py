@@ -30,3 +30,18 @@ def generator(seed: int) -> np.random.Generator:
     if seed < 0:
         raise ValueError(f"seed must be non-negative, got {seed}")
     return np.random.Generator(np.random.PCG64(seed))
+
+
+PRACTICE_DOMAIN = "attnkit practice variant v1"
+
+
+def practice_seed(template: str, index: int) -> int:
+    """The seed of practice variant ``index`` of a template: SHA-256 of its own message, with
+    no course secret — practice is public, and anyone may recompute it. Graded seeds are
+    HMACs under the course secret (``variant_seed``), so the two spaces meet only by a
+    256-bit collision; a practice pack also refuses any variant whose givens equal a graded
+    one's (``exercises.practice.variants``), which small parameter spaces could allow."""
+    if index < 0:
+        raise ValueError(f"a practice variant's index must be non-negative, got {index}")
+    message = json.dumps([PRACTICE_DOMAIN, template, int(index)], separators=(",", ":")).encode("utf-8")
+    return int.from_bytes(hashlib.sha256(message).digest(), "big")

@@ -41,6 +41,7 @@ ISSUE_CODES = {
     "wrong-student": "the record names another student",
     "wrong-assignment": "the record names another assignment",
     "wrong-variant": "the record's variant digests differ from the key's",
+    "practice-notebook": "a practice notebook (its record says practice): never graded, nothing in it is run",
     # when it was handed in
     "bad-timestamp": "nbgrader's timestamp.txt beside it is not a time: the file's modification time is used",
     "late-by-name": "Canvas marked the submission late (_LATE in its file name)",
@@ -63,7 +64,7 @@ ISSUE_CODES = {
 # The issues that leave a submission without cells: nothing of it is run.
 NOT_READ = frozenset({"unreadable", "symlink", "too-large", "too-complex", "too-many-cells",
                       "empty-file", "not-text", "invalid-json", "not-a-notebook", "not-nbformat-4",
-                      "no-cells"})
+                      "no-cells", "practice-notebook"})
 
 
 @dataclass(frozen=True)

@@ -20,7 +20,7 @@ from formats.cells import cell_id as cell_id_of
 from formats.key_shape import entry_for
 from formats.textfile import quick_json
 
-from grader.intake.issues import Issue, listed
+from grader.intake.issues import Issue, listed, short
 from grader.intake.key_checks import (KitCell, kit_cells, kit_issues, other_variant_problems, record_issues,
                                       record_variants)
 from grader.intake.limits import MAX_BYTES, MAX_CELLS, MAX_VALUES
@@ -249,6 +249,10 @@ def _read(found: Found, key: dict | None, entry: dict | None) -> Submission:
                                               "and save it again to convert it)"))
         return Submission(found.student, found.path, found.shown, content_hash, (), record,
                           tuple(issues), version)
+    if record is not None and "practice" in record:
+        issues.append(_practice_issue(found, record, key))
+        return Submission(found.student, found.path, found.shown, content_hash, (), record,
+                          tuple(issues), version)
     entry = entry if entry is not None else entry_for(key, found.student)
     kit = kit_cells(entry) if entry else None
     raw_cells = document.get("cells")
@@ -270,6 +274,19 @@ def _read(found: Found, key: dict | None, entry: dict | None) -> Submission:
             issues += kit_issues(found, cells, kit, entry, other_variant_problems(variants))
     return Submission(found.student, found.path, found.shown, content_hash, cells, record,
                       tuple(issues), version)
+
+
+def _practice_issue(found: Found, record: dict, key: dict | None) -> Issue:
+    """A practice notebook handed in: refused by name (its variants are practice ones, so
+    grading it against the student's key entry would only give nonsense)."""
+    practice = record["practice"] if isinstance(record["practice"], dict) else {}
+    template = practice.get("template")
+    named = f" of {short(template)}" if isinstance(template, str) and template else ""
+    wanted = (key or {}).get("assignment", {}).get("id") if isinstance((key or {}).get("assignment"), dict) else None
+    instead = (f"hand in the notebook of assignment {short(wanted)}" if isinstance(wanted, str)
+               else "hand in the assignment's own notebook")
+    return Issue("practice-notebook", f"{found.shown}: a practice notebook{named}, not the assignment: "
+                                      f"practice is never graded and nothing in it was run; {instead}")
 
 
 def notebook_bytes(found: Found) -> tuple[bytes, str] | None:

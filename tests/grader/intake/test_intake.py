@@ -216,6 +216,17 @@ def test_a_version_3_notebook_is_an_issue_and_nothing_in_it_runs(tmp_path, key):
     assert s.cells == () and s.nbformat == 3
 
 
+def test_a_practice_notebook_handed_in_is_refused_by_name_and_never_run(course, key, tmp_path):
+    notebook = released(course, A)
+    notebook["metadata"]["attnkit"] = {"format": 1, "practice": {"template": "dog_ran_fast", "variants": [0, 1]}}
+    s = read_submission(flat(tmp_path, A, notebook), key)
+    assert s.issues == (Issue("practice-notebook",
+                              f"{A}.ipynb: a practice notebook of dog_ran_fast, not the assignment: practice "
+                              f"is never graded and nothing in it was run; hand in the notebook of assignment "
+                              f"{key['assignment']['id']}"),)
+    assert s.cells == ()
+
+
 def test_a_notebook_without_a_version_is_not_run_either(tmp_path, key):
     s = read_submission(flat(tmp_path, A, {"cells": [{"cell_type": "code", "source": "x = 1"}]}), key)
     assert s.issues == (Issue("not-nbformat-4",
@@ -482,7 +493,7 @@ def test_every_issue_code_is_documented():
             "wrong-variant", "earlier-variant", "duplicate", "unknown-student", "too-complex", "too-many-cells",
             # when it was handed in, and pairing files with students
             "bad-timestamp", "late-by-name", "several-notebooks", "ambiguous", "renamed",
-            "paired-by-record", "unmatched"}
+            "paired-by-record", "unmatched", "practice-notebook"}
     assert set(ISSUE_CODES) == used
     source = "".join(p.read_text() for p in Path(reading.__file__).parent.glob("*.py"))   # every intake module
     assert set(re.findall(r'Issue\(\s*"([a-z0-9-]+)"', source)) | {"duplicate", "several-notebooks",
