@@ -159,7 +159,8 @@ def _build(args) -> int:
         for s in skipped:
             print(terminal_safe(f"{s.template:<32} skipped: {s.why}"))
         print(terminal_safe(f"{len(rows)} practice notebooks in {args.out}"
-                            + (f"; no variant has the givens of the {len(avoid)} graded ones" if avoid else "")))
+                            + (f"; no variant has the givens of the {len(avoid)} graded ones" if avoid else
+                               "; give --build DIR so that no variant has the givens of a graded one")))
     return 0 if rows else 1
 
 

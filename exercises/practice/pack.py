@@ -13,6 +13,7 @@ from pathlib import Path
 
 import nbformat
 
+from formats.literals import assignment
 from formats.version import KIT_VERSION
 from formats.textfile import write_atomic
 
@@ -23,7 +24,7 @@ from exercises.template.model import Template
 from exercises.variant.twin_values import constant_parts
 
 PACK_FORMAT = 1
-CHECKED = ("numeric", "choice")           # what a practice notebook checks (code: attnkit check)
+CHECKED = ("numeric", "choice", "implement")     # free responses are marked by hand
 
 
 @dataclass(frozen=True)
@@ -59,8 +60,10 @@ def _variant_text(v: PracticeVariant, same: frozenset[str]) -> str:
     variant, template = v.variant, v.variant.template
     parts = "\n\n".join(f"**({chr(97 + i)})** `{p.id}` ({points_text(p.points)}): {variant.part_prompt(p).strip()}"
                         for i, p in enumerate(template.parts) if p.id not in same)
+    shown = "\n".join(assignment(name, value) for name, value in variant.givens.items())
+    givens = f"\n\nYour givens (now set as variables):\n\n```python\n{shown}\n```" if shown else ""
     return (f"### {markdown_text(template.title)} — practice variant {v.index}\n\n"
-            f"{variant.prompt().strip()}\n\n{parts}")
+            f"{variant.prompt().strip()}{givens}\n\n{parts}")
 
 
 def _setup_cell(template: Template, drawn: list[PracticeVariant], records: list[dict], modules: str) -> str:
@@ -89,8 +92,7 @@ def practice_notebook(template: Template, drawn: list[PracticeVariant], protecte
     whose answer is the same on every variant (the lecture's own numbers) are left out: their
     answers are every student's graded ones."""
     if template.kind not in CHECKED:
-        raise ValueError(f"{template.id}: a practice notebook checks typed values; a {template.kind} "
-                         "problem is not one")
+        raise ValueError(f"{template.id}: a {template.kind} problem is marked by hand, not practised")
     same = constant_parts(template)
     calls = _follow_calls(template)
     functions, refused = bundle.carried_functions(set().union(*calls.values()) if calls else set(), protected)
@@ -108,6 +110,8 @@ def practice_notebook(template: Template, drawn: list[PracticeVariant], protecte
     nb.cells = [nbformat.v4.new_markdown_cell(_header(template, len(drawn), left_out, same)),
                 nbformat.v4.new_code_cell(_setup_cell(template, drawn, records, modules)),
                 nbformat.v4.new_code_cell("next_variant()   # run again for a fresh variant of this problem")]
+    if template.kind == "implement":
+        nb.cells += _function_cells(template)
     for i, part in enumerate(template.parts):
         if part.id in same:
             continue
@@ -121,6 +125,14 @@ def practice_notebook(template: Template, drawn: list[PracticeVariant], protecte
     for n, cell in enumerate(nb.cells):
         cell["id"] = f"practice-{n}"
     return nb, left_out
+
+
+def _function_cells(template: Template) -> list:
+    f = template.function
+    return [nbformat.v4.new_markdown_cell(f"Write `{f.name}{f.signature}` (the task is printed above); "
+                                          "its check runs it on this variant's cases."),
+            nbformat.v4.new_code_cell(f"def {f.name}{f.signature}:\n    ...   # your code"),
+            nbformat.v4.new_code_cell(f"check_function({f.name})")]
 
 
 def _header(template: Template, count: int, left_out: tuple, same: frozenset[str]) -> str:
@@ -203,6 +215,13 @@ def check(part, value):
     print(f"({{part}}) " + _said(verdict))
 
 
+def check_function(function):
+    """Your function, run on this variant's cases and judged as the grader would judge it."""
+    for family, verdict in _practice.check_function(function).items():
+        print(f"({{family}}) " + _said(verdict))
+    _log()
+
+
 def summary():
     """Per part: attempts, variants tried, first-time right, the mistakes you met."""
     progress = _practice.progress()
@@ -211,8 +230,9 @@ def summary():
     for part, p in progress.items():
         met = "; ".join(f"{{_TWINS[n].summary}} ({{k}}×)" if n in _TWINS else f"{{n}} ({{k}}×)"
                         for n, k in p["misconceptions"].items())
-        print(f"{{part}}: {{p['attempts']}} attempts on {{p['variants']}} variants, right at the first attempt on "
-              f"{{p['first_time_right']}}" + (f"; mistakes met: {{met}}" if met else ""))
+        tried = f"{{p['attempts']}} attempt{{'s' * (p['attempts'] != 1)}} on {{p['variants']}} variant{{'s' * (p['variants'] != 1)}}"
+        print(f"{{part}}: {{tried}}, right at the first attempt on {{p['first_time_right']}}"
+              + (f"; mistakes met: {{met}}" if met else ""))
 '''
 
 
@@ -233,9 +253,7 @@ def build_pack(templates: list[Template], count: int, avoid: set[str], protected
         if progress:
             progress()
         if template.kind not in CHECKED:
-            why = ("an implementation problem: test your code on the notebook's examples and with "
-                   "`attnkit check`" if template.kind == "implement" else "marked by hand")
-            skipped.append(Skipped(template.id, why))
+            skipped.append(Skipped(template.id, "marked by hand"))
             continue
         try:
             drawn = practice_variants(template, count, avoid=avoid)

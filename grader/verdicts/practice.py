@@ -9,11 +9,13 @@ attempt. The terminal's ``attnkit practice`` judges with the same ``judge`` and 
 
 from __future__ import annotations
 
+import numpy as np
+
 from formats.key_shape import FREE_RESPONSE, IMPLEMENT, gradings, part_id
 from formats.serialize import decode_names
 
 from grader.verdicts.follow_through import FOLLOW_THROUGH, carried
-from grader.verdicts.parts import PASSED, Missing, Verdict, problem_verdicts
+from grader.verdicts.parts import PASSED, CaseOutcome, Missing, Verdict, problem_verdicts
 
 PRACTISED = ("numeric", "choice")      # what a typed answer can be (code is practised in a notebook)
 RIGHT, FOLLOWS, WRONG = "right", "right given your earlier answer", "wrong"
@@ -33,6 +35,20 @@ def judge(record: dict, answers: dict) -> dict[str, Verdict]:
     record = practice_record(record) if "answer_names" not in record else record
     values = {part: answers.get(part, Missing()) for part in record["answer_names"]}
     return carried(record, values, problem_verdicts(record, values, {}, {}))
+
+
+def judge_function(record: dict, function) -> dict[str, Verdict]:
+    """test family → Verdict for a student's function (an implement problem), run here on each
+    of the variant's cases — in the student's own kernel, on their own code — and judged as
+    the grader judges the sandbox's outcomes."""
+    outcomes = {}
+    for position, case in enumerate(record["tests"]):
+        try:
+            with np.errstate(all="ignore"):
+                outcomes[position] = CaseOutcome(True, function(**decode_names(case["args"])))
+        except Exception as err:  # noqa: BLE001 — the student's code: any error is its outcome
+            outcomes[position] = CaseOutcome(False, error=f"{type(err).__name__}: {err}")
+    return problem_verdicts(record, {}, outcomes, {})
 
 
 def outcome(verdict: Verdict) -> str:
@@ -58,7 +74,8 @@ class Practice:
 
     def __init__(self, template: str, variants: list[tuple[int, dict]]):
         self.template = template
-        self.variants = [(index, practice_record(record)) for index, record in variants]
+        self.variants = [(index, record if record["kind"] == IMPLEMENT else practice_record(record))
+                         for index, record in variants]
         self.position = -1
         self.answers: dict = {}
         self.attempts: list[dict] = []
@@ -82,11 +99,21 @@ class Practice:
                            f"(its parts: {', '.join(record['answer_names'])})")
         self.answers[part] = value
         verdict = judge(record, self.answers)[part]
+        self._attempted(part, verdict)
+        return verdict
+
+    def check_function(self, function) -> dict[str, Verdict]:
+        """An implement problem: test family → its verdict on this variant's cases."""
+        verdicts = judge_function(self.variants[self.position][1], function)
+        for family, verdict in verdicts.items():
+            self._attempted(family, verdict)
+        return verdicts
+
+    def _attempted(self, part: str, verdict: Verdict) -> None:
         earlier = [a for a in self.attempts if a["variant"] == self.index and a["part"] == part]
         self.attempts.append({"template": self.template, "variant": self.index, "part": part,
                               "outcome": outcome(verdict), "misconception": verdict.misconception,
                               "first": not earlier})
-        return verdict
 
     def progress(self) -> dict[str, dict]:
         """part → attempts, variants tried, first-time right, misconceptions met (name → times)."""

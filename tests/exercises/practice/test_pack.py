@@ -82,11 +82,16 @@ summary()
     assert "(scaled_scores) right given your earlier answer." in said
     assert f"moved {drawn[0]} {drawn[1]} True" in said
     assert "(weights) not answered yet: replace the ... in its cell" in said
-    assert "scaled_scores: 2 attempts on 1 variants, right at the first attempt on 0" in said and "mistakes met: softmax(QKᵀ)V without" in said
+    assert "scaled_scores: 2 attempts on 1 variant, right at the first attempt on 0" in said and "mistakes met: softmax(QKᵀ)V without" in said
     log = json.loads((tmp_path / "sdpa_four_tokens.practice-log.json").read_text())
     assert [(a["part"], a["outcome"], a["misconception"], a["first"]) for a in log["attempts"]] == [
         ("raw_scores", "right", None, True), ("scaled_scores", "wrong", "sdpa_no_scale", True),
         ("raw_scores", "wrong", None, False), ("scaled_scores", "right given your earlier answer", None, False)]
+
+
+def test_the_same_pack_twice_is_the_same_bytes(bank, sdpa_notebook):
+    again = build_pack([bank["sdpa_four_tokens"]], 3, set(), protected_functions(bank))[0][0][1]
+    assert nbformat.writes(again) == nbformat.writes(sdpa_notebook)
 
 
 def test_the_notebook_says_it_is_practice_and_carries_no_model_or_secret(sdpa_notebook, bank):
@@ -107,11 +112,39 @@ def test_follow_through_that_needs_an_implement_answer_is_left_out_and_said(bank
     assert "def causal_attention" not in json.dumps(notebook)
 
 
-def test_implementation_and_free_response_problems_are_skipped_with_why(bank):
-    built, skipped = build_pack([bank["implement_decode_step"], bank["bottleneck_free_response"]], 2, set(),
-                                protected_functions(bank))
-    assert built == [] and [s.template for s in skipped] == ["implement_decode_step", "bottleneck_free_response"]
-    assert "implementation problem" in skipped[0].why and "marked by hand" in skipped[1].why
+def test_free_response_problems_are_skipped_with_why(bank):
+    built, skipped = build_pack([bank["bottleneck_free_response"]], 2, set(), protected_functions(bank))
+    assert built == [] and [(s.template, s.why) for s in skipped] == [("bottleneck_free_response", "marked by hand")]
+
+
+def test_an_implementation_is_checked_on_the_variants_cases_in_a_kernel(bank, tmp_path):
+    """implement_decode_step: the reference passes every family; the top-left mask is named;
+    the cases are the variant's (none of a graded key)."""
+    built, _ = build_pack([bank["implement_decode_step"]], 2, set(), protected_functions(bank))
+    notebook = built[0][1]
+    sources = [c.source for c in notebook.cells]
+    assert "def decode_step(cache, x_new, W_Q, W_K, W_V):\n    ...   # your code" in sources
+    assert "check_function(decode_step)" in sources
+    assert "def self_attention_decode_step" not in json.dumps(notebook)
+    extra = """import numpy as np
+def attend(cache, x_new, W_Q, W_K, W_V, offset):
+    q, k, v = x_new @ W_Q, x_new @ W_K, x_new @ W_V
+    K, V = np.concatenate([cache[0], k]), np.concatenate([cache[1], v])
+    L, S = len(q), len(K)
+    s = np.where(np.tril(np.ones((L, S), bool), k=offset(L, S)), q @ K.T / np.sqrt(q.shape[-1]), -np.inf)
+    w = np.exp(s - s.max(-1, keepdims=True))
+    return (w / w.sum(-1, keepdims=True)) @ V, (K, V)
+def decode_step(cache, x_new, W_Q, W_K, W_V):
+    return attend(cache, x_new, W_Q, W_K, W_V, lambda L, S: S - L)
+check_function(decode_step)
+def decode_step(cache, x_new, W_Q, W_K, W_V):
+    return attend(cache, x_new, W_Q, W_K, W_V, lambda L, S: 0)
+check_function(decode_step)
+"""
+    said = outputs(run(notebook, tmp_path, extra))
+    assert said.count("right.") == 5, said     # 4 families, then first_step again (S = L: both masks agree)
+    assert "(chunk) wrong: `decode_step` fails" in said
+    assert "matches a known mistake: the step masks with the top-left causal mask" in said
 
 
 AGREE = '''import json, sys
