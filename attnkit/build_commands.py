@@ -65,16 +65,22 @@ def _build_students(args, assignment, roster, report: dict):
     filled in; the failures to report, or an exit code when the build was refused or failed."""
     from exercises.course.build import build
 
+    cluster = _cluster(args)
+    if isinstance(cluster, int):
+        return cluster
     progress = Progress(len(roster), "build", enabled=None if not args.json else False)
     try:
         result = build(assignment, list(roster), Path(args.out), jobs=args.jobs,
                        formats=("notebook", "html") if args.format == "html" else ("notebook",),
                        progress=progress, remove_stale=args.remove_stale,
-                       new_variants=args.new_variants)
+                       new_variants=args.new_variants, runner=_on_cluster(cluster[0]) if cluster else None)
     except OSError as err:
-        progress.close()
         return fail([f"{err.filename or args.out}: {err.strerror or err}"])
-    progress.close()
+    finally:
+        progress.close()
+        for part in cluster or ():
+            if part is not None:
+                part.close()
     if result.refused:
         changed = [f"  {sid}: {', '.join(pids)}" for sid, pids in sorted(result.changed.items())]
         if args.json:
@@ -99,13 +105,40 @@ def _build_students(args, assignment, roster, report: dict):
     return failures
 
 
+def _on_cluster(client):
+    from functools import partial
+
+    from exercises.course.cluster_build import built_on_cluster
+    return partial(built_on_cluster, client)
+
+
+def _cluster(args):
+    """(Dask client, its LocalCluster or None) for --cluster, None without it, or an exit code."""
+    if not args.cluster:
+        return None
+    try:
+        from grader.run.cluster import connect, workers_of_another_kit
+        client, local = connect(args.cluster)
+    except ImportError:
+        return fail(["--cluster needs Dask's distributed: pip install 'attention-kit[cluster]'"])
+    except (OSError, ValueError, TimeoutError) as err:
+        return fail([f"--cluster {args.cluster}: {err}"])
+    other = workers_of_another_kit(client)
+    if other:
+        client.close()
+        return fail([f"--cluster {args.cluster}: workers running another kit would build other bytes: "
+                     + ", ".join(other)])
+    return client, local
+
+
 def _print(report: dict, args) -> None:
     from exercises.render.notebook import points_text
     print(f"{report['assignment']}: {report['problems']} problems, {points_text(report['points'])}")
     if "students" in report:
         out = report["out"]
         print(f"built {report['built']}/{report['students']} students in {report['seconds']:.2f} s "
-              f"({report['students_per_second']:g}/s, {args.jobs} job{'s' if args.jobs > 1 else ''})")
+              f"({report['students_per_second']:g}/s, "
+              + (f"on the cluster {args.cluster})" if args.cluster else f"{args.jobs} job{'s' if args.jobs > 1 else ''})"))
         if report["answer_key"] is None:
             print("  nothing written: no student was built, and there is no answer key")
             return
@@ -169,6 +202,10 @@ def add_build_command(commands) -> None:
     build.add_argument("--out", metavar="DIR", help="where to write release/, instructor/, print/")
     build.add_argument("--jobs", "-j", type=positive, default=os.cpu_count() or 1,
                        help="worker processes (default: one per core, %(default)s here)")
+    build.add_argument("--cluster", metavar="WHERE",
+                       help="build on a Dask cluster instead (local:N workers here, tcp://HOST:PORT, or "
+                            "a scheduler file): the same files and key, byte for byte; needs "
+                            "pip install 'attention-kit[cluster]'")
     build.add_argument("--format", choices=("notebook", "html"), default="notebook",
                        help="html: also a printable page per student and an answer-key page")
     build.add_argument("--nbgrader", metavar="COURSE_DIR",

@@ -81,15 +81,17 @@ class BuildResult:
         return sorted({student_of(path) for path in self.stale})
 
 
-def problem_variants(assignment, secret: bytes, student_id: str,
-                     members: dict[str, str] | None = None) -> list[ProblemVariant]:
+def problem_variants(assignment, secret: bytes | None, student_id: str,
+                     members: dict[str, str] | None = None, seeds: dict[str, int] | None = None
+                     ) -> list[ProblemVariant]:
     """The student's variant of every problem, from the seed HMAC(secret, assignment,
-    student, problem). ``members``: pool problem → the member template the class draw gave
-    this student (``exercises.course.pools.draws``); an assignment with pools needs it."""
+    student, problem) — or from ``seeds`` (problem → seed), which a cluster's workers get
+    instead of the secret. ``members``: pool problem → the member template the class draw
+    gave this student (``exercises.course.pools.draws``); an assignment with pools needs it."""
     out = []
     for p in assignment.problems:
         template = _member(p, (members or {}).get(p.id))
-        seed = variant_seed(secret, assignment.id, student_id, p.id)
+        seed = seeds[p.id] if seeds is not None else variant_seed(secret, assignment.id, student_id, p.id)
         out.append(ProblemVariant(p.id, p.title_of(template), make_variant(template, seed)))
     return out
 
@@ -181,32 +183,38 @@ def _build_student(student) -> tuple[str, str | None, str, int, list[str]]:
     """(student id, key entry as canonical JSON or None, failure message, files written,
     problems whose issued variant would change) — run in a worker, so the key's heaviest
     encoding is done in parallel too."""
-    assignment, secret, out = _CONTEXT["assignment"], _CONTEXT["secret"], _CONTEXT["out"]
+    student_id, entry, failure, files, changed = made_student(student)
+    out = _CONTEXT["out"]
+    for relative, data, private in files:
+        write_atomic(out / relative, data, private=private)
+    return student_id, entry, failure, len(files), changed
+
+
+def made_student(student) -> tuple[str, str | None, str, list[tuple[str, bytes, bool]], list[str]]:
+    """What ``_build_student`` writes, as data: (student id, key entry or None, failure,
+    [(path under OUT, bytes, private)], changed problems). A cluster's workers return it."""
+    assignment, secret = _CONTEXT["assignment"], _CONTEXT["secret"]
     try:
-        problems = problem_variants(assignment, secret, student.id,
-                                    _CONTEXT.get("drawn", {}).get(student.id))
+        problems = problem_variants(assignment, secret, student.id, _CONTEXT.get("drawn", {}).get(student.id),
+                                    _CONTEXT["seeds"][student.id] if "seeds" in _CONTEXT else None)
     except (VariantError, TemplateError) as err:
-        return student.id, None, f"{student.id}: {err}", 0, []
+        return student.id, None, f"{student.id}: {err}", [], []
     issued = _CONTEXT.get("issued", {}).get(student.id, {})
     changed = _changed(problems, issued)
     if changed and not _CONTEXT.get("new_variants"):
-        return student.id, None, f"{student.id}: new numbers for {', '.join(changed)}", 0, changed
+        return student.id, None, f"{student.id}: new numbers for {', '.join(changed)}", [], changed
     head = header(assignment, student)
     name = f"{assignment.id}.ipynb"
-    files = 0
+    files = []
     if "notebook" in _CONTEXT["formats"]:
         release, solved = student_and_instructor(head, problems)
-        write_atomic(out / "release" / student.id / name, notebook_bytes(release))
-        write_atomic(out / "instructor" / "notebooks" / student.id / name, notebook_bytes(solved),
-                   private=True)
-        files += 2
+        files += [(f"release/{student.id}/{name}", notebook_bytes(release), False),
+                  (f"instructor/notebooks/{student.id}/{name}", notebook_bytes(solved), True)]
     if "html" in _CONTEXT["formats"]:
         from exercises.render.printable import answer_key_page, problem_set_page
 
-        write_atomic(out / "print" / f"{student.id}.html", problem_set_page(head, problems).encode())
-        write_atomic(out / "instructor" / "print" / f"{student.id}.html",
-                   answer_key_page(head, problems).encode(), private=True)
-        files += 2
+        files += [(f"print/{student.id}.html", problem_set_page(head, problems).encode(), False),
+                  (f"instructor/print/{student.id}.html", answer_key_page(head, problems).encode(), True)]
     entry = key_entry(problems, f"release/{student.id}/{name}", student, issued)
     return student.id, answer_key.canonical(entry), "", files, changed
 
@@ -239,15 +247,20 @@ def collector_paced():
             gc.enable()
 
 
-def _init_worker(context: dict) -> None:
+def init_worker(context: dict) -> None:
+    """This process builds for ``context`` (the assignment, secret, output and earlier key)."""
     _CONTEXT.update(context)
 
 
 def build(assignment, roster, out: Path, jobs: int = 1, formats=("notebook",),
           progress=None, chunk: int = 8, remove_stale: bool = False,
-          new_variants: bool = False) -> BuildResult:
+          new_variants: bool = False, runner=None) -> BuildResult:
     """Build every student of ``roster``; ``progress`` (optional) gets ``advance(n)``.
     ``remove_stale``: also remove the stale files of an earlier build (see above).
+
+    ``runner(context, roster, chunk, progress)``: builds the students elsewhere instead of
+    ``jobs`` local processes and returns what ``_build_student`` returns for each (on a Dask
+    cluster: ``exercises.course.cluster_build.built_on_cluster``); the same bytes either way.
 
     A rebuild never silently changes issued work: where an earlier key in ``out`` gave a
     student a variant and this build would give them another (a new parameter range, a new
@@ -274,7 +287,9 @@ def build(assignment, roster, out: Path, jobs: int = 1, formats=("notebook",),
     drawn = pools.draws(assignment, secret, [s.id for s in roster], earlier or None)
     context = {"assignment": assignment, "secret": secret, "out": out, "formats": tuple(formats),
                "issued": issued, "new_variants": new_variants, "drawn": drawn}
-    result, entries = _collected(_built_students(context, roster, jobs, chunk, progress), len(roster))
+    built = (runner(context, roster, chunk, progress) if runner is not None
+             else _built_students(context, roster, jobs, chunk, progress))
+    result, entries = _collected(built, len(roster))
     result.pools = pools.counts(assignment, {s: d for s, d in drawn.items() if s in entries})
     if result.changed and not new_variants:
         result.refused = True                     # the earlier key stands: nothing issued changed
@@ -302,7 +317,7 @@ def _built_students(context: dict, roster, jobs: int, chunk: int, progress) -> l
     chunks = [roster[i:i + chunk] for i in range(0, len(roster), chunk)]
     results = []
     if jobs <= 1 or len(chunks) <= 1:
-        _init_worker(context)
+        init_worker(context)
         for c in chunks:
             results += _build_chunk(c)
             if progress:
@@ -310,7 +325,7 @@ def _built_students(context: dict, roster, jobs: int, chunk: int, progress) -> l
         return results
     # fork shares the loaded templates with the workers for free; elsewhere they are pickled
     method = "fork" if sys.platform.startswith("linux") else "spawn"
-    with ProcessPoolExecutor(jobs, mp_context=get_context(method), initializer=_init_worker,
+    with ProcessPoolExecutor(jobs, mp_context=get_context(method), initializer=init_worker,
                              initargs=(context,)) as pool:
         for future in as_completed([pool.submit(_build_chunk, c) for c in chunks]):
             done = future.result()

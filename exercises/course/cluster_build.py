@@ -1,0 +1,94 @@
+"""Building on a Dask cluster (``attnkit build --cluster``): the roster in chunks, each built on
+a worker by the very function a local build runs (``build.made_student``), which returns the
+students' files and key entries as bytes; this process writes them and the key. So a cluster
+build is byte for byte a local one, and workers need neither the output folder nor a shared
+file system — only the kit (and a template's trained model at the same path).
+
+The build's context (the assignment with its templates, the earlier key's issued variants and
+each student's seeds) is sent to every worker once; the course secret is not: the seeds are
+worked out here, and a worker could not make another assignment's (or a later rebuild's)
+variants with them. A chunk whose task fails — its worker was lost, or
+anything else — is sent again whole, once; one that fails again is built one student per task,
+and a student whose task still fails is a failure of that student alone (a rerun builds them).
+A task is pure, so a task Dask itself retried writes nothing twice.
+"""
+
+from __future__ import annotations
+
+from exercises.course.build import collector_paced, init_worker, made_student
+from exercises.variant.seeds import variant_seed
+from formats.textfile import write_atomic
+
+
+def build_chunk(context: dict, students: list, before_each=None) -> list:
+    """On a worker: ``made_student`` for each student of the chunk (``before_each(student)``
+    first, for tests that kill a worker mid-chunk)."""
+    init_worker(context)
+    done = []
+    with collector_paced():
+        for student in students:
+            if before_each is not None:
+                before_each(student)
+            done.append(made_student(student))
+    return done
+
+
+def built_on_cluster(client, context: dict, roster, chunk: int, progress=None, before_each=None) -> list:
+    """Every student of ``roster`` built on the client's workers, their files written under
+    ``context["out"]``; returns what ``build._build_student`` returns for each."""
+    from distributed import as_completed
+
+    shared = client.scatter(without_secret(context, roster), broadcast=True, hash=False)
+    pending: dict = {}
+    queue = as_completed()
+
+    def send(students: list, tries: int) -> None:
+        future = client.submit(build_chunk, shared, students, before_each, pure=False)
+        pending[future] = (students, tries)
+        queue.add(future)
+
+    for i in range(0, len(roster), chunk):
+        send(list(roster[i:i + chunk]), 0)
+    results = []
+    for future in queue:
+        students, tries = pending.pop(future)
+        try:
+            made = future.result()
+        except Exception as err:  # noqa: BLE001 — a lost worker, or the task's own error
+            if not _again(students, tries, send, err, results) and progress:
+                progress.advance(len(students))
+            continue
+        results += [_written(context["out"], m) for m in made]
+        if progress:
+            progress.advance(len(made))
+    return results
+
+
+def without_secret(context: dict, roster) -> dict:
+    """The context a worker gets: every student's seeds instead of the course secret."""
+    assignment, secret = context["assignment"], context["secret"]
+    seeds = {s.id: {p.id: variant_seed(secret, assignment.id, s.id, p.id) for p in assignment.problems}
+             for s in roster}
+    return {**context, "secret": None, "seeds": seeds}
+
+
+def _again(students: list, tries: int, send, err: Exception, results: list) -> bool:
+    """Send a failed chunk again (whole once, then one student per task); a student that
+    failed alone twice is recorded as a failure. Returns whether anything was sent."""
+    if tries == 0:
+        send(students, 1)
+        return True
+    if len(students) > 1:
+        for student in students:
+            send([student], 1)
+        return True
+    results.append((students[0].id, None, f"{students[0].id}: not built on the cluster "
+                                           f"({type(err).__name__}: {err}); build again", 0, []))
+    return False
+
+
+def _written(out, made) -> tuple:
+    student_id, entry, failure, files, changed = made
+    for relative, data, private in files:
+        write_atomic(out / relative, data, private=private)
+    return student_id, entry, failure, len(files), changed
