@@ -55,6 +55,7 @@ bench: $(STAMP)
 	$(PY) -m bench.diagnosis
 	$(PY) -m bench.forensics
 	$(PY) -m bench.credit
+	$(PY) -m bench.course --students 1000 10000 --cluster local:2
 
 clean:
 	rm -rf $(VENV) .pytest_cache .hypothesis *.egg-info build

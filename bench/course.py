@@ -1,0 +1,165 @@
+"""A whole course, end to end, at the size of a MOOC: build, grade and report N students with
+the real commands, and what each costs per student.
+
+For each class size: ``attnkit build --cluster`` (or ``--jobs``) for a synthetic roster, the
+synthetic class's submissions written (the students' part: not counted), ``attnkit grade``
+on the same cluster, ``attnkit report``. Each command is timed as a user runs it: its wall
+time, its CPU and its children's (the cluster's workers, the sandboxes), and the peak memory
+of the command's own process (the larger of its sampled VmHWM and ``wait4``'s maximum
+resident size; the workers' own memory is not measured here). The key's
+bytes per student and the notebooks' are read from the build. The per-student costs are
+extrapolated to 100,000 students, and the memory of the smallest and largest sizes compared:
+flat memory is what makes the extrapolation honest.
+
+    python -m bench.course --students 1000 10000 --cluster local:2 [--json]
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import shutil
+import subprocess
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+from formats import answer_key
+from synthetic import profile_names, synthesize
+
+ROOT = Path(__file__).resolve().parents[1]
+EXAMPLE = ROOT / "problem_bank" / "assignments" / "example.yaml"
+SECRET = "bench.course secret, never a course's"
+ORDINARY = {"correct", "partial", "typed_wrong"}
+MOOC = 100_000
+
+
+def _vm_hwm_mb(pid: int) -> float:
+    try:
+        for line in Path(f"/proc/{pid}/status").read_text().splitlines():
+            if line.startswith("VmHWM:"):
+                return int(line.split()[1]) / 1024
+    except OSError:
+        pass
+    return 0.0
+
+
+def timed(*args: str) -> dict:
+    """``attnkit ARGS``: wall seconds, CPU seconds (its own and its children's), the peak MB of
+    its process, and what it printed (``--json``)."""
+    env = {**os.environ, "ATTNKIT_SECRET": SECRET}
+    with tempfile.TemporaryFile() as out, tempfile.TemporaryFile() as err:
+        started = time.perf_counter()
+        process = subprocess.Popen([sys.executable, "-m", "attnkit", *args], cwd=ROOT, env=env,
+                                   stdout=out, stderr=err)
+        peak = 0.0
+        while True:
+            pid, status, usage = os.wait4(process.pid, os.WNOHANG)
+            if pid:
+                break
+            peak = max(peak, _vm_hwm_mb(process.pid))
+            time.sleep(0.05)
+        seconds = time.perf_counter() - started
+        out.seek(0)
+        err.seek(0)
+        if os.waitstatus_to_exitcode(status) not in (0, 1):
+            raise RuntimeError(f"attnkit {args[0]} failed:\n{err.read().decode(errors='replace')[-2000:]}")
+        printed = out.read().decode()
+    return {"seconds": seconds, "cpu_seconds": usage.ru_utime + usage.ru_stime,
+            "peak_mb": round(max(peak, usage.ru_maxrss / 1024), 1),
+            "printed": printed}
+
+
+def roster(folder: Path, students: int) -> Path:
+    path = folder / "roster.csv"
+    path.write_text("student_id,name,email\n" + "".join(
+        f"m{i:06d},Student {i},m{i:06d}@example.edu\n" for i in range(students)), encoding="utf-8")
+    return path
+
+
+def course(students: int, where: list[str], folder: Path) -> dict:
+    """One class of ``students``: each phase's costs, in total and per student."""
+    build_dir, submissions = folder / "build", folder / "submissions"
+    built = timed("build", str(EXAMPLE), "--roster", str(roster(folder, students)), "--out", str(build_dir),
+                  *where, "--json")
+    key_path = build_dir / "instructor" / "answer_key.json"
+    key = answer_key.load_key(key_path, SECRET.encode())
+    profiles = [p for p in profile_names(key) if p in ORDINARY or p.startswith("misconception:")]
+    started = time.perf_counter()
+    synthesize(build_dir, key, submissions, profiles=profiles)
+    handed_in = time.perf_counter() - started
+    graded = timed("grade", str(EXAMPLE), str(submissions), "--build", str(build_dir), *where,
+                   "--timeout", "10", "--json")
+    reported = timed("report", str(EXAMPLE), "--build", str(build_dir), "--out", str(folder / "reports"), "--json")
+    notebooks = sum(p.stat().st_size for p in (build_dir / "release").rglob("*.ipynb"))
+    phases = {"build": built, "grade": graded, "report": reported}
+    for phase in phases.values():
+        phase.pop("printed")
+        phase["ms_per_student"] = round(1000 * phase["seconds"] / students, 3)
+        phase["cpu_ms_per_student"] = round(1000 * phase["cpu_seconds"] / students, 3)
+    return {"students": students, "phases": phases, "synthesize_seconds": round(handed_in, 2),
+            "key_bytes_per_student": round(key_path.stat().st_size / students),
+            "notebook_bytes_per_student": round(notebooks / students)}
+
+
+def run(sizes: list[int], cluster: str | None, jobs: int) -> dict:
+    where = ["--cluster", cluster] if cluster else ["--jobs", str(jobs)]
+    runs = []
+    for n in sizes:
+        folder = Path(tempfile.mkdtemp(prefix=f"bench-course-{n}-"))
+        try:
+            runs.append(course(n, where, folder))
+        finally:
+            shutil.rmtree(folder, ignore_errors=True)
+    return {"where": " ".join(where), "runs": runs, "extrapolated": extrapolated(runs)}
+
+
+def extrapolated(runs: list[dict]) -> dict:
+    """100,000 students from the largest run's per-student costs; memory growth from the
+    smallest run to the largest (flat: the extrapolation holds)."""
+    small, large = runs[0], runs[-1]
+    growth = {phase: round(large["phases"][phase]["peak_mb"] / max(small["phases"][phase]["peak_mb"], 1e-9), 2)
+              for phase in large["phases"]}
+    return {"students": MOOC,
+            "hours": {phase: round(p["ms_per_student"] * MOOC / 3.6e6, 2) for phase, p in large["phases"].items()},
+            "key_gb": round(large["key_bytes_per_student"] * MOOC / 1e9, 2),
+            "peak_memory_growth": growth, "from_students": [small["students"], large["students"]]}
+
+
+def report(result: dict) -> str:
+    lines = [f"A whole course, {result['where']} (per student; peak memory of the command's own process)", ""]
+    for r in result["runs"]:
+        lines.append(f"{r['students']:,} students: key {r['key_bytes_per_student'] / 1000:.1f} kB, notebooks "
+                     f"{r['notebook_bytes_per_student'] / 1000:.1f} kB a student; the class handed in in "
+                     f"{r['synthesize_seconds']} s (not counted)")
+        for phase, p in r["phases"].items():
+            lines.append(f"  {phase:<7} {p['seconds']:8.1f} s  {p['ms_per_student']:7.2f} ms/student  CPU "
+                         f"{p['cpu_ms_per_student']:7.2f} ms/student  peak {p['peak_mb']:.0f} MB")
+    e = result["extrapolated"]
+    lines += ["", f"{e['students']:,} students, from the {e['from_students'][1]:,}-student run: "
+              + ", ".join(f"{phase} {h} h" for phase, h in e["hours"].items())
+              + f"; the key {e['key_gb']} GB",
+              f"peak memory, {e['from_students'][0]:,} → {e['from_students'][1]:,} students: "
+              + ", ".join(f"{phase} ×{g}" for phase, g in e["peak_memory_growth"].items())]
+    return "\n".join(lines)
+
+
+def main(argv=None) -> int:
+    parser = argparse.ArgumentParser(prog="python -m bench.course", description=__doc__.split("\n\n")[0])
+    parser.add_argument("--students", type=int, nargs="+", default=[1000],
+                        help="class sizes, smallest first (default 1000)")
+    parser.add_argument("--cluster", help="build and grade on this Dask cluster (e.g. local:2)")
+    parser.add_argument("--jobs", type=int, default=2, help="without --cluster: local processes (default 2)")
+    parser.add_argument("--json", action="store_true")
+    args = parser.parse_args(argv)
+    if any(n < 1 for n in args.students):
+        parser.error("--students: at least 1")
+    result = run(sorted(args.students), args.cluster, args.jobs)
+    print(json.dumps(result, indent=2) if args.json else report(result))
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())
