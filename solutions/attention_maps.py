@@ -9,8 +9,9 @@ from dataclasses import dataclass
 
 import numpy as np
 
+from .heads import head_maps
 from .model import Transformer
-from .toy_tasks import BOS, EOS, TOKENS, ToyTask, batch_of
+from .toy_tasks import TOKENS, ToyTask
 
 
 @dataclass
@@ -42,21 +43,12 @@ def _parse(task: ToyTask, text: str) -> tuple[int, ...]:
 
 def attention_maps(model: Transformer, task: ToyTask, text: str) -> AttentionMaps:
     """The model's answer to the digits of ``text`` and every head's weights on the way."""
-    digits = _parse(task, text)
-    batch = batch_of(task, [digits])
-    src = batch.src[:, :len(digits)]
-    out = model.greedy_decode(src, BOS, EOS, task.max_len + 1)[0]
-    ended = np.flatnonzero(out[1:] == EOS)
-    answer = out[1: 1 + (int(ended[0]) + 1 if ended.size else len(out) - 1)]
-    tgt = out[None, : len(answer)]                      # <bos> + the answer without its last token
-    memory, encoder = model.encode(src, return_weights=True)
-    _, decoder = model.decode(tgt, memory, return_weights=True)
-    source = [TOKENS[i] for i in src[0]]
-    read = [TOKENS[i] for i in tgt[0]]
-    maps = [HeadMap(f"encoder.{i}", "self", h, w["self_attn"][0, h], source, source)
-            for i, w in enumerate(encoder) for h in range(w["self_attn"].shape[1])]
-    for i, w in enumerate(decoder):
-        for kind, cols in (("self", read), ("cross", source)):
-            maps += [HeadMap(f"decoder.{i}", kind, h, w[f"{kind}_attn"][0, h], read, cols)
-                     for h in range(w[f"{kind}_attn"].shape[1])]
-    return AttentionMaps(source, read, [TOKENS[i] for i in answer], maps)
+    maps = head_maps(model, _parse(task, text), task.max_len + 1)
+    source = [TOKENS[i] for i in maps.source]
+    read = [TOKENS[i] for i in maps.tgt]
+    heads = [HeadMap(f"encoder.{i}", "self", h, w, source, source)
+             for i, layer in enumerate(maps.encoder) for h, w in enumerate(layer)]
+    for i in range(len(maps.self)):
+        heads += [HeadMap(f"decoder.{i}", "self", h, w, read, read) for h, w in enumerate(maps.self[i])]
+        heads += [HeadMap(f"decoder.{i}", "cross", h, w, read, source) for h, w in enumerate(maps.cross[i])]
+    return AttentionMaps(source, read, [TOKENS[i] for i in maps.answer], heads)

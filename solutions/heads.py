@@ -28,18 +28,20 @@ class HeadMaps(NamedTuple):
     cross: np.ndarray     # (layers, heads, T, S)  target positions × source positions
 
 
-def model_answer(model: Transformer, digits) -> np.ndarray:
-    """The model's greedy answer (token ids, <eos> last) to a sequence of digits."""
+def model_answer(model: Transformer, digits, max_len: int | None = None) -> np.ndarray:
+    """The model's greedy answer (token ids, <eos> last) to a sequence of digits, at most
+    ``max_len`` tokens (default: one more than the digits)."""
     src = np.array([encode_digits(digits)], dtype=np.int64)
-    out = model.greedy_decode(src, BOS, EOS, src.shape[1] + 1)[0]
+    out = model.greedy_decode(src, BOS, EOS, max_len or src.shape[1] + 1)[0]
     ended = np.flatnonzero(out[1:] == EOS)
     return out[1: 1 + (int(ended[0]) + 1 if ended.size else len(out) - 1)]
 
 
-def head_maps(model: Transformer, digits) -> HeadMaps:
-    """The model's answer to ``digits`` and every head's weights while it gives it."""
+def head_maps(model: Transformer, digits, max_len: int | None = None) -> HeadMaps:
+    """The model's answer to ``digits`` (``model_answer``) and every head's weights while it
+    gives it."""
     src = np.array([encode_digits(digits)], dtype=np.int64)
-    answer = model_answer(model, digits)
+    answer = model_answer(model, digits, max_len)
     tgt = np.concatenate([[BOS], answer[:-1]])[None]
     memory, encoder = model.encode(src, return_weights=True)
     _, decoder = model.decode(tgt, memory, return_weights=True)

@@ -66,8 +66,8 @@ def _variant_text(v: PracticeVariant, same: frozenset[str]) -> str:
             f"{variant.prompt().strip()}{givens}\n\n{parts}")
 
 
-def _setup_cell(template: Template, drawn: list[PracticeVariant], records: list[dict], modules: str) -> str:
-    same = constant_parts(template)
+def _setup_cell(template: Template, drawn: list[PracticeVariant], records: list[dict], modules: str,
+                same: frozenset[str]) -> str:
     data = [{"index": v.index, "record": r, "text": _variant_text(v, same)} for v, r in zip(drawn, records)]
     return SETUP.format(packed=modules, variants=_squeezed(data), template=template.id,
                         loader=bundle.LOADER)
@@ -108,7 +108,7 @@ def practice_notebook(template: Template, drawn: list[PracticeVariant], protecte
                               "practice": {"template": template.id, "template_digest": template.source_digest,
                                            "variants": [v.index for v in drawn]}}
     nb.cells = [nbformat.v4.new_markdown_cell(_header(template, len(drawn), left_out, same)),
-                nbformat.v4.new_code_cell(_setup_cell(template, drawn, records, modules)),
+                nbformat.v4.new_code_cell(_setup_cell(template, drawn, records, modules, same)),
                 nbformat.v4.new_code_cell("next_variant()   # run again for a fresh variant of this problem")]
     if template.kind == "implement":
         nb.cells += _function_cells(template)

@@ -11,6 +11,7 @@ import numpy as np
 
 from .._shapes import as_float
 from ..attention import scaled_dot_product_attention
+from ..decoding import cached_attention, causal_mask_bottom_right
 from ..losses import IGNORE_INDEX, softmax_cross_entropy_forward
 from ..masks import causal_mask, combine_masks
 from ..multihead import multi_head_attention
@@ -185,10 +186,7 @@ def decode_step_top_left_mask(cache, x_new, W_Q, W_K, W_V):
       "return Z, cache                  # should return Z, (K, V) with the new rows appended")
 def decode_step_cache_not_extended(cache, x_new, W_Q, W_K, W_V):
     q, k, v, K_cache, V_cache = _step_projections(cache, x_new, W_Q, W_K, W_V)
-    K = np.concatenate([K_cache, k], axis=-2)
-    V = np.concatenate([V_cache, v], axis=-2)
-    L = q.shape[-2]
-    Z = scaled_dot_product_attention(q, K, V, mask=np.tril(np.ones((L, K.shape[-2]), dtype=bool), k=K.shape[-2] - L))
+    Z, _, _ = cached_attention(q, k, v, K_cache, V_cache)
     return Z, (K_cache, V_cache)
 
 
@@ -199,9 +197,8 @@ def decode_step_cache_not_extended(cache, x_new, W_Q, W_K, W_V):
       "scores = q @ K.T                 # should be q @ K.T / np.sqrt(d_k)")
 def decode_step_no_scale(cache, x_new, W_Q, W_K, W_V):
     q, k, v, K_cache, V_cache = _step_projections(cache, x_new, W_Q, W_K, W_V)
-    K, V = np.concatenate([K_cache, k], axis=-2), np.concatenate([V_cache, v], axis=-2)
-    L, S = q.shape[-2], K.shape[-2]
-    mask = np.tril(np.ones((L, S), dtype=bool), k=S - L)
+    K, V = _appended(k, v, K_cache, V_cache)
+    mask = causal_mask_bottom_right(q.shape[-2], K.shape[-2])
     return scaled_dot_product_attention(q, K, V, mask=mask, scale=1.0), (K, V)
 
 
@@ -212,5 +209,5 @@ def decode_step_no_scale(cache, x_new, W_Q, W_K, W_V):
       "weights = softmax(q @ K.T / np.sqrt(d_k))   # should mask keys after t + i")
 def decode_step_unmasked(cache, x_new, W_Q, W_K, W_V):
     q, k, v, K_cache, V_cache = _step_projections(cache, x_new, W_Q, W_K, W_V)
-    K, V = np.concatenate([K_cache, k], axis=-2), np.concatenate([V_cache, v], axis=-2)
+    K, V = _appended(k, v, K_cache, V_cache)
     return scaled_dot_product_attention(q, K, V), (K, V)
