@@ -9,7 +9,6 @@ with mode 0600, and it must never be shipped to students.
 
 from __future__ import annotations
 
-import copy
 import hashlib
 import hmac
 import json
@@ -19,13 +18,15 @@ import re
 import threading
 import weakref
 from collections import OrderedDict
-from collections.abc import ItemsView, Mapping, ValuesView
+from collections.abc import Mapping
 from pathlib import Path
 
 import numpy as np
 import orjson
 
 from .key_shape import grading_student
+from .key_shards import FORMAT as SHARDED, AnswerKeyError, load_sharded
+from .lazy_entries import LazyItems, LazyValues, front_of
 from .serialize import canonical_json as canonical
 
 FORMAT = "attnkit-answer-key/2"
@@ -33,11 +34,12 @@ FORMAT = "attnkit-answer-key/2"
 # would fail on at the first wrong answer: it refuses the whole key at once instead. Every
 # /1 key (lists only) is read as before.
 READABLE = (FORMAT, "attnkit-answer-key/1")
+# A build writes the sharded key (formats.key_shards, /3); this module writes and reads the
+# one-file key (an nbgrader course's class key, and every key built before /3).
 _SIGNING_CONTEXT = b"attnkit answer key signature v1"
 
 
-class AnswerKeyError(ValueError):
-    """An answer key that cannot be read, or whose signature does not verify."""
+__all__ = ["AnswerKeyError", "entry_digest", "key_bytes", "load_key", "parse_entry"]
 
 
 def parse_entry(text: bytes) -> dict:
@@ -135,6 +137,8 @@ def _load_whole(path: Path, secret: bytes) -> dict:
         raise AnswerKeyError(f"{path}: no such file") from None
     except (UnicodeDecodeError, json.JSONDecodeError) as err:
         raise AnswerKeyError(f"{path}: not a readable answer key ({err})") from None
+    if isinstance(key, dict) and key.get("format") == SHARDED:
+        return load_sharded(path, key, secret)
     if not isinstance(key, dict) or key.get("format") not in READABLE:
         raise AnswerKeyError(f"{path}: not an answer key of format {' or '.join(READABLE)}")
     signature = key.pop("signature", "")
@@ -309,6 +313,10 @@ class Entries(Mapping):
                 self._recent.popitem(last=False)
         return entry
 
+    def front(self, sid: str) -> dict | None:
+        """The entry's keys before "problems", read from its text alone (``lazy_entries``)."""
+        return front_of(self.text(sid))
+
     def digest(self, sid: str) -> str:
         """SHA-256 of the entry's canonical text, without parsing it."""
         return self._digests[sid]
@@ -327,10 +335,10 @@ class Entries(Mapping):
         """(student id, entry) for every student, each entry read only as far as it is used
         (``LazyEntry``): a pass over the class that wants the students' names or LMS ids
         (intake pairs LMS downloads by them) does not parse every variant record."""
-        return _LazyItems(self)
+        return LazyItems(self)
 
     def values(self):
-        return _LazyValues(self)
+        return LazyValues(self)
 
     def __iter__(self):
         return iter(self._spans)
@@ -340,87 +348,6 @@ class Entries(Mapping):
 
     def __contains__(self, sid) -> bool:
         return sid in self._spans
-
-
-class _LazyItems(ItemsView):
-    def __iter__(self):
-        for sid in self._mapping:
-            yield sid, LazyEntry(self._mapping, sid)
-
-
-class _LazyValues(ValuesView):
-    def __iter__(self):
-        for sid in self._mapping:
-            yield LazyEntry(self._mapping, sid)
-
-
-_PROBLEMS = '"problems":'
-
-
-class LazyEntry(Mapping):
-    """A student's entry as a read-only mapping that parses only what is asked of it. The
-    entry's canonical text has its keys sorted, so every key before ``"problems"`` (name,
-    email, LMS ids, notebook) is in the text ahead of the variant records: those are read
-    from that head alone (checked to be a whole JSON object, else the entry is parsed whole);
-    anything else parses the whole entry once (``Entries[sid]``, its digest checked)."""
-
-    __slots__ = ("_entries", "_sid", "_head", "_whole")
-
-    def __init__(self, entries: Entries, sid: str):
-        self._entries, self._sid, self._head, self._whole = entries, sid, None, None
-
-    def _all(self) -> dict:
-        if self._whole is None:
-            self._whole = self._entries[self._sid]
-        return self._whole
-
-    def _front(self) -> dict | None:
-        """The keys before "problems", or None when the head cannot be read on its own."""
-        if self._head is None:
-            raw = self._entries.text(self._sid)        # (AnswerKeyError: changed on disk)
-            self._head = False
-            try:
-                text = raw.decode("utf-8")
-                cut = text.find("," + _PROBLEMS)
-                if cut < 0 and text.startswith("{" + _PROBLEMS):
-                    self._head = {}
-                elif cut > 0:
-                    head = json.loads(text[:cut] + "}")     # balanced only if the cut is at the top
-                    if isinstance(head, dict) and all(k < "problems" for k in head):
-                        self._head = head
-            except (ValueError, UnicodeDecodeError):
-                pass
-        return None if self._head is False else self._head
-
-    def __getitem__(self, name):
-        if self._whole is None and isinstance(name, str) and name < "problems":
-            head = self._front()
-            if head is not None:
-                return head[name]
-        return self._all()[name]
-
-    def __contains__(self, name) -> bool:
-        try:
-            self[name]
-        except KeyError:
-            return False
-        return True
-
-    def __iter__(self):
-        return iter(self._all())
-
-    def __len__(self) -> int:
-        return len(self._all())
-
-    # Copied or pickled, it is the plain entry it stands for (no open file travels).
-    def __copy__(self) -> dict:
-        return dict(self._all())
-
-    def __deepcopy__(self, memo) -> dict:
-        return copy.deepcopy(self._all(), memo)
-
-    def __reduce__(self):
-        return dict, (self._all(),)
 
 
 def entry_digest(key: dict, student: str) -> str:

@@ -27,6 +27,7 @@ cannot be made is reported and the others are still written.
 from __future__ import annotations
 
 import gc
+import hashlib
 import sys
 import time
 from concurrent.futures import ProcessPoolExecutor, as_completed
@@ -35,7 +36,8 @@ from dataclasses import dataclass, field
 from multiprocessing import get_context
 from pathlib import Path
 
-from formats import answer_key
+from formats import answer_key, entry_codec
+from formats.key_shards import References, ShardWriter
 from formats.version import KIT_VERSION
 from formats.key_shape import CLASS_STUDENT, issued_before, issued_digest
 from exercises.render.due_text import due_text, late_text
@@ -59,6 +61,7 @@ class BuildResult:
     files: int = 0
     seconds: float = 0.0
     key_path: Path | None = None          # None: no key was written (no student was built)
+    key_bytes: int = 0                    # the key's index and shards
     stale: list[str] = field(default_factory=list)     # OUT-relative files of other students
     removed: list[str] = field(default_factory=list)   # those of them removed (remove_stale)
     # A rebuild that would give issued students new numbers: student → problems. Refused (no
@@ -179,8 +182,8 @@ def _parts(template) -> list[list]:
 _CONTEXT: dict = {}
 
 
-def _build_student(student) -> tuple[str, str | None, str, int, list[str]]:
-    """(student id, key entry as canonical JSON or None, failure message, files written,
+def _build_student(student) -> tuple[str, tuple | None, str, int, list[str]]:
+    """(student id, stored key entry and its digest or None, failure message, files written,
     problems whose issued variant would change) — run in a worker, so the key's heaviest
     encoding is done in parallel too."""
     student_id, entry, failure, files, changed = made_student(student)
@@ -190,7 +193,7 @@ def _build_student(student) -> tuple[str, str | None, str, int, list[str]]:
     return student_id, entry, failure, len(files), changed
 
 
-def made_student(student) -> tuple[str, str | None, str, list[tuple[str, bytes, bool]], list[str]]:
+def made_student(student) -> tuple[str, tuple | None, str, list[tuple[str, bytes, bool]], list[str]]:
     """What ``_build_student`` writes, as data: (student id, key entry or None, failure,
     [(path under OUT, bytes, private)], changed problems). A cluster's workers return it."""
     assignment, secret = _CONTEXT["assignment"], _CONTEXT["secret"]
@@ -216,7 +219,14 @@ def made_student(student) -> tuple[str, str | None, str, list[tuple[str, bytes, 
         files += [(f"print/{student.id}.html", problem_set_page(head, problems).encode(), False),
                   (f"instructor/print/{student.id}.html", answer_key_page(head, problems).encode(), True)]
     entry = key_entry(problems, f"release/{student.id}/{name}", student, issued)
-    return student.id, answer_key.canonical(entry), "", files, changed
+    return student.id, stored_entry(entry), "", files, changed
+
+
+def stored_entry(entry: dict) -> tuple[bytes, str]:
+    """(the entry as the sharded key stores it, the SHA-256 of its canonical text), made
+    where the student is built, so the key's heaviest encoding is shared by the workers."""
+    digest = hashlib.sha256(answer_key.canonical(entry).encode("utf-8")).hexdigest()
+    return _CONTEXT["references"].pack(entry), digest
 
 
 def _build_chunk(students) -> list[tuple[str, str | None, str, int, list[str]]]:
@@ -259,7 +269,8 @@ def build(assignment, roster, out: Path, jobs: int = 1, formats=("notebook",),
     ``remove_stale``: also remove the stale files of an earlier build (see above).
 
     ``runner(context, roster, chunk, progress)``: builds the students elsewhere instead of
-    ``jobs`` local processes and returns what ``_build_student`` returns for each (on a Dask
+    ``jobs`` local processes and yields what ``_build_student`` returns for each, as they are
+    built (each shard of the key is written once its students are in; on a Dask
     cluster: ``exercises.course.cluster_build.built_on_cluster``); the same bytes either way.
 
     A rebuild never silently changes issued work: where an earlier key in ``out`` gave a
@@ -286,19 +297,47 @@ def build(assignment, roster, out: Path, jobs: int = 1, formats=("notebook",),
     issued = issued_variants(earlier) if earlier else {}
     drawn = pools.draws(assignment, secret, [s.id for s in roster], earlier or None)
     context = {"assignment": assignment, "secret": secret, "out": out, "formats": tuple(formats),
-               "issued": issued, "new_variants": new_variants, "drawn": drawn}
-    built = (runner(context, roster, chunk, progress) if runner is not None
-             else _built_students(context, roster, jobs, chunk, progress))
-    result, entries = _collected(built, len(roster))
-    result.pools = pools.counts(assignment, {s: d for s, d in drawn.items() if s in entries})
-    if result.changed and not new_variants:
-        result.refused = True                     # the earlier key stands: nothing issued changed
-        result.seconds = time.perf_counter() - started
-        return result
-    if entries:          # no student built: no new key (a key of nobody grades nobody)
-        _write_key(result, context, entries, earlier, remove_stale)
+               "issued": issued, "new_variants": new_variants, "drawn": drawn,
+               "references": references(assignment, secret)}
+    writer = ShardWriter(key_file, [s.id for s in roster], context["references"], secret,
+                         assignment.source_digest)
+    roster = sorted(roster, key=lambda s: s.id)     # in the key's order: each shard is written early
+    result = BuildResult(students=len(roster))
+    built = set()
+    for student_id, entry, failure, files, changed in (
+            runner(context, roster, chunk, progress) if runner is not None
+            else _built_students(context, roster, jobs, chunk, progress)):
+        _collect(result, student_id, entry, failure, files, changed)
+        writer.add(student_id, *(entry or (None, None)))
+        if entry is not None:
+            built.add(student_id)
+    result.failures.sort()
+    result.pools = pools.counts(assignment, {s: d for s, d in drawn.items() if s in built})
+    if (result.changed and not new_variants) or not built:
+        # refused: the earlier key stands (nothing issued changed); or no student built: no
+        # new key (a key of nobody grades nobody)
+        writer.abandon()
+        result.refused = bool(result.changed and not new_variants)
+    else:
+        _write_key(result, context, writer, built, earlier, remove_stale)
     result.seconds = time.perf_counter() - started
     return result
+
+
+def references(assignment, secret: bytes) -> References:
+    """The references of the key's stored entries (``formats.entry_codec``): the records of
+    the class entry's variant of every problem and pool member, made before any student is
+    (a member whose class variant cannot be drawn simply has none)."""
+    texts = {}
+    for p in assignment.problems:
+        seed = variant_seed(secret, assignment.id, CLASS_STUDENT, p.id)
+        for template in (p.pool or [p.template]):
+            try:
+                variant = ProblemVariant(p.id, p.title_of(template), make_variant(template, seed))
+            except (VariantError, TemplateError):
+                continue
+            texts.update(entry_codec.reference_sections(key_entry([variant], "")))
+    return References(texts)
 
 
 def _refused_for_the_key(key_file: Path, students: int) -> BuildResult:
@@ -311,56 +350,49 @@ def _refused_for_the_key(key_file: Path, students: int) -> BuildResult:
     return result
 
 
-def _built_students(context: dict, roster, jobs: int, chunk: int, progress) -> list:
+def _built_students(context: dict, roster, jobs: int, chunk: int, progress):
     """Every student of ``roster`` built (``_build_student``), in chunks, in ``jobs`` worker
-    processes when there is more than one chunk to share."""
+    processes when there is more than one chunk to share; yields each student's result as
+    its chunk is done."""
     chunks = [roster[i:i + chunk] for i in range(0, len(roster), chunk)]
-    results = []
     if jobs <= 1 or len(chunks) <= 1:
         init_worker(context)
         for c in chunks:
-            results += _build_chunk(c)
+            yield from _build_chunk(c)
             if progress:
                 progress.advance(len(c))
-        return results
+        return
     # fork shares the loaded templates with the workers for free; elsewhere they are pickled
     method = "fork" if sys.platform.startswith("linux") else "spawn"
     with ProcessPoolExecutor(jobs, mp_context=get_context(method), initializer=init_worker,
                              initargs=(context,)) as pool:
         for future in as_completed([pool.submit(_build_chunk, c) for c in chunks]):
             done = future.result()
-            results += done
+            yield from done
             if progress:
                 progress.advance(len(done))
-    return results
 
 
-def _collected(results: list, students: int) -> tuple[BuildResult, dict]:
-    """(the build's result so far, student id → key entry) from the students' results."""
-    result = BuildResult(students=students)
-    entries = {}
-    for student_id, entry, failure, files, changed in results:
-        result.files += files
-        if changed:
-            result.changed[student_id] = changed
-        if entry is None:
-            result.failures.append(failure)
-        else:
-            entries[student_id] = entry
-    result.failures.sort()
-    return result, entries
+def _collect(result: BuildResult, student_id: str, entry, failure: str, files: int, changed: list) -> None:
+    result.files += files
+    if changed:
+        result.changed[student_id] = changed
+    if entry is None:
+        result.failures.append(failure)
 
 
-def _write_key(result: BuildResult, context: dict, entries: dict, earlier, remove_stale: bool) -> None:
-    """The new answer key (it replaces the earlier one atomically), then the stale files of an
-    earlier build listed (and removed, with ``remove_stale``)."""
+def _write_key(result: BuildResult, context: dict, writer: ShardWriter, built: set, earlier,
+               remove_stale: bool) -> None:
+    """The new answer key's index (it replaces the earlier key atomically; its shards are
+    written already), then the stale files of an earlier build listed (and removed, with
+    ``remove_stale``)."""
     assignment, out = context["assignment"], context["out"]
     result.key_path = out / "instructor" / "answer_key.json"
-    write_atomic(result.key_path, answer_key.key_bytes(
-        assignment_summary(assignment, pools.recorded(assignment, context["drawn"], earlier or None)),
-        entries, KIT_VERSION, context["secret"]), private=True)
-    result.files += 1
-    result.stale = stale_files(out, assignment.id, set(entries))
+    head = {"kit_version": KIT_VERSION, "assignment": assignment_summary(
+        assignment, pools.recorded(assignment, context["drawn"], earlier or None))}
+    result.key_bytes = writer.finish(head)
+    result.files += 1 + len([s for s in writer.written.values() if s])
+    result.stale = stale_files(out, assignment.id, built)
     if remove_stale:
         result.removed = remove_files(out, result.stale)
 

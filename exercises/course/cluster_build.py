@@ -33,9 +33,9 @@ def build_chunk(context: dict, students: list, before_each=None) -> list:
     return done
 
 
-def built_on_cluster(client, context: dict, roster, chunk: int, progress=None, before_each=None) -> list:
+def built_on_cluster(client, context: dict, roster, chunk: int, progress=None, before_each=None):
     """Every student of ``roster`` built on the client's workers, their files written under
-    ``context["out"]``; returns what ``build._build_student`` returns for each."""
+    ``context["out"]``; yields what ``build._build_student`` returns for each, as it comes."""
     from distributed import as_completed
 
     shared = client.scatter(without_secret(context, roster), broadcast=True, hash=False)
@@ -49,19 +49,22 @@ def built_on_cluster(client, context: dict, roster, chunk: int, progress=None, b
 
     for i in range(0, len(roster), chunk):
         send(list(roster[i:i + chunk]), 0)
-    results = []
     for future in queue:
         students, tries = pending.pop(future)
         try:
             made = future.result()
         except Exception as err:  # noqa: BLE001 — a lost worker, or the task's own error
-            if not _again(students, tries, send, err, results) and progress:
-                progress.advance(len(students))
+            failed = _again(students, tries, send, err)
+            if failed is not None:
+                yield failed
+                if progress:
+                    progress.advance(len(students))
             continue
-        results += [_written(context["out"], m) for m in made]
+        future.release()                 # its bytes are written: the scheduler may forget them
+        for m in made:
+            yield _written(context["out"], m)
         if progress:
             progress.advance(len(made))
-    return results
 
 
 def without_secret(context: dict, roster) -> dict:
@@ -72,19 +75,18 @@ def without_secret(context: dict, roster) -> dict:
     return {**context, "secret": None, "seeds": seeds}
 
 
-def _again(students: list, tries: int, send, err: Exception, results: list) -> bool:
+def _again(students: list, tries: int, send, err: Exception):
     """Send a failed chunk again (whole once, then one student per task); a student that
-    failed alone twice is recorded as a failure. Returns whether anything was sent."""
+    failed alone twice is a failure: their result, or None when something was sent."""
     if tries == 0:
         send(students, 1)
-        return True
+        return None
     if len(students) > 1:
         for student in students:
             send([student], 1)
-        return True
-    results.append((students[0].id, None, f"{students[0].id}: not built on the cluster "
-                                           f"({type(err).__name__}: {err}); build again", 0, []))
-    return False
+        return None
+    return (students[0].id, None, f"{students[0].id}: not built on the cluster "
+                                  f"({type(err).__name__}: {err}); build again", 0, [])
 
 
 def _written(out, made) -> tuple:

@@ -49,7 +49,7 @@ from grader.run.graded import GradedSubmission
 from grader.store.rows import ResultRow, SubmissionRow, encoded
 from grader.intake.records import Found, Sent
 from grader.run.judges import keep_to_cpu, usable_cpus
-from grader.run.shards import IN_FLIGHT, SERVERS_PER_WORKER, SHARD_SIZE, Shard, shards_of
+from grader.run.shards import IN_FLIGHT, SERVERS_PER_WORKER, SHARD_SIZE, Shard, only, shards_of
 from grader.verdicts.parts import ERROR, Verdict
 
 
@@ -132,7 +132,8 @@ def grade_shard(shard: Shard, before_each=None, run_id: str = "") -> list[tuple[
     judged here. ``before_each(student)``: called before each submission is recorded (tests
     use it to lose a worker mid-shard). ``run_id``: the scheduler is told (and has answered)
     that this task is running before anything is graded, and done after (``_say``)."""
-    key = {"assignment": shard.head, "students": _ShardEntries(shard.entries)}
+    entries = shard.entries if hasattr(shard.entries, "only") else _ShardEntries(shard.entries)
+    key = {"assignment": shard.head, "students": entries}
     collected = _Collected()
     with _ONE_SHARD_AT_A_TIME, garbage.paced():
         if run_id:
@@ -389,7 +390,7 @@ def _after_failure(shard: Shard, tries: int, err: Exception, send, stats: Cluste
     if len(shard.students) > 1:
         stats.split += 1
         for student in shard.students:
-            send(replace(shard, entries={student: shard.entries[student]},
+            send(replace(shard, entries=only(shard.entries, student),
                          notebooks={student: shard.notebooks[student]}), alone=True)
         return None
     student = shard.students[0]

@@ -1,11 +1,13 @@
 """A batch cut into shards for a Dask cluster (``grader.run.cluster``): how many submissions
 each shard takes, in the order they are sent (small first ones, so every worker starts soon,
 and shrinking last ones, so the workers run out of work together), and what a shard carries
-to a worker: the key's head, its students' entries (their canonical text, verified at the
-client) and their notebooks' bytes."""
+to a worker: the key's head, its students' entries (verified at the client: of a sharded
+key, only these students' stored entries, ~34 kB each; of a one-file key, their canonical
+text) and their notebooks' bytes."""
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from dataclasses import dataclass
 
 from formats.answer_key import canonical
@@ -25,7 +27,9 @@ LAST = 10                      # … and the last ones shrink to SHARD_SIZE / LA
 class Shard:
     """What travels to a worker: the key's head, this shard's entries and notebooks."""
     head: dict
-    entries: dict                      # student → their key entry's canonical text (verified at the client)
+    # a sharded key's Portion (the stored entries of these students, verified at the client),
+    # or, from a one-file key, student → their entry's canonical text (verified at the client)
+    entries: Mapping
     notebooks: dict                    # student → (Found as the client found it, the file's bytes)
     kit_version: str
     cpu_seconds: float
@@ -87,5 +91,12 @@ def _entry_text(key: dict, student: str) -> bytes:
 
 
 def _shard(key, head, notebooks, kit_version, cpu_seconds, wall_seconds) -> Shard:
-    return Shard(head, {s: _entry_text(key, s) for s in notebooks}, dict(notebooks), kit_version,
-                 cpu_seconds, wall_seconds)
+    students = key["students"]
+    entries = (students.portion(sorted(notebooks)) if hasattr(students, "portion")
+               else {s: _entry_text(key, s) for s in notebooks})
+    return Shard(head, entries, dict(notebooks), kit_version, cpu_seconds, wall_seconds)
+
+
+def only(entries: Mapping, student: str) -> Mapping:
+    """``entries`` of one student: a shard split to be sent again one submission at a time."""
+    return entries.only(student) if hasattr(entries, "only") else {student: entries[student]}

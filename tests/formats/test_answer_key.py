@@ -1,5 +1,6 @@
 """The answer key file: valid JSON whatever the ids, verified by its signature, private."""
 
+import hashlib
 import json
 from pathlib import Path
 import stat
@@ -131,7 +132,7 @@ def test_a_key_replaced_on_disk_while_grading_leaves_the_loaded_one_whole(key_pa
 
 
 def test_a_pass_over_the_class_reads_the_heads_alone_and_gives_the_same_entries(tmp_path):
-    from formats.answer_key import LazyEntry
+    from formats.lazy_entries import LazyEntry
     students = entries(**{
         "a": {"email": "a@x", "lms_id": "42", "name": 'Zoë ,"problems":{ “Q”', "notebook": "a.ipynb",
               "problems": {"p": {"answers": {"x": 0.1}, "twins": {"t": [1, 2]}}}},
@@ -178,7 +179,8 @@ def test_entries_parse_to_the_values_their_text_holds(example_build):
     _, key = example_build(12, "parse entry test secret, 32 bytes")
     students = key["students"]
     for sid in students:
-        text = students.text(sid)
+        text = canonical(students[sid]).encode("utf-8")
+        assert hashlib.sha256(text).hexdigest() == students.digest(sid)     # the text the build signed
         entry = parse_entry(text)
         assert canonical(entry).encode("utf-8") == text
         assert entry == json.loads(text)
@@ -251,7 +253,7 @@ def test_verifying_a_large_key_keeps_only_a_window_of_it_resident(tmp_path):
 @pytest.mark.parametrize("written_as, readable", [
     ("attnkit-answer-key/1", True),      # an earlier kit's key: arrays as lists only
     ("attnkit-answer-key/2", True),      # this kit's: twins and hidden cases may be packed
-    ("attnkit-answer-key/3", False),     # a later kit's: refused whole, not at a wrong answer
+    ("attnkit-answer-key/4", False),     # a later kit's: refused whole, not at a wrong answer
 ])
 def test_keys_of_the_formats_this_kit_reads_are_read_and_others_refused(tmp_path, monkeypatch,
                                                                          written_as, readable):

@@ -60,7 +60,7 @@ def test_the_layout_one_student_notebook_one_instructor_notebook_and_a_key(built
             assert nb.metadata["attnkit"]["version"] == {"release": "student"}.get(folder, "instructor")
         assert (out / "print" / f"{s.id}.html").is_file()
         assert (out / "instructor" / "print" / f"{s.id}.html").is_file()
-    assert result.files == 4 * 4 + 1
+    assert result.files == 4 * 4 + 2       # and the key: its index and one shard
 
 
 def test_rebuilding_writes_the_same_bytes_serial_or_on_two_cores(built, example, roster, tmp_path):
@@ -95,15 +95,16 @@ def test_the_key_is_signed_private_and_matches_the_notebooks(built, roster):
 
 
 def test_a_key_changed_by_hand_or_read_with_another_secret_does_not_verify(built, tmp_path):
+    """(Each way of changing a sharded key: tests/formats/test_key_shards.py.)"""
     out, _ = built
-    key = json.loads((out / "instructor" / "answer_key.json").read_text())
+    index = out / "instructor" / "answer_key.json"
     with pytest.raises(AnswerKeyError, match="the signature does not verify"):
-        load_key(out / "instructor" / "answer_key.json", b"another course secret, 32 bytes")
-    student = next(iter(key["students"]))
-    key["students"][student]["problems"]["scaling"]["answers"]["std"] = 1.0   # an easier answer
-    (tmp_path / "key.json").write_text(json.dumps(key))
+        load_key(index, b"another course secret, 32 bytes")
+    key = json.loads(index.read_text())
+    key["assignment"]["points"] += 1                     # an easier assignment
+    index.write_text(json.dumps(key))
     with pytest.raises(AnswerKeyError, match="the signature does not verify"):
-        load_key(tmp_path / "key.json", SECRET.encode())
+        load_key(index, SECRET.encode())
 
 
 def test_a_student_whose_variant_fails_is_reported_and_the_others_are_built(example, roster, tmp_path):
@@ -238,6 +239,7 @@ def test_a_rebuild_for_a_smaller_roster_lists_the_stale_files_and_removes_only_t
     assert (out / "release" / gone[1] / "attention-hw2.ipynb").read_text() == "{}"
     assert (tmp_path / "elsewhere" / "attention-hw1.ipynb").is_file()
     assert (out / "print" / "README.txt").is_file()
-    assert set(kept) - set(left) == set(expected)                     # nothing else went
+    key_files = {path for path in kept if path.startswith("instructor/answer_key.")}
+    assert set(kept) - set(left) - key_files == set(expected)        # nothing else went
     key = load_key(out / "instructor" / "answer_key.json", SECRET.encode())
     assert sorted(key["students"]) == sorted(s.id for s in roster[:2])
