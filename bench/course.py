@@ -5,9 +5,10 @@ For each class size: ``attnkit build --cluster`` (or ``--jobs``) for a synthetic
 synthetic class's submissions written (the students' part: not counted), ``attnkit grade``
 on the same cluster, ``attnkit report``. Each command is timed as a user runs it: its wall
 time, its CPU and its children's (the cluster's workers, the sandboxes), and the peak memory
-of the command's own process (the larger of its sampled VmHWM and ``wait4``'s maximum
-resident size; the workers' own memory is not measured here). The key's
-bytes per student and the notebooks' are read from the build. The per-student costs are
+of every process: the command's own (the larger of its sampled VmHWM and ``wait4``'s maximum
+resident size) and, sampled, the largest of its descendants' (the cluster's workers and
+nanny processes, the judges, the sandbox servers). The key's bytes per student (its index
+and shards) and the notebooks' are read from the build. The per-student costs are
 extrapolated to 100,000 students, and the memory of the smallest and largest sizes compared:
 flat memory is what makes the extrapolation honest.
 
@@ -46,6 +47,23 @@ def _vm_hwm_mb(pid: int) -> float:
     return 0.0
 
 
+def _descendants(pid: int) -> set[int]:
+    """Every process below ``pid`` (read from /proc: each task's children)."""
+    found, todo = set(), [pid]
+    while todo:
+        current = todo.pop()
+        for task in Path(f"/proc/{current}/task").glob("*"):
+            try:
+                children = (task / "children").read_text().split()
+            except OSError:
+                continue
+            for child in map(int, children):
+                if child not in found:
+                    found.add(child)
+                    todo.append(child)
+    return found
+
+
 def timed(*args: str) -> dict:
     """``attnkit ARGS``: wall seconds, CPU seconds (its own and its children's), the peak MB of
     its process, and what it printed (``--json``)."""
@@ -54,12 +72,14 @@ def timed(*args: str) -> dict:
         started = time.perf_counter()
         process = subprocess.Popen([sys.executable, "-m", "attnkit", *args], cwd=ROOT, env=env,
                                    stdout=out, stderr=err)
-        peak = 0.0
+        peak, below = 0.0, {}
         while True:
             pid, status, usage = os.wait4(process.pid, os.WNOHANG)
             if pid:
                 break
             peak = max(peak, _vm_hwm_mb(process.pid))
+            for child in _descendants(process.pid):
+                below[child] = max(below.get(child, 0.0), _vm_hwm_mb(child))
             time.sleep(0.05)
         seconds = time.perf_counter() - started
         out.seek(0)
@@ -69,6 +89,7 @@ def timed(*args: str) -> dict:
         printed = out.read().decode()
     return {"seconds": seconds, "cpu_seconds": usage.ru_utime + usage.ru_stime,
             "peak_mb": round(max(peak, usage.ru_maxrss / 1024), 1),
+            "child_peak_mb": round(max(below.values(), default=0.0), 1), "processes": 1 + len(below),
             "printed": printed}
 
 
@@ -100,8 +121,14 @@ def course(students: int, where: list[str], folder: Path) -> dict:
         phase["ms_per_student"] = round(1000 * phase["seconds"] / students, 3)
         phase["cpu_ms_per_student"] = round(1000 * phase["cpu_seconds"] / students, 3)
     return {"students": students, "phases": phases, "synthesize_seconds": round(handed_in, 2),
-            "key_bytes_per_student": round(key_path.stat().st_size / students),
+            "key_bytes_per_student": round(_key_bytes(key_path) / students),
             "notebook_bytes_per_student": round(notebooks / students)}
+
+
+def _key_bytes(index: Path) -> int:
+    """The key's bytes: its index and, of a sharded key, every shard."""
+    shards = index.with_name(index.stem + ".shards")
+    return index.stat().st_size + sum(p.stat().st_size for p in shards.glob("*.shard"))
 
 
 def run(sizes: list[int], cluster: str | None, jobs: int) -> dict:
@@ -122,27 +149,34 @@ def extrapolated(runs: list[dict]) -> dict:
     small, large = runs[0], runs[-1]
     growth = {phase: round(large["phases"][phase]["peak_mb"] / max(small["phases"][phase]["peak_mb"], 1e-9), 2)
               for phase in large["phases"]}
+    child_growth = {phase: round(large["phases"][phase]["child_peak_mb"]
+                                 / max(small["phases"][phase]["child_peak_mb"], 1e-9), 2)
+                    for phase in large["phases"] if small["phases"][phase]["child_peak_mb"]}
     return {"students": MOOC,
             "hours": {phase: round(p["ms_per_student"] * MOOC / 3.6e6, 2) for phase, p in large["phases"].items()},
             "key_gb": round(large["key_bytes_per_student"] * MOOC / 1e9, 2),
-            "peak_memory_growth": growth, "from_students": [small["students"], large["students"]]}
+            "peak_memory_growth": growth, "child_peak_memory_growth": child_growth, "from_students": [small["students"], large["students"]]}
 
 
 def report(result: dict) -> str:
-    lines = [f"A whole course, {result['where']} (per student; peak memory of the command's own process)", ""]
+    lines = [f"A whole course, {result['where']} (per student; peak memory of the command's process and "
+             "of the largest of the others it started)", ""]
     for r in result["runs"]:
         lines.append(f"{r['students']:,} students: key {r['key_bytes_per_student'] / 1000:.1f} kB, notebooks "
                      f"{r['notebook_bytes_per_student'] / 1000:.1f} kB a student; the class handed in in "
                      f"{r['synthesize_seconds']} s (not counted)")
         for phase, p in r["phases"].items():
             lines.append(f"  {phase:<7} {p['seconds']:8.1f} s  {p['ms_per_student']:7.2f} ms/student  CPU "
-                         f"{p['cpu_ms_per_student']:7.2f} ms/student  peak {p['peak_mb']:.0f} MB")
+                         f"{p['cpu_ms_per_student']:7.2f} ms/student  peak {p['peak_mb']:.0f} MB"
+                         f" (largest of {p['processes'] - 1} other processes {p['child_peak_mb']:.0f} MB)")
     e = result["extrapolated"]
     lines += ["", f"{e['students']:,} students, from the {e['from_students'][1]:,}-student run: "
               + ", ".join(f"{phase} {h} h" for phase, h in e["hours"].items())
               + f"; the key {e['key_gb']} GB",
               f"peak memory, {e['from_students'][0]:,} → {e['from_students'][1]:,} students: "
-              + ", ".join(f"{phase} ×{g}" for phase, g in e["peak_memory_growth"].items())]
+              + ", ".join(f"{phase} ×{g}" for phase, g in e["peak_memory_growth"].items())
+              + "; the largest other process: "
+              + ", ".join(f"{phase} ×{g}" for phase, g in e["child_peak_memory_growth"].items())]
     return "\n".join(lines)
 
 

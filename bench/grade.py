@@ -29,6 +29,7 @@ from __future__ import annotations
 
 import argparse
 import copy
+import hashlib
 import json
 import os
 import shutil
@@ -44,6 +45,7 @@ from formats import answer_key
 from exercises.course.assignment import load_assignment
 from exercises.course.build import CLASS_STUDENT, build, build_nbgrader, header, problem_variants
 from exercises.render.notebook import build_notebook
+from formats.key_shards import ShardWriter
 from formats.textfile import write_atomic
 from synthetic import profile_names, submission_path, synthesize
 
@@ -72,21 +74,23 @@ def enlarge(key_path: Path, submissions: Path, factor: int, folder: Path) -> tup
     ("<id>c<k>"), the key re-signed with the benchmark secret and each notebook's record naming
     its new student."""
     key = answer_key.load_key(key_path, BENCH_SECRET.encode())
-    head = {k: v for k, v in key.items() if k not in ("students", "signature")}
-    entries, out = {}, folder / "submissions"
+    out, path = folder / "submissions", folder / "answer_key.json"
     assignment_id = key["assignment"]["id"]
-    for sid in key["students"]:
+    references = key["students"].references            # a sharded key, as a build writes it
+    clones = [f"{sid}c{k}" for sid in key["students"] for k in range(factor)]
+    writer = ShardWriter(path, clones, references, BENCH_SECRET.encode(), key["assignment"]["digest"])
+    for sid in sorted(key["students"]):
         entry = key["students"][sid]
         notebook = json.loads(submission_path(submissions, "nbgrader", assignment_id, sid).read_bytes())
         for k in range(factor):
             clone = f"{sid}c{k}"
-            entries[clone] = answer_key.canonical({**entry, "name": f"{entry['name']} ({k})"})
+            renamed = {**entry, "name": f"{entry['name']} ({k})"}
+            digest = hashlib.sha256(answer_key.canonical(renamed).encode()).hexdigest()
+            writer.add(clone, references.pack(renamed), digest)
             copied = copy.deepcopy(notebook)
             copied["metadata"]["attnkit"]["student"] = clone
             _write_notebook(submission_path(out, "nbgrader", assignment_id, clone), copied)
-    path = folder / "answer_key.json"
-    write_atomic(path, answer_key.key_bytes(head["assignment"], entries, head["kit_version"],
-                                            BENCH_SECRET.encode()), private=True)
+    writer.finish({"kit_version": key["kit_version"], "assignment": key["assignment"]})
     return path, out
 
 

@@ -75,7 +75,7 @@ def pack(entry: dict, references: list[bytes], names: dict[str, int]) -> bytes:
     section name → its index there."""
     arrays: dict[bytes, int] = {}
     problems = entry["problems"]
-    order = list(problems)                   # canonical order: the top section lists them
+    order = sorted(problems)                 # canonical order, as a one-file key's text has them
     refs = [names.get(section_name(pid, problems[pid]), _NONE) for pid in order]
     top = {**{k: v for k, v in entry.items() if k != "problems"}, "problems": {pid: i for i, pid in enumerate(order)}}
     out = [_section(canonical(top).encode("utf-8"), None, _NONE)]
@@ -117,7 +117,20 @@ def unpack_front(stored: bytes) -> dict:
     return top
 
 
-def _unpacked(view: memoryview, references: list[bytes]) -> dict:
+def unpack_outline(stored: bytes, references: list[bytes]) -> dict:
+    """The entry without its arrays: every record's fields as stored, each packed array's
+    ``packed`` left as its number (its dtype and shape are there). For a pass over the class
+    that reads names, templates, parts and points, not values (``key_shape.entry_outline``)."""
+    try:
+        top, texts, _ = _sections(memoryview(stored), references)
+        top["problems"] = {pid: orjson.loads(texts[index]) for pid, index in top["problems"].items()}
+        return top
+    except (struct.error, zlib.error, orjson.JSONDecodeError, IndexError, KeyError, ValueError) as err:
+        raise EntryCodecError(f"a stored entry that does not decode ({type(err).__name__}: {err})") from None
+
+
+def _sections(view: memoryview, references: list[bytes]) -> tuple[dict, list[bytes], int]:
+    """(the top section, parsed; the problems' scaffold texts; where the blob starts)."""
     pos, texts = 0, []
     top = None
     while True:
@@ -133,6 +146,11 @@ def _unpacked(view: memoryview, references: list[bytes]) -> dict:
             texts.append(text)
         if len(texts) == wanted:
             break
+    return top, texts, pos
+
+
+def _unpacked(view: memoryview, references: list[bytes]) -> dict:
+    top, texts, pos = _sections(view, references)
     (size,) = struct.unpack_from("<I", view, pos)
     blob = zlib.decompress(bytes(view[pos + 4:pos + 4 + size]))
     if pos + 4 + size != len(view):
@@ -140,7 +158,8 @@ def _unpacked(view: memoryview, references: list[bytes]) -> dict:
     arrays = _Arrays(blob)
     # in the order they were packed: arrays are numbered in order of first appearance
     by_index = sorted((index, pid) for pid, index in top["problems"].items())
-    problems = {pid: orjson.loads(arrays.filled(texts[index])) for index, pid in by_index}
+    decoded = {pid: orjson.loads(arrays.filled(texts[index])) for index, pid in by_index}
+    problems = {pid: decoded[pid] for pid in top["problems"]}       # (canonical: sorted)
     if arrays.offset != len(blob):
         raise ValueError("the blob holds bytes no array names")
     top["problems"] = problems

@@ -274,6 +274,18 @@ class ShardedEntries(Mapping):
         except entry_codec.EntryCodecError as err:
             raise AnswerKeyError(f"{self.folder}: the entry of {sid!r}: {err}") from None
 
+    def outline(self, sid: str) -> dict:
+        """The entry without its arrays' values (``entry_codec.unpack_outline``): a quarter of
+        a whole entry's decoding, for passes over the class that read names, templates and
+        parts."""
+        with self._lock:
+            if sid in self._recent:
+                return self._recent[sid]
+        try:
+            return entry_codec.unpack_outline(self.stored(sid), self.references.zdicts)
+        except entry_codec.EntryCodecError as err:
+            raise AnswerKeyError(f"{self.folder}: the entry of {sid!r}: {err}") from None
+
     def digest(self, sid: str) -> str:
         """SHA-256 of the entry's canonical text (signed in its shard's header)."""
         return self._spans[sid][4]

@@ -12,7 +12,7 @@ from itertools import accumulate
 from pathlib import Path
 
 from formats.cells import grade_id
-from formats.key_shape import IMPLEMENT, entry_for, key_students, problem_records
+from formats.key_shape import IMPLEMENT, entry_for, entry_outline, key_students, problem_records
 
 from grader.forensics.fingerprints import fingerprints, line_ranges, plain, similar_groups
 from grader.forensics.flag_kinds import MAX_PARTNERS, SIMILAR_CODE, Flag
@@ -25,7 +25,7 @@ def _implement_problems(key: dict) -> dict[tuple[str, str], str]:
     problem asks for (a pool of implement problems asks for one per member), in key order."""
     out = {}
     for sid in key_students(key):
-        for pid, record in problem_records(key["students"][sid]):
+        for pid, record in problem_records(entry_outline(key, sid)):
             if record.get("kind") == IMPLEMENT and isinstance(record.get("function"), str):
                 out.setdefault((pid, record["function"]), grade_id(pid, record["function"]))
     return out
@@ -47,7 +47,7 @@ def _template_code(build: Path, key: dict, pid: str, function: str, gid: str) ->
     instructor notebook's (the reference solution), once per template the class's records name."""
     given, reference, read, seen = set(), set(), 0, set()
     for sid in key_students(key):
-        entry = key["students"][sid]
+        entry = entry_outline(key, sid)              # (the function, digest and notebook only)
         record = dict(problem_records(entry)).get(pid, {})
         if record.get("function") != function or record.get("template_digest") in seen \
                 or not isinstance(entry.get("notebook"), str):

@@ -102,12 +102,18 @@ class _PartIndex:
 
 def _twin_values(record: dict, part: str) -> dict:
     """twin name → what the twin gives for ``part`` on this record's variant."""
+    if "twin_values" in record:                       # decoded once (numeric_records)
+        return record["twin_values"].get(part, {})
     out = {}
     for name, stored in record.get("twins", {}).items():
         by_part = from_jsonable(stored)
         if isinstance(by_part, dict) and part in by_part:
             out[name] = by_part[part]
     return out
+
+
+def _expected(record: dict) -> dict:
+    return record["expected"] if "expected" in record else decode_names(record["answers"])
 
 
 def _close(a, b, rtol, atol) -> bool:
@@ -139,17 +145,54 @@ def _members(records: dict, problem: str, part: str):
 
 def _is_own(value, record: dict, part: str, rtol: float, atol: float) -> bool:
     """The student's own expected answer, or what one of their own variant's mistakes gives."""
-    own = decode_names(record["answers"]).get(part)
+    own = _expected(record).get(part)
     return _close(value, own, rtol, atol) or any(
         _close(value, t, rtol, atol) for t in _twin_values(record, part).values())
 
 
-def other_variant_flags(key: dict, answers: dict, threshold: float = THRESHOLD) -> list[Flag]:
+_KEPT = ("kind", "template", "grading")
+
+
+def numeric_records(key: dict, answers: dict) -> dict:
+    """student → problem → what the comparisons read of their record: the numeric problems
+    a wrong answer was given to, with their expected answers and their twins' values for
+    those parts, decoded once. (A whole record holds every look-alike and hidden case: kept
+    for a class of ten thousand, the records alone were gigabytes.)"""
+    wanted: dict = {}
+    for (_, problem, part) in answers:
+        wanted.setdefault(problem, set()).add(part)
+    out = {}
+    for sid in key_students(key):
+        kept = {}
+        for problem, record in problem_records(key["students"][sid]):
+            if problem not in wanted or record.get("kind") != "numeric":
+                continue
+            kept[problem] = {**{k: record[k] for k in _KEPT if k in record},
+                             "twin_values": _twins_by_part(record, wanted[problem]),
+                             "expected": decode_names(record.get("answers", {}))}
+        out[sid] = kept
+    return out
+
+
+def _twins_by_part(record: dict, parts: set) -> dict:
+    """part → twin name → what the twin gives for it, for ``parts``: each twin decoded once."""
+    out: dict = {part: {} for part in parts}
+    for name, stored in record.get("twins", {}).items():
+        if not (isinstance(stored, dict) and isinstance(stored.get("dict"), dict)):
+            continue
+        for part, value in stored["dict"].items():
+            if part in out:
+                out[part][name] = from_jsonable(value)
+    return out
+
+
+def other_variant_flags(key: dict, answers: dict, threshold: float = THRESHOLD,
+                        records: dict | None = None) -> list[Flag]:
     """``answers``: (student, problem, part) → the counted handin's stored answer, for the
     numeric parts that did not pass. One flag per student and part whose value is some
     classmates' expected answer — or what a listed mistake gives on a classmate's variant (a
     copied *wrong* answer) — and neither the student's own answer nor their own mistake."""
-    records = {sid: dict(problem_records(key["students"][sid])) for sid in key_students(key)}
+    records = numeric_records(key, answers) if records is None else records
     flags = []
     for (problem, part), given in _by_part(answers).items():
         for grading, members in _members(records, problem, part):
@@ -159,7 +202,7 @@ def other_variant_flags(key: dict, answers: dict, threshold: float = THRESHOLD) 
 
 def _other_variant(problem, part, grading, records: dict, given: dict, threshold) -> list[Flag]:
     rtol, atol = float(grading["rtol"]), float(grading["atol"])
-    expected = {sid: decode_names(r["answers"]).get(part) for sid, r in records.items()}
+    expected = {sid: _expected(r).get(part) for sid, r in records.items()}
     index = _PartIndex(expected, rtol, atol)
     twins = _PartIndex({(sid, name): v for sid, r in records.items()
                         for name, v in _twin_values(r, part).items()}, rtol, atol)
@@ -188,12 +231,12 @@ def _other_variant(problem, part, grading, records: dict, given: dict, threshold
     return flags
 
 
-def shared_wrong_flags(key: dict, answers: dict) -> list[Flag]:
+def shared_wrong_flags(key: dict, answers: dict, records: dict | None = None) -> list[Flag]:
     """Pairs (and small groups) of students who gave the *same* wrong array for a part:
     their variants differ, so the same wrong numbers did not come from the same honest
     slip. Only telling values (an array of four or more real numbers) count; a value that
     is some variant's expected or listed-mistake answer is other-variant evidence instead."""
-    records = {sid: dict(problem_records(key["students"][sid])) for sid in key_students(key)}
+    records = numeric_records(key, answers) if records is None else records
     flags = []
     for (problem, part), given in _by_part(answers).items():
         given = {sid: v for sid, v in given.items() if telling(v)}
@@ -204,7 +247,7 @@ def shared_wrong_flags(key: dict, answers: dict) -> list[Flag]:
 
 def _shared_wrong(problem, part, grading, records: dict, given: dict, students: int) -> list[Flag]:
     rtol, atol = float(grading["rtol"]), float(grading["atol"])
-    expected = {s: decode_names(r["answers"]).get(part) for s, r in records.items()}
+    expected = {s: _expected(r).get(part) for s, r in records.items()}
     # a student's own listed mistake is an honest answer, however many classmates share it
     given = {sid: v for sid, v in given.items() if sid in records and not any(
         _close(v, t, rtol, atol) for t in _twin_values(records[sid], part).values())}

@@ -17,7 +17,7 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from grader.forensics.copied_numbers import other_variant_flags, shared_wrong_flags
+from grader.forensics.copied_numbers import numeric_records, other_variant_flags, shared_wrong_flags
 from grader.forensics.flag_kinds import THRESHOLD
 from grader.forensics.copied_code import similar_code_flags
 from grader.verdicts.follow_through import FOLLOW_THROUGH
@@ -65,9 +65,10 @@ def forensics(gradebook, key: dict, threshold: float = THRESHOLD, build=None, co
     from grader.store.grades import class_grades
     grades = class_grades(gradebook, key, deadline) if grades is None else grades
     answers = counted_answers(grades, gradebook)
-    flags = other_variant_flags(key, answers, threshold)
+    records = numeric_records(key, answers)          # (each entry decoded once, for both)
+    flags = other_variant_flags(key, answers, threshold, records)
     explained = {(f.student, f.problem, f.part) for f in flags}
-    flags += [f for f in shared_wrong_flags(key, answers)
+    flags += [f for f in shared_wrong_flags(key, answers, records)
               if (f.student, f.problem, f.part) not in explained]
     result = {"flags": [], "students": len(grades), "threshold": threshold}
     if code:

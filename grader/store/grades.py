@@ -18,8 +18,8 @@ from datetime import datetime
 from typing import NamedTuple
 
 from formats.deadline import Deadline, Lateness
-from formats.key_shape import (assignment_id, entry_for, graded_parts, head_problems, is_class_key,
-                              key_students, problem_record, total_points)
+from formats.key_shape import (assignment_id, entry_outline, graded_parts, head_problems,
+                              is_class_key, key_students, problem_record, total_points)
 
 from grader.store.gradebook import Gradebook
 from grader.store.rows import ResultRow, SubmissionRow
@@ -338,7 +338,7 @@ def _late(s: StudentGrades, c: Counted) -> StudentGrades:
 def _grades_of(key: dict, sid: str, submission: SubmissionRow | None, rows: list[ResultRow],
                handins: int = 0, marked=None, recheck=None) -> StudentGrades:
     problems = head_problems(key)
-    entry = entry_for(key, sid)
+    entry = entry_outline(key, sid)          # (names, grading items and points only)
     parts = _student_parts(entry, problems, rows, marked if submission else None, recheck)
     scores = {p["id"]: sum(x.score for x in parts if x.problem == p["id"]) for p in problems}
     return StudentGrades(
@@ -358,4 +358,4 @@ def with_answers(gradebook: Gradebook, key: dict, s: StudentGrades) -> StudentGr
     rows = gradebook.results(assignment_id(key), s.id, handin=s.handin) if s.handin else []
     marked = {(p.problem, p.part): p.mark for p in s.parts if p.mark is not None}
     recheck = {(p.problem, p.part): p.recheck for p in s.parts if p.recheck}
-    return replace(s, parts=_student_parts(entry_for(key, s.id), head_problems(key), rows, marked, recheck))
+    return replace(s, parts=_student_parts(entry_outline(key, s.id), head_problems(key), rows, marked, recheck))

@@ -468,9 +468,10 @@ def refused_read(target: str, secret_texts: Callable):
 
 
 def key_texts(corpus, student):
-    text = corpus.key_path.read_text(encoding="utf-8")
-    entry = text.index(f'"{student}": ')                 # this student's entry, as the file has it
-    return [json.loads(text)["signature"], text[entry:entry + 200]]
+    """The index's signature, and the start of this student's problems as the key holds them."""
+    problems = corpus.key["students"][student]["problems"]
+    return [json.loads(corpus.key_path.read_text(encoding="utf-8"))["signature"],
+            json.dumps(problems, sort_keys=True, separators=(",", ":"))[:200]]
 
 
 def gradebook_texts(corpus, student):
