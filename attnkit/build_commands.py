@@ -99,6 +99,7 @@ def _build_students(args, assignment, roster, report: dict):
                   seconds=round(result.seconds, 3),
                   students_per_second=round(result.students / max(result.seconds, 1e-9), 1),
                   answer_key=str(result.key_path) if result.key_path else None,
+                  answer_key_bytes=result.key_bytes if result.key_path else None,
                   failures=result.failures,
                   stale=[p for p in result.stale if p not in result.removed],
                   removed=result.removed, new_variants=result.changed, pools=result.pools)

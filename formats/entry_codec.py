@@ -98,10 +98,11 @@ def _section(text: bytes, zdict: bytes | None, ref: int) -> bytes:
     return struct.pack("<IH", len(body), ref) + body
 
 
-def unpack(stored: bytes, references: list[bytes]) -> dict:
-    """The entry ``pack`` stored, as the values it was made of."""
+def unpack(stored: bytes, references: list[bytes], only=None) -> dict:
+    """The entry ``pack`` stored, as the values it was made of; ``only``: the problems to
+    decode (the others are left out of the entry, and their arrays are never written out)."""
     try:
-        return _unpacked(memoryview(stored), references)
+        return _unpacked(memoryview(stored), references, only)
     except (struct.error, zlib.error, orjson.JSONDecodeError, IndexError, KeyError, ValueError) as err:
         raise EntryCodecError(f"a stored entry that does not decode ({type(err).__name__}: {err})") from None
 
@@ -149,7 +150,7 @@ def _sections(view: memoryview, references: list[bytes]) -> tuple[dict, list[byt
     return top, texts, pos
 
 
-def _unpacked(view: memoryview, references: list[bytes]) -> dict:
+def _unpacked(view: memoryview, references: list[bytes], only=None) -> dict:
     top, texts, pos = _sections(view, references)
     (size,) = struct.unpack_from("<I", view, pos)
     blob = zlib.decompress(bytes(view[pos + 4:pos + 4 + size]))
@@ -158,8 +159,9 @@ def _unpacked(view: memoryview, references: list[bytes]) -> dict:
     arrays = _Arrays(blob)
     # in the order they were packed: arrays are numbered in order of first appearance
     by_index = sorted((index, pid) for pid, index in top["problems"].items())
-    decoded = {pid: orjson.loads(arrays.filled(texts[index])) for index, pid in by_index}
-    problems = {pid: decoded[pid] for pid in top["problems"]}       # (canonical: sorted)
+    decoded = {pid: orjson.loads(arrays.filled(texts[index])) if only is None or pid in only
+               else arrays.passed(texts[index]) for index, pid in by_index}
+    problems = {pid: decoded[pid] for pid in top["problems"] if only is None or pid in only}  # (sorted)
     if arrays.offset != len(blob):
         raise ValueError("the blob holds bytes no array names")
     top["problems"] = problems
@@ -198,6 +200,14 @@ class _Arrays:
             raise ValueError("an array named before it is stored") from None
         del pieces[2::3]
         return b"".join(pieces)
+
+    def passed(self, text: bytes) -> None:
+        """A section not decoded: only the lengths of the arrays it names first are taken."""
+        for number, shape in _NUMBERED.findall(text):
+            if int(number) == len(self.seen):
+                self.seen.append(None)
+                self.offset += self._size(shape)
+        return None
 
     def _size(self, shape: bytes) -> int:
         size = self._sizes.get(shape)

@@ -117,6 +117,14 @@ def entry_outline(key: dict | None, student: str) -> dict | None:
     return entry_for(key, student)
 
 
+def entry_with(key: dict | None, student: str, problems) -> dict | None:
+    """``entry_for`` with (at least) ``problems`` decoded: of a sharded key, only those."""
+    students = key.get("students") if isinstance(key, dict) else None
+    if hasattr(students, "problems_of") and student in students:
+        return students.problems_of(student, problems)
+    return entry_for(key, student)
+
+
 # --- an entry's problems and their parts ------------------------------------------------
 
 def problem_records(entry: dict, default=_REQUIRED) -> Iterator[tuple[str, dict]]:

@@ -32,7 +32,7 @@ import bisect
 import numpy as np
 
 from formats.compare import telling, within
-from formats.key_shape import gradings, key_students, problem_records
+from formats.key_shape import entry_with, gradings, key_students, problem_records
 from formats.serialize import decode_names, from_jsonable
 
 from grader.forensics.flag_kinds import MAX_PARTNERS, OTHER_VARIANT, SHARED_WRONG, THRESHOLD, Flag
@@ -164,7 +164,7 @@ def numeric_records(key: dict, answers: dict) -> dict:
     out = {}
     for sid in key_students(key):
         kept = {}
-        for problem, record in problem_records(key["students"][sid]):
+        for problem, record in problem_records(entry_with(key, sid, wanted)):
             if problem not in wanted or record.get("kind") != "numeric":
                 continue
             kept[problem] = {**{k: record[k] for k in _KEPT if k in record},

@@ -131,6 +131,10 @@ def test_a_rebuild_for_a_smaller_roster_reports_stale_files_and_removes_them_on_
     report = json.loads(capsys.readouterr().out)
     assert report["stale"] == ["instructor/notebooks/s2/attention-hw1.ipynb",
                                "release/s2/attention-hw1.ipynb"] and report["removed"] == []
+    key_files = [out_dir / "instructor" / "answer_key.json",
+                 *(out_dir / "instructor" / "answer_key.shards").iterdir()]
+    assert len(key_files) == 2                  # one student now: the index and one shard, the old one gone
+    assert report["answer_key_bytes"] == sum(p.stat().st_size for p in key_files)
     assert main([*build, "--roster", str(smaller), "--remove-stale"]) == 0
     out = capsys.readouterr().out
     assert "removed 2 stale files of 1 student not in this build: s2\n" in out and "stale:" not in out

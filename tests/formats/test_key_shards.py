@@ -172,3 +172,17 @@ def test_stored_bytes_cut_short_or_extended_do_not_decode(cut):
     damaged = stored[:cut] if cut >= 0 else stored + b"\0"
     with pytest.raises(entry_codec.EntryCodecError):
         references.unpack(damaged)
+
+
+def test_an_entry_decoded_in_part_has_those_problems_as_the_whole_entry_has_them(sharded):
+    _, key = sharded
+    students = key["students"]
+    for sid in sorted(students)[:3]:
+        whole = students[sid]
+        for wanted in ({"scaling"}, {"masks", "bahdanau"}, {"implement", "motivation"}, set()):
+            part = students.problems_of(sid, wanted)
+            assert part["problems"] == {p: whole["problems"][p] for p in sorted(wanted)}
+            assert part["name"] == whole["name"]
+        outline = students.outline(sid)
+        for pid, record in outline["problems"].items():
+            assert record["grading"] == whole["problems"][pid]["grading"]
