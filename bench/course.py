@@ -52,7 +52,11 @@ def _descendants(pid: int) -> set[int]:
     found, todo = set(), [pid]
     while todo:
         current = todo.pop()
-        for task in Path(f"/proc/{current}/task").glob("*"):
+        try:
+            tasks = list(Path(f"/proc/{current}/task").iterdir())
+        except OSError:
+            continue                                 # it ended meanwhile
+        for task in tasks:
             try:
                 children = (task / "children").read_text().split()
             except OSError:

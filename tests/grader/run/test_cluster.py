@@ -284,3 +284,28 @@ def test_a_shards_entries_answer_membership_without_parsing():
     assert "s1" in entries and "s2" not in entries
     with pytest.raises(ValueError):
         entries["s1"]
+
+
+def test_a_shard_carries_only_its_students_stored_entries(graded_class):
+    """Of a sharded key, a shard sent to a worker holds its own students' stored entries (and
+    the references that decode them), not the key's other students and not canonical text."""
+    import pickle
+    from formats.answer_key import canonical
+    from formats.key_shards import Portion
+    from grader.intake.records import Found
+    from grader.run.shards import only, shards_of
+
+    out, key, _, _ = graded_class(24)
+    folder = out / "submissions" / "submitted"
+    found = [Found(p.parent.parent.name, p, p.name, "folder") for p in sorted(folder.glob("*/*/*.ipynb"))]
+    shards = list(shards_of(key, found, kit_version="x", cpu_seconds=1, wall_seconds=1, size=8, workers=2))
+    assert sum(len(s.students) for s in shards) == len(found) >= 20
+    for shard in shards:
+        assert isinstance(shard.entries, Portion) and sorted(shard.entries) == shard.students
+        travelled = pickle.loads(pickle.dumps(shard.entries))
+        for student in shard.students:
+            assert canonical(travelled[student]) == canonical(key["students"][student])
+            assert travelled.digest(student) == key["students"].digest(student)
+        stored = sum(len(key["students"].stored(s)) for s in shard.students)
+        assert len(pickle.dumps(shard.entries)) < stored + 200_000       # the entries, and the references
+        assert list(only(shard.entries, shard.students[0])) == [shard.students[0]]
