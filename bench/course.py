@@ -5,9 +5,9 @@ For each class size: ``attnkit build --cluster`` (or ``--jobs``) for a synthetic
 synthetic class's submissions written (the students' part: not counted), ``attnkit grade``
 on the same cluster, ``attnkit report``. Each command is timed as a user runs it: its wall
 time, its CPU and its children's (the cluster's workers, the sandboxes), and the peak memory
-of every process: the command's own (the larger of its sampled VmHWM and ``wait4``'s maximum
-resident size) and, sampled, the largest of its descendants' (the cluster's workers and
-nanny processes, the judges, the sandbox servers). The key's bytes per student (its index
+of every process: the command's own (its VmHWM, which it reports as it exits) and, sampled,
+the largest of its descendants' (the cluster's workers and nanny processes, the judges, the
+sandbox servers). The key's bytes per student (its index
 and shards) and the notebooks' are read from the build. The per-student costs are
 extrapolated to 100,000 students, and the memory of the smallest and largest sizes compared:
 flat memory is what makes the extrapolation honest.
@@ -47,6 +47,13 @@ def _vm_hwm_mb(pid: int) -> float:
     return 0.0
 
 
+def _kb_mb(path: str) -> float:
+    try:
+        return int(Path(path).read_text() or 0) / 1024
+    except (OSError, ValueError):
+        return 0.0
+
+
 def _descendants(pid: int) -> set[int]:
     """Every process below ``pid`` (read from /proc: each task's children)."""
     found, todo = set(), [pid]
@@ -68,13 +75,30 @@ def _descendants(pid: int) -> set[int]:
     return found
 
 
+# The command's own peak, read by itself as it exits: its VmHWM, which exec starts afresh.
+# (Not wait4's ru_maxrss: Linux carries the forking process's peak over exec into it, so
+# every command would seem as large as this benchmark, which holds the class it wrote.)
+_OWN_PEAK = """\
+import atexit, os, runpy, sys
+def _peak():
+    for line in open("/proc/self/status"):
+        if line.startswith("VmHWM:"):
+            with open(os.environ["BENCH_COURSE_PEAK"], "w") as f:
+                f.write(line.split()[1])
+atexit.register(_peak)
+sys.argv = ["attnkit", *sys.argv[1:]]
+runpy.run_module("attnkit", run_name="__main__", alter_sys=True)
+"""
+
+
 def timed(*args: str) -> dict:
     """``attnkit ARGS``: wall seconds, CPU seconds (its own and its children's), the peak MB of
     its process, and what it printed (``--json``)."""
-    env = {**os.environ, "ATTNKIT_SECRET": SECRET}
-    with tempfile.TemporaryFile() as out, tempfile.TemporaryFile() as err:
+    with tempfile.TemporaryFile() as out, tempfile.TemporaryFile() as err, \
+            tempfile.NamedTemporaryFile() as own:
+        env = {**os.environ, "ATTNKIT_SECRET": SECRET, "BENCH_COURSE_PEAK": own.name}
         started = time.perf_counter()
-        process = subprocess.Popen([sys.executable, "-m", "attnkit", *args], cwd=ROOT, env=env,
+        process = subprocess.Popen([sys.executable, "-c", _OWN_PEAK, *args], cwd=ROOT, env=env,
                                    stdout=out, stderr=err)
         peak, below = 0.0, {}
         while True:
@@ -92,7 +116,7 @@ def timed(*args: str) -> dict:
             raise RuntimeError(f"attnkit {args[0]} failed:\n{err.read().decode(errors='replace')[-2000:]}")
         printed = out.read().decode()
     return {"seconds": seconds, "cpu_seconds": usage.ru_utime + usage.ru_stime,
-            "peak_mb": round(max(peak, usage.ru_maxrss / 1024), 1),
+            "peak_mb": round(_kb_mb(own.name) or peak, 1),     # (sampled: only if it did not say)
             "child_peak_mb": round(max(below.values(), default=0.0), 1), "processes": 1 + len(below),
             "printed": printed}
 
