@@ -229,7 +229,7 @@ def stored_entry(entry: dict) -> tuple[bytes, str]:
     return _CONTEXT["references"].pack(entry), digest
 
 
-def _build_chunk(students) -> list[tuple[str, str | None, str, int, list[str]]]:
+def _build_chunk(students) -> list[tuple[str, tuple | None, str, int, list[str]]]:
     with collector_paced():
         done = [_build_student(s) for s in students]
         gc.collect(1)       # the young generations: what a chunk of students left in cycles
