@@ -30,6 +30,8 @@ from pathlib import Path
 from formats import answer_key
 from synthetic import profile_names, synthesize
 
+from .grade import _peak_rss_mb
+
 ROOT = Path(__file__).resolve().parents[1]
 EXAMPLE = ROOT / "problem_bank" / "assignments" / "example.yaml"
 SECRET = "bench.course secret, never a course's"
@@ -38,13 +40,7 @@ MOOC = 100_000
 
 
 def _vm_hwm_mb(pid: int) -> float:
-    try:
-        for line in Path(f"/proc/{pid}/status").read_text().splitlines():
-            if line.startswith("VmHWM:"):
-                return int(line.split()[1]) / 1024
-    except OSError:
-        pass
-    return 0.0
+    return _peak_rss_mb(pid) or 0.0
 
 
 def _kb_mb(path: str) -> float:

@@ -18,7 +18,6 @@ import re
 import threading
 import weakref
 from collections import OrderedDict
-from collections.abc import Mapping
 from pathlib import Path
 
 import numpy as np
@@ -26,7 +25,7 @@ import orjson
 
 from .key_shape import grading_student
 from .key_shards import FORMAT as SHARDED, AnswerKeyError, load_sharded
-from .lazy_entries import LazyItems, LazyValues, front_of
+from .lazy_entries import KeyEntries, front_of
 from .serialize import canonical_json as canonical
 
 FORMAT = "attnkit-answer-key/2"
@@ -284,7 +283,7 @@ def _student_id(decoder, data, start: int, end: int) -> tuple[str, int] | None:
     return None
 
 
-class Entries(Mapping):
+class Entries(KeyEntries):
     """student id → key entry, each read from the verified key file when first asked for,
     and checked again against the digest its signature covers (an entry edited in place
     since is refused, never half-trusted). The last few entries used stay parsed: enough for
@@ -330,24 +329,6 @@ class Entries(Mapping):
             raise AnswerKeyError(f"{self._path}: the key changed on disk after it was verified "
                                  f"(the entry of {sid!r} differs); load it again")
         return text
-
-    def items(self):
-        """(student id, entry) for every student, each entry read only as far as it is used
-        (``LazyEntry``): a pass over the class that wants the students' names or LMS ids
-        (intake pairs LMS downloads by them) does not parse every variant record."""
-        return LazyItems(self)
-
-    def values(self):
-        return LazyValues(self)
-
-    def __iter__(self):
-        return iter(self._spans)
-
-    def __len__(self) -> int:
-        return len(self._spans)
-
-    def __contains__(self, sid) -> bool:
-        return sid in self._spans
 
 
 def entry_digest(key: dict, student: str) -> str:

@@ -1,9 +1,8 @@
 """A key entry stored small: how a sharded answer key (``formats.key_shards``) holds each
 student's entry, and reads it back to the very same values.
 
-An entry's canonical text is ~135 kB for the example assignment, and two things make it
-large: the float arrays (every twin's and look-alike's outputs, every hidden case), written
-as base64, and the text around them (prompts, rubrics, tolerances, twin names), which is
+Two things make an entry's canonical text large: the float arrays (every twin's and
+look-alike's outputs, every hidden case), written as base64, and the text around them (prompts, rubrics, tolerances, twin names), which is
 nearly the same for every student. So an entry is stored as
 
 - its *scaffold*, one section per problem (and one for the rest: name, e-mail, notebook):

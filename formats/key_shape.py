@@ -109,7 +109,7 @@ def entry_for(key: dict | None, student: str) -> dict | None:
 
 def entry_outline(key: dict | None, student: str) -> dict | None:
     """``entry_for``, of a sharded key without the arrays' values (``packed`` is a number
-    there): its names, templates, grading items and points, read four times as fast. For
+    there): its names, templates, grading items and points, no array written out. For
     passes over the class that read nothing else (``grader.store.grades``)."""
     students = key.get("students") if isinstance(key, dict) else None
     if hasattr(students, "outline") and student in students:

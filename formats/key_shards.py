@@ -8,8 +8,8 @@
                                                 canonical text; signed), then the entries
                                                 stored by ``formats.entry_codec``
 
-Why: one file of canonical entries grew 135 kB a student (13 GB at 100,000), and every
-grader and cluster worker mapped all of it. Stored entries are ~34 kB, a shard holds
+Why: one file of canonical entries grows fast with the class, and every grader and cluster
+worker mapped all of it (sizes: docs/performance.md). Stored entries are small, a shard holds
 SHARD_STUDENTS students of the roster in id order, a build writes each shard as soon as its
 students are built (its memory stays flat), and a worker is sent only the stored entries
 of the students it grades.
@@ -35,7 +35,7 @@ from collections.abc import Mapping
 from pathlib import Path
 
 from . import entry_codec
-from .lazy_entries import LazyItems, LazyValues
+from .lazy_entries import KeyEntries
 from .serialize import canonical_json as canonical
 from .textfile import write_atomic
 
@@ -200,7 +200,7 @@ def load_sharded(path: Path, index: dict, secret: bytes) -> dict:
     return {**index, "students": entries}
 
 
-class ShardedEntries(Mapping):
+class ShardedEntries(KeyEntries):
     """student id → key entry, each read from its shard when first asked for and checked
     against the digest its shard's signed header gives (an entry changed on disk since is
     refused). The last few entries used stay decoded (``answer_key.Entries``: why few)."""
@@ -283,8 +283,8 @@ class ShardedEntries(Mapping):
             raise AnswerKeyError(f"{self.folder}: the entry of {sid!r}: {err}") from None
 
     def outline(self, sid: str) -> dict:
-        """The entry without its arrays' values (``entry_codec.unpack_outline``): a quarter of
-        a whole entry's decoding, for passes over the class that read names, templates and
+        """The entry without its arrays' values (``entry_codec.unpack_outline``): no array is
+        written out, for passes over the class that read names, templates and
         parts."""
         with self._lock:
             if sid in self._recent:
@@ -303,21 +303,6 @@ class ShardedEntries(Mapping):
         worker's share of the key."""
         return Portion(self.references.texts, {s: self.stored(s) for s in sids},
                        {s: self.digest(s) for s in sids})
-
-    def items(self):
-        return LazyItems(self)
-
-    def values(self):
-        return LazyValues(self)
-
-    def __iter__(self):
-        return iter(self._spans)
-
-    def __len__(self) -> int:
-        return len(self._spans)
-
-    def __contains__(self, sid) -> bool:
-        return sid in self._spans
 
 
 class Portion(Mapping):

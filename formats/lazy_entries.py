@@ -24,6 +24,31 @@ class LazyValues(ValuesView):
             yield LazyEntry(self._mapping, sid)
 
 
+class KeyEntries(Mapping):
+    """What both key layouts' entry mappings share: student id → entry, over ``_spans`` (each
+    student's place in the key's files); entries decoded only as far as a pass uses them."""
+
+    _spans: dict
+
+    def items(self):
+        """(student id, entry) for every student, each entry read only as far as it is used
+        (``LazyEntry``): a pass over the class that wants the students' names or LMS ids
+        (intake pairs LMS downloads by them) does not decode every variant record."""
+        return LazyItems(self)
+
+    def values(self):
+        return LazyValues(self)
+
+    def __iter__(self):
+        return iter(self._spans)
+
+    def __len__(self) -> int:
+        return len(self._spans)
+
+    def __contains__(self, sid) -> bool:
+        return sid in self._spans
+
+
 _PROBLEMS = '"problems":'
 
 

@@ -156,8 +156,8 @@ _KEPT = ("kind", "template", "grading")
 def numeric_records(key: dict, answers: dict) -> dict:
     """student → problem → what the comparisons read of their record: the numeric problems
     a wrong answer was given to, with their expected answers and their twins' values for
-    those parts, decoded once. (A whole record holds every look-alike and hidden case: kept
-    for a class of ten thousand, the records alone were gigabytes.)"""
+    those parts, decoded once. (A whole record holds every look-alike and hidden case: not
+    kept for the whole class.)"""
     wanted: dict = {}
     for (_, problem, part) in answers:
         wanted.setdefault(problem, set()).add(part)

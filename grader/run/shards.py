@@ -2,7 +2,7 @@
 each shard takes, in the order they are sent (small first ones, so every worker starts soon,
 and shrinking last ones, so the workers run out of work together), and what a shard carries
 to a worker: the key's head, its students' entries (verified at the client: of a sharded
-key, only these students' stored entries, ~34 kB each; of a one-file key, their canonical
+key, only these students' stored entries; of a one-file key, their canonical
 text) and their notebooks' bytes."""
 
 from __future__ import annotations
