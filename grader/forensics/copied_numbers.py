@@ -150,14 +150,14 @@ def _is_own(value, record: dict, part: str, rtol: float, atol: float) -> bool:
         _close(value, t, rtol, atol) for t in _twin_values(record, part).values())
 
 
-_KEPT = ("kind", "template", "grading")
+_TOLERANCES = ("id", "rtol", "atol")
 
 
 def numeric_records(key: dict, answers: dict) -> dict:
     """student → problem → what the comparisons read of their record: the numeric problems
-    a wrong answer was given to, with their expected answers and their twins' values for
-    those parts, decoded once. (A whole record holds every look-alike and hidden case: not
-    kept for the whole class.)"""
+    a wrong answer was given to, with the expected answers, the twins' values and the
+    tolerances of those parts only, decoded once. (A whole record holds every look-alike,
+    hidden case and misconception list: not kept for the whole class.)"""
     wanted: dict = {}
     for (_, problem, part) in answers:
         wanted.setdefault(problem, set()).add(part)
@@ -167,9 +167,13 @@ def numeric_records(key: dict, answers: dict) -> dict:
         for problem, record in problem_records(entry_with(key, sid, wanted)):
             if problem not in wanted or record.get("kind") != "numeric":
                 continue
-            kept[problem] = {**{k: record[k] for k in _KEPT if k in record},
-                             "twin_values": _twins_by_part(record, wanted[problem]),
-                             "expected": decode_names(record.get("answers", {}))}
+            parts = wanted[problem]
+            stored = record.get("answers", {})
+            kept[problem] = {"kind": "numeric", "template": record.get("template"),
+                             "grading": [{k: g[k] for k in _TOLERANCES if k in g}
+                                         for g in gradings(record, []) if g.get("id") in parts],
+                             "twin_values": _twins_by_part(record, parts),
+                             "expected": {part: from_jsonable(stored[part]) for part in parts if part in stored}}
         out[sid] = kept
     return out
 

@@ -14,6 +14,7 @@ from grader.forensics.flags import class_forensics, flags_of
 from grader.reports import exports
 from grader.reports.feedback_page import write_feedback
 from grader.reports.summary import class_table, summary_json
+from grader.run import garbage
 from grader.store.gradebook import Gradebook, GradebookError
 from grader.store.grades import class_grades
 from grader.store.marks import rescore
@@ -55,7 +56,7 @@ def write_reports(gradebook_path: Path, key: dict, out: Path, options: ReportOpt
     """Re-score the hand grades to the key's rubrics, read the class once, and write every
     output ``options`` asks for into ``out``. ``progress`` (optional) advances once per
     feedback page. Raises GradebookError when the gradebook itself cannot be read."""
-    with Gradebook(gradebook_path) as gradebook:
+    with Gradebook(gradebook_path) as gradebook, garbage.class_pass():
         rescored = rescore(gradebook, key, grader="attnkit report")
         grades = class_grades(gradebook, key, deadline)
         found = class_forensics(gradebook, key, grades, deadline, code=options.dashboard)

@@ -77,3 +77,15 @@ def submission_done() -> None:
         gc.collect()
     elif done % YOUNG_EVERY == 0:
         gc.collect(1)
+
+
+@contextmanager
+def class_pass():
+    """A pass over the whole class (its grades, its forensics, its summary, its pages): the
+    collector off for the pass, as while a batch is graded. The pass keeps every student's
+    grades and compared values alive while it decodes entry after entry, so the automatic
+    collector would walk that growing heap again and again; the pass makes no cycles per
+    student (decoded entries, rows and arrays are freed by their reference counts), so what
+    it would find is a small, fixed amount, collected after."""
+    with paced():
+        yield
