@@ -6,8 +6,10 @@ a record naming another student, assignment or variant)."""
 from __future__ import annotations
 
 from dataclasses import dataclass
+from functools import lru_cache
 
-from formats.cells import CHECK, EXAMPLE, GIVENS, HEADER_CELL, HEATMAP, PROMPT, SETUP_CELL, SOLUTION, grade_id
+from formats.cells import (CHECK, EXAMPLE, GIVENS, HEADER_CELL, HEATMAP, PROMPT, SETUP_CELL, SOLUTION, cell_id,
+                           grade_id)
 from formats.key_shape import (IMPLEMENT, givens_of, gradings, is_class_key, is_free_response, issued_before,
                               issued_digest, kind, problem_record, problem_records)
 from formats.serialize import decode_names
@@ -29,37 +31,56 @@ class KitCell:
     part: str | None = None
 
 
-def kit_cells(entry: dict) -> dict[str, KitCell]:
+class KitCells(dict):
+    """grade id → KitCell for the notebook of one entry, and ``by_cell_id``: cell id → grade
+    id. Shared by every entry of the same shape (``kit_cells``): read it, never change it."""
+    by_cell_id: dict[str, str]
+
+
+def kit_cells(entry: dict) -> KitCells:
     """Every grade id a notebook built for ``entry`` may hold, mapped to what it is.
 
     Heatmap cells are listed for every numeric part (the build adds one only for 2-D float
-    answers, which the key does not say); the instructor's worked-solution cells too."""
-    cells = {SETUP_CELL: KitCell(SETUP_CELL, None, "setup"),
-             HEADER_CELL: KitCell(HEADER_CELL, None, "header")}
+    answers, which the key does not say); the instructor's worked-solution cells too. The
+    cells depend only on the entry's shape (its problems, their kinds, parts, functions and
+    whether they have givens), which a class's entries share: made once per shape."""
+    return _kit_of(tuple(_shape(pid, record) for pid, record in problem_records(entry, {})))
+
+
+def _shape(pid: str, record: dict) -> tuple:
+    implement = kind(record) == IMPLEMENT
+    items = tuple(g.get("family") if implement else g.get("id") for g in gradings(record, []))
+    return (pid, implement, record.get("function", "") if implement else None, bool(givens_of(record)),
+            is_free_response(record), items)
+
+
+@lru_cache(maxsize=256)
+def _kit_of(shape: tuple) -> KitCells:
+    cells = KitCells({SETUP_CELL: KitCell(SETUP_CELL, None, "setup"),
+                      HEADER_CELL: KitCell(HEADER_CELL, None, "header")})
 
     def add(gid, pid, role, part=None):
         cells[gid] = KitCell(gid, pid, role, part)
 
-    for pid, record in problem_records(entry, {}):
+    for pid, implement, fname, has_givens, free_response, items in shape:
         add(grade_id(pid, role=PROMPT), pid, "prompt")
         add(grade_id(pid, role=SOLUTION), pid, "solution")
-        if givens_of(record):
+        if has_givens:
             add(grade_id(pid, role=GIVENS), pid, "givens")
-        if kind(record) == IMPLEMENT:
-            fname = record.get("function", "")
+        if implement:
             add(grade_id(pid, fname), pid, "answer", fname)
             add(grade_id(pid, fname, role=PROMPT), pid, "prompt", fname)
             add(grade_id(pid, fname, role=EXAMPLE), pid, "example", fname)
-            for family in gradings(record, []):
-                add(grade_id(pid, fname, family=str(family.get("family"))), pid, "tests", family.get("family"))
+            for family in items:
+                add(grade_id(pid, fname, family=str(family)), pid, "tests", family)
             continue
-        for grading in gradings(record, []):
-            part = grading.get("id")
+        for part in items:
             add(grade_id(pid, part), pid, "answer", part)
             add(grade_id(pid, part, role=PROMPT), pid, "prompt", part)
-            if not is_free_response(record):
+            if not free_response:
                 add(grade_id(pid, part, role=CHECK), pid, "check", part)
                 add(grade_id(pid, part, role=HEATMAP), pid, "heatmap", part)
+    cells.by_cell_id = {cell_id(g): g for g in cells}
     return cells
 
 

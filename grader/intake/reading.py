@@ -166,7 +166,7 @@ def _source(raw) -> str | None:
 
 def _cells(found: Found, raw_cells: list, kit: dict[str, KitCell] | None,
            issues: list[Issue]) -> tuple[Cell, ...]:
-    by_cell_id = {cell_id_of(g): g for g in kit} if kit else {}
+    by_cell_id = (kit.by_cell_id if hasattr(kit, "by_cell_id") else {cell_id_of(g): g for g in kit}) if kit else {}
     cells, bad = [], []
     for index, raw in enumerate(raw_cells):
         if not isinstance(raw, dict):
