@@ -132,31 +132,38 @@ def grade_shard(shard: Shard, before_each=None, run_id: str = "") -> list[tuple[
     judged here. ``before_each(student)``: called before each submission is recorded (tests
     use it to lose a worker mid-shard). ``run_id``: the scheduler is told (and has answered)
     that this task is running before anything is graded, and done after (``_say``)."""
-    entries = shard.entries if hasattr(shard.entries, "only") else _ShardEntries(shard.entries)
-    key = {"assignment": shard.head, "students": entries}
-    collected = _Collected()
     with _ONE_SHARD_AT_A_TIME, garbage.paced():
         if run_id:
             _say(run_id, RUNNING)
-        # read from the bytes that came (no file written and read back): Sent
-        found = [Sent(**{f.name: getattr(original, f.name) for f in fields(Found)}, data=data)
-                 for original, data in (shard.notebooks[s] for s in shard.students)]
-        run = GradingRun(key, found, collected, _sandbox(shard.servers, shard.wall_seconds),
-                         servers=shard.servers, regrade=True, kit_version=shard.kit_version,
-                         cpu_seconds=shard.cpu_seconds)
-        try:
-            run.start(shard.students)
-            for student in shard.students:
-                if before_each is not None:
-                    before_each(student)
-                run.finished(student)
-        finally:
-            run.stop()
-    if run.failed:
-        raise RuntimeError("; ".join(run.failed))
+        # (the run is gone when the block ends, so what it held in cycles is collected then)
+        graded, failed = _graded(shard, before_each)
+    if failed:
+        raise RuntimeError("; ".join(failed))
     if run_id:
         _say(run_id, DONE)
-    return collected.graded
+    return graded
+
+
+def _graded(shard: Shard, before_each) -> tuple[list, list[str]]:
+    """(the shard's rows, the students that could not be recorded)."""
+    entries = shard.entries if hasattr(shard.entries, "only") else _ShardEntries(shard.entries)
+    key = {"assignment": shard.head, "students": entries}
+    collected = _Collected()
+    # read from the bytes that came (no file written and read back): Sent
+    found = [Sent(**{f.name: getattr(original, f.name) for f in fields(Found)}, data=data)
+             for original, data in (shard.notebooks[s] for s in shard.students)]
+    run = GradingRun(key, found, collected, _sandbox(shard.servers, shard.wall_seconds),
+                     servers=shard.servers, regrade=True, kit_version=shard.kit_version,
+                     cpu_seconds=shard.cpu_seconds)
+    try:
+        run.start(shard.students)
+        for student in shard.students:
+            if before_each is not None:
+                before_each(student)
+            run.finished(student)
+    finally:
+        run.stop()
+    return collected.graded, run.failed
 
 
 def _say(run_id: str, state: str) -> None:

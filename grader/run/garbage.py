@@ -18,6 +18,8 @@ student sends changes how much that is. Pacing nests (two shards on one Dask wor
 grading inside a test): the collector is turned back on when the outermost ends, and only if
 it was on before.
 
+When the outermost block ends, one full collection takes what it left in cycles.
+
 The outermost block also freezes (``gc.freeze``) everything alive when it starts: the
 imports, pytest, the key's head, the submissions found. A full collection then walks only
 what the batch made, and a judge process forked from the grader (grader.run.judges) never walks
@@ -61,6 +63,12 @@ def paced():
             if _depth == 0:
                 if _froze:
                     gc.unfreeze()
+                # What the block left in cycles goes now, whatever the collector's state: a
+                # grading run is such a cycle (its look-ahead holds its own method), holding
+                # the batch's notebooks and rows. Left to the automatic collector, a process
+                # that grades block after block with it off in between (a Dask worker, one
+                # shard after another) keeps every block's garbage.
+                gc.collect()
                 if _was_enabled:
                     gc.enable()
 

@@ -6,6 +6,7 @@ import functools
 import os
 import signal
 import sys
+import time
 from pathlib import Path
 
 import pytest
@@ -103,6 +104,25 @@ def test_a_two_worker_cluster_writes_what_local_grading_writes(graded_class, clu
                              cluster=cluster, review=False, wall_seconds=5.0)
     assert again.recorded == [] and len(again.skipped) == 12
     assert gradebook_rows(path) == gradebook_rows(local)
+
+
+def _rows_alive() -> int:
+    """The graded rows this worker process still holds (nothing collected first)."""
+    import gc
+    from grader.store.rows import ResultRow, SubmissionRow
+    return sum(type(o) in (SubmissionRow, ResultRow) for o in gc.get_objects())
+
+
+def test_a_worker_keeps_nothing_of_the_shards_it_graded(graded_class, cluster, tmp_path):
+    # a worker grades shard after shard with the collector paced (grader.run.garbage): what a
+    # shard left in cycles (its grading run, holding the notebooks and rows) must go with it,
+    # or a worker of a large course grows by every submission it grades
+    _graded(graded_class, cluster, tmp_path, shard_size=3)
+    # (the client's release of the last results reaches the workers a moment later)
+    deadline = time.monotonic() + 10
+    while any(cluster.run(_rows_alive).values()) and time.monotonic() < deadline:
+        time.sleep(0.1)
+    assert cluster.run(_rows_alive) == {address: 0 for address in cluster.scheduler_info()["workers"]}
 
 
 def test_shards_start_small_on_each_worker_and_shrink_at_the_end():

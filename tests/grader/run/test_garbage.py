@@ -99,6 +99,28 @@ def test_old_garbage_is_collected_by_the_full_turn():
         assert ref() is None
 
 
+def test_what_a_block_left_in_cycles_is_collected_when_the_outermost_ends():
+    # a Dask worker grades shard after shard, each a paced block, with nothing in between to
+    # make the automatic collector run: each shard's run (a cycle holding its notebooks and
+    # rows) must not wait for it
+    gc.disable()                           # (no automatic collection to hide the block's own)
+    with garbage.paced():
+        with garbage.paced():
+            keep = Cycle()
+            gc.collect()                   # promoted past the young generations' turns
+            ref = weakref.ref(keep)
+            del keep
+        assert ref() is not None           # the inner end is not the outermost
+    assert ref() is None and not gc.isenabled()
+
+
+def test_class_pass_is_a_paced_block():
+    with garbage.class_pass():
+        assert not gc.isenabled()
+        ref = _cycle_ref()
+    assert ref() is None and gc.isenabled()
+
+
 def test_outside_a_paced_block_submission_done_does_nothing():
     gc.disable()                           # (no automatic collection to count)
     before = [s["collections"] for s in gc.get_stats()]
