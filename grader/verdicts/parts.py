@@ -363,9 +363,7 @@ class _Agreement:
         self._rows: dict[str, dict[int, int]] = {}
 
     def rows(self, name: str, wrong: list) -> Iterator[int]:
-        """The twin's agreement on each case in order, each worked out when first asked for:
-        most twins differ from a student's function on the first case, and a caller that
-        stops there never decodes the rest of that twin's outputs."""
+        """Its agreement case by case, each worked out when first asked for (most twins differ at once)."""
         known = self._rows.setdefault(name, {})
         for p, w in enumerate(wrong):
             if p not in known:
