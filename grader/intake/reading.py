@@ -16,12 +16,11 @@ import re
 import stat
 from dataclasses import replace
 
-from formats.cells import cell_id as cell_id_of
 from formats.key_shape import entry_for
 from formats.textfile import quick_json
 
 from grader.intake.issues import Issue, listed, short
-from grader.intake.key_checks import (KitCell, kit_cells, kit_issues, other_variant_problems, record_issues,
+from grader.intake.key_checks import (KitCells, kit_cells, kit_issues, other_variant_problems, record_issues,
                                       record_variants)
 from grader.intake.limits import MAX_BYTES, MAX_CELLS, MAX_VALUES
 from grader.intake.records import Cell, Found, Sent, Submission
@@ -164,9 +163,8 @@ def _source(raw) -> str | None:
     return None
 
 
-def _cells(found: Found, raw_cells: list, kit: dict[str, KitCell] | None,
-           issues: list[Issue]) -> tuple[Cell, ...]:
-    by_cell_id = (kit.by_cell_id if hasattr(kit, "by_cell_id") else {cell_id_of(g): g for g in kit}) if kit else {}
+def _cells(found: Found, raw_cells: list, kit: KitCells | None, issues: list[Issue]) -> tuple[Cell, ...]:
+    by_cell_id = kit.by_cell_id if kit else {}
     cells, bad = [], []
     for index, raw in enumerate(raw_cells):
         if not isinstance(raw, dict):
