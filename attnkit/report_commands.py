@@ -7,10 +7,11 @@ escape sequence in a student's exception message is shown, never run by the term
 
 from __future__ import annotations
 
+import sys
 from pathlib import Path
 
 from formats.key_shape import key_students
-from formats.textfile import terminal_json, terminal_safe
+from formats.textfile import terminal_json_chunks, terminal_safe
 
 from .course_files import fail, key_options, open_course, warn
 from .progress import Progress
@@ -46,11 +47,14 @@ def _report(args) -> int:
     _warn_of(reports)
     code = 1 if reports.not_written else 0
     if args.json:
-        print(terminal_json({**reports.summary, "written": reports.written,
-                             "not_written": reports.not_written, "fallbacks": reports.fallbacks,
-                             "export_notes": reports.notes,
-                             "rescored": [{"student": e.student, "problem": e.problem, "part": e.part,
-                                           "note": e.note} for e in reports.rescored]}))
+        # (written as it is made: a large class's summary is never one text in memory)
+        for chunk in terminal_json_chunks({
+                **reports.summary, "written": reports.written, "not_written": reports.not_written,
+                "fallbacks": reports.fallbacks, "export_notes": reports.notes,
+                "rescored": [{"student": e.student, "problem": e.problem, "part": e.part,
+                              "note": e.note} for e in reports.rescored]}):
+            sys.stdout.write(chunk)
+        print()
         return code
     if reports.table is not None:
         print(reports.table)

@@ -7,6 +7,7 @@ import json
 import os
 import re
 import unicodedata
+from collections.abc import Iterator, Sequence
 from pathlib import Path
 
 import orjson
@@ -93,11 +94,49 @@ def terminal_json(data) -> str:
     """``data`` as indented JSON for a terminal: the same data (``json.loads`` gives it back),
     with every character ``terminal_safe`` would show escaped written as ``\\uXXXX``. json
     escapes C0 itself; DEL, C1 and the format characters it leaves raw. Outside strings JSON
-    is ASCII, so escaping character by character keeps it valid."""
-    text = json.dumps(data, indent=2, ensure_ascii=False)
-    if _PLAIN.fullmatch(text):
-        return text
-    return "".join(_json_escaped(c) if c != "\n" and _hidden(c) else c for c in text)
+    is ASCII, so escaping character by character keeps it valid. A sequence that is not a
+    list (a class's spilled records) is written as a list."""
+    return "".join(terminal_json_chunks(data))
+
+
+def terminal_json_chunks(data) -> Iterator[str]:
+    """``terminal_json(data)`` piece by piece: a class's records are written as they are read,
+    never held as one text."""
+    encoder = json.JSONEncoder(indent=2, ensure_ascii=False, default=_as_list)
+    pending: list[str] = []
+    size = 0
+    for chunk in encoder.iterencode(data):
+        pending.append(chunk if _PLAIN.fullmatch(chunk)
+                       else "".join(_json_escaped(c) if c != "\n" and _hidden(c) else c for c in chunk))
+        size += len(chunk)
+        if size > 1 << 16:
+            yield "".join(pending)
+            pending, size = [], 0
+    yield "".join(pending)
+
+
+class _Streamed(list):
+    """A sequence as the JSON encoder sees a list, read as it is written (the encoder asks
+    only ``len`` and iterates)."""
+
+    def __init__(self, items: Sequence):
+        super().__init__()
+        self.items = items
+
+    def __len__(self) -> int:
+        return len(self.items)
+
+    def __bool__(self) -> bool:
+        return len(self.items) > 0
+
+    def __iter__(self):
+        return iter(self.items)
+
+
+def _as_list(o):
+    if isinstance(o, Sequence) and not isinstance(o, (str, bytes, bytearray)):
+        return _Streamed(o)
+    raise TypeError(f"Object of type {type(o).__name__} is not JSON serializable")
 
 
 class InputError(ValueError):

@@ -15,6 +15,7 @@ right "given the student's own" earlier answers, which are copied too).
 
 from __future__ import annotations
 
+from collections.abc import Iterator
 from pathlib import Path
 
 from grader.forensics.copied_numbers import numeric_records, other_variant_flags, shared_wrong_flags
@@ -33,24 +34,38 @@ def _counted_part(r) -> bool:
 def counted_answers(grades, gradebook=None) -> dict:
     """(student, problem, part) → stored answer of every failed numeric part of ``grades``
     (``grades.class_grades``: the counted handins), and of every part passed by follow-through
-    credit. ``class_grades`` reads no answers (a class's would be gigabytes): with the
-    ``gradebook``, each such part's answers are read for the counted handins only, one part
-    at a time (``Gradebook.part_results``)."""
-    out, wanted = {}, {}
+    credit (``answers_by_problem``, all problems together)."""
+    out = {}
+    for _, answers in answers_by_problem(grades, gradebook):
+        out.update(answers)
+    return out
+
+
+def answers_by_problem(grades, gradebook=None) -> Iterator[tuple[str, dict]]:
+    """(problem, its ``counted_answers``) for each problem with such an answer, in the key's
+    order: forensics compares one problem of the class at a time, so what it holds is one
+    problem's answers and expected values, not the class's. ``class_grades`` reads no
+    answers (a class's would be gigabytes): with the ``gradebook``, each such part's answers
+    are read for the counted handins only, one part at a time (``Gradebook.part_results``)."""
+    have, wanted = {}, {}
     for s in grades:
         for p in s.parts:
             r = p.result
             if not _counted_part(r):
                 continue
             if r.answer is not None:
-                out[(s.id, p.problem, p.part)] = r.answer
+                have[(s.id, p.problem, p.part)] = r.answer
             elif gradebook is not None and s.handin:
                 wanted.setdefault((r.assignment, p.problem, p.part), {})[s.id] = s.handin
-    for (assignment, problem, part), handins in wanted.items():
-        for handin, r in gradebook.part_results(assignment, problem, part, handins=handins):
-            if handins.get(r.student) == handin and _counted_part(r) and r.answer is not None:
-                out[(r.student, problem, part)] = r.answer
-    return out
+    for problem in dict.fromkeys([k[1] for k in have] + [k[1] for k in wanted]):
+        out = {k: v for k, v in have.items() if k[1] == problem}
+        for (assignment, pid, part), handins in wanted.items():
+            if pid != problem:
+                continue
+            for handin, r in gradebook.part_results(assignment, problem, part, handins=handins):
+                if handins.get(r.student) == handin and _counted_part(r) and r.answer is not None:
+                    out[(r.student, problem, part)] = r.answer
+        yield problem, out
 
 
 def forensics(gradebook, key: dict, threshold: float = THRESHOLD, build=None, code: bool = True,
@@ -64,12 +79,7 @@ def forensics(gradebook, key: dict, threshold: float = THRESHOLD, build=None, co
     the class's grades when the caller has them already."""
     from grader.store.grades import class_grades
     grades = class_grades(gradebook, key, deadline) if grades is None else grades
-    answers = counted_answers(grades, gradebook)
-    records = numeric_records(key, answers)          # (each entry decoded once, for both)
-    flags = other_variant_flags(key, answers, threshold, records)
-    explained = {(f.student, f.problem, f.part) for f in flags}
-    flags += [f for f in shared_wrong_flags(key, answers, records)
-              if (f.student, f.problem, f.part) not in explained]
+    flags = _number_flags(key, answers_by_problem(grades, gradebook), threshold)
     result = {"flags": [], "students": len(grades), "threshold": threshold}
     if code:
         code_flags, result["code"] = similar_code_flags(key, grades, _build_of(gradebook, build))
@@ -78,6 +88,20 @@ def forensics(gradebook, key: dict, threshold: float = THRESHOLD, build=None, co
     result["flags"] = [_with_follow_through(f.as_json(), carried.get((f.student, f.problem), ()))
                        for f in flags]
     return result
+
+
+def _number_flags(key: dict, by_problem, threshold: float) -> list:
+    """Other-variant flags, then shared-wrong ones a value's other-variant flag does not
+    already explain, a problem of the class at a time (``answers_by_problem``)."""
+    other, shared = [], []
+    for _, answers in by_problem:
+        records = numeric_records(key, answers)          # (each entry's problem decoded once, for both)
+        flags = other_variant_flags(key, answers, threshold, records)
+        explained = {(f.student, f.problem, f.part) for f in flags}
+        other += flags
+        shared += [f for f in shared_wrong_flags(key, answers, records)
+                   if (f.student, f.problem, f.part) not in explained]
+    return other + shared
 
 
 def _follow_through_parts(grades) -> dict[tuple[str, str], list[str]]:

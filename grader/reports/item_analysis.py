@@ -38,7 +38,7 @@ score below full marks, after hand grades and overrides.
 from __future__ import annotations
 
 import math
-from dataclasses import dataclass, replace
+from dataclasses import dataclass, field, replace
 
 import numpy as np
 
@@ -220,14 +220,6 @@ def _tie_sizes(values: list[float]) -> list[int]:
     return [c for c in counts.values() if c > 1]
 
 
-def _columns(by_student: list[dict], keys: list) -> tuple[dict, dict]:
-    """Per item key its maximum and the students' scores (None: the student has no such item)."""
-    maxima = {k: max((parts[k]["max_score"] for parts in by_student if k in parts), default=0.0)
-              for k in keys}
-    columns = {k: [parts[k]["score"] if k in parts else None for parts in by_student] for k in keys}
-    return maxima, columns
-
-
 def _item_over(problem, part, column, totals, max_score, template=None) -> Item:
     """An item over the students who have it (a pool member's students)."""
     pairs = [(x, t) for x, t in zip(column, totals) if x is not None]
@@ -236,47 +228,88 @@ def _item_over(problem, part, column, totals, max_score, template=None) -> Item:
 
 
 def from_summary(summary: dict) -> dict:
-    """Item analysis of ``reports.summary_json``'s graded students: per part, per problem, and
-    α for the assignment (over the parts, a pool's score counted as one item), and per pool
-    its members side by side with the fairness check. A part still waiting for a hand grade
-    for some student is left out (its 0 is not a score yet); ``waiting`` lists those parts."""
-    students = [s for s in summary["students"] if s["status"] == "graded"]
-    pooled = {pid for s in students for pid in s.get("pools", {})}
-    by_student = [{(p["problem"], s.get("pools", {}).get(p["problem"]), p["part"]): p
-                   for p in s["parts"]} for s in students]
-    waiting = list(dict.fromkeys(k for parts in by_student for k, p in parts.items() if p.get("waiting")))
-    keys = [k for k in dict.fromkeys(k for parts in by_student for k in parts) if k not in waiting]
-    maxima, columns = _columns(by_student, keys)
-    totals = [sum(c[i] or 0.0 for c in columns.values()) for i in range(len(students))]
+    """``from_students`` of ``reports.summary_json``'s students."""
+    return from_students(summary["students"])
+
+
+def from_students(students) -> dict:
+    """Item analysis of the graded ones of ``students`` (``reports.summary_json``'s, read once,
+    in order): per part, per problem, and α for the assignment (over the parts, a pool's
+    score counted as one item), and per pool its members side by side with the fairness
+    check. A part still waiting for a hand grade for some student is left out (its 0 is not
+    a score yet); ``waiting`` lists those parts."""
+    read = _read_columns(students)
+    n, columns, maxima, templates = read.n, read.columns, read.maxima, read.templates
+    keys = [k for k in columns if k not in read.waiting]
+    totals = [sum(columns[k][i] or 0.0 for k in keys) for i in range(n)]
     parts = [_item_over(pid, part, columns[k], totals, maxima[k], template)
              for k in keys for pid, template, part in [k]]
     problems, scores, worths = [], {}, {}
     for pid in dict.fromkeys(k[0] for k in keys):
         mine = [k for k in keys if k[0] == pid]
-        scores[pid] = [sum(columns[k][i] or 0.0 for k in mine) for i in range(len(students))]
+        scores[pid] = [sum(columns[k][i] or 0.0 for k in mine) for i in range(n)]
         # what each member's graded parts are worth (the same for all, unless a part of one
         # still waits for a hand grade and is left out)
         worths[pid] = {t: sum(maxima[k] for k in mine if k[1] == t) for t in dict.fromkeys(k[1] for k in mine)}
         problems.append(item(pid, None, scores[pid], totals, max(worths[pid].values())))
-    alpha = cronbach_alpha([columns[k] for k in keys if k[0] not in pooled]
-                           + [scores[pid] for pid in scores if pid in pooled])
-    pools = [_pool(pid, students, scores[pid], totals, worths[pid]) for pid in scores if pid in pooled]
+    alpha = cronbach_alpha([columns[k] for k in keys if k[0] not in templates]
+                           + [scores[pid] for pid in scores if pid in templates])
+    pools = [_pool(pid, templates[pid], scores[pid], totals, worths[pid]) for pid in scores if pid in templates]
     flagged = [x for x in parts + problems if x.flags]
-    return {"students": len(students), "waiting": [{"problem": a, "part": c, "template": b}
-                                                   for a, b, c in waiting],
+    return {"students": n, "waiting": [{"problem": a, "part": c, "template": b}
+                                       for a, b, c in read.waiting],
             "parts": [x.as_json() for x in parts],
             "problems": [x.as_json() for x in problems],
             "assignment": {k: round(v, 6) if isinstance(v, float) else v for k, v in alpha.items()},
             "pools": pools, "flagged": len(flagged) + sum(p["fairness"]["flag"] for p in pools)}
 
 
-def _pool(pid: str, students: list[dict], scores: list[float], totals: list[float],
+@dataclass
+class _Columns:
+    """The graded students' scores per item key (problem, template, part), read in one pass:
+    a column per key (None where a student has no such item), its maximum, the keys some
+    student still waits on, and per pool problem each student's member."""
+    n: int = 0
+    columns: dict = field(default_factory=dict)
+    maxima: dict = field(default_factory=dict)
+    waiting: dict = field(default_factory=dict)        # (an ordered set)
+    templates: dict = field(default_factory=dict)      # pool problem → each student's member
+
+
+def _read_columns(students) -> _Columns:
+    out = _Columns()
+    for s in students:
+        if s["status"] != "graded":
+            continue
+        pools = s.get("pools", {})
+        mine = {(p["problem"], pools.get(p["problem"]), p["part"]): p for p in s["parts"]}
+        for k, p in mine.items():
+            if k not in out.columns:
+                out.columns[k], out.maxima[k] = [None] * out.n, p["max_score"]
+            out.columns[k].append(p["score"])
+            out.maxima[k] = max(out.maxima[k], p["max_score"])
+            if p.get("waiting"):
+                out.waiting[k] = None
+        for k, column in out.columns.items():
+            if len(column) == out.n:
+                column.append(None)
+        for pid, template in pools.items():
+            out.templates.setdefault(pid, [None] * out.n).append(template)
+        for column in out.templates.values():
+            if len(column) == out.n:
+                column.append(None)
+        out.n += 1
+    return out
+
+
+def _pool(pid: str, templates: list[str], scores: list[float], totals: list[float],
           worths: dict[str, float]) -> dict:
     """One pool's members side by side (each member's problem item over its students) and
-    the fairness check on the score share (of what the member's graded parts are worth)."""
+    the fairness check on the score share (of what the member's graded parts are worth).
+    ``templates``: each graded student's member."""
     members: dict[str, list[int]] = {}
-    for i, s in enumerate(students):
-        members.setdefault(s["pools"][pid], []).append(i)
+    for i, template in enumerate(templates):
+        members.setdefault(template, []).append(i)
     side, shares = [], {}
     for template, rows in sorted(members.items()):
         worth = worths.get(template, 0.0)

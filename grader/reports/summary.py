@@ -20,6 +20,7 @@ from __future__ import annotations
 
 import statistics
 import unicodedata
+from array import array
 from collections import Counter
 from pathlib import Path
 
@@ -38,6 +39,7 @@ from grader.store.grades import (ERROR, GRADED, MISSING, NOT_ACCEPTED, Part, Stu
 from grader.reports.item_analysis import got_wrong
 from grader.forensics.flags import copied_chains
 from grader.store.look import needs_a_look
+from grader.store.spilled import Spilled
 
 _points = score_text
 
@@ -80,47 +82,79 @@ def summary_json(gradebook: Gradebook, key: dict, deadline: Deadline | None = No
     """The class as data: per student and part; per problem the mean and median over the
     graded submissions (a missing or unreadable one would only drag them towards 0); the
     commonest misconceptions; how many submissions are missing or errored. ``grades``,
-    ``flags``: the class's grades and its forensics flags, when the caller has them."""
+    ``flags``: the class's grades and its forensics flags, when the caller has them.
+    ``"students"`` is a ``Spilled`` sequence (made in one pass over the grades, read back a
+    student at a time): the summary of a large class does not hold the class in memory."""
     grades = class_grades(gradebook, key, deadline) if grades is None else grades
-    look, unchecked = _look_lists(gradebook, key, grades, flags)
-    graded = [s for s in grades if s.status == GRADED]
-    problems = [{"id": p["id"], "title": p.get("title", p["id"]), "points": float(p["points"]),
-                 **_statistics([s.problem_scores[p["id"]] for s in graded])}
-                for p in head_problems(key)]
-    students = [_student_json(s, look[s.id]) for s in grades]
-    statuses = Counter(s.status for s in grades)
-    _add_pools(students, key)
-    from grader.reports.item_analysis import from_summary
-    items = from_summary({"students": students})
+    copied, unchecked = _copied(gradebook, key, grades, flags)
+    tally = _Tally(head_problems(key))
+    pools = pool_members(key)
+    students = Spilled()
+    for s in grades:
+        look = [*s.look, *copied.get(s.id, ())]
+        row = _student_json(s, look)
+        # (an entry is read only when the assignment has a pool)
+        entry = (entry_for(key, s.id) or {}) if pools else {}
+        row["pools"] = {pid: problem_record(entry, pid, {}).get("template") for pid in pools
+                        if problem_record(entry, pid, None) is not None}
+        students.append(row)
+        tally.add(s, look)
+    from grader.reports.item_analysis import from_students
+    items = from_students(students)
     return {
         "assignment": {"id": assignment_id(key), "title": assignment_title(key),
                        "points": total_points(key)},
         "students": students,
-        "problems": problems,
-        "totals": _statistics([s.total for s in graded]),
+        "problems": tally.problems(),
+        "totals": _statistics(tally.totals),
         "misconceptions": _misconceptions_json(grades),
         "misconceptions_by_part": misconceptions_by_part(students),
         "item_analysis": items,
         "pools": _pools_json(items["pools"], key, students),
-        "needs_a_look": needs_a_look((s.id, s.path, look[s.id]) for s in grades),
+        "needs_a_look": needs_a_look(tally.looks),
         "counting_rule": deadline.counts if deadline is not None else "last",
         **({"not_checked": unchecked} if unchecked else {}),
-        "counts": {"students": len(grades), "graded": statuses[GRADED], "missing": statuses[MISSING],
-                   "error": statuses[ERROR],
+        "counts": {"students": len(grades), "graded": tally.statuses[GRADED],
+                   "missing": tally.statuses[MISSING], "error": tally.statuses[ERROR],
                    # parts that wait for a human: not marked yet, or marked and to look at again
-                   "manual_parts": sum(s.waiting for s in grades if s.status != MISSING),
-                   "needs_a_look": sum(bool(look[s.id]) for s in grades)},
+                   "manual_parts": tally.manual_parts, "needs_a_look": len(tally.looks)},
     }
 
 
-def _look_lists(gradebook: Gradebook, key: dict, grades, flags) -> tuple[dict, str | None]:
-    """student → the (code, message) issues of the TA's list, the copied chains among them;
-    and why the copied chains were not checked (None when they were)."""
+class _Tally:
+    """What the summary counts over the class, added up a student at a time."""
+
+    def __init__(self, problems: list[dict]):
+        self.heads = problems
+        self.scores: dict[str, array] = {p["id"]: array("d") for p in problems}   # graded only
+        self.totals = array("d")
+        self.statuses: Counter = Counter()
+        self.manual_parts = 0
+        self.looks: list[tuple] = []          # (student, file, look) of those with something to look at
+
+    def add(self, s: StudentGrades, look: list) -> None:
+        self.statuses[s.status] += 1
+        if s.status != MISSING:
+            self.manual_parts += s.waiting
+        if look:
+            self.looks.append((s.id, s.path, look))
+        if s.status == GRADED:
+            self.totals.append(s.total)
+            for pid, column in self.scores.items():
+                column.append(s.problem_scores[pid])
+
+    def problems(self) -> list[dict]:
+        return [{"id": p["id"], "title": p.get("title", p["id"]), "points": float(p["points"]),
+                 **_statistics(self.scores[p["id"]])} for p in self.heads]
+
+
+def _copied(gradebook: Gradebook, key: dict, grades, flags) -> tuple[dict, str | None]:
+    """student → the copied chains of the TA's list (grader.forensics.flags.copied_chains);
+    and why they were not checked (None when they were)."""
     try:          # forensics that fail must not cost the grades their summary
-        copied, unchecked = copied_chains(gradebook, key, grades, flags), None
+        return copied_chains(gradebook, key, grades, flags), None
     except Exception as err:  # noqa: BLE001
-        copied, unchecked = {}, f"copied chains were not checked ({type(err).__name__}: {err})"
-    return {s.id: [*s.look, *copied.get(s.id, ())] for s in grades}, unchecked
+        return {}, f"copied chains were not checked ({type(err).__name__}: {err})"
 
 
 def _misconceptions_json(grades) -> list[dict]:
@@ -160,15 +194,6 @@ def _student_json(s: StudentGrades, look: list) -> dict:
                        "auto_score": round(p.result.score, 6) if p.result else None,
                        "mark": _mark_json(p), "waiting": p.waiting}
                       for p in s.parts]}
-
-
-def _add_pools(students: list[dict], key: dict) -> None:
-    """Each student's template of each pool (problem → template), as ``"pools"``."""
-    pools = pool_members(key)
-    for s in students:          # (an entry is read only when the assignment has a pool)
-        entry = (entry_for(key, s["id"]) or {}) if pools else {}
-        s["pools"] = {pid: problem_record(entry, pid, {}).get("template") for pid in pools
-                      if problem_record(entry, pid, None) is not None}
 
 
 def _handin_json(h) -> dict:

@@ -278,13 +278,25 @@ class Gradebook:
         handins = self.handins(assignment, student)
         return handins[0] if handins else None
 
-    def handins(self, assignment: str, student: str | None = None) -> list[SubmissionRow]:
-        """Every handin of ``assignment`` (of ``student``), by student, the counting one first."""
+    def students(self, assignment: str) -> list[str]:
+        """Every student with a handin of ``assignment``, sorted."""
+        with self._lock, self._errors():
+            return [r[0] for r in self._connection().execute(
+                "SELECT DISTINCT student FROM submissions WHERE assignment = ? ORDER BY student",
+                (assignment,)).fetchall()]
+
+    def handins(self, assignment: str, student: str | None = None,
+                students: list[str] | None = None) -> list[SubmissionRow]:
+        """Every handin of ``assignment`` (of ``student``, or of ``students``), by student, the
+        counting one first."""
         query = f"SELECT {', '.join(SUBMISSION_COLUMNS)} FROM submissions WHERE assignment = ?"
         args: tuple = (assignment,)
         if student is not None:
             query += " AND student = ?"
             args += (student,)
+        if students is not None:
+            query += " AND student IN (SELECT value FROM json_each(?))"
+            args += (json.dumps(students),)
         with self._lock, self._errors():
             rows = self._connection().execute(
                 query + f" ORDER BY student, {_LATEST_FIRST}", args).fetchall()
@@ -314,6 +326,18 @@ class Gradebook:
             return self._connection().execute(
                 "SELECT student, handin, problem, part, status FROM results WHERE assignment = ?",
                 (assignment,)).fetchall()
+
+    def handin_results(self, assignment: str, handins: dict[str, str],
+                       answers: bool = True) -> list[ResultRow]:
+        """Result rows of ``handins`` (student → handin), by student, then in the order they
+        were recorded: a slice of the class at a time (``results`` reads all of it)."""
+        columns = [f"r.{c}" if answers or c != "answer" else "NULL AS answer" for c in RESULT_COLUMNS]
+        query = (f"SELECT {', '.join(columns)} FROM results r JOIN json_each(?) c "
+                 "ON r.student = c.key AND r.handin = c.value WHERE r.assignment = ? "
+                 "ORDER BY r.student, r.position, r.problem, r.part")
+        with self._lock, self._errors():
+            rows = self._connection().execute(query, (json.dumps(handins), assignment)).fetchall()
+        return [result_row(r) for r in rows]
 
     def results(self, assignment: str, student: str | None = None, answers: bool = True,
                 handin: str | None = None) -> list[ResultRow]:

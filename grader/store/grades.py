@@ -25,6 +25,7 @@ from grader.store.gradebook import Gradebook
 from grader.store.rows import ResultRow, SubmissionRow
 from grader.store.marks import HAND, Mark, marks as active_marks, rechecks
 from grader.store.look import RECHECK, REPLACED_ON_TIME, flagged, student_notes
+from grader.store.spilled import Spilled
 
 MISSING, GRADED, ERROR, MANUAL = "missing", "graded", "error", "manual"
 MARKED, OVERRIDDEN = "marked", "overridden"      # a part's status once a grader scored it
@@ -157,39 +158,44 @@ def _student_parts(entry: dict, problems: list[dict], rows: list[ResultRow], mar
     return tuple(parts)
 
 
-def _students(key: dict, submissions) -> list[str]:
+def class_students(gradebook: Gradebook, key: dict) -> list[str]:
     """The key's students; for an nbgrader course's class-wide key (one entry for everyone),
     the students the gradebook has."""
-    return sorted(submissions) if is_class_key(key) else key_students(key)
+    return gradebook.students(assignment_id(key)) if is_class_key(key) else key_students(key)
 
 
-def class_grades(gradebook: Gradebook, key: dict, deadline: Deadline | None = None) -> list[StudentGrades]:
+CHUNK = 500          # students read from the gradebook at a time by the class pass
+
+
+def class_grades(gradebook: Gradebook, key: dict, deadline: Deadline | None = None) -> Spilled:
     """Every student of the key, by id, with their counted handin and its parts — without
     the students' answers (up to 64 kB a part: a class's would be gigabytes; ``with_answers``
     reads one student's when their page is drawn). Without a ``deadline`` the handin received
-    last counts; with one, the last one the late policy accepts, less its penalty."""
+    last counts; with one, the last one the late policy accepts, less its penalty. Read
+    ``CHUNK`` students at a time into a ``Spilled`` sequence: what the class pass holds does
+    not grow with the class."""
     assignment = assignment_id(key)
-    rows: dict[str, list[ResultRow]] = {}
-    for r in gradebook.results(assignment, answers=False):     # (each student's latest handin's)
-        rows.setdefault(r.student, []).append(r)
-    grades = []
-    chosen = counted(gradebook, key, deadline)
-    marked, recheck = _marks_by_student(gradebook, assignment, chosen)
-    for sid, c in chosen.items():
-        submission = c.submission
-        if submission is not None and submission.handin != c.latest:
-            rows[sid] = gradebook.results(assignment, sid, answers=False, handin=submission.handin)
-        grades.append(_late(_grades_of(key, sid, submission, rows.get(sid, []) if submission else [],
-                                       c.handins, marked.get(sid), recheck.get(sid)), c))
+    students = class_students(gradebook, key)
+    grades = Spilled()
+    for start in range(0, len(students), CHUNK):
+        chosen = counted(gradebook, key, deadline, students[start:start + CHUNK])
+        marked, recheck = _marks_by_student(gradebook, assignment, chosen)
+        handins = {sid: c.submission.handin for sid, c in chosen.items() if c.submission is not None}
+        rows: dict[str, list[ResultRow]] = {}
+        for r in gradebook.handin_results(assignment, handins, answers=False):
+            rows.setdefault(r.student, []).append(r)
+        grades.extend(_late(_grades_of(key, sid, c.submission, rows.get(sid, []), c.handins,
+                                       marked.get(sid), recheck.get(sid)), c)
+                      for sid, c in chosen.items())
     return grades
 
 
 def _marks_by_student(gradebook: Gradebook, assignment: str, chosen: dict) -> tuple[dict, dict]:
     """student → {(problem, part): active mark}, and student → {(problem, part): why it
-    needs another look}, for the students with a counted handin."""
+    needs another look}, for the students of ``chosen`` with a counted handin."""
     handins = {sid: c.submission.handin for sid, c in chosen.items() if c.submission is not None}
     marked: dict[str, dict] = {}
-    for (sid, pid, part), mark in active_marks(gradebook, assignment).items():
+    for (sid, pid, part), mark in active_marks(gradebook, assignment, students=list(handins)).items():
         if sid in handins:
             marked.setdefault(sid, {})[(pid, part)] = mark
     recheck: dict[str, dict] = {}
@@ -199,15 +205,17 @@ def _marks_by_student(gradebook: Gradebook, assignment: str, chosen: dict) -> tu
     return marked, recheck
 
 
-def counted(gradebook: Gradebook, key: dict, deadline: Deadline | None = None) -> dict[str, Counted]:
+def counted(gradebook: Gradebook, key: dict, deadline: Deadline | None = None,
+            students: list[str] | None = None) -> dict[str, Counted]:
     """student → ``Counted`` (the handin that counts or None, what the late policy made of it
     or None, how many they handed in, the handin id of the latest, …), for every student of
-    the key, read from the handins alone (no parts, no key entries)."""
+    the key (or of ``students``), read from the handins alone (no parts, no key entries)."""
     assignment = assignment_id(key)
+    students = class_students(gradebook, key) if students is None else students
     handins: dict[str, list[SubmissionRow]] = {}
-    for h in gradebook.handins(assignment):            # (each student's, latest first)
+    for h in gradebook.handins(assignment, students=students):     # (each student's, latest first)
         handins.setdefault(h.student, []).append(h)
-    return {sid: _counting_handin(deadline, sid, handins.get(sid, [])) for sid in _students(key, handins)}
+    return {sid: _counting_handin(deadline, sid, handins.get(sid, [])) for sid in students}
 
 
 def class_look(gradebook: Gradebook, key: dict, deadline: Deadline | None = None) -> list[tuple]:

@@ -197,10 +197,13 @@ def _mark(row) -> Mark:
 
 def marks(gb: Gradebook, assignment: str, student: str | None = None,
           active_only: bool = True, problem: str | None = None,
-          part: str | None = None) -> dict[tuple[str, str, str], Mark]:
-    """(student, problem, part) → its mark, for ``assignment`` (``student``, ``problem``, ``part``)."""
+          part: str | None = None, students: list[str] | None = None) -> dict[tuple[str, str, str], Mark]:
+    """(student, problem, part) → its mark, for ``assignment`` (``student``, ``problem``,
+    ``part``; ``students``: of those students only)."""
     sql = f"SELECT {', '.join(_COLUMNS)} FROM marks WHERE assignment = ?"
     args: tuple = (assignment,)
+    if students is not None:
+        sql, args = sql + " AND student IN (SELECT value FROM json_each(?))", args + (json.dumps(students),)
     for name, value in (("student", student), ("problem", problem), ("part", part)):
         if value is not None:
             sql, args = sql + f" AND {name} = ?", args + (value,)

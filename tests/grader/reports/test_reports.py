@@ -14,6 +14,7 @@ import pytest
 from solutions import TWINS
 
 from formats.serialize import decode_names, encode_names, to_jsonable
+from formats.textfile import terminal_json
 from grader.store.gradebook import Gradebook
 from grader.store.rows import ResultRow, SubmissionRow
 from grader.reports.summary import class_table, csv_text, summary_json, write_csv, write_gradescope
@@ -270,7 +271,8 @@ def test_class_table_is_aligned_plain_text_with_a_summary(gradebook):
 
 def test_summary_json_is_data_for_the_cli(gradebook):
     summary = summary_json(gradebook, KEY)
-    json.dumps(summary, allow_nan=False)
+    json.loads(terminal_json(summary))          # (the students a list, every value data)
+    json.dumps(summary, allow_nan=False, default=list)
     assert summary["counts"] == {"students": 3, "graded": 2, "missing": 1, "error": 0, "manual_parts": 1,
                                  "needs_a_look": 0}
     assert [s["id"] for s in summary["students"]] == ["s1", "s2", "s3"]
@@ -306,7 +308,7 @@ def test_every_report_is_the_same_bytes_however_often_and_whenever_graded(gradeb
         write_gradescope(gradebook, KEY, folder / "gradescope")
         write_feedback(gradebook, KEY, folder / "feedback", reveal=True)
         (folder / "table.txt").write_text(class_table(gradebook, KEY), encoding="utf-8")
-        (folder / "summary.json").write_text(json.dumps(summary_json(gradebook, KEY)), encoding="utf-8")
+        (folder / "summary.json").write_text(json.dumps(summary_json(gradebook, KEY), default=list), encoding="utf-8")
         return {str(p.relative_to(folder)): p.read_bytes() for p in sorted(folder.rglob("*")) if p.is_file()}
     first = everything(tmp_path / "a")
     with sqlite3.connect(gradebook.path) as c:               # graded at another time
