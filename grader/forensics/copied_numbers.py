@@ -37,6 +37,7 @@ from formats.serialize import decode_names, from_jsonable
 
 from grader.forensics.flag_kinds import MAX_PARTNERS, OTHER_VARIANT, SHARED_WRONG, THRESHOLD, Flag
 from grader.store.rows import omitted_reason
+from grader.store.spilled import Spilled
 
 CROWD = 256              # distinct values near one projection beyond which a value is no evidence
 
@@ -190,6 +191,54 @@ def _twins_by_part(record: dict, parts: set) -> dict:
     return out
 
 
+PART_MEMORY = 256 << 10     # bytes of one part's values kept in memory before they go to disk
+
+
+def part_rows(key: dict, wanted: dict) -> dict[tuple, Spilled]:
+    """(problem, part) → a row per student of the key whose record of the problem is numeric
+    and grades the part: (student, template, the part's tolerances, its expected answer and
+    each twin's answer, both as stored). ``wanted``: problem → parts. Each entry is decoded
+    once, for every wanted problem, and each part's rows are spilled apart (``Spilled``): the
+    class's values are then compared a part at a time (``part_flags``), never all held."""
+    out = {(pid, part): Spilled(in_memory=PART_MEMORY) for pid, parts in wanted.items() for part in parts}
+    for sid in key_students(key):
+        for problem, record in problem_records(entry_with(key, sid, wanted)):
+            if problem not in wanted or record.get("kind") != "numeric":
+                continue
+            stored, twins = record.get("answers", {}), record.get("twins", {})
+            for g in gradings(record, []):
+                part = g.get("id")
+                if part in wanted[problem]:
+                    out[(problem, part)].append((
+                        sid, record.get("template"), {k: g[k] for k in _TOLERANCES if k in g}, stored.get(part),
+                        {name: t["dict"][part] for name, t in twins.items()
+                         if isinstance(t, dict) and isinstance(t.get("dict"), dict) and part in t["dict"]}))
+    return out
+
+
+def part_flags(problem: str, part: str, rows, given: dict, threshold: float,
+               students: int, ask=None) -> tuple[list[Flag], list[Flag]]:
+    """The other-variant flags of one part, and its shared-wrong flags that no other-variant
+    flag of the same student explains. ``rows``: the part's ``part_rows``; ``given``: student
+    → their decoded answer (``by_part``); ``students``: how many the key has; ``ask``: the
+    students whose flags are wanted (None: all; every answer is still evidence for them)."""
+    groups: dict = {}
+    for sid, template, grading, expected, twins in rows:
+        record = {"kind": "numeric", "template": template, "grading": [grading],
+                  "twin_values": {part: {name: from_jsonable(v) for name, v in twins.items()}},
+                  "expected": {} if expected is None else {part: from_jsonable(expected)}}
+        groups.setdefault(template, ({"id": part, **grading}, {}))[1][sid] = record
+    asked = given if ask is None else {sid: v for sid, v in given.items() if sid in ask}
+    other = [f for grading, members in groups.values()
+             for f in _other_variant(problem, part, grading, members, asked, threshold)]
+    explained = {f.student for f in other}
+    telling_ones = {sid: v for sid, v in given.items() if telling(v)}
+    shared = [f for grading, members in groups.values()
+              for f in _shared_wrong(problem, part, grading, members, telling_ones, students, ask)
+              if f.student not in explained]
+    return other, shared
+
+
 def other_variant_flags(key: dict, answers: dict, threshold: float = THRESHOLD,
                         records: dict | None = None) -> list[Flag]:
     """``answers``: (student, problem, part) → the counted handin's stored answer, for the
@@ -198,7 +247,7 @@ def other_variant_flags(key: dict, answers: dict, threshold: float = THRESHOLD,
     copied *wrong* answer) — and neither the student's own answer nor their own mistake."""
     records = numeric_records(key, answers) if records is None else records
     flags = []
-    for (problem, part), given in _by_part(answers).items():
+    for (problem, part), given in by_part(answers).items():
         for grading, members in _members(records, problem, part):
             flags += _other_variant(problem, part, grading, members, given, threshold)
     return flags
@@ -242,14 +291,15 @@ def shared_wrong_flags(key: dict, answers: dict, records: dict | None = None) ->
     is some variant's expected or listed-mistake answer is other-variant evidence instead."""
     records = numeric_records(key, answers) if records is None else records
     flags = []
-    for (problem, part), given in _by_part(answers).items():
+    for (problem, part), given in by_part(answers).items():
         given = {sid: v for sid, v in given.items() if telling(v)}
         for grading, members in _members(records, problem, part):
             flags += _shared_wrong(problem, part, grading, members, given, len(records))
     return flags
 
 
-def _shared_wrong(problem, part, grading, records: dict, given: dict, students: int) -> list[Flag]:
+def _shared_wrong(problem, part, grading, records: dict, given: dict, students: int,
+                  ask=None) -> list[Flag]:
     rtol, atol = float(grading["rtol"]), float(grading["atol"])
     expected = {s: _expected(r).get(part) for s, r in records.items()}
     # a student's own listed mistake is an honest answer, however many classmates share it
@@ -260,6 +310,8 @@ def _shared_wrong(problem, part, grading, records: dict, given: dict, students: 
     index = _PartIndex(given, rtol, atol)
     flags = []
     for sid, value in given.items():
+        if ask is not None and sid not in ask:
+            continue
         same = index.matching(value, MAX_PARTNERS + 1)
         if same is None:
             continue
@@ -275,7 +327,7 @@ def _shared_wrong(problem, part, grading, records: dict, given: dict, students: 
     return flags
 
 
-def _by_part(answers: dict) -> dict:
+def by_part(answers: dict) -> dict:
     """(problem, part) → student → the decoded answer, in part order. An answer the gradebook
     left out (too large to store) or cannot decode is no evidence, and is skipped."""
     out: dict = {}

@@ -18,7 +18,9 @@ from __future__ import annotations
 from collections.abc import Iterator
 from pathlib import Path
 
-from grader.forensics.copied_numbers import numeric_records, other_variant_flags, shared_wrong_flags
+from formats.key_shape import key_students
+
+from grader.forensics.copied_numbers import by_part, part_flags, part_rows
 from grader.forensics.flag_kinds import THRESHOLD
 from grader.forensics.copied_code import similar_code_flags
 from grader.verdicts.follow_through import FOLLOW_THROUGH
@@ -34,38 +36,37 @@ def _counted_part(r) -> bool:
 def counted_answers(grades, gradebook=None) -> dict:
     """(student, problem, part) → stored answer of every failed numeric part of ``grades``
     (``grades.class_grades``: the counted handins), and of every part passed by follow-through
-    credit (``answers_by_problem``, all problems together)."""
+    credit (``answers_by_part``, all parts together)."""
     out = {}
-    for _, answers in answers_by_problem(grades, gradebook):
+    for _, answers in answers_by_part(grades, gradebook):
         out.update(answers)
     return out
 
 
-def answers_by_problem(grades, gradebook=None) -> Iterator[tuple[str, dict]]:
-    """(problem, its ``counted_answers``) for each problem with such an answer, in the key's
-    order: forensics compares one problem of the class at a time, so what it holds is one
-    problem's answers and expected values, not the class's. ``class_grades`` reads no
-    answers (a class's would be gigabytes): with the ``gradebook``, each such part's answers
-    are read for the counted handins only, one part at a time (``Gradebook.part_results``)."""
+def answers_by_part(grades, gradebook=None, problems=None) -> Iterator[tuple[tuple[str, str], dict]]:
+    """((problem, part), its ``counted_answers``) for each part with such an answer (of
+    ``problems``; None: of all), in the key's order: forensics compares one part of the
+    class at a time. ``class_grades`` reads no answers (a class's would be gigabytes): with
+    the ``gradebook``, each such part's answers are read for the counted handins only
+    (``Gradebook.part_results``)."""
     have, wanted = {}, {}
     for s in grades:
         for p in s.parts:
             r = p.result
-            if not _counted_part(r):
+            if not _counted_part(r) or (problems is not None and p.problem not in problems):
                 continue
             if r.answer is not None:
-                have[(s.id, p.problem, p.part)] = r.answer
+                have.setdefault((p.problem, p.part), {})[(s.id, p.problem, p.part)] = r.answer
             elif gradebook is not None and s.handin:
-                wanted.setdefault((r.assignment, p.problem, p.part), {})[s.id] = s.handin
-    for problem in dict.fromkeys([k[1] for k in have] + [k[1] for k in wanted]):
-        out = {k: v for k, v in have.items() if k[1] == problem}
-        for (assignment, pid, part), handins in wanted.items():
-            if pid != problem:
-                continue
+                wanted.setdefault((p.problem, p.part), (r.assignment, {}))[1][s.id] = s.handin
+    for where in dict.fromkeys([*have, *wanted]):
+        out = have.pop(where, {})
+        if where in wanted:
+            (problem, part), (assignment, handins) = where, wanted.pop(where)
             for handin, r in gradebook.part_results(assignment, problem, part, handins=handins):
                 if handins.get(r.student) == handin and _counted_part(r) and r.answer is not None:
                     out[(r.student, problem, part)] = r.answer
-        yield problem, out
+        yield where, out
 
 
 def forensics(gradebook, key: dict, threshold: float = THRESHOLD, build=None, code: bool = True,
@@ -79,7 +80,7 @@ def forensics(gradebook, key: dict, threshold: float = THRESHOLD, build=None, co
     the class's grades when the caller has them already."""
     from grader.store.grades import class_grades
     grades = class_grades(gradebook, key, deadline) if grades is None else grades
-    flags = _number_flags(key, answers_by_problem(grades, gradebook), threshold)
+    flags = _number_flags(key, grades, gradebook, threshold)
     result = {"flags": [], "students": len(grades), "threshold": threshold}
     if code:
         code_flags, result["code"] = similar_code_flags(key, grades, _build_of(gradebook, build))
@@ -90,17 +91,30 @@ def forensics(gradebook, key: dict, threshold: float = THRESHOLD, build=None, co
     return result
 
 
-def _number_flags(key: dict, by_problem, threshold: float) -> list:
-    """Other-variant flags, then shared-wrong ones a value's other-variant flag does not
-    already explain, a problem of the class at a time (``answers_by_problem``)."""
+def _number_flags(key: dict, grades, gradebook, threshold: float, ask=None) -> list:
+    """Other-variant flags, then shared-wrong ones that a value's other-variant flag does not
+    already explain, a part of the class at a time: each key entry decoded once
+    (``part_rows``), each part's answers read when its turn comes (``answers_by_part``).
+    ``ask``: the (student, problem) pairs whose flags are wanted (None: all): only their
+    problems are compared, every classmate's answer still evidence."""
+    asked = None if ask is None else {pid for _, pid in ask}
+    wanted: dict = {}
+    for s in grades:
+        for p in s.parts:
+            if _counted_part(p.result) and (asked is None or p.problem in asked):
+                wanted.setdefault(p.problem, set()).add(p.part)
+    if not wanted:
+        return []
+    rows = part_rows(key, wanted)
+    students = len(key_students(key))
     other, shared = [], []
-    for _, answers in by_problem:
-        records = numeric_records(key, answers)          # (each entry's problem decoded once, for both)
-        flags = other_variant_flags(key, answers, threshold, records)
-        explained = {(f.student, f.problem, f.part) for f in flags}
-        other += flags
-        shared += [f for f in shared_wrong_flags(key, answers, records)
-                   if (f.student, f.problem, f.part) not in explained]
+    for (problem, part), answers in answers_by_part(grades, gradebook, asked):
+        given = by_part(answers).get((problem, part), {})
+        if (problem, part) in rows and given:
+            who = None if ask is None else {sid for sid, pid in ask if pid == problem}
+            found = part_flags(problem, part, rows.pop((problem, part)), given, threshold, students, who)
+            other += found[0]
+            shared += found[1]
     return other + shared
 
 
@@ -146,7 +160,11 @@ def copied_chains(gradebook, key: dict, grades, flags=None, threshold: float = T
     (the code comparison reads notebooks, and an implement problem has no follow-through).
     ``flags``: the class's forensics flags when the caller has them."""
     if flags is None:
-        flags = forensics(gradebook, key, threshold, code=False, grades=grades)["flags"]
+        carried = _follow_through_parts(grades)
+        # (only the problems that earned follow-through credit are compared: their flags
+        # are all the TA's list shows; a grading run without any compares nothing)
+        found = _number_flags(key, grades, gradebook, threshold, ask=set(carried)) if carried else []
+        flags = [_with_follow_through(f.as_json(), carried.get((f.student, f.problem), ())) for f in found]
     out: dict[str, list] = {}
     for flag in flags:
         note = follow_through_note(flag)

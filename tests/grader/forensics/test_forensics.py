@@ -129,6 +129,27 @@ def test_two_students_with_the_same_wrong_numbers_are_flagged_as_a_pair(graded_c
         (students[4], (students[5],), SHARED_WRONG), (students[5], (students[4],), SHARED_WRONG)}
 
 
+def test_a_part_compared_for_some_students_keeps_every_answer_as_evidence(graded_class):
+    """``part_flags`` asked for one student (``attnkit grade``'s copied chains): that student
+    is flagged with a partner who was not asked about, and nobody else is flagged."""
+    import numpy as np
+    from grader.forensics.copied_numbers import by_part, part_flags, part_rows, shared_wrong_flags
+    build, key, gradebook_path, secret = graded_class(12)
+    students = key_students(key)
+    pid, part, value = _a_telling_part(key, students[4])
+    same = to_jsonable(np.asarray(value) * 0 + 0.123)
+    answers = {(students[4], pid, part): same, (students[5], pid, part): same}
+    given = by_part(answers)[(pid, part)]
+    every = shared_wrong_flags(key, answers)
+
+    def flags(ask):
+        rows = part_rows(key, {pid: {part}})[(pid, part)]
+        other, shared = part_flags(pid, part, rows, given, 0.05, len(students), ask)
+        return {(f.student, f.partners, f.kind) for f in other + shared}
+    assert flags(None) == {(f.student, f.partners, f.kind) for f in every} and len(every) == 2
+    assert flags({students[4]}) == {(f.student, f.partners, f.kind) for f in every if f.student == students[4]}
+
+
 def test_an_answer_the_gradebook_left_out_or_cannot_decode_is_no_evidence(graded_class):
     build, key, gradebook_path, secret = graded_class(12)
     students = key_students(key)

@@ -40,7 +40,7 @@ def planted_class(example_build, tmp_path_factory):
                           "--gradebook", str(gradebook), "--json"],
                          env=env, cwd=ROOT, capture_output=True, text=True)
     assert out.returncode == 0, out.stderr
-    _PATHS.update(build=build, gradebook=gradebook, env=env)
+    _PATHS.update(build=build, gradebook=gradebook, env=env, key=key)
     return planted, json.loads(out.stdout), subs
 
 
@@ -97,6 +97,22 @@ def test_the_tas_list_names_a_copied_chain_and_its_follow_through(planted_class)
     assert all(any(c["code"] == "copied-chain" for c in students[sid]["needs_a_look"]) for sid in carried)
     honest = set(students) - {f["student"] for f in result["flags"]}
     assert not any(x["student"] in honest for x in looks)
+
+
+def test_the_grade_commands_copied_chains_are_those_every_flag_gives(planted_class):
+    """``attnkit grade`` compares only the problems that earned follow-through credit, for
+    the students who earned it (the TA's list shows nothing else), every classmate's answer
+    still evidence: the same copied chains as from every flag of the class."""
+    from grader.forensics.flags import copied_chains
+    from grader.store.gradebook import Gradebook
+    from grader.store.grades import class_grades
+    _, result, _ = planted_class
+    key = _PATHS["key"]
+    with Gradebook(_PATHS["gradebook"]) as gradebook:
+        grades = class_grades(gradebook, key)
+        asked = copied_chains(gradebook, key, grades)
+        every = copied_chains(gradebook, key, grades, flags=result["flags"])
+    assert asked and {s: sorted(x) for s, x in asked.items()} == {s: sorted(x) for s, x in every.items()}
 
 
 def test_no_honest_student_is_flagged(planted_class):

@@ -286,7 +286,7 @@ def test_summary_json_is_data_for_the_cli(gradebook):
 def test_forensics_that_fail_leave_the_summary_whole_and_say_so(gradebook, monkeypatch):
     def broken(*_a, **_k):
         raise RuntimeError("forensics broke")
-    monkeypatch.setattr("grader.forensics.flags.forensics", broken)
+    monkeypatch.setattr("grader.forensics.flags._follow_through_parts", broken)
     summary = summary_json(gradebook, KEY)
     assert summary["not_checked"] == "copied chains were not checked (RuntimeError: forensics broke)"
     assert summary["students"] and "needs_a_look" in summary
