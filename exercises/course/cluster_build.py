@@ -4,9 +4,10 @@ students' files and key entries as bytes; this process writes them and the key. 
 build is byte for byte a local one, and workers need neither the output folder nor a shared
 file system — only the kit (and a template's trained model at the same path).
 
-The build's context (the assignment with its templates, the earlier key's issued variants and
-each student's seeds) is sent to every worker once; the course secret is not: the seeds are
-worked out here, and a worker could not make another assignment's (or a later rebuild's)
+The build's context (the assignment with its templates, the references of the key's entries)
+is sent to every worker once, and each chunk brings its own students' seeds, pool draws and
+issued variants, so what a worker holds does not grow with the class; the course secret is
+never sent: the seeds are worked out here, and a worker could not make another assignment's (or a later rebuild's)
 variants with them. A chunk whose task fails — its worker was lost, or
 anything else — is sent again whole, once; one that fails again is built one student per task,
 and a student whose task still fails is a failure of that student alone (a rerun builds them).
@@ -20,10 +21,11 @@ from exercises.variant.seeds import variant_seed
 from formats.textfile import write_atomic
 
 
-def build_chunk(context: dict, students: list, before_each=None) -> list:
+def build_chunk(context: dict, students: list, own: dict, before_each=None) -> list:
     """On a worker: ``made_student`` for each student of the chunk (``before_each(student)``
-    first, for tests that kill a worker mid-chunk)."""
-    init_worker(context)
+    first, for tests that kill a worker mid-chunk); ``own``: the chunk's students' seeds,
+    pool draws and issued variants (``chunk_context``)."""
+    init_worker({**context, **own})
     done = []
     with collector_paced():
         for student in students:
@@ -38,12 +40,13 @@ def built_on_cluster(client, context: dict, roster, chunk: int, progress=None, b
     ``context["out"]``; yields what ``build._build_student`` returns for each, as it comes."""
     from distributed import as_completed
 
-    shared = client.scatter(without_secret(context, roster), broadcast=True, hash=False)
+    shared = client.scatter(shared_context(context), broadcast=True, hash=False)
     pending: dict = {}
     queue = as_completed()
 
     def send(students: list, tries: int) -> None:
-        future = client.submit(build_chunk, shared, students, before_each, pure=False)
+        future = client.submit(build_chunk, shared, students, chunk_context(context, students),
+                               before_each, pure=False)
         pending[future] = (students, tries)
         queue.add(future)
 
@@ -67,12 +70,24 @@ def built_on_cluster(client, context: dict, roster, chunk: int, progress=None, b
             progress.advance(len(made))
 
 
-def without_secret(context: dict, roster) -> dict:
-    """The context a worker gets: every student's seeds instead of the course secret."""
+_PER_STUDENT = ("drawn", "issued")       # the context's maps by student, sent with each chunk
+
+
+def shared_context(context: dict) -> dict:
+    """The context every worker gets once: no course secret, and nothing by student (each
+    chunk brings its own students', ``chunk_context``): what a worker holds does not grow
+    with the class."""
+    return {**{k: v for k, v in context.items() if k not in _PER_STUDENT}, "secret": None}
+
+
+def chunk_context(context: dict, students: list) -> dict:
+    """A chunk's own part of the context: its students' seeds (worked out here, from the
+    secret), pool draws and issued variants."""
     assignment, secret = context["assignment"], context["secret"]
-    seeds = {s.id: {p.id: variant_seed(secret, assignment.id, s.id, p.id) for p in assignment.problems}
-             for s in roster}
-    return {**context, "secret": None, "seeds": seeds}
+    ids = [s.id for s in students]
+    return {"seeds": {sid: {p.id: variant_seed(secret, assignment.id, sid, p.id) for p in assignment.problems}
+                      for sid in ids},
+            **{k: {sid: context[k][sid] for sid in ids if sid in context.get(k, {})} for k in _PER_STUDENT}}
 
 
 def _again(students: list, tries: int, send, err: Exception):

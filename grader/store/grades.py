@@ -18,8 +18,8 @@ from datetime import datetime
 from typing import NamedTuple
 
 from formats.deadline import Deadline, Lateness
-from formats.key_shape import (assignment_id, entry_outline, graded_parts, head_problems,
-                              is_class_key, key_students, problem_record, total_points)
+from formats.key_shape import (assignment_id, entry_front, entry_outline, graded_parts, head_parts,
+                              head_problems, is_class_key, key_students, problem_record, total_points)
 
 from grader.store.gradebook import Gradebook
 from grader.store.rows import ResultRow, SubmissionRow
@@ -140,15 +140,16 @@ class StudentGrades:
 
 
 def _student_parts(entry: dict, problems: list[dict], rows: list[ResultRow], marked=None,
-                   recheck=None) -> tuple[Part, ...]:
+                   recheck=None, heads: dict | None = None) -> tuple[Part, ...]:
     """The student's parts in the key's order; ``marked``: (problem, part) → active mark,
-    ``recheck``: (problem, part) → why it needs another look."""
+    ``recheck``: (problem, part) → why it needs another look; ``heads``: problem → its
+    (part, points), where the key's head lists them (``head_parts``; else the entry's)."""
     by_part = {(r.problem, r.part): r for r in rows}
     marked, recheck = marked or {}, recheck or {}
     parts = []
     for problem in problems:
         pid = problem["id"]
-        known = graded_parts(problem_record(entry, pid, {}))
+        known = heads[pid] if heads is not None else graded_parts(problem_record(entry, pid, {}))
         parts += [Part(pid, part, points, by_part.pop((pid, part), None), marked.get((pid, part)),
                        recheck.get((pid, part), "")) for part, points in known]
         # A part the grader recorded that this key does not list (a key rebuilt since):
@@ -346,8 +347,10 @@ def _late(s: StudentGrades, c: Counted) -> StudentGrades:
 def _grades_of(key: dict, sid: str, submission: SubmissionRow | None, rows: list[ResultRow],
                handins: int = 0, marked=None, recheck=None) -> StudentGrades:
     problems = head_problems(key)
-    entry = entry_outline(key, sid)          # (names, grading items and points only)
-    parts = _student_parts(entry, problems, rows, marked if submission else None, recheck)
+    heads = _heads(key)
+    # (names only where the head lists every part; else names, grading items and points)
+    entry = entry_front(key, sid) if heads is not None else entry_outline(key, sid)
+    parts = _student_parts(entry, problems, rows, marked if submission else None, recheck, heads)
     scores = {p["id"]: sum(x.score for x in parts if x.problem == p["id"]) for p in problems}
     return StudentGrades(
         id=sid, name=str(entry.get("name", "")), email=str(entry.get("email", "")),
@@ -358,6 +361,12 @@ def _grades_of(key: dict, sid: str, submission: SubmissionRow | None, rows: list
         path=submission.path if submission else "", handin=submission.handin if submission else "",
         received_at=submission.received_at if submission else None,
         received_from=submission.received_from if submission else "")
+
+
+def _heads(key: dict) -> dict | None:
+    """problem → (part, points), from the key's head (None where it does not list them)."""
+    heads = head_parts(key)
+    return None if heads is None else dict(heads)
 
 
 def with_answers(gradebook: Gradebook, key: dict, s: StudentGrades) -> StudentGrades:

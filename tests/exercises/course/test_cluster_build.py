@@ -56,7 +56,8 @@ def cluster():
 
 def _context_seen(dask_worker=None):
     from exercises.course import build as on_worker
-    return {k: (v if k == "secret" else type(v).__name__) for k, v in on_worker._CONTEXT.items()}
+    return {k: (v if k == "secret" else (type(v).__name__, len(v) if isinstance(v, dict) else None))
+            for k, v in on_worker._CONTEXT.items()}
 
 
 def test_a_local_cluster_build_is_byte_for_byte_a_local_one(course, cluster, tmp_path):
@@ -65,7 +66,9 @@ def test_a_local_cluster_build_is_byte_for_byte_a_local_one(course, cluster, tmp
     assert result.built == 16 and result.failures == []
     assert files(tmp_path) == files(local)
     for seen in cluster.run(_context_seen).values():     # the course secret stayed here
-        assert seen["secret"] is None and seen["seeds"] == "dict"
+        assert seen["secret"] is None and seen["seeds"][0] == "dict"
+        # and a worker holds only its last chunk's students: nothing by student grows with the class
+        assert all(seen[k][1] <= 3 for k in ("seeds", "drawn", "issued")), seen
 
 
 def _kill_worker(marker: Path, student: str, seen) -> None:
