@@ -16,9 +16,14 @@ A task is pure, so a task Dask itself retried writes nothing twice.
 
 from __future__ import annotations
 
+import itertools
+
 from exercises.course.build import collector_paced, init_worker, made_student
 from exercises.variant.seeds import variant_seed
 from formats.textfile import write_atomic
+
+
+IN_FLIGHT = 4             # chunks out per worker at a time
 
 
 def build_chunk(context: dict, students: list, own: dict, before_each=None) -> list:
@@ -50,9 +55,15 @@ def built_on_cluster(client, context: dict, roster, chunk: int, progress=None, b
         pending[future] = (students, tries)
         queue.add(future)
 
-    for i in range(0, len(roster), chunk):
-        send(list(roster[i:i + chunk]), 0)
+    chunks = (list(roster[i:i + chunk]) for i in range(0, len(roster), chunk))
+    # a few chunks out per worker, one more in for each one done: what the client and the
+    # scheduler hold of the roster (and of its seeds) does not grow with the class
+    workers = max(1, len(client.scheduler_info().get("workers", {})))
+    for students in itertools.islice(chunks, IN_FLIGHT * workers):
+        send(students, 0)
     for future in queue:
+        for students in itertools.islice(chunks, 1):
+            send(students, 0)
         students, tries = pending.pop(future)
         try:
             made = future.result()

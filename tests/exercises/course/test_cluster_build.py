@@ -71,6 +71,30 @@ def test_a_local_cluster_build_is_byte_for_byte_a_local_one(course, cluster, tmp
         assert all(seen[k][1] <= 3 for k in ("seeds", "drawn", "issued")), seen
 
 
+def _count_tasks(folder: Path, seen) -> None:
+    """Write how many build tasks the scheduler knows of, as a worker starts a student."""
+    from distributed import get_client
+
+    def tasks(dask_scheduler=None):
+        return sum(1 for key in dask_scheduler.tasks if "build_chunk" in str(key))
+    (folder / seen.id).write_text(str(get_client().run_on_scheduler(tasks)))
+
+
+def test_a_cluster_build_keeps_a_few_chunks_out_at_a_time(course, cluster, tmp_path):
+    """What the client and the scheduler hold does not grow with the roster: at most
+    IN_FLIGHT chunks per worker are out at once (here 16 chunks of one student)."""
+    from exercises.course import cluster_build
+    assignment, roster, local = course
+    counts = tmp_path / "counts"
+    counts.mkdir()
+    result = build(assignment, roster, tmp_path / "out", chunk=1,
+                   runner=functools.partial(built_on_cluster, cluster,
+                                            before_each=functools.partial(_count_tasks, counts)))
+    assert result.built == 16 and files(tmp_path / "out") == files(local)
+    seen = [int(p.read_text()) for p in counts.iterdir()]
+    assert len(seen) == 16 and max(seen) <= cluster_build.IN_FLIGHT * 2 + 1 < 16, seen
+
+
 def _kill_worker(marker: Path, student: str, seen) -> None:
     """Kill this worker process (SIGKILL, as a crash or the OOM killer would) before it builds
     ``student``, once."""

@@ -113,6 +113,25 @@ def test_the_class_summary_and_table_carry_the_item_analysis(graded_class):
     assert "Item analysis over" in table and "Cronbach" in table
 
 
+def test_a_class_spilled_to_disk_has_the_same_summary_and_table(graded_class, monkeypatch):
+    """The summary is made in one pass over the class, its students spilled: read a student
+    at a time with every record on disk, the same summary, byte for byte, and the same table."""
+    from formats.textfile import terminal_json
+    from grader.reports.summary import class_table, summary_json
+    from grader.store import grades, spilled
+    from grader.store.gradebook import Gradebook
+    build, key, gradebook_path, _ = graded_class(12)
+    with Gradebook(gradebook_path) as gradebook:
+        summary = summary_json(gradebook, key)
+        before = terminal_json(summary), class_table(gradebook, key, summary=summary)
+        monkeypatch.setattr(grades, "CHUNK", 1)
+        monkeypatch.setattr(spilled.Spilled.__init__, "__defaults__", ((), 0))
+        summary = summary_json(gradebook, key)
+        assert summary["students"]._file is not None              # (on disk)
+        assert (terminal_json(summary), class_table(gradebook, key, summary=summary)) == before
+    assert summary["counts"]["students"] == 12 and summary["item_analysis"]["students"] >= 2
+
+
 # --- pools: the members side by side and the fairness check ---------------------------------
 
 @pytest.mark.parametrize("x, df", [(3.841459, 1), (5.991465, 2), (7.814728, 3), (9.487729, 4),

@@ -156,3 +156,17 @@ def test_a_hand_grade_whose_counted_handin_has_no_answer_waits_in_the_queue_and_
     queue = part_queue(gradebook, key, problem, part)
     (summary,) = [s for s in parts_to_mark(gradebook, key) if (s.problem, s.part) == (problem, part)]
     assert summary.graded == queue.graded
+
+
+def test_the_class_read_a_student_at_a_time_and_spilled_to_disk_is_the_same_class(gradebook, key, monkeypatch):
+    """``class_grades`` reads ``CHUNK`` students at a time into a ``Spilled`` sequence: with
+    one student a chunk and every record on disk, the same grades, late policy and all."""
+    from grader.store import grades as module, spilled
+    deadline = Deadline(DUE, LatePolicy("penalty", 10, "day", 50))
+    whole = [list(class_grades(gradebook, key, d)) for d in (None, deadline)]
+    monkeypatch.setattr(module, "CHUNK", 1)
+    monkeypatch.setattr(spilled, "IN_MEMORY", 0)
+    monkeypatch.setattr(spilled.Spilled.__init__, "__defaults__", ((), 0))
+    read = [class_grades(gradebook, key, d) for d in (None, deadline)]
+    assert all(r._file is not None for r in read)             # (on disk)
+    assert [list(r) for r in read] == whole and len(whole[0]) == 3
