@@ -38,6 +38,7 @@ score below full marks, after hand grades and overrides.
 from __future__ import annotations
 
 import math
+from array import array
 from dataclasses import dataclass, field, replace
 
 import numpy as np
@@ -222,7 +223,7 @@ def _tie_sizes(values: list[float]) -> list[int]:
 
 def _item_over(problem, part, column, totals, max_score, template=None) -> Item:
     """An item over the students who have it (a pool member's students)."""
-    pairs = [(x, t) for x, t in zip(column, totals) if x is not None]
+    pairs = [(x, t) for x, t in zip(column, totals) if x == x]      # (NaN: no such item)
     return replace(item(problem, part, [x for x, _ in pairs], [t for _, t in pairs], max_score),
                    template=template)
 
@@ -241,13 +242,13 @@ def from_students(students) -> dict:
     read = _read_columns(students)
     n, columns, maxima, templates = read.n, read.columns, read.maxima, read.templates
     keys = [k for k in columns if k not in read.waiting]
-    totals = [sum(columns[k][i] or 0.0 for k in keys) for i in range(n)]
+    totals = array("d", (sum(_score(columns[k][i]) for k in keys) for i in range(n)))
     parts = [_item_over(pid, part, columns[k], totals, maxima[k], template)
              for k in keys for pid, template, part in [k]]
     problems, scores, worths = [], {}, {}
     for pid in dict.fromkeys(k[0] for k in keys):
         mine = [k for k in keys if k[0] == pid]
-        scores[pid] = [sum(columns[k][i] or 0.0 for k in mine) for i in range(n)]
+        scores[pid] = array("d", (sum(_score(columns[k][i]) for k in mine) for i in range(n)))
         # what each member's graded parts are worth (the same for all, unless a part of one
         # still waits for a hand grade and is left out)
         worths[pid] = {t: sum(maxima[k] for k in mine if k[1] == t) for t in dict.fromkeys(k[1] for k in mine)}
@@ -264,11 +265,16 @@ def from_students(students) -> dict:
             "pools": pools, "flagged": len(flagged) + sum(p["fairness"]["flag"] for p in pools)}
 
 
+def _score(x: float) -> float:
+    return 0.0 if x != x else x          # (NaN: the student has no such item)
+
+
 @dataclass
 class _Columns:
     """The graded students' scores per item key (problem, template, part), read in one pass:
-    a column per key (None where a student has no such item), its maximum, the keys some
-    student still waits on, and per pool problem each student's member."""
+    a column per key (an array of floats, NaN where a student has no such item: 8 bytes a
+    student and item), its maximum, the keys some student still waits on, and per pool
+    problem each student's member."""
     n: int = 0
     columns: dict = field(default_factory=dict)
     maxima: dict = field(default_factory=dict)
@@ -285,14 +291,14 @@ def _read_columns(students) -> _Columns:
         mine = {(p["problem"], pools.get(p["problem"]), p["part"]): p for p in s["parts"]}
         for k, p in mine.items():
             if k not in out.columns:
-                out.columns[k], out.maxima[k] = [None] * out.n, p["max_score"]
+                out.columns[k], out.maxima[k] = array("d", [math.nan] * out.n), p["max_score"]
             out.columns[k].append(p["score"])
             out.maxima[k] = max(out.maxima[k], p["max_score"])
             if p.get("waiting"):
                 out.waiting[k] = None
         for k, column in out.columns.items():
             if len(column) == out.n:
-                column.append(None)
+                column.append(math.nan)
         for pid, template in pools.items():
             out.templates.setdefault(pid, [None] * out.n).append(template)
         for column in out.templates.values():
