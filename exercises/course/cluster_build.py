@@ -7,8 +7,8 @@ file system — only the kit (and a template's trained model at the same path).
 The build's context (the assignment with its templates, the references of the key's entries)
 is sent to every worker once, and each chunk brings its own students' seeds, pool draws and
 issued variants, so what a worker holds does not grow with the class; the course secret is
-never sent: the seeds are worked out here, and a worker could not make another assignment's (or a later rebuild's)
-variants with them. A chunk whose task fails — its worker was lost, or
+never sent: the seeds are worked out here, and a worker could not make another assignment's
+(or a later rebuild's) variants with them. A chunk whose task fails — its worker was lost, or
 anything else — is sent again whole, once; one that fails again is built one student per task,
 and a student whose task still fails is a failure of that student alone (a rerun builds them).
 A task is pure, so a task Dask itself retried writes nothing twice.

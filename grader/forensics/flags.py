@@ -43,12 +43,27 @@ def counted_answers(grades, gradebook=None) -> dict:
     return out
 
 
-def answers_by_part(grades, gradebook=None, problems=None) -> Iterator[tuple[tuple[str, str], dict]]:
+def answers_by_part(grades, gradebook=None, problems=None,
+                    counted=None) -> Iterator[tuple[tuple[str, str], dict]]:
     """((problem, part), its ``counted_answers``) for each part with such an answer (of
     ``problems``; None: of all), in the key's order: forensics compares one part of the
     class at a time. ``class_grades`` reads no answers (a class's would be gigabytes): with
     the ``gradebook``, each such part's answers are read for the counted handins only
-    (``Gradebook.part_results``)."""
+    (``Gradebook.part_results``). ``counted``: ``_counted_parts``' when the caller has it."""
+    have, wanted = _counted_parts(grades, gradebook, problems) if counted is None else counted
+    for where in dict.fromkeys([*have, *wanted]):
+        out = have.pop(where, {})
+        if where in wanted:
+            (problem, part), (assignment, handins) = where, wanted.pop(where)
+            for handin, r in gradebook.part_results(assignment, problem, part, handins=handins):
+                if handins.get(r.student) == handin and _counted_part(r) and r.answer is not None:
+                    out[(r.student, problem, part)] = r.answer
+        yield where, out
+
+
+def _counted_parts(grades, gradebook, problems=None) -> tuple[dict, dict]:
+    """One pass over the class: (problem, part) → the answers ``grades`` hold already; and
+    (problem, part) → (assignment, {student: counted handin}) of those to read."""
     have, wanted = {}, {}
     for s in grades:
         for p in s.parts:
@@ -59,14 +74,7 @@ def answers_by_part(grades, gradebook=None, problems=None) -> Iterator[tuple[tup
                 have.setdefault((p.problem, p.part), {})[(s.id, p.problem, p.part)] = r.answer
             elif gradebook is not None and s.handin:
                 wanted.setdefault((p.problem, p.part), (r.assignment, {}))[1][s.id] = s.handin
-    for where in dict.fromkeys([*have, *wanted]):
-        out = have.pop(where, {})
-        if where in wanted:
-            (problem, part), (assignment, handins) = where, wanted.pop(where)
-            for handin, r in gradebook.part_results(assignment, problem, part, handins=handins):
-                if handins.get(r.student) == handin and _counted_part(r) and r.answer is not None:
-                    out[(r.student, problem, part)] = r.answer
-        yield where, out
+    return have, wanted
 
 
 def forensics(gradebook, key: dict, threshold: float = THRESHOLD, build=None, code: bool = True,
@@ -98,17 +106,16 @@ def _number_flags(key: dict, grades, gradebook, threshold: float, ask=None) -> l
     ``ask``: the (student, problem) pairs whose flags are wanted (None: all): only their
     problems are compared, every classmate's answer still evidence."""
     asked = None if ask is None else {pid for _, pid in ask}
+    counted = _counted_parts(grades, gradebook, asked)      # (the class read once, for both)
     wanted: dict = {}
-    for s in grades:
-        for p in s.parts:
-            if _counted_part(p.result) and (asked is None or p.problem in asked):
-                wanted.setdefault(p.problem, set()).add(p.part)
+    for problem, part in [*counted[0], *counted[1]]:
+        wanted.setdefault(problem, set()).add(part)
     if not wanted:
         return []
     rows = part_rows(key, wanted)
     students = len(key_students(key))
     other, shared = [], []
-    for (problem, part), answers in answers_by_part(grades, gradebook, asked):
+    for (problem, part), answers in answers_by_part(grades, gradebook, counted=counted):
         given = by_part(answers).get((problem, part), {})
         if (problem, part) in rows and given:
             who = None if ask is None else {sid for sid, pid in ask if pid == problem}
