@@ -41,6 +41,7 @@ from formats.key_shape import (assignment_id, assignment_title, entry_for, head_
                                problem_title, rubric_of, total_points)
 from formats.textfile import printable, write_atomic
 
+from grader.run import garbage
 from grader.store.grades import NOT_ACCEPTED, StudentGrades, late_line, score_text
 from grader.store.marks import student_lines
 
@@ -422,6 +423,7 @@ def write_gradescope(grades: list[StudentGrades], key: dict, out_dir: str | Path
                           ensure_ascii=False, allow_nan=False)
         write_atomic(path, (printable(data) + "\n").encode("utf-8"))
         written.append(path)
+        garbage.student_done()                  # (json's indented encoder makes a cycle a call)
     return written
 
 

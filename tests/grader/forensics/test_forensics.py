@@ -211,6 +211,15 @@ def _softmax_rows(rng, n=4):
     return e / e.sum(axis=1, keepdims=True)
 
 
+def _count_comparisons(monkeypatch) -> list:
+    """One entry per value compared in full by the forensics' index."""
+    import grader.forensics.value_index as index_module
+    calls = []
+    real = index_module._matches
+    monkeypatch.setattr(index_module, "_matches", lambda a, rows, *t: calls.extend([1] * len(rows)) or real(a, rows, *t))
+    return calls
+
+
 def test_each_pool_member_is_compared_on_its_own():
     """Shared wrong numbers on a part only the second member has are found, whichever member
     the key's first student got."""
@@ -231,24 +240,20 @@ def test_softmax_matrices_all_summing_to_their_row_count_are_not_all_compared(mo
     """Every attention-weights matrix sums to its row count: the index must not put the whole
     class in one window (that made a class of n cost n² comparisons)."""
     import numpy as np
-    import grader.forensics.copied_numbers as forensics_module
     rng = np.random.default_rng(2)
     n = 600
     key = {"students": {f"s{i:03d}": {"problems": {"p": _record("A", "w", _softmax_rows(rng))}}
                         for i in range(n)}}
     answers = {(f"s{i:03d}", "p", "w"): to_jsonable(_softmax_rows(rng)) for i in range(n)}
-    calls = []
-    real = forensics_module.within
-    monkeypatch.setattr(forensics_module, "within", lambda *a: calls.append(1) or real(*a))
+    calls = _count_comparisons(monkeypatch)
     assert other_variant_flags(key, answers) == []
-    assert len(calls) < 20 * n, len(calls)       # near-linear: a few candidates per answer
+    assert 0 < len(calls) < 20 * n, len(calls)       # near-linear: a few candidates per answer
 
 
 def test_a_class_handing_in_one_wrong_matrix_costs_one_comparison_each(monkeypatch):
     """The same wrong value from every student (a shared online answer) is one index entry:
     listing stops once more than MAX_PARTNERS hold it, and nobody is flagged on it alone."""
     import numpy as np
-    import grader.forensics.copied_numbers as forensics_module
     from grader.forensics.copied_numbers import shared_wrong_flags
     rng = np.random.default_rng(3)
     n = 500
@@ -256,11 +261,9 @@ def test_a_class_handing_in_one_wrong_matrix_costs_one_comparison_each(monkeypat
                         for i in range(n)}}
     same = to_jsonable(np.full((4, 4), 0.2))
     answers = {(f"s{i:03d}", "p", "w"): same for i in range(n)}
-    calls = []
-    real = forensics_module.within
-    monkeypatch.setattr(forensics_module, "within", lambda *a: calls.append(1) or real(*a))
+    calls = _count_comparisons(monkeypatch)
     assert shared_wrong_flags(key, answers) == [] and other_variant_flags(key, answers) == []
-    assert len(calls) < 20 * n, len(calls)
+    assert 0 < len(calls) < 20 * n, len(calls)
 
 
 def test_answers_built_to_share_one_projection_cost_a_bounded_number_of_comparisons(monkeypatch):
@@ -269,8 +272,8 @@ def test_answers_built_to_share_one_projection_cost_a_bounded_number_of_comparis
     all of them (2,000 answers: 4 million comparisons, 25 s). A crowd is no evidence, and
     each query now costs at most CROWD comparisons."""
     import numpy as np
-    import grader.forensics.copied_numbers as forensics_module
-    from grader.forensics.copied_numbers import CROWD, _weights, shared_wrong_flags
+    from grader.forensics.copied_numbers import shared_wrong_flags
+    from grader.forensics.value_index import CROWD, _weights
     rng = np.random.default_rng(4)
     n = 2000
     w = _weights(16)
@@ -281,9 +284,7 @@ def test_answers_built_to_share_one_projection_cost_a_bounded_number_of_comparis
     key = {"students": {sid: {"problems": {"p": _record("A", "w", _softmax_rows(rng))}}
                         for sid in crafted}}
     answers = {(sid, "p", "w"): v for sid, v in crafted.items()}
-    calls = []
-    real = forensics_module.within
-    monkeypatch.setattr(forensics_module, "within", lambda *a: calls.append(1) or real(*a))
+    calls = _count_comparisons(monkeypatch)
     assert shared_wrong_flags(key, answers) == [] and other_variant_flags(key, answers) == []
     assert len(calls) <= 2 * CROWD * n, len(calls)
 
