@@ -80,8 +80,8 @@ class _Group:
         self.sids: list[str] = []
         self.place: dict[str, int] = {}
         self.expected = ValueIndex(self.rtol, self.atol)
-        # the class's mistakes are many values a student (twins a part) and only the asked
-        # answers query them: only the mistakes one of those may match are kept in full
+        # the class's listed mistakes are several values a student, and only the asked answers
+        # look them up: only those one of the answers may match are kept in full
         queries = ValueIndex(self.rtol, self.atol)
         for value in asked.values():
             queries.add(value)

@@ -127,7 +127,7 @@ class ValueIndex:
     """Values by owner (the order they were added in), searchable by closeness.
 
     With ``queries`` (a frozen index of the values that will be looked up, ``limit`` the
-    limit they will be looked up with), only the values that one of those may match are
+    limit they will be looked up with, None counted as 0), only the values that one of those may match are
     kept in full, the others only counted towards a crowd: the class's mistakes are many
     values a student, and most of them no answer comes near."""
 
@@ -186,9 +186,9 @@ class ValueIndex:
             keys = crowds.get(shape)
             if keys is None or not len(rows.values):
                 continue
-            x = (rows.values * _weights(_size(shape))).sum(axis=1)
-            bound = self._bound(np.abs(rows.values).sum(axis=1), _size(shape))
-            bound -= 1e-12 * (1 + np.abs(x))        # (narrower: a sum's last bit never drops a query)
+            x = (rows.values * _weights(_size(shape))).sum(axis=1)       # as ``matching`` sums
+            total = np.abs(rows.values).sum(axis=1)
+            bound = self._bound(total, _size(shape)) - 1e-12 * (1 + 2 * total)   # (a last bit never drops a query)
             crowded = (np.searchsorted(keys, x + bound, side="right")
                        - np.searchsorted(keys, x - bound, side="left")) > most
             for value in rows.values[~crowded]:
@@ -222,8 +222,9 @@ class ValueIndex:
         rows = None if a is None else self._by_shape.get(a.shape)
         if rows is None:
             return []
-        bound = self._bound(float(np.abs(a).sum()), a.size)   # only projections that close can match
-        x = float(rows.project(a.reshape(1, -1))[0])
+        row = a.reshape(1, -1)
+        bound = self._bound(float(np.abs(row).sum(axis=1)[0]), a.size)   # only sums that close can match
+        x = float(rows.project(row)[0])
         lo, hi = rows.window(rows.crowd_keys, x, bound)
         if hi - lo > max(CROWD, 4 * ((limit or 0) + 1)):
             return None

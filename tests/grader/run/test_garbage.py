@@ -173,3 +173,21 @@ def test_a_grading_run_paces_the_collector_and_restores_it(example_build, tmp_pa
         assert len(summary.recorded) == 3 and gradebook.submission(assignment_id(key), summary.recorded[0])
     assert states == [False, False, False]
     assert gc.isenabled()
+
+
+def test_student_done_collects_the_young_generations_on_their_turn_only():
+    with garbage.class_pass():
+        ref = _cycle_ref()
+        for _ in range(garbage.YOUNG_EVERY - 1):
+            garbage.student_done()
+        assert ref() is not None
+        garbage.student_done()
+        assert ref() is None
+        keep = Cycle()
+        gc.collect()                       # old: a student's turn never walks the whole heap
+        old = weakref.ref(keep)
+        del keep
+        for _ in range(garbage.FULL_EVERY):
+            garbage.student_done()
+        assert old() is not None
+    assert old() is None                   # (the pass's end does)
