@@ -73,17 +73,22 @@ def paced():
                     gc.enable()
 
 
-def submission_done() -> None:
-    """One submission graded: collect when its turn comes (nothing outside ``paced()``)."""
+def _one_more() -> int:
+    """Count one unit of work in the paced block: how many so far (0: no block is active)."""
     global _done
     with _lock:
         if _depth == 0:
-            return
+            return 0
         _done += 1
-        done = _done
-    if done % FULL_EVERY == 0:
+        return _done
+
+
+def submission_done() -> None:
+    """One submission graded: collect when its turn comes (nothing outside ``paced()``)."""
+    done = _one_more()
+    if done and done % FULL_EVERY == 0:
         gc.collect()
-    elif done % YOUNG_EVERY == 0:
+    elif done and done % YOUNG_EVERY == 0:
         gc.collect(1)
 
 
@@ -93,13 +98,8 @@ def student_done() -> None:
     makes a cycle: the standard library's indented JSON encoder makes one at each call (its
     nested functions refer to each other), some 2.5 kB of garbage a student otherwise kept
     to the end of the pass."""
-    global _done
-    with _lock:
-        if _depth == 0:
-            return
-        _done += 1
-        done = _done
-    if done % YOUNG_EVERY == 0:
+    done = _one_more()
+    if done and done % YOUNG_EVERY == 0:
         gc.collect(1)
 
 
