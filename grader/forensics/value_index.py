@@ -1,14 +1,13 @@
 """One part's values of the whole class, as answer forensics (``copied_numbers``) searches
 them: which owners' values does this value match within the part's tolerance?
 
-Values are added one at a time (their owner is the order they were added in: 0, 1, …) and
-kept as bytes; ``freeze`` turns each shape's values into one matrix, equal values stored once
-with their owners, sorted by a weighted sum of their entries (fixed weights in [1, 2), not
-the plain sum, which is the same for every softmax matrix). A value is then compared in full
-only with the rows whose weighted sum lies within what the tolerance allows (a binary
-search), all at once. The index holds 8 bytes an entry and 8 an owner (a dict of NumPy
-arrays held some hundred bytes a value more: a class pass at 10,000 students is its parts'
-twins and expected answers, a part at a time).
+Values are added one at a time (their owner is the order they were added in: 0, 1, …),
+equal values stored once as they come; ``freeze`` turns each shape's values into one matrix,
+sorted by a weighted sum of their entries (fixed weights in [1, 2), not the plain sum, which
+is the same for every softmax matrix). A value is then compared in full only with the rows
+whose weighted sum lies within what the tolerance allows (a binary search), all at once. The
+index holds the distinct values' numbers (8 bytes each) and 8 bytes an owner, not an object
+a value: a part's listed mistakes are up to 11 values a student in the example assignment.
 
 More than ``CROWD`` distinct values near one weighted sum are no evidence (answers built to
 share a projection, or a region too dense for a match to prove anything): a query costs at
