@@ -44,6 +44,17 @@ def _weights(size: int) -> np.ndarray:
     return 1 + np.mod(np.arange(1, size + 1) * 0.6180339887498949, 1.0)
 
 
+def _project(rows: np.ndarray, weights: np.ndarray) -> np.ndarray:
+    """Each row's weighted sum (k × size → k), summed the same way for values and queries."""
+    return (rows * weights).sum(axis=1)
+
+
+def _window(keys: np.ndarray, x: float, bound: float) -> tuple[int, int]:
+    """The sorted ``keys`` within ``bound`` of ``x``: [lo, hi)."""
+    return (int(np.searchsorted(keys, x - bound, side="left")),
+            int(np.searchsorted(keys, x + bound, side="right")))
+
+
 def _matches(a: np.ndarray, rows: np.ndarray, rtol: float, atol: float) -> np.ndarray:
     """Which ``rows`` (k × a.size) ``a`` matches: |a − b| ≤ atol + rtol·|b| entrywise
     (``formats.compare.within`` on finite floats), for each row b."""
@@ -52,7 +63,8 @@ def _matches(a: np.ndarray, rows: np.ndarray, rtol: float, atol: float) -> np.nd
 
 class _Adding:
     """One shape's values while they are added: the kept ones with their owners, equal
-    values stored once (``rows``: a value's bytes → its row, in the order they came). An index that keeps only what its queries may match first writes every value to a
+    values stored once (``rows``: a value's bytes → its row, in the order they came). An
+    index that keeps only what its queries may match first writes every value to a
     temporary file (``spill``, with ``spilled`` their owners) and keeps the weighted sum and
     a hash of each, to count a crowd; ``freeze`` then reads them back and keeps some."""
 
@@ -67,7 +79,7 @@ class _Adding:
     def write_pending(self) -> None:
         k, step = len(self.spilled) - len(self.sums), 8 * self.size
         values = np.frombuffer(self.pending, dtype=np.float64).reshape(k, self.size)
-        self.sums.extend((values * self.weights).sum(axis=1).tolist())
+        self.sums.extend(_project(values, self.weights).tolist())
         self.hashes.extend(hash(bytes(self.pending[i * step:(i + 1) * step])) for i in range(k))
         del values
         if self.spill is None:
@@ -108,11 +120,7 @@ class _Shape:
         self.crowd_keys = self.keys if crowd_keys is None else crowd_keys
 
     def project(self, rows: np.ndarray) -> np.ndarray:
-        return (rows * self.weights).sum(axis=1)
-
-    def window(self, keys: np.ndarray, x: float, bound: float) -> tuple[int, int]:
-        return (int(np.searchsorted(keys, x - bound, side="left")),
-                int(np.searchsorted(keys, x + bound, side="right")))
+        return _project(rows, self.weights)
 
 
 def _crowd_keys(adding: _Adding) -> np.ndarray:
@@ -126,9 +134,9 @@ class ValueIndex:
     """Values by owner (the order they were added in), searchable by closeness.
 
     With ``queries`` (a frozen index of the values that will be looked up, ``limit`` the
-    limit they will be looked up with, None counted as 0), only the values that one of those may match are
-    kept in full, the others only counted towards a crowd: the class's mistakes are many
-    values a student, and most of them no answer comes near."""
+    limit they will be looked up with, None counted as 0), only the values that one of those
+    may match are kept in full, the others only counted towards a crowd: the class's
+    mistakes are many values a student, and most of them no answer comes near."""
 
     def __init__(self, rtol: float, atol: float, queries: "ValueIndex | None" = None, limit: int = 0):
         self.rtol, self.atol, self._queries, self._limit = rtol, atol, queries, limit
@@ -185,9 +193,10 @@ class ValueIndex:
             keys = crowds.get(shape)
             if keys is None or not len(rows.values):
                 continue
-            x = (rows.values * _weights(_size(shape))).sum(axis=1)       # as ``matching`` sums
+            x = rows.project(rows.values)                # as ``matching`` sums a query
             total = np.abs(rows.values).sum(axis=1)
-            bound = self._bound(total, _size(shape)) - 1e-12 * (1 + 2 * total)   # (a last bit never drops a query)
+            # (narrowed a little: a sum's last bit never drops a query that is no crowd)
+            bound = self._bound(total, _size(shape)) - 1e-12 * (1 + 2 * total)
             crowded = (np.searchsorted(keys, x + bound, side="right")
                        - np.searchsorted(keys, x - bound, side="left")) > most
             for value in rows.values[~crowded]:
@@ -224,10 +233,10 @@ class ValueIndex:
         row = a.reshape(1, -1)
         bound = self._bound(float(np.abs(row).sum(axis=1)[0]), a.size)   # only sums that close can match
         x = float(rows.project(row)[0])
-        lo, hi = rows.window(rows.crowd_keys, x, bound)
+        lo, hi = _window(rows.crowd_keys, x, bound)
         if hi - lo > max(CROWD, 4 * ((limit or 0) + 1)):
             return None
-        lo, hi = rows.window(rows.keys, x, bound)
+        lo, hi = _window(rows.keys, x, bound)
         out: list = []
         for i in np.flatnonzero(_matches(a, rows.values[lo:hi], self.rtol, self.atol)):
             out += rows.owners[rows.starts[lo + i]:rows.starts[lo + i + 1]].tolist()
