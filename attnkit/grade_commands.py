@@ -176,7 +176,8 @@ def _run(args, course, receipts, pytest_args):
                                    verbose=args.verbose, progress=bar, deadline=assignment.deadline,
                                    roster=roster, receipts=receipts, cluster=client,
                                    shard_size=args.shard_size, wall_seconds=args.timeout)
-            return grade_course(key, Path(args.submissions), gradebook, sandbox, options)
+            return grade_course(key, Path(args.submissions), gradebook, sandbox, options,
+                                table=not args.json)
     except GradebookError as err:
         return fail([str(err)])
     except ClusterUnavailable as err:

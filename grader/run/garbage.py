@@ -12,7 +12,14 @@ reports, exceptions with their tracebacks) is a small, steady amount per submiss
 So while ``paced()`` is active the automatic collector is off, and ``submission_done()``
 collects every ``YOUNG_EVERY`` submissions (the generations that are not long-lived) and
 fully every ``FULL_EVERY``: the garbage a batch can hold at once is what ``FULL_EVERY``
-submissions of the grader's own code leave, whatever the batch's size. Student values never
+submissions of the grader's own code leave, whatever the batch's size.
+
+Under pytest (``paced(by_submission=False)``) the cycles are pytest's own: a session's
+nodes, items and reports, kept alive until the session ends, then garbage all at once. A
+young collection there frees nearly nothing (the items are alive) and a full one in the
+middle of a session walks the live items again; so the grading process collects fully once
+per session instead (``session_done``), when they have just become garbage. A judge forked
+from it has no sessions and collects by submissions again (``by_submission``). Student values never
 make cycles here (frames decode to arrays, numbers, text and lists of them), so nothing a
 student sends changes how much that is. Pacing nests (two shards on one Dask worker, a test
 grading inside a test): the collector is turned back on when the outermost ends, and only if
@@ -41,15 +48,17 @@ _depth = 0            # active paced() blocks
 _was_enabled = False  # the collector's state when the outermost began
 _done = 0             # submissions since the outermost began
 _froze = False        # the outermost froze what was alive (and unfreezes it)
+_by_submission = True  # submission_done collects (else the caller collects: session_done)
 
 
 @contextmanager
-def paced():
-    """The collector off for the block, ``submission_done()`` collecting instead."""
-    global _depth, _was_enabled, _done, _froze
+def paced(by_submission: bool = True):
+    """The collector off for the block, ``submission_done()`` collecting instead (or, with
+    ``by_submission=False``, only ``session_done()``; the outermost block decides)."""
+    global _depth, _was_enabled, _done, _froze, _by_submission
     with _lock:
         if _depth == 0:
-            _was_enabled, _done = gc.isenabled(), 0
+            _was_enabled, _done, _by_submission = gc.isenabled(), 0, by_submission
             gc.disable()
             _froze = gc.get_freeze_count() == 0
             if _froze:
@@ -83,9 +92,28 @@ def _one_more() -> int:
         return _done
 
 
+def by_submission() -> None:
+    """From now on ``submission_done`` collects (a judge, forked from a grading process whose
+    pytest sessions collected instead)."""
+    global _by_submission
+    _by_submission = True
+
+
+def session_done() -> None:
+    """A pytest session ended: its items and reports are garbage now, in cycles; one full
+    collection (nothing outside ``paced()``)."""
+    with _lock:
+        active = _depth > 0
+    if active:
+        gc.collect()
+
+
 def submission_done() -> None:
-    """One submission graded: collect when its turn comes (nothing outside ``paced()``)."""
+    """One submission graded: collect when its turn comes (nothing outside ``paced()``, and
+    nothing where sessions collect)."""
     done = _one_more()
+    if not _by_submission:
+        return
     if done and done % FULL_EVERY == 0:
         gc.collect()
     elif done and done % YOUNG_EVERY == 0:

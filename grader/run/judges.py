@@ -150,6 +150,7 @@ def _serve(run, sock: socket.socket, make_sandbox) -> int:
     """The judge's loop: a student id in, their GradedSubmission out, until end of file."""
     signal.signal(signal.SIGINT, signal.SIG_IGN)      # Ctrl-C is the grading process's to handle
     sandbox = make_sandbox()
+    garbage.by_submission()                           # (no pytest sessions here to collect at)
     try:
         run.sandbox, run.progress = sandbox, None
         while True:

@@ -2,8 +2,9 @@
 benchmarks make.
 
     find the notebooks (intake) → pair them with the key's students → run each in the
-    sandbox and judge every part (GradingRun) as pytest items (plugin) → record them in the
-    gradebook → record the students with no submission as missing
+    sandbox and judge every part (GradingRun) — as pytest items (plugin) when pytest's tools
+    are asked for (-k, --junitxml, -v), else directly (plain) → record them in the gradebook
+    → record the students with no submission as missing
 
 The caller owns the gradebook and the sandbox (a test keeps one sandbox for many runs; the
 CLI opens both for one); everything between is here, written once.
@@ -26,6 +27,7 @@ from grader.intake.layouts import find_submissions
 from grader.intake.pairing import match
 from grader.intake.reading import file_hash
 from grader.intake.records import Submission
+from grader.run.plain import run_plain
 from grader.run.plugin import run_pytest
 from grader.store.grades import class_look
 from grader.store.look import needs_a_look
@@ -126,8 +128,10 @@ def grade_folder(key: dict, folder: Path, gradebook, sandbox, options: GradeOpti
     try:
         if opt.cluster is not None:
             code = _on_cluster(run, opt.cluster, opt.shard_size, opt.wall_seconds, bar, opt.before_each)
-        else:
+        elif opt.pytest_args or opt.verbose:
             code = run_pytest(run, assignment, list(opt.pytest_args), verbose=opt.verbose)
+        else:                      # (the same verdicts and rows, without pytest's items)
+            code = run_plain(run)
     finally:
         if bar is not None:
             bar.close()

@@ -332,7 +332,7 @@ def run_pytest(run, assignment_id: str, extra_args=(), verbose: bool = False,
                                                                "PYTEST_ADDOPTS", "PYTEST_PLUGINS")}
         os.environ["PYTEST_DISABLE_PLUGIN_AUTOLOAD"] = "1"
         try:
-            with garbage.paced():        # (the collector by submissions: grader.run.garbage)
+            with garbage.paced(by_submission=False):    # (by sessions: grader.run.garbage)
                 if not selective:
                     run.start(students)
                 return _sessions(run, sessions, args)
@@ -351,6 +351,7 @@ def _sessions(run, sessions: list[list[str]], args: list[str]) -> int | None:
     for chosen in sessions:
         plugin = GradingPlugin(run, chosen)
         last = int(pytest.main(args, plugins=[plugin, PartProtocol()]))
+        garbage.session_done()
         code = _combined(code, last)
         if last in (2, 3, 4) or run.interrupted or plugin.stopped:
             break                    # interrupted, an internal or usage error, -x or --maxfail

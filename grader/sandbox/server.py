@@ -100,6 +100,7 @@ def serve(walls: Walls, job_fd: int, data_fd: int, control_fd: int, stop_fd: int
             return 0
         _drain(stop_fd)                              # a stop for the previous child, come too late
         _reset_pipes(job_fd, data_fd)                # whatever the previous child did to them
+        walls.note_size()                            # (the child's size at fork, read here)
         pid = os.fork()
         if pid == 0:                                 # the child never returns from here
             status = EXIT_BROKEN

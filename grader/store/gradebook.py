@@ -319,6 +319,16 @@ class Gradebook:
             rows = self._connection().execute(query, args).fetchall()
         return [(r[0], result_row(r[1:])) for r in rows]
 
+    def has_result(self, assignment: str, statuses: tuple[str, ...], message_start: str) -> bool:
+        """Does any result row of ``assignment`` (any handin) have one of ``statuses`` and a
+        message starting with ``message_start``? One pass over the rows, nothing made of them."""
+        marks = ", ".join("?" * len(statuses))
+        with self._lock, self._errors():
+            return self._connection().execute(
+                f"SELECT 1 FROM results WHERE assignment = ? AND status IN ({marks}) AND "
+                "substr(message, 1, ?) = ? LIMIT 1",
+                (assignment, *statuses, len(message_start), message_start)).fetchone() is not None
+
     def part_statuses(self, assignment: str) -> list[tuple[str, str, str, str, str]]:
         """(student, handin, problem, part, status) of every result row of ``assignment``:
         what the marking page's progress needs, without a score, a message or an answer."""
