@@ -26,6 +26,7 @@ deflated blob``.
 from __future__ import annotations
 
 import base64
+import binascii
 import re
 import struct
 import zlib
@@ -178,23 +179,24 @@ class _Arrays:
     lines that find a new one."""
 
     def __init__(self, blob: bytes):
-        self.blob, self.offset, self.seen = blob, 0, []
+        self.blob, self.offset, self.seen = memoryview(blob), 0, []   # (slices copy nothing)
         self._sizes: dict[bytes, int] = {}
 
     def filled(self, text: bytes) -> bytes:
         pieces = _NUMBERED.split(text)          # text, number, shape, text, number, shape, …
-        numbers = pieces[1::3]
-        seen, blob = self.seen, self.blob
-        for number, shape in zip(numbers, pieces[2::3]):
-            if int(number) == len(seen):
-                size = self._size(shape)
-                if self.offset + size > len(blob):
+        numbers, shapes = list(map(int, pieces[1::3])), pieces[2::3]
+        seen, blob, offset = self.seen, self.blob, self.offset
+        for number, shape in zip(numbers, shapes):
+            if number == len(seen):
+                end = offset + self._size(shape)
+                if end > len(blob):
                     raise ValueError("an array runs past the blob's end")
-                seen.append(b'"packed":"' + base64.b64encode(blob[self.offset:self.offset + size])
+                seen.append(b'"packed":"' + binascii.b2a_base64(blob[offset:end], newline=False)
                             + b'","shape":[')
-                self.offset += size
+                offset = end
+        self.offset = offset
         try:
-            pieces[1::3] = [seen[int(n)] + shape + b"]" for n, shape in zip(numbers, pieces[2::3])]
+            pieces[1::3] = [seen[n] + shape + b"]" for n, shape in zip(numbers, shapes)]
         except IndexError:
             raise ValueError("an array named before it is stored") from None
         del pieces[2::3]

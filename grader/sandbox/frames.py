@@ -145,9 +145,15 @@ class _Encoder:
 
     def node(self, obj, depth: int):
         self.count(1)
+        kind = type(obj)
+        if kind is str:                  # (the commonest, first: a job is mostly text)
+            return obj if len(obj) <= MAX_TEXT else {"u": f"str of {len(obj)} characters"}
+        if kind is dict and depth <= MAX_DEPTH:
+            return self._dict(obj, depth)
+        if kind is list and depth <= MAX_DEPTH:
+            return {"l": [self.node(item, depth + 1) for item in list(obj)]}
         if obj is None or obj is True or obj is False:
             return obj
-        kind = type(obj)
         if kind is int:
             return obj if _INT64[0] <= obj <= _INT64[1] else {"u": "int beyond 64 bits"}
         if kind is float:
@@ -170,17 +176,20 @@ class _Encoder:
         if isinstance(obj, (list, tuple)):
             return {"l": [self.node(item, depth + 1) for item in list(obj)]}
         if isinstance(obj, dict):
-            if not all(isinstance(key, str) for key in obj):
-                return {"u": "dict with keys that are not str"}
-            pairs = []
-            for key, value in list(obj.items()):
-                self.count(1)
-                key = str.__str__(key)
-                if len(key) > MAX_TEXT:
-                    raise FrameTooLarge("a dict key over the text limit")
-                pairs.append([key, self.node(value, depth + 1)])
-            return {"d": pairs}
+            return self._dict(obj, depth)
         return {"u": type_name(obj)}
+
+    def _dict(self, obj: dict, depth: int):
+        if not all(isinstance(key, str) for key in obj):
+            return {"u": "dict with keys that are not str"}
+        pairs = []
+        for key, value in list(obj.items()):
+            self.count(1)
+            key = str.__str__(key)
+            if len(key) > MAX_TEXT:
+                raise FrameTooLarge("a dict key over the text limit")
+            pairs.append([key, self.node(value, depth + 1)])
+        return {"d": pairs}
 
 
 def encode(obj) -> bytes:
@@ -231,6 +240,8 @@ def _small(data) -> dict:
 
 def _text(text: str) -> str:
     """``text`` if it is Unicode text (encodes as UTF-8); FrameError for a lone surrogate."""
+    if text.isascii():           # (CPython knows this without a look at the characters)
+        return text
     if _SURROGATES.search(text):
         raise FrameError("a string with a lone surrogate (not Unicode text)")
     return text
@@ -251,6 +262,10 @@ def _parse_int(text: str) -> int:
 _HEADER = json.JSONDecoder(parse_constant=_reject_constant, parse_int=_parse_int)
 
 
+# Each allowed dtype, and its native-order twin, made once (not once per array).
+_DTYPE_OBJECTS = {name: (np.dtype(name), np.dtype(name).newbyteorder("=")) for name in DTYPES}
+
+
 class _Decoder:
     def __init__(self, data: memoryview):
         self.data = data
@@ -264,6 +279,10 @@ class _Decoder:
 
     def value(self, node, depth: int):
         self.count(1)
+        if type(node) is float:         # (what json makes: exact types, the commonest first)
+            if not math.isfinite(node):
+                raise FrameError("non-finite float literal")
+            return node
         if node is None or isinstance(node, bool):
             return node
         if isinstance(node, str):
@@ -273,10 +292,6 @@ class _Decoder:
         if type(node) is int:
             if not _INT64[0] <= node <= _INT64[1]:
                 raise FrameError("integer outside the int64 range")
-            return node
-        if type(node) is float:
-            if not math.isfinite(node):
-                raise FrameError("non-finite float literal")
             return node
         if not isinstance(node, dict) or len(node) != 1:
             raise FrameError("a header node that is not tagged")
@@ -311,7 +326,7 @@ class _Decoder:
             raise FrameError(f"dtype {dtype_name!r} not allowed")
         if len(shape) > MAX_NDIM or not all(type(n) is int and 0 <= n <= MAX_DIM for n in shape):
             raise FrameError(f"bad shape {shape!r:.200}")
-        dtype = np.dtype(dtype_name)
+        dtype, native = _DTYPE_OBJECTS[dtype_name]
         count = math.prod(shape)           # exact Python ints: no overflow to hide behind
         nbytes = count * dtype.itemsize
         if nbytes > len(self.data) - self.offset:
@@ -325,7 +340,7 @@ class _Decoder:
         if dtype.kind == "b":             # bytes other than 0/1 make numpy bools that lie
             array = np.frombuffer(raw, dtype=np.uint8, count=count) != 0
         else:
-            array = np.frombuffer(raw, dtype=dtype, count=count).astype(dtype.newbyteorder("="))
+            array = np.frombuffer(raw, dtype=dtype, count=count).astype(native)
         return array.reshape(tuple(shape))
 
 

@@ -17,7 +17,7 @@ import numpy as np
 from solutions import TWINS
 from solutions.same_error import one_name_per_error
 
-from formats.compare import compare, is_numeric, telling, within
+from formats.compare import compare, is_numeric, matches_twin, telling
 from formats.degenerate import NOT_FINITE, ZERO, degenerate
 from formats.degenerate import describe as describe_form
 from formats.key_shape import answer_names, gradings
@@ -192,22 +192,6 @@ def either(names) -> str:
     alternatives = " or ".join(TWINS[name].summary for name in names)
     return (f"matches more than one known mistake, and on your numbers they cannot be told "
             f"apart: either {alternatives}. Check which one you made.")
-
-
-def matches_twin(value, wrong, rtol: float, atol: float) -> bool:
-    """Does the student's value equal a twin's? NaN matches NaN here: a softmax that
-    overflows gives NaN for the student exactly where it does for the twin."""
-    try:
-        if is_numeric(value) and is_numeric(wrong) and not isinstance(value, str):
-            if np.shape(value) != np.shape(wrong):    # before any copy: the student's may be huge
-                return False
-            a, b = np.asarray(value, dtype=float), np.asarray(wrong, dtype=float)
-            if (np.isnan(a) != np.isnan(b)).any():
-                return False
-            return within(np.where(np.isnan(a), 0.0, a), np.where(np.isnan(b), 0.0, b), rtol, atol)
-        return within(value, wrong, rtol, atol)
-    except Exception:  # noqa: BLE001 — a value that cannot be compared matches nothing
-        return False
 
 
 def _shape_hint(value, expected, rtol, atol) -> str:
