@@ -47,7 +47,7 @@ def _asking_walls(args):
 
     def ask() -> None:
         try:
-            answer["walls"] = explain()
+            answer["walls"] = explain(bare=True)     # (only whether the files are walled off)
         except Exception:  # noqa: BLE001 — then the static check decides (protected(None))
             answer["walls"] = None
 

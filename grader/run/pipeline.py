@@ -28,7 +28,6 @@ from grader.intake.pairing import match
 from grader.intake.reading import file_hash
 from grader.intake.records import Submission
 from grader.run.plain import run_plain
-from grader.run.plugin import run_pytest
 from grader.store.grades import class_look
 from grader.store.look import needs_a_look
 
@@ -129,6 +128,7 @@ def grade_folder(key: dict, folder: Path, gradebook, sandbox, options: GradeOpti
         if opt.cluster is not None:
             code = _on_cluster(run, opt.cluster, opt.shard_size, opt.wall_seconds, bar, opt.before_each)
         elif opt.pytest_args or opt.verbose:
+            from grader.run.plugin import run_pytest      # (pytest is imported only to be used)
             code = run_pytest(run, assignment, list(opt.pytest_args), verbose=opt.verbose)
         else:                      # (the same verdicts and rows, without pytest's items)
             code = run_plain(run)

@@ -47,7 +47,7 @@ from grader.budget import UNLIMITED, Budget
 from . import frames, protocol, walls
 from .attempt import Attempt, first_case
 from .pool import ServerPool
-from .processes import Limits, SandboxError
+from .processes import Limits, SandboxError, ServerProcess
 from .results import Crash, Output, RunResult, crash_message, not_run_message, step_label
 
 MIB = 2**20
@@ -173,11 +173,14 @@ class Sandbox(ServerPool):
         return (rerun, never_ran) if never_ran else ([], [])
 
 
-def explain(limits: Limits | None = None) -> list[dict]:
+def explain(limits: Limits | None = None, bare: bool = False) -> list[dict]:
     """Which walls hold on this machine, and why the others do not: asked of a live sandbox
-    child (so it is what grading gets), or the static check if no child answers."""
+    child (so it is what grading gets), or the static check if no child answers. ``bare``:
+    of a server without the imports and warm-up student code wants (the same walls, started
+    for a fifth of the CPU; its address-space detail names its own, smaller size at fork)."""
+    limits = limits or Limits()
     try:
-        with Sandbox(1, limits or Limits()) as sandbox:
+        with Sandbox(1, limits, started=[ServerProcess(limits, bare=True)] if bare else ()) as sandbox:
             held = sandbox.run([]).walls
         if held:
             return held

@@ -62,27 +62,29 @@ def server_environment() -> dict:
 
 
 
-def server_command(slot: int, limits: Limits, control_fd: int, stop_fd: int) -> list[str]:
+def server_command(slot: int, limits: Limits, control_fd: int, stop_fd: int,
+                   bare: bool = False) -> list[str]:
     """The command line of one sandbox server (``grader/sandbox/server.py``; its options:
-    ``grader/sandbox/protocol.py``)."""
+    ``grader/sandbox/protocol.py``); ``bare``: without the imports and warm-up a student's code
+    wants (a server asked only which walls hold)."""
     return [sys.executable, "-m", "grader.sandbox.server", "--slot", str(slot),
             "--control", str(control_fd), "--stop", str(stop_fd),
             "--wall-seconds", repr(float(limits.wall_seconds)),
-            "--cpu-seconds", repr(float(limits.cpu_seconds))]
+            "--cpu-seconds", repr(float(limits.cpu_seconds)), *(["--bare"] if bare else [])]
 
 
 class ServerProcess:
     """One ``grader.sandbox.server`` process and the four pipes to it: jobs (its stdin), data (its
     stdout, written by its children), control (its exit reports) and stop (our kill requests)."""
 
-    def __init__(self, limits: Limits):
+    def __init__(self, limits: Limits, bare: bool = False):
         with _slots_lock:
             self.slot = _first_slot + next(_slots) % _slot_span
         control_read, control_write = os.pipe()
         stop_read, stop_write = os.pipe()
         try:
             self.process = subprocess.Popen(
-                server_command(self.slot, limits, control_write, stop_read),
+                server_command(self.slot, limits, control_write, stop_read, bare),
                 stdin=subprocess.PIPE, stdout=subprocess.PIPE, env=server_environment(),
                 cwd=_PROJECT_ROOT, close_fds=True, pass_fds=(control_write, stop_read),
                 start_new_session=True, bufsize=0)

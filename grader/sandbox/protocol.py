@@ -11,7 +11,8 @@ The pipes
 ---------
 
 The grader starts a server as ``python -m grader.sandbox.server --slot N --control FD --stop FD
---wall-seconds S --cpu-seconds C`` with a clean environment. Its pipes:
+--wall-seconds S --cpu-seconds C [--bare]`` with a clean environment (``--bare``: without the
+imports and the warm-up student code wants, for a server only asked which walls hold). Its pipes:
 
 - stdin (job pipe, grader → child): one job frame per job, then one case frame for each hidden
   case the child asks for; the server only polls it, between children. Its end of file (the

@@ -146,12 +146,15 @@ def main(argv: list[str] | None = None) -> int:
     control_fd, stop_fd = int(_option(argv, "--control")), int(_option(argv, "--stop"))
     wall_seconds = float(_option(argv, "--wall-seconds", "10"))
     cpu_seconds = float(_option(argv, "--cpu-seconds", "10"))
+    bare = "--bare" in argv                   # (asked only which walls hold: no student code)
     job_fd, data_fd = _private_stdio()
-    preimport()
+    if not bare:
+        preimport()
     sys.meta_path.insert(0, PlotStubs())
     walls = Walls(slot)
     walls.enter_namespaces()                  # once: every child runs in them (walls: network)
-    warm_up()                                 # children inherit warm code (and no student's data)
+    if not bare:
+        warm_up()                             # children inherit warm code (and no student's data)
     # Every object so far is shared with each child copy-on-write; a garbage collection in the
     # child would touch (and so copy) all of them. Frozen, the collector leaves them alone.
     gc.freeze()

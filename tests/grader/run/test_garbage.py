@@ -191,3 +191,24 @@ def test_student_done_collects_the_young_generations_on_their_turn_only():
             garbage.student_done()
         assert old() is not None
     assert old() is None                   # (the pass's end does)
+
+
+def test_by_sessions_submissions_collect_nothing_and_each_session_end_collects_fully():
+    with garbage.paced(by_submission=False):
+        probe = weakref.ref(Cycle())
+        for _ in range(garbage.FULL_EVERY):
+            garbage.submission_done()
+        assert probe() is not None               # no turn by submissions: pytest's items are alive
+        garbage.session_done()
+        assert probe() is None                   # the session's end: a full collection
+        garbage.by_submission()                  # (a judge forked from here)
+        probe = weakref.ref(Cycle())
+        for _ in range(garbage.YOUNG_EVERY):
+            garbage.submission_done()
+        assert probe() is None
+    probe = weakref.ref(Cycle())
+    gc.disable()
+    garbage.session_done()                       # outside a paced block: nothing
+    assert probe() is not None
+    gc.enable()
+    gc.collect()
