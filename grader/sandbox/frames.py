@@ -192,12 +192,17 @@ class _Encoder:
         return {"d": pairs}
 
 
+# What json.dumps(tree, separators=(",", ":"), ensure_ascii=False, allow_nan=False) writes, with
+# its encoder made once (json.dumps makes one per call: a cost every small frame paid again).
+_HEADER_TEXT = json.JSONEncoder(separators=(",", ":"), ensure_ascii=False, allow_nan=False)
+
+
 def encode(obj) -> bytes:
     """The body of a frame holding ``obj``; values that cannot cross become ``Unsupported``.
     Raises FrameTooLarge when ``obj`` has too many items or too big a header."""
     encoder = _Encoder()
     tree = encoder.node(obj, 1)
-    text = json.dumps(tree, separators=(",", ":"), ensure_ascii=False, allow_nan=False)
+    text = _HEADER_TEXT.encode(tree)
     try:
         header = text.encode()
     except UnicodeEncodeError:

@@ -115,11 +115,16 @@ def omitted_reason(answer) -> str | None:
     return None
 
 
+# json.dumps(answer, ensure_ascii=False, allow_nan=False, separators=(",", ":")), its encoder made
+# once rather than once an answer (a submission has dozens).
+_ANSWER_TEXT = json.JSONEncoder(ensure_ascii=False, allow_nan=False, separators=(",", ":"))
+
+
 def _answer_text(row: ResultRow) -> str | None:
     if row.answer is None:
         return None
     try:
-        text = json.dumps(row.answer, ensure_ascii=False, allow_nan=False, separators=(",", ":"))
+        text = _ANSWER_TEXT.encode(row.answer)
     except (TypeError, ValueError) as err:
         raise ValueError(f"{row.student}: {row.problem}/{row.part}: the answer is not JSON-ready "
                          f"({err}); store formats.serialize.to_jsonable(value)") from None
