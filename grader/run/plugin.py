@@ -1,6 +1,8 @@
 """Grading as a pytest run: one test item per (submission, problem, part) with its points.
 
-``attnkit grade`` calls ``pytest.main`` with this plugin and one argument: a small manifest
+``attnkit grade -k …``, ``--junitxml`` or ``-v`` calls ``pytest.main`` with this plugin (a run that
+asks for none of pytest's tools records the same verdicts without the items:
+``grader.run.plain``) and one argument: a small manifest
 file ``<assignment>.attnkit`` in a private scratch folder (never the submissions folder, so
 pytest never imports a ``conftest.py`` or ``test_*.py`` a student put beside a notebook).
 The plugin collects that file as the assignment; below it, a node per submission, a node
