@@ -199,8 +199,9 @@ _ANY = np.logical_or.reduce      # ndarray.any(), without the Python function it
 
 
 def matches_twin(value, wrong, rtol: float, atol: float) -> bool:
-    """Does the student's value equal a twin's (a mistake's value on the same numbers)? NaN matches NaN here: a softmax that
-    overflows gives NaN for the student exactly where it does for the twin."""
+    """Does the student's value equal a twin's (a mistake's value on the same numbers)? NaN
+    matches NaN here: a softmax that overflows gives NaN for the student exactly where it does
+    for the twin."""
     try:
         if (type(value) is np.ndarray and type(wrong) is np.ndarray and value.dtype == wrong.dtype == np.float64
                 and value.shape == wrong.shape and not (_ANY(np.isnan(value), axis=None)

@@ -86,7 +86,7 @@ def summary_json(gradebook: Gradebook, key: dict, deadline: Deadline | None = No
     ``"students"`` is a ``Spilled`` sequence (made in one pass over the grades, read back a
     student at a time): the summary of a large class does not hold the class in memory."""
     grades = class_grades(gradebook, key, deadline) if grades is None else grades
-    copied, unchecked = _copied(gradebook, key, grades, flags)
+    copied, unchecked = copied_issues(gradebook, key, grades, flags)
     tally = _Tally(head_problems(key))
     pools = pool_members(key)
     students = Spilled()
@@ -148,7 +148,7 @@ class _Tally:
                  **_statistics(self.scores[p["id"]])} for p in self.heads]
 
 
-def _copied(gradebook: Gradebook, key: dict, grades, flags) -> tuple[dict, str | None]:
+def copied_issues(gradebook: Gradebook, key: dict, grades, flags) -> tuple[dict, str | None]:
     """student → the copied chains of the TA's list (grader.forensics.flags.copied_chains);
     and why they were not checked (None when they were)."""
     try:          # forensics that fail must not cost the grades their summary

@@ -11,8 +11,7 @@ from pathlib import Path
 
 from formats.key_shape import assignment_id
 
-from grader.forensics.flags import copied_chains
-from grader.reports.summary import class_table, look_list, summary_json
+from grader.reports.summary import class_table, copied_issues, look_list, summary_json
 from grader.run import garbage
 from grader.run.pipeline import GradeOptions, RunSummary, grade_folder
 from grader.store.grades import class_grades, class_look
@@ -61,9 +60,6 @@ def tas_list(gradebook, key: dict, deadline=None) -> list[dict]:
     if not carried:
         return needs_a_look([look for look in class_look(gradebook, key, deadline) if look[2]])
     grades = class_grades(gradebook, key, deadline)
-    try:          # forensics that fail must not cost the TA's list its other issues
-        copied = copied_chains(gradebook, key, grades)
-    except Exception:  # noqa: BLE001 — as summary_json: the summary's "not_checked" says why
-        copied = {}
+    copied, _ = copied_issues(gradebook, key, grades, None)
     return needs_a_look([(s.id, s.path, look) for s in grades
                          if (look := [*s.look, *copied.get(s.id, ())])])

@@ -13,8 +13,8 @@ So while ``paced()`` is active the automatic collector is off, and ``submission_
 collects every ``YOUNG_EVERY`` submissions (the generations that are not long-lived) and
 fully every ``FULL_EVERY``: the garbage a batch can hold at once is what ``FULL_EVERY``
 submissions of the grader's own code leave, whatever the batch's size. Outside pytest that is
-next to nothing (a run of 1,000 left 3 objects a full collection could free, and each full
-collection walked the run's 46,000 live objects for them), so the full turn is rare.
+next to nothing, while each full collection walks every live object of the run for it: so
+the full turn is rare.
 
 Under pytest (``paced(by_submission=False)``) the cycles are pytest's own: a session's
 nodes, items and reports, kept alive until the session ends, then garbage all at once. A

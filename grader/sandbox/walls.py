@@ -150,7 +150,7 @@ class Walls:
         self.namespaces: str | None = None
         # The server's virtual size, read just before it forks (``note_size``): the child's at
         # fork, which its address-space limit builds on. Read in the server, where opening
-        # /proc costs little; a fresh child pays copy-on-write faults for it (0.2 ms measured).
+        # /proc costs little; a fresh child would pay copy-on-write faults for it.
         self.size_at_fork: int | None = None
 
     def note_size(self) -> None:

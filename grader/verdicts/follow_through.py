@@ -31,14 +31,14 @@ import numpy as np
 
 from exercises.template.expressions import Scope, parse
 from exercises.template import references
-from formats.compare import compare, is_numeric
+from formats.compare import compare, is_numeric, matches_twin
 from formats.degenerate import degenerate
 from formats.degenerate import describe as describe_form
 from formats.key_shape import answer_names, gradings
 from formats.serialize import decode_names, from_jsonable
 from solutions import TWINS
 
-from grader.verdicts.parts import FAILED, PARTIAL, PASSED, Verdict, gives_part, matches_twin
+from grader.verdicts.parts import FAILED, PARTIAL, PASSED, Verdict, gives_part
 
 FOLLOW_THROUGH = "Follow-through:"
 FOLLOW_WITHHELD = "No follow-through:"
