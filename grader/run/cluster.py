@@ -7,8 +7,8 @@
     ~SHARD_SIZE: each carries the key's head, its   with the kit's own GradingRun: student
     students' entries and their notebooks' bytes    code in the worker's sandbox servers, every
          ── shard ──────────────────────────────▶   verdict decided in its trusted process
-    record each shard's rows in one transaction     ◀── rows (SubmissionRow, [ResultRow]) ──
-    (the only gradebook writer; recording what is
+    record each shard's rows in one transaction     ◀── rows, as the gradebook stores them ─
+    (the only gradebook writer; recording what is       (column values: ``encoded``)
     stored already changes nothing)
 
 The key is verified at the client and the course secret never leaves it: a shard holds its
@@ -112,26 +112,29 @@ class _ShardEntries(Mapping):
 
 
 class _Collected:
-    """Where a worker's GradingRun records: the rows, checked as the gradebook checks them
-    (``encoded``), kept to go back to the client."""
+    """Where a worker's GradingRun records: the rows, checked and encoded as the gradebook
+    stores them (``encoded``: refused here as the gradebook would refuse them), kept to go
+    back to the client. Column values, not row objects: the client unpickles plain tuples and
+    writes them as they are (``Gradebook.record_encoded``), where the rows themselves had to
+    be rebuilt object by object, then encoded again."""
 
     def __init__(self):
-        self.graded: list[tuple[SubmissionRow, list[ResultRow]]] = []
+        self.graded: list[tuple[tuple, tuple, list]] = []
 
     def record(self, submission: SubmissionRow, results: list[ResultRow]) -> None:
-        encoded(submission, results)            # refused here as the gradebook would refuse it
-        self.graded.append((submission, list(results)))
+        self.graded.append(encoded(submission, results))
 
 
 STARTED = "attnkit-started"      # the scheduler's metadata: run → task → RUNNING or DONE
 RUNNING, DONE = "running", "done"
 
 
-def grade_shard(shard: Shard, before_each=None, run_id: str = "") -> list[tuple[SubmissionRow, list[ResultRow]]]:
+def grade_shard(shard: Shard, before_each=None, run_id: str = "") -> list[tuple[tuple, tuple, list]]:
     """Grade one shard (a Dask task): its notebooks run in this worker's sandbox and are
     judged here. ``before_each(student)``: called before each submission is recorded (tests
     use it to lose a worker mid-shard). ``run_id``: the scheduler is told (and has answered)
-    that this task is running before anything is graded, and done after (``_say``)."""
+    that this task is running before anything is graded, and done after (``_say``).
+    Returns each handin's rows ``encoded``."""
     with _ONE_SHARD_AT_A_TIME, garbage.paced():
         if run_id:
             _say(run_id, RUNNING)
@@ -273,7 +276,9 @@ def _kit_version() -> str:
 def _protected() -> bool:
     from grader.sandbox.client import explain
     from grader.sandbox.walls import protected
-    return protected(explain())
+    # (a bare server: only whether the files are walled off is asked, while the worker's own
+    # servers start beside it)
+    return protected(explain(bare=True))
 
 
 def _task_name(shard: Shard, run_id: str) -> str:
@@ -284,13 +289,14 @@ def _task_name(shard: Shard, run_id: str) -> str:
 
 
 def error_rows(key: dict, found: Found, why: str, kit_version: str):
-    """The rows of a submission the cluster could not grade: every part the grader's error."""
+    """The rows of a submission the cluster could not grade, ``encoded``: every part the
+    grader's error."""
     run = GradingRun(key, [found], None, None, kit_version=kit_version)
     graded = GradedSubmission({}, {}, [why])
     for problem, parts in run.parts_of(found.student):
         for part, points in parts:
             graded.verdicts[(problem, part)] = Verdict(0.0, points, ERROR, why)
-    return run.rows(found.student, graded)
+    return encoded(*run.rows(found.student, graded))
 
 
 def grade_on_cluster(key: dict, submissions: list[Found], gradebook, client, *,
@@ -328,8 +334,8 @@ def grade_on_cluster(key: dict, submissions: list[Found], gradebook, client, *,
                 graded = _after_failure(shard, tries, err, out.send, stats, key, kit_version)
                 if graded is None:
                     continue
-            gradebook.record_many(graded)
-            recorded += [row.student for row, _ in graded]
+            gradebook.record_encoded(graded)
+            recorded += [who[1] for who, _, _ in graded]
             if progress is not None:
                 progress.advance(len(graded))
             for more in itertools.islice(shards, 1):     # one out, one in

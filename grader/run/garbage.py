@@ -27,7 +27,8 @@ student sends changes how much that is. Pacing nests (two shards on one Dask wor
 grading inside a test): the collector is turned back on when the outermost ends, and only if
 it was on before.
 
-When the outermost block ends, one full collection takes what it left in cycles.
+When the outermost block ends, one collection takes what it left in cycles (of the
+objects it made: those alive before it are still frozen then).
 
 The outermost block also freezes (``gc.freeze``) everything alive when it starts: the
 imports, pytest, the key's head, the submissions found. A full collection then walks only
@@ -72,14 +73,16 @@ def paced(by_submission: bool = True):
         with _lock:
             _depth -= 1
             if _depth == 0:
-                if _froze:
-                    gc.unfreeze()
                 # What the block left in cycles goes now, whatever the collector's state: a
                 # grading run is such a cycle (its look-ahead holds its own method), holding
                 # the batch's notebooks and rows. Left to the automatic collector, a process
                 # that grades block after block with it off in between (a Dask worker, one
-                # shard after another) keeps every block's garbage.
+                # shard after another) keeps every block's garbage. Collected before what was
+                # frozen is unfrozen, it walks only what the block made and kept, not the
+                # whole process (a Dask worker's own heap, once a shard).
                 gc.collect()
+                if _froze:
+                    gc.unfreeze()
                 if _was_enabled:
                     gc.enable()
 

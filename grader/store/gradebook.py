@@ -42,7 +42,7 @@ from pathlib import Path
 
 from grader.intake.receipts import ReceiptChange, merged
 from grader.store.rows import (RESULT_COLUMNS, RESULT_INSERT, SUBMISSION_COLUMNS, ResultRow, SubmissionRow, encoded,
-                               result_row, sql_answer_digest, storable_text, submission_row)
+                               result_row, sql_answer_digest, storable_text, submission_row, well_formed)
 from grader.store.schema import MIGRATED, create_or_upgrade, format_problem
 
 BUSY_TIMEOUT_MS = 30_000
@@ -188,9 +188,17 @@ class Gradebook:
         self.record_many([(submission, results)])
 
     def record_many(self, graded: list[tuple[SubmissionRow, list[ResultRow]]]) -> None:
-        """``record`` for several handins in one transaction (a cluster's shard: all of its
-        results or none). Every handin is checked (``encoded``) before anything is written."""
-        rows = [encoded(submission, results) for submission, results in graded]
+        """``record`` for several handins in one transaction (all of them or none). Every
+        handin is checked (``encoded``) before anything is written."""
+        self._write([encoded(submission, results) for submission, results in graded])
+
+    def record_encoded(self, rows: list) -> None:
+        """``record_many`` of handins ``encoded`` elsewhere (a cluster's shard, encoded and so
+        checked on its worker: all of its handins or none), each checked again in shape here
+        (``well_formed``) before anything is written."""
+        self._write([well_formed(row) for row in rows])
+
+    def _write(self, rows: list[tuple[tuple, tuple, list]]) -> None:
         with self._lock, self._errors():
             c = self._connection()
             c.execute("BEGIN IMMEDIATE")

@@ -185,6 +185,32 @@ def encoded(submission: SubmissionRow, results: list[ResultRow]) -> tuple[tuple,
                                                  for i, r in enumerate(results)]
 
 
+_STORED_TYPES = (str, int, float, type(None))
+
+
+def well_formed(row) -> tuple[tuple, tuple, list]:
+    """An ``encoded`` handin that comes from elsewhere (a cluster worker, which made it with
+    ``encoded`` and so checked it), checked again in shape: (who, the submission's values,
+    each result's values), each of its columns' length and holding only what SQLite is given
+    (text, numbers, NULL), every result of that handin. What a worker of another shape sent
+    is refused here, naming the handin (ValueError), before anything is written."""
+    try:
+        who, submission, results = row
+        ok = (type(who) is tuple and len(who) == 3 and tuple(submission[:3]) == who
+              and len(submission) == len(SUBMISSION_COLUMNS)
+              and all(type(v) in _STORED_TYPES for v in submission))
+        for r in results if ok else ():
+            if not (len(r) == len(RESULT_INSERT) and tuple(r[:3]) == who
+                    and all(type(v) in _STORED_TYPES for v in r)):
+                ok = False
+                break
+    except (TypeError, ValueError):
+        ok = False
+    if not ok:
+        raise ValueError(f"rows in another shape than the gradebook's: {storable_text(repr(row))[:200]}")
+    return who, tuple(submission), [tuple(r) for r in results]
+
+
 def submission_row(values) -> SubmissionRow:
     """A ``SubmissionRow`` from its columns' values (``SUBMISSION_COLUMNS``' order)."""
     row = dict(zip(SUBMISSION_COLUMNS, values))

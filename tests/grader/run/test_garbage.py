@@ -114,6 +114,25 @@ def test_what_a_block_left_in_cycles_is_collected_when_the_outermost_ends():
     assert ref() is None and not gc.isenabled()
 
 
+def test_the_collection_at_the_end_walks_only_what_the_block_made():
+    # collected while what was alive before the block is still frozen: a Dask worker's own
+    # heap is not walked once a shard
+    frozen_then = []
+
+    def seen(phase, info):
+        if phase == "start":
+            frozen_then.append(gc.get_freeze_count())
+
+    gc.disable()
+    with garbage.paced():
+        frozen = gc.get_freeze_count()
+        ref = _cycle_ref()
+        gc.callbacks.append(seen)
+    gc.callbacks.remove(seen)
+    assert frozen > 0 and frozen_then == [frozen]
+    assert ref() is None and gc.get_freeze_count() == 0
+
+
 def test_class_pass_is_a_paced_block():
     with garbage.class_pass():
         assert not gc.isenabled()

@@ -103,6 +103,42 @@ def test_recording_the_same_rows_twice_leaves_the_same_content(tmp_path):
     assert sum("INSERT INTO \"results\"" in line for line in first) == 3
 
 
+def test_rows_encoded_elsewhere_are_stored_as_record_stores_them(tmp_path):
+    # a cluster worker encodes its shard's rows; the client writes them as they came
+    import pickle
+    from grader.store.rows import encoded
+    with Gradebook(tmp_path / "a.sqlite") as gb:
+        gb.record_many([(submission(), ROWS), (submission("s2", "x"), [result("p1", "a", student="s2", content_hash="x")])])
+    travelled = pickle.loads(pickle.dumps([encoded(submission(), ROWS),
+                                           encoded(submission("s2", "x"), [result("p1", "a", student="s2", content_hash="x")])]))
+    with Gradebook(tmp_path / "b.sqlite") as gb:
+        gb.record_encoded(travelled)
+        assert gb.results(A)[:3] == ROWS and gb.submissions(A)[0] == submission()
+    assert untimed(dump(tmp_path / "a.sqlite")) == untimed(dump(tmp_path / "b.sqlite"))
+
+
+def untimed(lines: list[str]) -> list[str]:
+    """The dump without the times of recording (first_seen, graded_at)."""
+    import re
+    return [re.sub(r"'\d{4}-\d\d-\d\dT[0-9:.]+\+00:00'", "'T'", line) for line in lines]
+
+
+@pytest.mark.parametrize("bent", [
+    lambda who, s, r: (who, s[:-1], r),                                  # a column short
+    lambda who, s, r: (who, s, [(*r[0][:5], [1.0], *r[0][6:])]),         # a list where a number goes
+    lambda who, s, r: (who, s, [("hw1", "s9", *r[0][2:])]),              # another student's result
+    lambda who, s, r: (who, (*s[:6], {"notes": 1}, *s[7:]), r),          # an object as text
+    lambda who, s, r: None,
+])
+def test_rows_encoded_in_another_shape_are_refused_before_anything_is_written(tmp_path, bent):
+    from grader.store.rows import encoded
+    good = encoded(submission("s2", "x"), [result("p1", "a", student="s2", content_hash="x")])
+    with Gradebook(tmp_path / "g.sqlite") as gb:
+        with pytest.raises(ValueError, match="another shape"):
+            gb.record_encoded([good, bent(*encoded(submission(), ROWS))])
+        assert gb.submissions(A) == []
+
+
 def test_regrading_replaces_the_students_rows_and_leaves_no_stale_part(tmp_path):
     with Gradebook(tmp_path / "g.sqlite") as gb:
         gb.record(submission(), ROWS)
