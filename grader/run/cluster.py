@@ -159,7 +159,10 @@ def _graded(shard: Shard, before_each) -> tuple[list, list[str]]:
                      servers=shard.servers, regrade=True, kit_version=shard.kit_version,
                      cpu_seconds=shard.cpu_seconds)
     try:
-        run.start(shard.students)
+        if shard.servers > 1:
+            run.start(shard.students)      # on the run's threads, one per server
+        # else each is graded here, in the task's own thread, as it is recorded: a second
+        # thread would only take the GIL in turns with this one (the worker's CPU is one)
         for student in shard.students:
             if before_each is not None:
                 before_each(student)
@@ -193,11 +196,20 @@ class ClusterStats:
     seconds: float = 0.0
 
 
-# What a LocalCluster's workers need not do while they grade (it has no dashboard to show
+# What a LocalCluster's processes need not do while they grade (it has no dashboard to show
 # it): sample every thread's stack every 10 ms for a profile (the task's thread stops for
-# each sample), and, where gilknocker is installed, time the GIL every millisecond.
+# each sample), where gilknocker is installed, time the GIL every millisecond, and, in every
+# server of the cluster (scheduler, nannies, workers, client), measure its event loop's
+# delay every 20 ms, read the process's memory every 100 ms, and the system's CPU, memory,
+# network and disks every 500 ms: a background cost that grows with the run's length and
+# takes the workers' CPU. Slower, they still warn of a blocked loop, pause a worker near its
+# memory limit and report to the scheduler.
 QUIET_WORKERS = {"distributed.worker.profile.enabled": False,
-                 "distributed.admin.system-monitor.gil.enabled": False}
+                 "distributed.admin.system-monitor.gil.enabled": False,
+                 "distributed.admin.tick.interval": "500ms",
+                 "distributed.worker.memory.monitor-interval": "1s",
+                 "distributed.admin.system-monitor.interval": "5s",
+                 "distributed.admin.system-monitor.disk": False}
 
 
 def connect(cluster: str):
@@ -210,7 +222,8 @@ def connect(cluster: str):
         if workers < 1:
             raise ValueError(f"--cluster {cluster}: give at least one worker")
         # a task whose worker died once more is given up (KilledWorker): the client splits it
-        with dask.config.set({"distributed.scheduler.allowed-failures": 1, **QUIET_WORKERS}):
+        with dask.config.set({"distributed.scheduler.allowed-failures": 1, **QUIET_WORKERS,
+                              **_forked_workers()}):
             local = LocalCluster(n_workers=workers, threads_per_worker=1, processes=True,
                                  host="127.0.0.1", dashboard_address=None, silence_logs=40)
         client = Client(local)
@@ -219,6 +232,29 @@ def connect(cluster: str):
     if "://" in cluster:
         return Client(cluster), None
     return Client(scheduler_file=cluster), None
+
+
+# What a LocalCluster's worker process needs, imported once in the fork server it is forked
+# from rather than by every worker as it starts (Dask's own list is replaced: these hold it).
+WORKER_PRELOAD = ["distributed", "numpy", "orjson", "grader.run.cluster", "grader.run.grading",
+                  "grader.sandbox.client", "formats.key_shards"]
+
+
+def _forked_workers() -> dict:
+    """Dask's configuration that has a LocalCluster's workers forked from a fork server which
+    imported WORKER_PRELOAD, where the system has one ({} where not: spawned). A spawned worker
+    imports Dask and the kit afresh, each worker on its own, while the first shards are
+    already waiting. Nothing of the client's is inherited: the fork server is a fresh
+    interpreter of its own."""
+    import multiprocessing
+    if "forkserver" not in multiprocessing.get_all_start_methods():
+        return {}
+    import dask
+    from distributed.utils import get_mp_context
+    method = {"distributed.worker.multiprocessing-method": "forkserver"}
+    with dask.config.set(method):
+        get_mp_context().set_forkserver_preload(WORKER_PRELOAD)   # (Dask sets its list once, first)
+    return method
 
 
 def pin_workers(client) -> dict[str, int]:
