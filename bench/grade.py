@@ -146,8 +146,11 @@ def grade(key: Path, submissions: Path, gradebook: Path, jobs: int, extra: tuple
             "p50_ms": _percentile(durations, 50), "p99_ms": _percentile(durations, 99),
             "peak_rss_mb": peak,
             # CPU per submission: the grading process itself (start-up included), and its
-            # children (sandbox servers and the forks that run student code; Dask's workers)
-            "cpu_ms": {"grader": own_cpu * per, "children": max(total_cpu - own_cpu, 0.0) * per,
+            # children (sandbox servers and the forks that run student code); on a cluster the
+            # client's alone (a LocalCluster's workers are forked by Dask's fork server, not by
+            # the command: their CPU is not its children's)
+            "cpu_ms": {"client": own_cpu * per} if "--cluster" in extra else
+                      {"grader": own_cpu * per, "children": max(total_cpu - own_cpu, 0.0) * per,
                        # of the children: the judges' own work (grader.run.judges) and their sandboxes'
                        **({"judges": judged["judge"] * per, "sandbox": judged["sandbox"] * per}
                           if judged else {})},
@@ -287,6 +290,8 @@ def _line(name: str, r: dict) -> str:
 
 
 def _cpu(cpu: dict) -> str:
+    if "client" in cpu:
+        return f"; CPU per submission {cpu['client']:.1f} ms in the client (the workers' is not counted)"
     line = f"; CPU per submission {cpu['grader']:.1f} ms grader + {cpu['children']:.1f} ms children"
     if "judges" in cpu:
         line += f" ({cpu['judges']:.1f} ms judges, {cpu['sandbox']:.1f} ms their sandboxes)"
