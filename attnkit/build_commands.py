@@ -118,7 +118,7 @@ def _cluster(args):
     if not args.cluster:
         return None
     try:
-        from grader.run.cluster import connect, workers_of_another_kit
+        from grader.run.workers import connect, workers_of_another_kit
         client, local = connect(args.cluster)
     except ImportError:
         return fail(["--cluster needs Dask's distributed: pip install 'attention-kit[cluster]'"])

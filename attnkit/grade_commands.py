@@ -79,49 +79,50 @@ INTERRUPTED = ("attnkit grade: interrupted; what was graded is in the gradebook,
                "picks up the rest")
 
 
-class ClusterUnavailable(Exception):
-    """--cluster named a cluster that cannot be had (Dask missing, no scheduler there)."""
-
-
 @contextmanager
-def _grading_place(args):
-    """(sandbox, None) on this machine, or (None, Dask client) with --cluster."""
-    if not args.cluster:
+def _grading_place(args, connecting):
+    """(sandbox, None) on this machine, or (None, the cluster being connected: waited for when
+    grading starts, grader.run.workers.Connecting) with --cluster (closed by its caller)."""
+    if connecting is None:
         from grader.sandbox.client import Limits, Sandbox
         # lazy: a run with judges (grader.run.judges) has each start a server of its own
         with Sandbox(args.jobs, Limits(wall_seconds=args.timeout), lazy=True) as sandbox:
             yield sandbox, None
         return
-    try:
-        from grader.run.cluster import connect
-        client, local = connect(args.cluster)
-    except ImportError:
-        raise ClusterUnavailable("--cluster needs Dask's distributed: pip install "
-                                 "'attention-kit[cluster]'") from None
-    except (OSError, ValueError, TimeoutError) as err:
-        raise ClusterUnavailable(f"--cluster {args.cluster}: {err}") from None
-    try:
-        from grader.run.cluster import get_workers_ready, workers_of_another_kit, workers_unprotected
-        from formats.version import KIT_VERSION
-        others = workers_of_another_kit(client)
-        if others:
-            raise ClusterUnavailable(
-                f"refusing to grade on {', '.join(others)}: this is attention-kit {KIT_VERSION}, and "
-                "every worker must run the same kit (another could grade otherwise, or not read "
-                "this key): install this version on those machines")
-        # (starting a server runs no student code; the futures are held while this lasts)
-        readying = get_workers_ready(client, args.timeout)  # noqa: F841
-        exposed = [] if args.insecure else workers_unprotected(client)
-        if exposed:
-            raise ClusterUnavailable(
-                f"refusing to run student code on {', '.join(exposed)}: neither Landlock nor a uid "
-                "of its own can keep it from the worker's files there (attnkit grade --explain-sandbox "
-                "on that machine says why); --insecure grades anyway (only for code you trust)")
-        yield None, client
-    finally:
-        client.close()
-        if local is not None:
-            local.close()
+    yield None, connecting
+
+
+def _connecting(args):
+    """For --cluster: the cluster asked for at once, on a thread of its own (its processes
+    start and its workers are checked while the course is read); None without it."""
+    if not args.cluster:
+        return None
+    from grader.run.workers import Connecting, start_fork_server
+    start_fork_server(args.cluster)       # (its imports on another core from the first moment)
+    return Connecting(args.cluster, lambda client: _checked(client, args))
+
+
+def _checked(client, args) -> list:
+    """Refuse a cluster where a worker runs another kit, or cannot keep student code from its
+    files (ClusterUnavailable); start every worker's sandbox servers (the futures returned
+    are held while the run lasts: starting a server runs no student code)."""
+    from formats.version import KIT_VERSION
+    from grader.run.cluster import get_workers_ready
+    from grader.run.workers import ClusterUnavailable, workers_of_another_kit, workers_unprotected
+    others = workers_of_another_kit(client)
+    if others:
+        raise ClusterUnavailable(
+            f"refusing to grade on {', '.join(others)}: this is attention-kit {KIT_VERSION}, and "
+            "every worker must run the same kit (another could grade otherwise, or not read "
+            "this key): install this version on those machines")
+    readying = get_workers_ready(client, args.timeout)
+    exposed = [] if args.insecure else workers_unprotected(client)
+    if exposed:
+        raise ClusterUnavailable(
+            f"refusing to run student code on {', '.join(exposed)}: neither Landlock nor a uid "
+            "of its own can keep it from the worker's files there (attnkit grade --explain-sandbox "
+            "on that machine says why); --insecure grades anyway (only for code you trust)")
+    return readying
 
 
 def _grade(args) -> int:
@@ -131,6 +132,15 @@ def _grade(args) -> int:
         print("attnkit grade: give ASSIGNMENT.yaml and SUBMISSIONS (or --explain-sandbox)",
               file=sys.stderr)
         return 2
+    connecting = _connecting(args)
+    try:
+        return _graded(args, connecting)
+    finally:
+        if connecting is not None:
+            connecting.close()
+
+
+def _graded(args, connecting) -> int:
     walls = _asking_walls(args)
     course = open_course(args)
     walls = walls()                    # (joined whatever the course's files said)
@@ -154,16 +164,17 @@ def _grade(args) -> int:
     if args.cluster and pytest_args:
         return fail(["--cluster grades whole submissions on the workers: -k and --junitxml (pytest's "
                      "items) work only without it"])
-    graded = _run(args, course, receipts, pytest_args)
+    graded = _run(args, course, receipts, pytest_args, connecting)
     if isinstance(graded, int):
         return graded
     graded.summary.seconds = time.perf_counter() - started   # (what the user waited: the sandbox's start too)
     return _said(args, graded, gradebook_path=course[2])
 
 
-def _run(args, course, receipts, pytest_args):
+def _run(args, course, receipts, pytest_args, connecting):
     """The course graded (grader.run.course.grade_course), or an exit code and why on stderr."""
     from grader.run.cluster import NoWorkers
+    from grader.run.workers import ClusterUnavailable
     from grader.run.course import grade_course
     from grader.run.pipeline import GradeOptions
     from grader.store.gradebook import Gradebook, GradebookError
@@ -171,7 +182,7 @@ def _run(args, course, receipts, pytest_args):
     assignment, key, gradebook_path, roster = course
     bar = (lambda total: Progress(total, "grade", enabled=None if not args.json else False))
     try:
-        with Gradebook(gradebook_path) as gradebook, _grading_place(args) as (sandbox, client):
+        with Gradebook(gradebook_path) as gradebook, _grading_place(args, connecting) as (sandbox, client):
             options = GradeOptions(servers=args.jobs, regrade=args.regrade, pytest_args=pytest_args,
                                    verbose=args.verbose, progress=bar, deadline=assignment.deadline,
                                    roster=roster, receipts=receipts, cluster=client,

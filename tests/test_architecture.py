@@ -26,7 +26,7 @@ MAY_IMPORT = {
                "exercises.render.html", "exercises.render.preview", "exercises.template.expressions", "exercises.template.references"},
     "grader.sandbox": {"grader.sandbox", "grader.budget"},
     # grading on a Dask cluster: the grader's own run on the workers, Dask to get there
-    "grader.run.cluster": {"grader", "formats"},
+    "grader.run.cluster": {"grader", "formats"}, "grader.run.workers": {"grader", "formats"},
     # building on a Dask cluster: the build's own functions on the workers
     "exercises.course.cluster_build": {"exercises", "formats", "solutions"},
     # the server side of the sandbox: what a student's child process holds
@@ -58,6 +58,7 @@ THIRD_PARTY = {
     "solutions": set(), "formats": {"orjson"},
     "exercises": {"yaml", "jinja2", "markdown_it", "mdit_py_plugins", "latex2mathml", "nbformat"},
     "grader": {"pytest", "_pytest"}, "grader.run.cluster": {"dask", "distributed"},
+    "grader.run.workers": {"dask", "distributed"},
     "exercises.course.cluster_build": {"distributed"},           # attnkit build --cluster
     "grader.sandbox": set(), "grader.sandbox.server": set(), "grader.sandbox.walls": set(),
     "grader.sandbox.frames": set(), "grader.sandbox.protocol": set(),

@@ -94,7 +94,9 @@ class GradeOptions:
     roster: object = None             # exercises.course.roster students: LMS ids in Canvas and Moodle names
     receipts: tuple[dict, str] | None = None   # grader.intake.receipts.read_receipts: when the LMS says each came
     review: bool = True               # list what needs a human look over the class (a read of its grades)
-    cluster: object = None            # a Dask client: graded on its workers (grader.run.cluster)
+    # a Dask client, or one being connected (grader.run.workers.Connecting, waited for only
+    # when grading starts): graded on its workers (grader.run.cluster)
+    cluster: object = None
     shard_size: int | None = None     # with ``cluster``: submissions a shard
     wall_seconds: float | None = None  # with ``cluster``: a submission's wall time
     before_each: Callable | None = None   # before_each(student), on the worker before each is recorded
@@ -175,7 +177,10 @@ def _on_cluster(run: GradingRun, client, shard_size: int | None, wall_seconds: f
     exit code when every item passed or failed as a result."""
     from grader.run.cluster import grade_on_cluster
     from grader.run.shards import SHARD_SIZE
+    from grader.run.workers import Connecting
     chosen = run.students_to_grade()
+    if isinstance(client, Connecting):      # (its processes started while the run got here)
+        client = client.get()
     if bar is not None and run.skipped:
         bar.advance(len(run.skipped))
     recorded, stats = grade_on_cluster(run.key, [run.submissions[s] for s in chosen], run.gradebook,

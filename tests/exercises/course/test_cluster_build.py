@@ -20,7 +20,7 @@ from exercises.course.assignment import load_assignment                      # n
 from exercises.course.build import build                                     # noqa: E402
 from exercises.course.cluster_build import built_on_cluster                   # noqa: E402
 from exercises.course.roster import load_roster                               # noqa: E402
-from grader.run.cluster import connect                                        # noqa: E402
+from grader.run.workers import connect                                        # noqa: E402
 
 ROOT = Path(__file__).resolve().parents[3]
 EXAMPLE = ROOT / "problem_bank" / "assignments" / "example.yaml"

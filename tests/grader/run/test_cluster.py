@@ -13,7 +13,7 @@ import pytest
 
 distributed = pytest.importorskip("distributed", reason="Dask's distributed is not installed")
 
-from grader.run.cluster import connect                                    # noqa: E402
+from grader.run.workers import connect                                    # noqa: E402
 from grader.run.shards import IN_FLIGHT, shard_sizes                       # noqa: E402
 from grader.store.gradebook import Gradebook                                # noqa: E402
 from grader.run.pipeline import grade_folder                              # noqa: E402
@@ -265,7 +265,7 @@ def _pretend_kit(version: str) -> str:
 
 
 def test_workers_running_another_kit_are_named(cluster):
-    from grader.run.cluster import workers_of_another_kit
+    from grader.run.workers import workers_of_another_kit
     assert workers_of_another_kit(cluster) == []
     first = sorted(cluster.scheduler_info()["workers"])[0]
     before = cluster.run(_pretend_kit, "0.0.1", workers=[first])[first]

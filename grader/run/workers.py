@@ -1,0 +1,205 @@
+"""A Dask cluster's workers, for grading on them (``grader.run.cluster``): found or started
+(``connect``: a LocalCluster on this machine for ``local:N``, its workers forked from a fork
+server that imported the kit once, each kept to a CPU of its own, its loops quiet), and
+checked before any student code runs there (``workers_of_another_kit``,
+``workers_unprotected``). ``Connecting`` does all of it on a thread of its own, while the
+command reads the course.
+"""
+
+from __future__ import annotations
+
+import os
+import threading
+
+from grader.run.judges import keep_to_cpu, usable_cpus
+
+# What a LocalCluster's processes need not do while they grade (it has no dashboard to show
+# it): sample every thread's stack every 10 ms for a profile (the task's thread stops for
+# each sample), where gilknocker is installed, time the GIL every millisecond, and, in every
+# server of the cluster (scheduler, nannies, workers, client), measure its event loop's
+# delay every 20 ms, read the process's memory every 100 ms, and the system's CPU, memory,
+# network and disks every 500 ms: a background cost that grows with the run's length and
+# takes the workers' CPU. Slower, they still warn of a blocked loop, pause a worker near its
+# memory limit and report to the scheduler.
+QUIET_WORKERS = {"distributed.worker.profile.enabled": False,
+                 "distributed.admin.system-monitor.gil.enabled": False,
+                 "distributed.admin.tick.interval": "500ms",
+                 "distributed.worker.memory.monitor-interval": "1s",
+                 "distributed.admin.system-monitor.interval": "5s",
+                 "distributed.admin.system-monitor.disk": False}
+
+
+def connect(cluster: str):
+    """A Dask ``Client`` for ``local:N``, a scheduler address or a scheduler file (and the
+    LocalCluster it started, to close, or None)."""
+    import dask
+    from distributed import Client, LocalCluster
+    if cluster.startswith("local:"):
+        workers = int(cluster.split(":", 1)[1])
+        if workers < 1:
+            raise ValueError(f"--cluster {cluster}: give at least one worker")
+        # a task whose worker died once more is given up (KilledWorker): the client splits it
+        with dask.config.set({"distributed.scheduler.allowed-failures": 1, **QUIET_WORKERS,
+                              **_forked_workers()}):
+            local = LocalCluster(n_workers=workers, threads_per_worker=1, processes=True,
+                                 host="127.0.0.1", dashboard_address=None, silence_logs=40)
+        client = Client(local)
+        pin_workers(client)
+        return client, local
+    if "://" in cluster:
+        return Client(cluster), None
+    return Client(scheduler_file=cluster), None
+
+
+# What a LocalCluster's worker process needs, imported once in the fork server it is forked
+# from rather than by every worker as it starts (Dask's own list is replaced: these hold it).
+WORKER_PRELOAD = ["distributed", "numpy", "orjson", "grader.run.cluster", "grader.run.grading",
+                  "grader.sandbox.client", "formats.key_shards"]
+
+
+def _forked_workers() -> dict:
+    """Dask's configuration that has a LocalCluster's workers forked from a fork server which
+    imported WORKER_PRELOAD, where the system has one ({} where not: spawned). A spawned worker
+    imports Dask and the kit afresh, each worker on its own, while the first shards are
+    already waiting. Nothing of the client's is inherited: the fork server is a fresh
+    interpreter of its own."""
+    import multiprocessing
+    if "forkserver" not in multiprocessing.get_all_start_methods():
+        return {}
+    import dask
+    from distributed.utils import get_mp_context
+    method = {"distributed.worker.multiprocessing-method": "forkserver"}
+    with dask.config.set(method):
+        get_mp_context().set_forkserver_preload(WORKER_PRELOAD)   # (Dask sets its list once, first)
+    return method
+
+
+def start_fork_server(cluster: str) -> None:
+    """For ``local:N``, where the system has a fork server: start the one its workers will be
+    forked from now, importing WORKER_PRELOAD on another core while this process imports Dask
+    and reads the course; ``connect`` then finds it running. Nothing for another cluster."""
+    import multiprocessing
+    if not cluster.startswith("local:") or "forkserver" not in multiprocessing.get_all_start_methods():
+        return
+    from multiprocessing import forkserver
+    multiprocessing.get_context("forkserver").set_forkserver_preload(WORKER_PRELOAD)
+    try:
+        forkserver.ensure_running()
+    except OSError:                 # then LocalCluster starts it, or fails and says why
+        pass
+
+
+def pin_workers(client) -> dict[str, int]:
+    """Keep each worker of a cluster on this machine (``local:N``) on a CPU of its own, with
+    the sandbox server it starts and that server's children, as batch work: what a judge does
+    on one machine (``grader.run.judges._pin``), and for the same reason: a worker's grading
+    thread and its sandbox child take turns dozens of times per submission. Every thread the
+    worker has is moved (Linux sets a CPU mask per thread; threads made later inherit it).
+    Returns worker address → CPU ({} where the system cannot say which CPUs there are)."""
+    cpus = usable_cpus()
+    if not cpus:
+        return {}
+    addresses = sorted(client.scheduler_info()["workers"])
+    chosen = {address: cpus[i % len(cpus)] for i, address in enumerate(addresses)}
+    try:
+        client.run(_pin_this_worker, chosen)
+    except Exception:  # noqa: BLE001 — a placement, never a reason not to grade
+        return {}
+    return chosen
+
+
+def _pin_this_worker(chosen: dict[str, int], dask_worker=None) -> None:
+    """On a worker (``client.run``): every thread of this process to its CPU, as batch work."""
+    cpu = chosen.get(getattr(dask_worker, "address", None))
+    if cpu is None:
+        return
+    try:
+        threads = os.listdir("/proc/self/task")
+    except OSError:                               # (no /proc: not Linux)
+        return
+    for thread in threads:
+        keep_to_cpu(cpu, int(thread))
+
+
+def workers_unprotected(client) -> list[str]:
+    """The workers where the sandbox's walls cannot keep student code from the worker's own
+    files (``walls.protected``): a cluster grades only where one machine would."""
+    return sorted(address for address, ok in client.run(_protected).items() if not ok)
+
+
+def workers_of_another_kit(client) -> list[str]:
+    """The workers whose kit is not this one ("address (version)"): a shard graded there could
+    be graded otherwise than here, and a kit before the key's format /2 cannot read the
+    packed values of this kit's keys. A cluster grades only where every worker runs this kit."""
+    mine = _kit_version()
+    return sorted(f"{address} ({version})" for address, version in client.run(_kit_version).items()
+                  if version != mine)
+
+
+def _kit_version() -> str:
+    from formats import version      # (read when asked: a test pretends a worker runs another)
+    return version.KIT_VERSION
+
+
+def _protected() -> bool:
+    from grader.sandbox.client import explain
+    from grader.sandbox.walls import protected
+    # (a bare server: only whether the files are walled off is asked, while the worker's own
+    # servers start beside it)
+    return protected(explain(bare=True))
+
+
+
+class ClusterUnavailable(RuntimeError):
+    """--cluster named a cluster that cannot be had (Dask missing, no scheduler there), or
+    one this kit refuses to grade on (``Connecting``'s check)."""
+
+
+class Connecting:
+    """A cluster asked for (``connect``, then ``check(client)``, whose answer, such as futures
+    to hold, is kept): for ``local:N`` at once, on a thread of its own, so that the
+    LocalCluster's processes start while the command reads the course; another cluster when
+    ``get()`` first asks (a scheduler that does not answer then delays nothing the command
+    would refuse first). ``get()`` raises what went wrong; ``close()`` closes what was
+    started."""
+
+    def __init__(self, cluster: str, check):
+        self.cluster, self.check = cluster, check
+        self.client = self.local = self.checked = None
+        self._error: BaseException | None = None
+        self._thread = None
+        if cluster.startswith("local:"):
+            self._thread = threading.Thread(target=self._connect, name="attnkit-cluster", daemon=True)
+            self._thread.start()
+
+    def _connect(self) -> None:
+        try:
+            try:
+                self.client, self.local = connect(self.cluster)
+            except ImportError:
+                raise ClusterUnavailable("--cluster needs Dask's distributed: pip install "
+                                         "'attention-kit[cluster]'") from None
+            except (OSError, ValueError, TimeoutError) as err:
+                raise ClusterUnavailable(f"--cluster {self.cluster}: {err}") from None
+            self.checked = self.check(self.client)
+        except BaseException as err:  # noqa: BLE001 — raised again by get(), in the command's thread
+            self._error = err
+
+    def get(self):
+        """The Dask client, once connected and checked."""
+        if self._thread is None:
+            self._thread = threading.current_thread()
+            self._connect()
+        else:
+            self._thread.join()
+        if self._error is not None:
+            raise self._error
+        return self.client
+
+    def close(self) -> None:
+        if self._thread is not None and self._thread is not threading.current_thread():
+            self._thread.join()
+        if self.client is not None:
+            self.client.close()
+        if self.local is not None:
+            self.local.close()
