@@ -19,8 +19,9 @@ files against the class key: the ratio compares notebooks per second. Times drif
 these shared machines: read the ratios.
 
 With ``--cluster local:2`` the batch is also graded on a Dask cluster (``attnkit grade
---cluster``), twice, with shards of 100 and of 50: the first run's rate against ``--jobs``
-on this machine, and one shard's overhead from the difference.
+--cluster``), with shards of 100 and of 50, and again with ``--jobs``, twice each,
+interleaved: the shards of 100's rate against ``--jobs`` on this machine (each the faster of
+its two runs), and one shard's overhead from the difference.
 
     python -m bench.grade [--submissions N] [--large N] [--nbgrader N] [--jobs N] [--cluster WHERE] [--json]
 """
@@ -217,25 +218,28 @@ def run(submissions: int = 1000, large: int = 10000, with_nbgrader: int = 20, jo
 SHARD_SIZES = (100, 50)      # the cluster runs: their difference in time per extra shard is its overhead
 
 
-def on_cluster(key: Path, folder: Path, scratch: Path, jobs: int, cluster: str, batch: dict) -> dict:
-    """The batch graded on ``cluster`` with two shard sizes, twice each, interleaved (each run
-    starts its cluster, as ``attnkit grade --cluster`` does): the rate against local grading's
-    in the same run, and the overhead of one shard, (T(small shards) − T(large shards)) / the
-    shards added, from the faster run of each size."""
+def on_cluster(key: Path, folder: Path, scratch: Path, jobs: int, cluster: str) -> dict:
+    """The batch graded on ``cluster`` with two shard sizes and on this machine (``--jobs``),
+    twice each, interleaved (each cluster run starts its cluster, as ``attnkit grade --cluster``
+    does): the cluster's rate against local grading's, each the faster of its two runs (the
+    machine's speed drifts from minute to minute: a local run timed minutes before would
+    favour whichever ran in the faster minutes), and the overhead of one shard,
+    (T(small shards) − T(large shards)) / the shards added, from the faster run of each size."""
     runs: dict = {}
     for attempt in range(2):      # interleaved, the faster of two each: the machine is shared
-        for size in SHARD_SIZES:
-            r = grade(key, folder, scratch / f"cluster-{size}-{attempt}.sqlite", jobs,
-                      ("--cluster", cluster, "--shard-size", str(size)))
+        for size in ("local", *SHARD_SIZES):
+            extra = () if size == "local" else ("--cluster", cluster, "--shard-size", str(size))
+            r = grade(key, folder, scratch / f"cluster-{size}-{attempt}.sqlite", jobs, extra)
             if size not in runs or r["seconds"] < runs[size]["seconds"]:
                 runs[size] = r
     shards = {size: runs[size]["shards"] for size in SHARD_SIZES}
     big, small = SHARD_SIZES
     overhead = (runs[small]["seconds"] - runs[big]["seconds"]) / max(shards[small] - shards[big], 1)
-    return {"cluster": cluster, "runs": {str(k): v for k, v in runs.items()},
+    local = runs.pop("local")
+    return {"cluster": cluster, "runs": {str(k): v for k, v in runs.items()}, "local": local,
             "shards": {str(k): v for k, v in shards.items()},
-            "ratio_to_local": runs[big]["per_second"] / batch["per_second"],
-            "in_run_ratio_to_local": runs[big]["in_run_per_second"] / batch["in_run_per_second"],
+            "ratio_to_local": runs[big]["per_second"] / local["per_second"],
+            "in_run_ratio_to_local": runs[big]["in_run_per_second"] / local["in_run_per_second"],
             "shard_overhead_s": overhead}
 
 
@@ -267,7 +271,7 @@ def _run(submissions, large, with_nbgrader, jobs, cluster=None) -> dict:
         key, folder = prepare(assignment, submissions, scratch / "small", jobs)
         result["batch"] = grade(key, folder, scratch / "small" / "gradebook.sqlite", jobs)
         if cluster:
-            result["cluster"] = on_cluster(key, folder, scratch / "small", jobs, cluster, result["batch"])
+            result["cluster"] = on_cluster(key, folder, scratch / "small", jobs, cluster)
         if large:
             factor = max(1, round(large / submissions))
             big_key, big_folder = enlarge(key, folder, factor, scratch / "large")
@@ -308,8 +312,10 @@ def report(r: dict) -> str:
         c = r["cluster"]
         big, small = (str(x) for x in SHARD_SIZES)
         lines.append(_line(f"cluster {c['cluster']}, shards of {big}", c["runs"][big]))
+        lines.append(_line(f"--jobs {r['jobs']}, interleaved with the cluster's runs", c["local"]))
         lines.append(f"  cluster / --jobs {r['jobs']} on this machine: {c['ratio_to_local']:.2f}× "
-                     f"({c['in_run_ratio_to_local']:.2f}× once started); one shard's overhead "
+                     f"({c['in_run_ratio_to_local']:.2f}× once started; each the faster of two runs, "
+                     f"interleaved); one shard's overhead "
                      f"{1000 * c['shard_overhead_s']:.0f} ms ({c['shards'][small]} shards of {small}: "
                      f"{c['runs'][small]['seconds']:.1f} s, against {c['shards'][big]} of {big})")
     if "large" in r:

@@ -22,10 +22,7 @@ by the next run, as every grader error is). Student failures are results,
 never retries: they are decided inside GradingRun like on one machine, so the gradebook is
 row for row the one local grading writes (the timing columns aside).
 
-``cluster``: ``local:N`` starts a ``LocalCluster`` of N single-threaded worker processes on
-loopback with no dashboard; ``tcp://HOST:PORT`` or ``tls://HOST:PORT`` connects to a running
-scheduler (TLS as Dask's configuration sets it: ``distributed.comm.tls.*``); a path names a
-scheduler file.
+The cluster's workers are found or started, and checked, by ``grader.run.workers``.
 """
 
 from __future__ import annotations

@@ -30,8 +30,11 @@ QUIET_WORKERS = {"distributed.worker.profile.enabled": False,
 
 
 def connect(cluster: str):
-    """A Dask ``Client`` for ``local:N``, a scheduler address or a scheduler file (and the
-    LocalCluster it started, to close, or None)."""
+    """A Dask ``Client`` (and the LocalCluster it started, to close, or None): ``local:N``
+    starts a ``LocalCluster`` of N single-threaded worker processes on loopback with no
+    dashboard; ``tcp://HOST:PORT`` or ``tls://HOST:PORT`` connects to a running scheduler (TLS
+    as Dask's configuration sets it: ``distributed.comm.tls.*``); a path names a scheduler
+    file."""
     import dask
     from distributed import Client, LocalCluster
     if cluster.startswith("local:"):
@@ -52,7 +55,8 @@ def connect(cluster: str):
 
 
 # What a LocalCluster's worker process needs, imported once in the fork server it is forked
-# from rather than by every worker as it starts (Dask's own list is replaced: these hold it).
+# from rather than by every worker as it starts (this list replaces Dask's own, whose
+# packages `distributed` imports anyway).
 WORKER_PRELOAD = ["distributed", "numpy", "orjson", "grader.run.cluster", "grader.run.grading",
                   "grader.sandbox.client", "formats.key_shards"]
 

@@ -46,5 +46,9 @@ def test_the_cluster_runs_beside_local_grading_and_report_a_shards_overhead():
     assert c["runs"]["100"]["submissions"] == 6 and c["runs"]["50"]["submissions"] == 6
     assert c["shards"] == {"100": 1, "50": 1} and c["ratio_to_local"] > 0
     assert "cluster local:2, shards of 100: 6 submissions" in grade.report(result)
+    # against --jobs timed in the same minutes (interleaved), not the batch's run before
+    assert c["local"]["submissions"] == 6 and "cpu_ms" in c["local"] and "grader" in c["local"]["cpu_ms"]
+    assert c["ratio_to_local"] == pytest.approx(c["runs"]["100"]["per_second"] / c["local"]["per_second"])
+    assert "--jobs 2, interleaved with the cluster's runs: 6 submissions" in grade.report(result)
     # the client's CPU alone: the workers are not the command's children
     assert set(c["runs"]["100"]["cpu_ms"]) == {"client"} and "the workers' is not counted" in grade.report(result)
