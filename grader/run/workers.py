@@ -191,17 +191,16 @@ class Connecting:
 
     def get(self):
         """The Dask client, once connected and checked."""
-        if self._thread is None:
-            self._thread = threading.current_thread()
-            self._connect()
-        else:
+        if self._thread is not None:
             self._thread.join()
+        elif self.client is None and self._error is None:
+            self._connect()
         if self._error is not None:
             raise self._error
         return self.client
 
     def close(self) -> None:
-        if self._thread is not None and self._thread is not threading.current_thread():
+        if self._thread is not None:
             self._thread.join()
         if self.client is not None:
             self.client.close()

@@ -11,6 +11,7 @@ from __future__ import annotations
 import hashlib
 import json
 import math
+import reprlib
 from dataclasses import dataclass, field
 
 from formats.textfile import printable
@@ -207,7 +208,7 @@ def well_formed(row) -> tuple[tuple, tuple, list]:
     except (TypeError, ValueError):
         ok = False
     if not ok:
-        raise ValueError(f"rows in another shape than the gradebook's: {storable_text(repr(row))[:200]}")
+        raise ValueError(f"rows in another shape than the gradebook's: {storable_text(reprlib.repr(row))}")
     return who, tuple(submission), [tuple(r) for r in results]
 
 

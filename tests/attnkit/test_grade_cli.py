@@ -16,7 +16,7 @@ import subprocess
 import sys
 import time
 import xml.etree.ElementTree as ET
-from dataclasses import dataclass, replace
+from dataclasses import replace
 from pathlib import Path
 
 import pytest
@@ -29,10 +29,13 @@ from exercises.course.roster import load_roster
 from formats.serialize import decode_names
 from grader.sandbox import walls
 from grader.store.gradebook import Gradebook
-from synthetic import MISCONCEPTION_PREFIX, load_manifest, profile_names, submission_path, synthesize
+from synthetic import load_manifest, submission_path, synthesize
 from tests.children import sigint_default
-from tests.attnkit.grade_cli_course import (ASSIGNMENT, EXAMPLE, ROOT, SECRET, STUDENTS, TIMEOUT,
-                                            Course, attnkit, handed_in)
+from tests.attnkit.grade_cli_course import (ASSIGNMENT, EXAMPLE, ROOT, SECRET, STUDENTS, TIMEOUT, Course,
+                                            GradedSubmission, assert_matches_manifest, attnkit,
+                                            copy_gradebook, dump, first_twin, handed_in, part_count,
+                                            recorded, rows, student_of)
+
 
 @pytest.fixture(autouse=True)
 def _secret(monkeypatch):
@@ -52,19 +55,6 @@ def course(tmp_path_factory):
     return Course(folder / "build", load_key(result.key_path, SECRET.encode()), folder)
 
 
-def first_twin(key) -> str:
-    return next(p for p in profile_names(key) if p.startswith(MISCONCEPTION_PREFIX))
-
-
-@dataclass
-class GradedSubmission:
-    submissions: Path
-    gradebook: Path
-    junit: Path
-    summary: dict
-    manifest: dict
-
-
 @pytest.fixture(scope="module")
 def graded(course, tmp_path_factory):
     """The base set graded once with --json and --junitxml. Tests that change the gradebook or
@@ -80,61 +70,6 @@ def graded(course, tmp_path_factory):
     assert code == 0, err
     return GradedSubmission(folder / "subs", folder / "gb.sqlite", folder / "junit.xml", json.loads(out),
                   load_manifest(folder / "subs"))
-
-
-def student_of(manifest: dict, profile: str) -> str:
-    return next(sid for sid, m in manifest["students"].items() if m["profile"] == profile)
-
-
-def copy_gradebook(graded: GradedSubmission, tmp_path: Path) -> Path:
-    path = tmp_path / "gb.sqlite"
-    shutil.copyfile(graded.gradebook, path)      # closed: WAL checkpointed into the file
-    return path
-
-
-def _without_pids(answer):
-    """The key reader hands in what it found under /proc/<pid>/: the pids differ per run."""
-    return re.sub(r"/proc/\d+/", "/proc/PID/", answer) if isinstance(answer, str) else answer
-
-
-def rows(path: Path) -> tuple[list, list]:
-    """(submissions, results) of the gradebook, durations left out (they are timings)."""
-    with Gradebook(path) as gradebook:
-        subs = [replace(s, duration_ms=0) for s in gradebook.submissions(ASSIGNMENT)]
-        results = [replace(r, duration_ms=0, answer=_without_pids(r.answer))
-                   for r in gradebook.results(ASSIGNMENT)]
-    return subs, results
-
-
-def dump(path: Path) -> list:
-    """Every stored row, every column (graded_at and durations too)."""
-    with sqlite3.connect(f"file:{path}?mode=ro", uri=True) as con:
-        return [con.execute(f"SELECT * FROM {table} ORDER BY 1, 2, 3").fetchall()
-                for table in ("submissions", "results")]
-
-
-def same(row, expected: dict) -> bool:
-    return (row.status == expected["status"] and math.isclose(row.score, expected["score"], abs_tol=1e-9)
-            and math.isclose(row.max_score, expected["max_score"]) and row.misconception == expected["misconception"])
-
-
-def assert_matches_manifest(path: Path, manifest: dict) -> None:
-    subs, results = rows(path)
-    by_student = {}
-    for r in results:
-        by_student.setdefault(r.student, {})[(r.problem, r.part)] = r
-    assert sorted(s.student for s in subs) == sorted(manifest["students"])
-    for s in subs:
-        m = manifest["students"][s.student]
-        expected = {(pid, part): v for pid, parts in m["expected"].items() for part, v in parts.items()}
-        got = by_student[s.student]
-        assert set(got) == set(expected), m["profile"]
-        assert [(k, got[k].misconception, got[k].message, expected[k]) for k in expected if not same(got[k], expected[k])] == [], m["profile"]
-        assert math.isclose(s.score, m["score"]), m["profile"]
-
-
-def part_count(key: dict) -> int:
-    return sum(len(r["grading"]) for e in key["students"].values() for r in e["problems"].values())
 
 
 # --- grading and its summary -------------------------------------------------------------
@@ -227,7 +162,7 @@ def test_editing_one_submission_regrades_only_it(course, graded, tmp_path):
         next(s for s in old_subs if s.student == student).content_hash
 
 
-def test_a_student_not_in_the_folder_keeps_the_grade_an_earlier_run_recorded(course, graded, tmp_path):
+def test_a_student_not_in_the_folder_keeps_the_grade_an_earlier_runrecorded(course, graded, tmp_path):
     gb = copy_gradebook(graded, tmp_path)
     subs = tmp_path / "subs"
     shutil.copytree(graded.submissions, subs)
@@ -287,19 +222,6 @@ def test_a_late_folder_then_the_main_folder_again_keeps_the_late_grade(course, g
 
 # --- 5. resuming after the process is killed -----------------------------------------------
 
-def _recorded(path: Path) -> list[str]:
-    """Students with a graded submission, read without writing (the grader is running)."""
-    try:
-        con = sqlite3.connect(f"file:{path}?mode=ro", uri=True, timeout=5)
-        try:
-            return [r[0] for r in con.execute(
-                "SELECT student FROM submissions WHERE status = 'graded' ORDER BY student")]
-        finally:
-            con.close()
-    except sqlite3.Error:           # not created yet, or no tables yet
-        return []
-
-
 def test_a_killed_run_resumes_with_exactly_the_rest(course, tmp_path):
     # The key reader first (so it surely ran in the grading process, which holds the secret in
     # its environment), an infinite loop last: it keeps the run busy for the timeout, so
@@ -316,7 +238,7 @@ def test_a_killed_run_resumes_with_exactly_the_rest(course, tmp_path):
                                start_new_session=True)
     try:
         deadline = time.monotonic() + 120
-        while not _recorded(gb):
+        while not recorded(gb):
             assert process.poll() is None, process.stderr.read().decode()
             assert time.monotonic() < deadline, "nothing was recorded in two minutes"
             time.sleep(0.02)
@@ -326,7 +248,7 @@ def test_a_killed_run_resumes_with_exactly_the_rest(course, tmp_path):
         process.wait()
         process.stderr.close()
     assert process.returncode == -signal.SIGKILL
-    done = _recorded(gb)
+    done = recorded(gb)
     assert 1 <= len(done) < len(STUDENTS) and STUDENTS[-1] not in done
 
     code, out, err = attnkit(*args)
@@ -557,7 +479,7 @@ def test_ctrl_c_stops_the_run_with_130_and_keeps_what_was_graded(course, tmp_pat
                                preexec_fn=sigint_default)
     try:
         deadline = time.monotonic() + 120
-        while len(_recorded(gb)) < 2:        # the third one loops until its 30 s deadline
+        while len(recorded(gb)) < 2:        # the third one loops until its 30 s deadline
             assert process.poll() is None, process.stderr.read().decode()
             assert time.monotonic() < deadline, "nothing was recorded in two minutes"
             time.sleep(0.02)
@@ -569,4 +491,4 @@ def test_ctrl_c_stops_the_run_with_130_and_keeps_what_was_graded(course, tmp_pat
             process.wait()
     assert process.returncode == 130, err.decode()
     assert "interrupted" in err.decode()
-    assert len(_recorded(gb)) == 2
+    assert len(recorded(gb)) == 2
