@@ -78,8 +78,9 @@ def indented(value, pad: str = "") -> str:
         if not value:
             return "[]"
         inner = pad + " "
-        if all(isinstance(v, str) for v in value):     # a cell's source lines
-            # One C call; '", "' occurs only between items (a quote inside a string is \\").
+        if all(isinstance(v, str) for v in value) and ", " not in value:    # a cell's source lines
+            # One C call; '", "' occurs only between items (a quote inside a string is \\"),
+            # or as the whole of an item that is ", " itself (written item by item below).
             items = json.dumps(value, ensure_ascii=False)[1:-1]
             return "[\n" + inner + items.replace('", "', '",\n' + inner + '"') + "\n" + pad + "]"
         return "[\n" + ",\n".join(inner + indented(v, inner) for v in value) + "\n" + pad + "]"

@@ -113,15 +113,31 @@ def _unpacked(data: dict) -> np.ndarray:
         raise ValueError("not a packed float64 array: its dtype must be float64, its shape at "
                          "most 64 axes, each a whole number from 0 to 2**63 - 1")
     try:
-        raw = base64.b64decode(text, validate=True)
+        raw = _strict_base64(text)
     except (binascii.Error, ValueError) as err:
         raise ValueError(f"not a packed float64 array: {err}") from None
     if len(raw) != 8 * math.prod(shape):
         raise ValueError(f"not a packed float64 array: {len(raw)} bytes for shape {tuple(shape)}")
     try:
-        return np.frombuffer(raw, dtype="<f8").astype(np.float64).reshape(shape)
+        # (writable, over bytes of its own; native order: a copy only on a big-endian machine)
+        return np.frombuffer(bytearray(raw), dtype="<f8").astype(np.float64, copy=False).reshape(shape)
     except (ValueError, OverflowError):       # a zero-size shape with an axis beyond NumPy's
         raise ValueError(f"not a packed float64 array: shape {tuple(shape)}") from None
+
+
+def _strict_base64(text: str) -> bytes:
+    """``base64.b64decode(text, validate=True)``: in C where Python has it (3.11), not
+    through the regular expression ``validate`` runs over the whole text first."""
+    if _STRICT_BASE64:
+        return binascii.a2b_base64(text.encode("ascii"), strict_mode=True)
+    return base64.b64decode(text, validate=True)
+
+
+try:
+    binascii.a2b_base64(b"", strict_mode=True)
+    _STRICT_BASE64 = True
+except TypeError:                 # Python 3.10
+    _STRICT_BASE64 = False
 
 
 def storable(value) -> bool:
@@ -157,16 +173,18 @@ def _map_floats(data, f):
 
 def from_jsonable(data):
     """The inverse of to_jsonable and to_packed (tuples come back as lists)."""
-    if isinstance(data, dict) and set(data) == {"float"}:
-        return float(data["float"])
-    if isinstance(data, dict) and set(data) == {"array", "dtype", "shape"}:
-        # (NumPy reads the texts "nan", "inf" and "-inf" of a float64 array itself)
-        return np.array(data["array"], dtype=_DTYPES[data["dtype"]]).reshape(data["shape"])
-    if isinstance(data, dict) and set(data) == {"packed", "dtype", "shape"}:
-        return _unpacked(data)
-    if isinstance(data, dict) and set(data) == {"dict"}:
-        return {k: from_jsonable(v) for k, v in data["dict"].items()}
     if isinstance(data, dict):
+        # (by the keys' count and names: what ``set(data) == {…}`` asks, without making sets)
+        if len(data) == 3 and "shape" in data and "dtype" in data:
+            if "packed" in data:
+                return _unpacked(data)
+            if "array" in data:
+                # (NumPy reads the texts "nan", "inf" and "-inf" of a float64 array itself)
+                return np.array(data["array"], dtype=_DTYPES[data["dtype"]]).reshape(data["shape"])
+        if len(data) == 1 and "float" in data:
+            return float(data["float"])
+        if len(data) == 1 and "dict" in data:
+            return {k: from_jsonable(v) for k, v in data["dict"].items()}
         raise ValueError(f"not an encoded value: a mapping with keys {sorted(data)}")
     if isinstance(data, list):
         return [from_jsonable(v) for v in data]

@@ -45,10 +45,9 @@ import math
 import os
 import re
 import struct
+import sys
 from collections.abc import Iterator
 from dataclasses import dataclass
-
-import numpy as np
 
 MAX_FRAME = 64 * 2**20        # default body limit (jobs carry sources and givens)
 MAX_HEADER = 2 * 2**20        # the JSON part; Python objects cost ~20× their JSON text
@@ -63,10 +62,16 @@ _SURROGATES = re.compile("[\ud800-\udfff]")
 _PREFIX = struct.Struct(">I")
 _INT64 = (-(2**63), 2**63 - 1)
 
-# The only dtypes that cross, as their little-endian ``dtype.str`` (what the header names).
-DTYPES = frozenset(np.dtype(name).newbyteorder("<").str for name in (
-    "bool", "int8", "int16", "int32", "int64", "uint8", "uint16", "uint32", "uint64",
-    "float16", "float32", "float64"))
+# The only dtypes that cross, as their little-endian ``dtype.str`` (what the header names):
+# bool, int8…int64, uint8…uint64, float16…float64. Written out rather than asked of NumPy,
+# which this module never imports itself: a server only asked which walls hold (``--bare``)
+# starts without it, and an array can only exist where NumPy was imported already.
+DTYPES = frozenset(("|b1", "|i1", "<i2", "<i4", "<i8", "|u1", "<u2", "<u4", "<u8", "<f2", "<f4", "<f8"))
+
+
+def _numpy():
+    """NumPy if this process imported it, else None (then no value can be an array)."""
+    return sys.modules.get("numpy")
 
 
 class FrameError(ValueError):
@@ -117,7 +122,7 @@ def _shape_text(shape) -> str:
     return f"numpy.ndarray of shape {tuple(int(n) for n in shape)}"[:_MAX_TYPE_NAME]
 
 
-def _array_node(array: np.ndarray, encoder: _Encoder):
+def _array_node(array, encoder: _Encoder):
     if array.dtype.kind not in "biuf" or array.dtype.newbyteorder("<").str not in DTYPES:
         return {"u": f"numpy.ndarray of {array.dtype}"}
     if array.ndim > MAX_NDIM:
@@ -128,7 +133,7 @@ def _array_node(array: np.ndarray, encoder: _Encoder):
         return {"u": _shape_text(array.shape)}
     encoder.count(lists)
     little = array.dtype.newbyteorder("<")
-    array = np.asarray(array, dtype=little, order="C")    # (ascontiguousarray makes 0-d 1-d)
+    array = encoder.np.asarray(array, dtype=little, order="C")    # (ascontiguousarray makes 0-d 1-d)
     encoder.buffers.append(memoryview(array).cast("B") if array.size else b"")
     return {"a": [little.str, list(array.shape)]}
 
@@ -137,6 +142,7 @@ class _Encoder:
     def __init__(self):
         self.buffers: list = []
         self.items = 0
+        self.np = _numpy()
 
     def count(self, items: int) -> None:
         self.items += items
@@ -144,7 +150,9 @@ class _Encoder:
             raise FrameTooLarge(f"more than {MAX_ITEMS} values")
 
     def node(self, obj, depth: int):
-        self.count(1)
+        self.items += 1                  # (count(1), inline: a job has hundreds of nodes)
+        if self.items > MAX_ITEMS:
+            raise FrameTooLarge(f"more than {MAX_ITEMS} values")
         kind = type(obj)
         if kind is str:                  # (the commonest, first: a job is mostly text)
             return obj if len(obj) <= MAX_TEXT else {"u": f"str of {len(obj)} characters"}
@@ -160,9 +168,10 @@ class _Encoder:
             if math.isfinite(obj):
                 return obj
             return {"f": "nan" if math.isnan(obj) else ("inf" if obj > 0 else "-inf")}
-        if isinstance(obj, np.ndarray):
+        np = self.np
+        if np is not None and isinstance(obj, np.ndarray):
             return _array_node(np.asarray(obj), self)
-        if isinstance(obj, np.generic):
+        if np is not None and isinstance(obj, np.generic):
             if isinstance(obj, np.str_):
                 return self.node(str(obj), depth)
             return _array_node(np.asarray(obj), self)
@@ -201,16 +210,29 @@ def encode(obj) -> bytes:
     """The body of a frame holding ``obj``; values that cannot cross become ``Unsupported``.
     Raises FrameTooLarge when ``obj`` has too many items or too big a header."""
     encoder = _Encoder()
-    tree = encoder.node(obj, 1)
-    text = _HEADER_TEXT.encode(tree)
-    try:
-        header = text.encode()
-    except UnicodeEncodeError:
-        # lone surrogates, which can only sit inside strings of the tree: U+FFFD, one for one
-        header = _SURROGATES.sub("\ufffd", text).encode()
+    header = _header(encoder.node(obj, 1))
     if len(header) > MAX_HEADER:
         raise FrameTooLarge(f"header of {len(header)} bytes (limit {MAX_HEADER})")
     return b"".join([_PREFIX.pack(len(header)), header, *encoder.buffers])
+
+
+def _header(tree) -> bytes:
+    """The tree as compact JSON text, UTF-8. With orjson where the process has it (the
+    grader: a job's header is several kB of text, written ~5× faster), else the standard
+    library's encoder (the sandbox's side never imports orjson). Either text decodes to the
+    same tree: finite floats, 64-bit integers, text, lists and dicts with text keys."""
+    fast = sys.modules.get("orjson")
+    if fast is not None:
+        try:
+            return fast.dumps(tree)
+        except TypeError:         # (orjson's JSONEncodeError: a lone surrogate) the way below
+            pass
+    text = _HEADER_TEXT.encode(tree)
+    try:
+        return text.encode()
+    except UnicodeEncodeError:
+        # lone surrogates, which can only sit inside strings of the tree: U+FFFD, one for one
+        return _SURROGATES.sub("\ufffd", text).encode()
 
 
 # --- small events: two numbers, no JSON -------------------------------------------------
@@ -267,8 +289,16 @@ def _parse_int(text: str) -> int:
 _HEADER = json.JSONDecoder(parse_constant=_reject_constant, parse_int=_parse_int)
 
 
-# Each allowed dtype, and its native-order twin, made once (not once per array).
-_DTYPE_OBJECTS = {name: (np.dtype(name), np.dtype(name).newbyteorder("=")) for name in DTYPES}
+# Each allowed dtype, and its native-order twin, made once (not once per array): at the first
+# array decoded, NumPy then imported if it is not yet (this module never imports it itself).
+_DTYPE_OBJECTS: dict = {}
+
+
+def _dtypes(name: str):
+    if not _DTYPE_OBJECTS:
+        import numpy as np
+        _DTYPE_OBJECTS.update({n: (np.dtype(n), np.dtype(n).newbyteorder("=")) for n in DTYPES})
+    return _DTYPE_OBJECTS[name]
 
 
 class _Decoder:
@@ -323,7 +353,7 @@ class _Decoder:
             return Unsupported(_text(body))
         raise FrameError(f"unknown or malformed node {tag!r}")
 
-    def array(self, body) -> np.ndarray:
+    def array(self, body):
         if not (isinstance(body, list) and len(body) == 2 and isinstance(body[1], list)):
             raise FrameError("malformed array node")
         dtype_name, shape = body
@@ -331,7 +361,7 @@ class _Decoder:
             raise FrameError(f"dtype {dtype_name!r} not allowed")
         if len(shape) > MAX_NDIM or not all(type(n) is int and 0 <= n <= MAX_DIM for n in shape):
             raise FrameError(f"bad shape {shape!r:.200}")
-        dtype, native = _DTYPE_OBJECTS[dtype_name]
+        dtype, native = _dtypes(dtype_name)
         count = math.prod(shape)           # exact Python ints: no overflow to hide behind
         nbytes = count * dtype.itemsize
         if nbytes > len(self.data) - self.offset:
@@ -342,6 +372,7 @@ class _Decoder:
         self.count(lists)
         raw = self.data[self.offset:self.offset + nbytes]
         self.offset += nbytes
+        np = sys.modules["numpy"]         # (imported by _dtypes at the latest)
         if dtype.kind == "b":             # bytes other than 0/1 make numpy bools that lie
             array = np.frombuffer(raw, dtype=np.uint8, count=count) != 0
         else:

@@ -32,6 +32,14 @@ documents = st.recursive(
     max_leaves=40)
 
 
+def test_a_source_line_that_is_only_a_comma_and_a_space_stays_one_line():
+    """'", "' is what separates source lines in the one-call way of writing them: an item
+    that is ", " itself must not be split there (a float orjson writes otherwise takes the
+    document down that way)."""
+    for document in ([1e16, [", "]], [1e16, ["a", ", ", "b"]], {"x": [2.5e-07], "s": [", ", ", "]}):
+        assert indented_json.dumps(document) == expected(document)
+
+
 @settings(max_examples=600, deadline=None)
 @given(documents)
 def test_every_document_is_written_as_json_writes_it(document):

@@ -17,6 +17,14 @@ def _roundtrip(value):
     return serialize.from_jsonable(json.loads(text))
 
 
+def test_a_packed_array_reads_back_writable_and_its_own():
+    first, second = (serialize.from_jsonable({"packed": "AAAAAAAA8D8AAAAAAAAAQA==", "dtype": "float64",
+                                              "shape": [2]}) for _ in range(2))
+    first[0] = 7.0                           # (a grader may work on a decoded value in place)
+    assert first.dtype == np.float64 and first.flags.writeable
+    assert second.tolist() == [1.0, 2.0]
+
+
 @pytest.mark.parametrize("value", [
     np.array([[1.5, -np.inf], [np.nan, 0.1 + 0.2]]),
     np.array([np.inf, -np.inf, np.nan]),
@@ -106,6 +114,10 @@ def test_packed_values_are_refused_where_to_jsonable_refuses_them():
     # thousands of huge axes would make their product quadratic: refused before it is taken
     ({"packed": "", "dtype": "float64", "shape": [10**4000] * 800}, "shape"),
     ({"packed": "AAAAAAAA8D8=", "dtype": ["float64"], "shape": [1]}, "dtype"),
+    ({"packed": "AAAAAAAA8D\u00e9=", "dtype": "float64", "shape": [1]}, "not a packed"),   # not ASCII
+    ({"packed": "AAAAAAAA8D8=\n", "dtype": "float64", "shape": [1]}, "not a packed"),
+    ({"packed": "AAAAAAAA8D8=", "dtype": "float64", "shape": [1], "extra": 1}, "not an encoded value"),
+    ({"packed": "AAAAAAAA8D8=", "shape": [1]}, "not an encoded value"),
 ])
 def test_a_damaged_packed_array_is_an_error_never_other_numbers(stored, message):
     if message is None:

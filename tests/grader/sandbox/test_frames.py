@@ -56,6 +56,25 @@ def test_values_come_back_equal(value):
     assert same(value, decode(encode(value)))
 
 
+@settings(max_examples=150, deadline=None)
+@given(values)
+def test_the_grader_and_the_sandbox_write_headers_that_read_back_the_same(value):
+    """The grader writes headers with orjson, the sandbox's side with the standard library's
+    encoder (it never imports orjson): what either wrote decodes to the same value (a lone
+    surrogate, which orjson refuses, takes the standard library's way there too)."""
+    import sys
+
+    import orjson
+    with_orjson = encode(value)
+    saved = sys.modules.pop("orjson")
+    try:
+        without = encode(value)
+    finally:
+        sys.modules["orjson"] = saved
+    assert orjson is saved
+    assert same(decode(with_orjson), decode(without)) and same(value, decode(with_orjson))
+
+
 @settings(max_examples=50, deadline=None)
 @given(values, st.lists(st.integers(1, 50), min_size=1, max_size=20))
 def test_a_stream_cut_anywhere_gives_the_same_frames(value, cuts):
@@ -66,6 +85,24 @@ def test_a_stream_cut_anywhere_gives_the_same_frames(value, cuts):
         position += cut
     assert splitter.pending == 0 and len(bodies) == 2
     assert same(value, decode(bodies[0])) and same([value, "second"], decode(bodies[1]))
+
+
+def test_the_dtypes_that_cross_are_numpys_own_little_endian_names():
+    names = ("bool", "int8", "int16", "int32", "int64", "uint8", "uint16", "uint32", "uint64",
+             "float16", "float32", "float64")
+    assert frames.DTYPES == {np.dtype(name).newbyteorder("<").str for name in names}
+
+
+def test_the_server_side_modules_do_not_import_numpy():
+    """A server only asked which walls hold (``--bare``) starts without NumPy: frames takes it
+    from the process when an array is there to encode, and imports it to decode one."""
+    import subprocess
+    import sys
+    code = ("import sys, grader.sandbox.server; from grader.sandbox import frames; "
+            "body = frames.encode({'a': [1, 'x', None]}); assert frames.decode(body) == {'a': [1, 'x', None]}; "
+            "print('numpy' in sys.modules)")
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
+    assert out.stdout.strip() == "False"
 
 
 def test_numpy_scalars_become_zero_dimensional_arrays_of_their_dtype():
