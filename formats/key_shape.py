@@ -107,6 +107,19 @@ def entry_for(key: dict | None, student: str) -> dict | None:
     return None
 
 
+def entry_to_grade(key: dict | None, student: str) -> dict | None:
+    """``entry_for``, each record's stored mistakes (its twins' and look-alikes' outputs) of a
+    sharded key decoded only when first read (``entry_codec.StoredMistakes``): grading reads
+    them for a wrong part alone, and they are most of what an entry holds."""
+    students = key.get("students") if isinstance(key, dict) else None
+    if hasattr(students, "to_grade"):
+        if student in students:
+            return students.to_grade(student)
+        if is_class_key(key) and CLASS_STUDENT in students:
+            return students.to_grade(CLASS_STUDENT)
+    return entry_for(key, student)
+
+
 def entry_outline(key: dict | None, student: str) -> dict | None:
     """``entry_for``, of a sharded key without the arrays' values (``packed`` is a number
     there): its names, templates, grading items and points, no array written out. For

@@ -267,6 +267,14 @@ class ShardedEntries(KeyEntries):
         except entry_codec.EntryCodecError as err:
             raise AnswerKeyError(f"{self.folder}: the entry of {sid!r}: {err}") from None
 
+    def to_grade(self, sid: str) -> dict:
+        """The entry, each record's stored mistakes decoded when first read
+        (``entry_codec.unpack_to_grade``); not kept here (grading keeps it while it grades)."""
+        try:
+            return entry_codec.unpack_to_grade(self.stored(sid), self.references.zdicts)
+        except entry_codec.EntryCodecError as err:
+            raise AnswerKeyError(f"{self.folder}: the entry of {sid!r}: {err}") from None
+
     def front(self, sid: str) -> dict:
         """The entry's keys before "problems" (name, e-mail, notebook), no problem decoded."""
         try:
@@ -321,6 +329,11 @@ class Portion(Mapping):
         if self._references is None:
             self._references = References(self.texts)
         return self._references.unpack(self._stored[sid])
+
+    def to_grade(self, sid: str) -> dict:
+        if self._references is None:
+            self._references = References(self.texts)
+        return entry_codec.unpack_to_grade(self._stored[sid], self._references.zdicts)
 
     def digest(self, sid: str) -> str:
         return self._digests[sid]

@@ -14,7 +14,7 @@ from datetime import timezone
 from dataclasses import replace
 
 from formats.answer_key import entry_digest
-from formats.key_shape import assignment_id, entry_for, graded_parts, head_parts, problem_order, problem_records
+from formats.key_shape import assignment_id, entry_to_grade, graded_parts, head_parts, problem_order, problem_records
 from formats.textfile import printable
 from formats.version import KIT_VERSION
 
@@ -141,7 +141,7 @@ class GradingRun:
         Parsed once, and kept while the submission is in flight (until it is recorded)."""
         entry = self._entries.get(student)
         if entry is None:
-            entry = entry_for(self.key, student)
+            entry = entry_to_grade(self.key, student)
             if not self.ahead.released(student):   # (a discarded run ending late keeps nothing)
                 self._entries[student] = entry
         return entry

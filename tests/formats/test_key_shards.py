@@ -186,3 +186,111 @@ def test_an_entry_decoded_in_part_has_those_problems_as_the_whole_entry_has_them
         outline = students.outline(sid)
         for pid, record in outline["problems"].items():
             assert record["grading"] == whole["problems"][pid]["grading"]
+
+
+# --- an entry to grade: its stored mistakes read when first used ---------------------------
+
+def _materialised(entry: dict) -> dict:
+    return {**entry, "problems": {pid: {k: dict(v) if k in entry_codec.MISTAKES else v for k, v in record.items()}
+                                  for pid, record in entry["problems"].items()}}
+
+
+def test_an_entry_to_grade_holds_every_value_the_whole_entry_holds(sharded):
+    """Its records' twins and look-alikes are mappings decoded when first read; read, the
+    entry's canonical text is the signed one, for every entry of the key."""
+    _, key = sharded
+    students = key["students"]
+    for sid in students:
+        to_grade = students.to_grade(sid)
+        lazy = [v for record in to_grade["problems"].values() for k, v in record.items()
+                if k in entry_codec.MISTAKES]
+        assert lazy and all(isinstance(v, entry_codec.StoredMistakes) for v in lazy)
+        assert list(to_grade["problems"]) == list(students[sid]["problems"])
+        assert canonical(_materialised(to_grade)) == canonical(students[sid])
+        assert hashlib.sha256(canonical(_materialised(to_grade)).encode()).hexdigest() == students.digest(sid)
+
+
+def test_a_problems_mistakes_are_decoded_alone_and_in_any_order(sharded):
+    _, key = sharded
+    students = key["students"]
+    sid = sorted(students)[0]
+    whole = students[sid]
+    to_grade = students.to_grade(sid)
+    with_mistakes = [pid for pid in sorted(to_grade["problems"]) if "twins" in to_grade["problems"][pid]]
+    assert len(with_mistakes) >= 3
+    later = to_grade["problems"][with_mistakes[0]]["twins"]._later
+    last, first = with_mistakes[-1], with_mistakes[0]
+    assert dict(to_grade["problems"][last]["twins"]) == whole["problems"][last]["twins"]   # the last first
+    assert len(later.decoded) == 1               # the sections before it counted, not decoded
+    assert dict(to_grade["problems"][first]["twins"]) == whole["problems"][first]["twins"]
+    assert len(later.decoded) == 2
+    for pid in with_mistakes:
+        record = to_grade["problems"][pid]
+        for field in entry_codec.MISTAKES:
+            if field in whole["problems"][pid]:
+                assert record[field] == whole["problems"][pid][field] and field in record
+            else:
+                assert field not in record
+
+
+def test_stored_mistakes_copy_and_pickle_as_plain_dicts(sharded):
+    import copy
+    _, key = sharded
+    students = key["students"]
+    sid = sorted(students)[1]
+    twins = students.to_grade(sid)["problems"]["implement"]["twins"]
+    expected = students[sid]["problems"]["implement"]["twins"]
+    for made in (copy.copy(twins), copy.deepcopy(twins), pickle.loads(pickle.dumps(twins))):
+        assert type(made) is dict and made == expected
+
+
+def _legacy_pack(entry: dict, references: References) -> bytes:
+    """An entry as keys built before the mistakes were stored apart hold it: one section a
+    problem, the whole record in it."""
+    import struct
+    import zlib
+    arrays: dict = {}
+    order = sorted(entry["problems"])
+    top = {**{k: v for k, v in entry.items() if k != "problems"}, "problems": {pid: i for i, pid in enumerate(order)}}
+    out = [entry_codec._section(canonical(top).encode(), None, 0xFFFF)]
+    for pid in order:
+        text = entry_codec.scaffold(canonical(entry["problems"][pid]).encode(), arrays)
+        out.append(entry_codec._section(text, None, 0xFFFF))
+    body = zlib.compress(b"".join(entry_codec._decoded(data) for data in arrays))
+    return b"".join(out) + struct.pack("<I", len(body)) + body
+
+
+def test_an_entry_stored_before_the_mistakes_were_apart_still_reads(sharded):
+    _, key = sharded
+    students = key["students"]
+    for sid in sorted(students)[:3]:
+        whole = students[sid]
+        stored = _legacy_pack(whole, students.references)
+        zdicts = students.references.zdicts
+        assert canonical(entry_codec.unpack(stored, zdicts)) == canonical(whole)
+        assert canonical(entry_codec.unpack_to_grade(stored, zdicts)) == canonical(whole)   # (whole)
+        assert entry_codec.unpack(stored, zdicts, {"masks"})["problems"] == {"masks": whole["problems"]["masks"]}
+        assert entry_codec.unpack_outline(stored, zdicts)["problems"].keys() == whole["problems"].keys()
+
+
+def test_a_mistakes_section_that_does_not_hold_its_fields_is_an_error(sharded):
+    """The top section names each problem's mistakes' fields: a stored entry whose section
+    holds others is refused when read, never read as other values."""
+    import struct
+    import zlib
+    _, key = sharded
+    students = key["students"]
+    sid = sorted(students)[0]
+    stored = students.stored(sid)
+    size, ref = struct.unpack_from("<IH", stored, 0)
+    top = json.loads(zlib.decompress(stored[6:6 + size]))
+    pid = next(p for p, at in top["problems"].items() if at[2] == ["lookalikes", "twins"])
+    top["problems"][pid][2] = ["twins"]
+    body = zlib.compress(canonical(top).encode())
+    damaged = struct.pack("<IH", len(body), ref) + body + stored[6 + size:]
+    zdicts = students.references.zdicts
+    with pytest.raises(entry_codec.EntryCodecError):
+        entry_codec.unpack(damaged, zdicts)
+    to_grade = entry_codec.unpack_to_grade(damaged, zdicts)
+    with pytest.raises(entry_codec.EntryCodecError):
+        dict(to_grade["problems"][pid]["twins"])
