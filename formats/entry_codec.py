@@ -326,13 +326,16 @@ class StoredMistakes(Mapping):
     """A record's twins or look-alikes (``MISTAKES``), decoded from the stored entry when first
     read: the same mapping ``unpack`` would have put there. Copied or pickled, a plain dict."""
 
-    __slots__ = ("_later", "_number", "_field", "_fields")
+    __slots__ = ("_later", "_number", "_field", "_fields", "_decoded")
 
     def __init__(self, later: _Later, number: int, field: str, fields: list):
         self._later, self._number, self._field, self._fields = later, number, field, fields
+        self._decoded = None
 
     def _value(self) -> dict:
-        return self._later.section(self._number, self._fields)[self._field]
+        if self._decoded is None:            # (a part's verdict reads it dozens of times)
+            self._decoded = self._later.section(self._number, self._fields)[self._field]
+        return self._decoded
 
     def __getitem__(self, name):
         return self._value()[name]

@@ -166,24 +166,32 @@ def _source(raw) -> str | None:
 def _cells(found: Found, raw_cells: list, kit: KitCells | None, issues: list[Issue]) -> tuple[Cell, ...]:
     by_cell_id = kit.by_cell_id if kit else {}
     cells, bad = [], []
-    for index, raw in enumerate(raw_cells):
+    for index, raw in enumerate(raw_cells):     # (a notebook has a hundred cells or more: lean)
         if not isinstance(raw, dict):
             bad.append(index)
             continue
-        source = _source(raw.get("source", ""))
-        if source is None:
-            bad.append(index)
-            continue
-        metadata = raw.get("metadata") if isinstance(raw.get("metadata"), dict) else {}
-        nbgrader = metadata.get("nbgrader") if isinstance(metadata.get("nbgrader"), dict) else {}
+        source = raw.get("source", "")
+        if type(source) is not str:
+            source = _source(source)
+            if source is None:
+                bad.append(index)
+                continue
+        metadata = raw.get("metadata")
+        if not isinstance(metadata, dict):
+            metadata = None
+        nbgrader = metadata.get("nbgrader") if metadata is not None else None
+        if not isinstance(nbgrader, dict):
+            nbgrader = {}
         grade_id, matched_by = nbgrader.get("grade_id"), "nbgrader"
         if not isinstance(grade_id, str) or not grade_id:
             raw_id = raw.get("id")
             grade_id = by_cell_id.get(raw_id) if isinstance(raw_id, str) else None
             matched_by = "cell id" if grade_id else None
-        cell_type = raw.get("cell_type") if isinstance(raw.get("cell_type"), str) else "unknown"
-        locked = (metadata.get("editable") is False and nbgrader.get("locked") is True) \
-            if isinstance(raw.get("metadata"), dict) else None
+        cell_type = raw.get("cell_type")
+        if not isinstance(cell_type, str):
+            cell_type = "unknown"
+        locked = None if metadata is None else \
+            (metadata.get("editable") is False and nbgrader.get("locked") is True)
         cells.append(Cell(index, cell_type, source, grade_id, matched_by, locked))
     if bad:
         where = listed([i + 1 for i in bad], ",")
