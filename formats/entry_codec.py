@@ -27,10 +27,12 @@ most of its arrays), and grading reads them only for a part the student got wron
 
 Layout of a stored entry: sections, each ``u32 length · u16 reference · deflated text``
 (reference 0xFFFF: none); the top section first (its ``problems`` maps each problem to
-``[its section, its mistakes' section or -1, the mistakes' fields]``, sections numbered from
-0 after the top), then the problems' sections in that order, then their mistakes' sections
-in that order, then ``u32 length · deflated blob``. An entry stored before the mistakes were
-apart maps each problem to its one section's number, and reads as it always did.
+``[its section, its mistakes' section or -1, the mistakes' fields, the number of the first
+array of the mistakes' own, where its bytes start in the blob]``, sections numbered from 0
+after the top), then the problems' sections in that order, then their mistakes' sections in
+that order, then ``u32 length · deflated blob``. A mistakes' section names the records'
+arrays and its own only, so it decodes alone. An entry stored before the mistakes were apart
+maps each problem to its one section's number, and reads as it always did.
 """
 
 from __future__ import annotations
@@ -59,14 +61,18 @@ class EntryCodecError(ValueError):
     """Stored bytes that do not decode (a damaged or foreign shard)."""
 
 
-def scaffold(text: bytes, arrays: dict[bytes, int]) -> bytes:
-    """``text`` with each packed array's base64 replaced by its number in ``arrays``
-    (base64 → number, extended in order of first appearance)."""
+def scaffold(text: bytes, arrays: dict[bytes, int], known: dict[bytes, int] | None = None,
+             first: int = 0) -> bytes:
+    """``text`` with each packed array's base64 replaced by its number: its number in
+    ``known`` if it is there, else in ``arrays`` (base64 → number, extended in order of first
+    appearance, numbered from ``first``)."""
     def number(match):
         data = match.group(1)
-        index = arrays.get(data)
+        index = known.get(data) if known is not None else None
         if index is None:
-            index = arrays[data] = len(arrays)
+            index = arrays.get(data)
+            if index is None:
+                index = arrays[data] = first + len(arrays)
         return b'"packed":%d' % index
     return _PACKED.sub(number, text)
 
@@ -103,23 +109,33 @@ def mistakes_name(name: str) -> str:
 def pack(entry: dict, references: list[bytes], names: dict[str, int]) -> bytes:
     """The stored bytes of ``entry``. ``references``: the preset dictionaries, ``names``:
     section name → its index there."""
-    arrays: dict[bytes, int] = {}
     problems = entry["problems"]
     order = sorted(problems)                 # canonical order, as a one-file key's text has them
     parts = [(pid, section_name(pid, problems[pid]), *split(problems[pid])) for pid in order]
-    later = [pid for pid, _, _, mistakes in parts if mistakes]
-    layout = {pid: [i, len(order) + later.index(pid) if mistakes else -1, sorted(mistakes)]
-              for i, (pid, _, _, mistakes) in enumerate(parts)}
+    records: dict[bytes, int] = {}           # the records' arrays: any section may name one
+    sections = [(name, scaffold(canonical(rest).encode("utf-8"), records)) for _, name, rest, _ in parts]
+    blob = [_decoded(data) for data in records]          # (dict order: first appearance)
+    number, offset, layout = len(records), sum(map(len, blob)), {}
+    for i, (pid, name, _, mistakes) in enumerate(parts):
+        if not mistakes:
+            layout[pid] = [i, -1, [], 0, 0]
+            continue
+        # its own arrays (those of no record) numbered after every earlier section's: it
+        # decodes alone, with the records' arrays (a value it shares with another problem's
+        # mistakes is stored again, which a key of the example assignment never needs)
+        own: dict[bytes, int] = {}
+        text = scaffold(canonical(mistakes).encode("utf-8"), own, records, number)
+        layout[pid] = [i, len(sections), sorted(mistakes), number, offset]
+        sections.append((mistakes_name(name), text))
+        arrays = [_decoded(data) for data in own]
+        blob += arrays
+        number, offset = number + len(own), offset + sum(map(len, arrays))
     top = {**{k: v for k, v in entry.items() if k != "problems"}, "problems": layout}
     out = [_section(canonical(top).encode("utf-8"), None, _NONE)]
-    sections = [(name, rest) for _, name, rest, _ in parts]
-    sections += [(mistakes_name(name), mistakes) for _, name, _, mistakes in parts if mistakes]
-    for name, value in sections:
+    for name, text in sections:
         ref = names.get(name, _NONE)
-        text = scaffold(canonical(value).encode("utf-8"), arrays)
         out.append(_section(text, references[ref] if ref != _NONE else None, ref))
-    blob = b"".join(_decoded(data) for data in arrays)      # (dict order: first appearance)
-    body = zlib.compress(blob, _LEVEL)
+    body = zlib.compress(b"".join(blob), _LEVEL)
     out.append(struct.pack("<I", len(body)) + body)
     return b"".join(out)
 
@@ -205,9 +221,10 @@ def _section_count(layout: dict) -> int:
     for at in layout.values():
         if type(at) is int:
             count += 1
-        elif not (type(at) is list and len(at) == 3 and type(at[0]) is int and type(at[1]) is int
+        elif not (type(at) is list and len(at) == 5 and all(type(at[i]) is int for i in (0, 1, 3, 4))
                   and type(at[2]) is list and set(at[2]) <= set(MISTAKES) and bool(at[2]) == (at[1] >= 0)):
-            raise ValueError("a problem's place in the entry is not [section, mistakes' section, fields]")
+            raise ValueError("a problem's place in the entry is not [section, mistakes' section, "
+                             "fields, first array, blob offset]")
         else:
             count += 1 + (at[1] >= 0)
     return count
@@ -270,53 +287,44 @@ def _to_grade(view: memoryview, references: list[bytes]) -> dict:
         raise ValueError("the records' sections are not the first")
     arrays = _Arrays(_blob(view, pos))
     records = [orjson.loads(arrays.filled(_inflated(section, references))) for section in sections[:rest]]
-    later = _Later(sections[rest:], rest, references, arrays)
+    later = _Later(sections, references, arrays)
     problems = {}
-    for pid, (number, mistakes, fields) in layout.items():
+    for pid, (number, mistakes, fields, first, offset) in layout.items():
         record = records[number]
-        if not isinstance(record, dict):
-            raise ValueError(f"the section of {pid!r} is not a record")
-        record.update({field: StoredMistakes(later, mistakes, field, fields) for field in fields})
+        if not isinstance(record, dict) or (mistakes >= 0 and mistakes < rest):
+            raise ValueError(f"the sections of {pid!r} are not a record and its mistakes")
+        place = (mistakes, fields, first, offset)
+        record.update({field: StoredMistakes(later, place, field) for field in fields})
         problems[pid] = {k: record[k] for k in sorted(record)}
     top["problems"] = problems
     return top
 
 
 class _Later:
-    """An entry's mistakes' sections, decoded one at a time when first asked for. A
-    section's arrays follow those of every section before it in the blob: the sections
-    before the one asked for are inflated and their arrays counted (not written out)."""
+    """An entry's mistakes' sections, each decoded alone when first asked for: with the
+    records' arrays (decoded already) and its own, which start where its place says."""
 
-    def __init__(self, sections: list, first: int, references: list[bytes], arrays: "_Arrays"):
-        self.sections, self.first, self.references, self.arrays = sections, first, references, arrays
-        self.counted = 0                       # sections whose arrays are known
-        self.texts: dict[int, bytes] = {}      # counted, not yet decoded
+    def __init__(self, sections: list, references: list[bytes], records: "_Arrays"):
+        self.sections, self.references, self.records = sections, references, records
         self.decoded: dict[int, dict] = {}
         self.lock = threading.Lock()
 
-    def section(self, number: int, fields: list) -> dict:
+    def section(self, place: tuple) -> dict:
+        number, fields, first, offset = place
         with self.lock:
-            index = number - self.first
-            found = self.decoded.get(index)
+            found = self.decoded.get(number)
             if found is None:
                 try:
-                    found = self.decoded[index] = self._decode(index, fields)
+                    found = self.decoded[number] = self._decode(number, fields, first, offset)
                 except _DECODING as err:
                     raise _error(err) from None
             return found
 
-    def _decode(self, index: int, fields: list) -> dict:
-        if not 0 <= index < len(self.sections):
-            raise IndexError(f"no mistakes' section {index + self.first}")
-        while self.counted < index:
-            text = _inflated(self.sections[self.counted], self.references)
-            self.arrays.passed(text)
-            self.texts[self.counted] = text
-            self.counted += 1
-        text = self.texts.pop(index, None)
-        decoded = orjson.loads(self.arrays.filled(text if text is not None
-                                                  else _inflated(self.sections[index], self.references)))
-        self.counted = max(self.counted, index + 1)
+    def _decode(self, number: int, fields: list, first: int, offset: int) -> dict:
+        if first < len(self.records.spans):
+            raise ValueError("a mistakes' section whose arrays start among the records'")
+        arrays = _Arrays(self.records.blob, self.records.spans, first, offset)
+        decoded = orjson.loads(arrays.filled(_inflated(self.sections[number], self.references)))
         if not isinstance(decoded, dict) or sorted(decoded) != fields:
             raise ValueError("a mistakes' section that does not hold its fields")
         return decoded
@@ -326,15 +334,15 @@ class StoredMistakes(Mapping):
     """A record's twins or look-alikes (``MISTAKES``), decoded from the stored entry when first
     read: the same mapping ``unpack`` would have put there. Copied or pickled, a plain dict."""
 
-    __slots__ = ("_later", "_number", "_field", "_fields", "_decoded")
+    __slots__ = ("_later", "_place", "_field", "_decoded")
 
-    def __init__(self, later: _Later, number: int, field: str, fields: list):
-        self._later, self._number, self._field, self._fields = later, number, field, fields
+    def __init__(self, later: _Later, place: tuple, field: str):
+        self._later, self._place, self._field = later, place, field
         self._decoded = None
 
     def _value(self) -> dict:
         if self._decoded is None:            # (a part's verdict reads it dozens of times)
-            self._decoded = self._later.section(self._number, self._fields)[self._field]
+            self._decoded = self._later.section(self._place)[self._field]
         return self._decoded
 
     def __getitem__(self, name):
@@ -363,7 +371,7 @@ class StoredMistakes(Mapping):
         return dict, (dict(self._value()),)
 
     def __repr__(self) -> str:
-        return f"StoredMistakes({self._field!r} of section {self._number})"
+        return f"StoredMistakes({self._field!r} of section {self._place[0]})"
 
 
 _NUMBERED = re.compile(rb'"packed":([0-9]+),"shape":\[([0-9,]*)\]')
@@ -373,27 +381,28 @@ class _Arrays:
     """The blob's arrays. Arrays are numbered in order of first appearance, and where one
     first appears its shape follows it (canonical order: dtype, packed, shape), which gives
     its length in the blob. The text is cut at the numbers by the regex engine and put
-    together again with one join; each array's base64 is written once, when first needed."""
+    together again with one join; each array's base64 is written once, when first needed.
+    A mistakes' section decoded alone has the records' arrays as its ``base`` and numbers its
+    own from ``first``, at ``offset`` in the blob."""
 
-    def __init__(self, blob: bytes):
-        self.blob, self.offset = memoryview(blob), 0        # (slices copy nothing)
-        self.spans: list[tuple[int, int]] = []              # array number → its bytes in the blob
+    def __init__(self, blob, base: list | tuple = (), first: int = 0, offset: int = 0):
+        self.blob, self.offset = memoryview(blob), offset     # (slices copy nothing)
+        self.base, self.first = base, first
+        self.spans: list[tuple[int, int]] = []              # its own arrays' bytes in the blob
         self.texts: dict[int, bytes] = {}                   # array number → its text, once made
         self._sizes: dict[bytes, int] = {}
 
     def filled(self, text: bytes) -> bytes:
         pieces = _NUMBERED.split(text)          # text, number, shape, text, number, shape, …
         numbers, shapes = list(map(int, pieces[1::3])), pieces[2::3]
-        spans, texts, blob = self.spans, self.texts, self.blob
+        texts, blob = self.texts, self.blob
         out = []
         for number, shape in zip(numbers, shapes):
-            if number == len(spans):
+            if number == self.first + len(self.spans):
                 self._count(shape)
             piece = texts.get(number)
             if piece is None:
-                if number > len(spans):
-                    raise ValueError("an array named before it is stored")
-                start, end = spans[number]
+                start, end = self._span(number)
                 piece = texts[number] = (b'"packed":"' + binascii.b2a_base64(blob[start:end], newline=False)
                                          + b'","shape":[')
             out.append(piece + shape + b"]")
@@ -404,9 +413,16 @@ class _Arrays:
     def passed(self, text: bytes) -> None:
         """A section not decoded: only the places of the arrays it names first are taken."""
         for number, shape in _NUMBERED.findall(text):
-            if int(number) == len(self.spans):
+            if int(number) == self.first + len(self.spans):
                 self._count(shape)
         return None
+
+    def _span(self, number: int) -> tuple[int, int]:
+        if number < min(len(self.base), self.first):
+            return self.base[number]
+        if 0 <= number - self.first < len(self.spans):
+            return self.spans[number - self.first]
+        raise ValueError("an array named before it is stored")
 
     def _count(self, shape: bytes) -> None:
         size = self._sizes.get(shape)

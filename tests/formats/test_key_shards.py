@@ -221,7 +221,7 @@ def test_a_problems_mistakes_are_decoded_alone_and_in_any_order(sharded):
     later = to_grade["problems"][with_mistakes[0]]["twins"]._later
     last, first = with_mistakes[-1], with_mistakes[0]
     assert dict(to_grade["problems"][last]["twins"]) == whole["problems"][last]["twins"]   # the last first
-    assert len(later.decoded) == 1               # the sections before it counted, not decoded
+    assert len(later.decoded) == 1               # alone: no other section decoded
     assert dict(to_grade["problems"][first]["twins"]) == whole["problems"][first]["twins"]
     assert len(later.decoded) == 2
     for pid in with_mistakes:
