@@ -18,10 +18,21 @@ def test_run_grades_every_submission_of_both_batches_and_the_nbgrader_baseline()
         # the judges (one per server, no more than submissions) and their sandboxes: their CPU
         assert r["judges"] == min(2, r["submissions"]) and r["cpu_ms"]["judges"] > 0 and r["cpu_ms"]["sandbox"] > 0
     assert nb["submissions"] == 1 and nb["attnkit"]["submissions"] == 1 and nb["nbgrader_seconds"] > 0
+    # the batch graded twice for its CPU: each run's, and the lower of them
+    again = result["batch_again"]
+    assert again["submissions"] == 6 and len(result["cpu_ms"]["runs"]) == 2
+    assert result["cpu_ms"]["runs"][1] == again["cpu_ms"]["grader"] + again["cpu_ms"]["children"]
+    assert result["cpu_ms"]["least"] == min(result["cpu_ms"]["runs"])
     text = grade.report(result)
+    assert "the lower of the batch's two runs" in text and "the batch again: 6 submissions" in text
     assert "batch: 6 submissions" in text and "large: 18 submissions" in text
     assert "ms grader + " in text and "ms children" in text and "ms judges, " in text
     assert "nbgrader autograde, 1 correct" in text
+
+
+def test_the_cpu_a_submission_costs_is_the_least_of_the_runs_each_shown():
+    runs = [{"cpu_ms": {"grader": 2.0, "children": 19.5}}, {"cpu_ms": {"grader": 1.9, "children": 18.1}}]
+    assert grade.least_cpu(runs) == {"runs": [21.5, 20.0], "least": 20.0}
 
 
 def test_the_report_gives_rates_latencies_memory_and_the_ratio():
