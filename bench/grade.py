@@ -291,9 +291,8 @@ def _run(submissions, large, with_nbgrader, jobs, cluster=None) -> dict:
 def least_cpu(runs: list[dict]) -> dict:
     """CPU per submission of the same batch graded in runs one after the other: each run's
     (grading process and children) and the least of them, the figure the goal is held to.
-    The machine's speed drifts by a fifth within minutes (the same code measured 19.4 and
-    21.5 ms in two runs a quarter of an hour apart): the least is the run the machine
-    disturbed least, every run is shown beside it."""
+    The machine's speed drifts from minute to minute (docs/performance.md): the least is the
+    run the machine disturbed least, every run is shown beside it."""
     totals = [r["cpu_ms"]["grader"] + r["cpu_ms"]["children"] for r in runs]
     return {"runs": totals, "least": min(totals)}
 

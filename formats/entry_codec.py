@@ -122,7 +122,7 @@ def pack(entry: dict, references: list[bytes], names: dict[str, int]) -> bytes:
             continue
         # its own arrays (those of no record) numbered after every earlier section's: it
         # decodes alone, with the records' arrays (a value it shares with another problem's
-        # mistakes is stored again, which a key of the example assignment never needs)
+        # mistakes is stored again)
         own: dict[bytes, int] = {}
         text = scaffold(canonical(mistakes).encode("utf-8"), own, records, number)
         layout[pid] = [i, len(sections), sorted(mistakes), number, offset]

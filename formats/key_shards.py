@@ -326,14 +326,15 @@ class Portion(Mapping):
         return Portion(self.texts, {sid: self._stored[sid]}, {sid: self._digests[sid]})
 
     def __getitem__(self, sid: str) -> dict:
-        if self._references is None:
-            self._references = References(self.texts)
-        return self._references.unpack(self._stored[sid])
+        return self._decoding().unpack(self._stored[sid])
 
     def to_grade(self, sid: str) -> dict:
+        return entry_codec.unpack_to_grade(self._stored[sid], self._decoding().zdicts)
+
+    def _decoding(self) -> References:
         if self._references is None:
             self._references = References(self.texts)
-        return entry_codec.unpack_to_grade(self._stored[sid], self._references.zdicts)
+        return self._references
 
     def digest(self, sid: str) -> str:
         return self._digests[sid]

@@ -218,8 +218,8 @@ def encode(obj) -> bytes:
 
 def _header(tree) -> bytes:
     """The tree as compact JSON text, UTF-8. With orjson where the process has it (the
-    grader: a job's header is several kB of text, written ~5× faster), else the standard
-    library's encoder (the sandbox's side never imports orjson). Either text decodes to the
+    grader, whose jobs' headers are several kB of text), else the standard library's encoder
+    (the sandbox's side never imports orjson). Either text decodes to the
     same tree: finite floats, 64-bit integers, text, lists and dicts with text keys."""
     fast = sys.modules.get("orjson")
     if fast is not None:

@@ -116,24 +116,9 @@ def serve(walls: Walls, job_fd: int, data_fd: int, control_fd: int, stop_fd: int
         if os.WIFEXITED(status) and os.WEXITSTATUS(status) == EXIT_NO_JOB and _hung_up(job_fd):
             return 0                                 # (macOS: a pipe at its end polls readable)
         try:
-            frames.write_all(control_fd, _exit_frame(reason))
+            frames.write_frame(control_fd, protocol.exit_event(reason))
         except BrokenPipeError:                      # the grader is gone
             return 0
-
-
-_EXIT_FRAMES: dict[str, bytes] = {}
-
-
-def _exit_frame(reason: str) -> bytes:
-    """The ``exit`` frame for ``reason``, made once per reason: the server writes one a job,
-    nearly always "exit 0", and each page it writes after a fork faults once (the fork
-    write-protected them all), so it makes as little as it can between forks."""
-    frame = _EXIT_FRAMES.get(reason)
-    if frame is None:
-        frame = frames.frame(protocol.exit_event(reason))
-        if len(_EXIT_FRAMES) < 64:                   # (signals and exit codes: a few dozen at most)
-            _EXIT_FRAMES[reason] = frame
-    return frame
 
 
 def _private_stdio() -> tuple[int, int]:
