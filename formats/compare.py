@@ -13,6 +13,13 @@ from dataclasses import dataclass
 import numpy as np
 
 
+# ndarray.all(), .any() and .max(), without the Python functions NumPy calls them through
+# (a submission's checks make hundreds of these calls on small arrays)
+_ALL = np.logical_and.reduce
+_ANY = np.logical_or.reduce
+_MAX = np.maximum.reduce
+
+
 @dataclass(frozen=True)
 class Comparison:
     ok: bool
@@ -35,6 +42,13 @@ def _numeric(value):
 
 def compare(actual, expected, rtol: float = 1e-5, atol: float = 1e-8) -> Comparison:
     """Compare ``actual`` (a student's or a twin's value) with ``expected``."""
+    if type(actual) is float and type(expected) is float:
+        # A number within tolerance, without the arrays of the path below (the same float64
+        # arithmetic): a dozen of a submission's parts are single numbers. NaN and ±inf, and an
+        # error too large for a float, take the full path.
+        error = abs(actual - expected)
+        if error <= atol + rtol * abs(expected) and error < _INF:
+            return Comparison(True, "", error)
     close = _close_float_arrays(actual, expected, rtol, atol)
     if close is not None:
         return close
@@ -63,11 +77,11 @@ def _close_float_arrays(actual, expected, rtol, atol) -> Comparison | None:
     within tolerance; None for anything else (NaN or inf fall through to the full path)."""
     if (isinstance(actual, np.ndarray) and isinstance(expected, np.ndarray)
             and actual.dtype.kind == expected.dtype.kind == "f" and actual.shape == expected.shape
-            and np.isfinite(expected).all()):
+            and _ALL(np.isfinite(expected), axis=None)):
         with np.errstate(invalid="ignore"):
             error = np.abs(actual - expected)
-            if (error <= atol + rtol * np.abs(expected)).all():
-                return Comparison(True, "", float(error.max()) if error.size else 0.0)
+            if _ALL(error <= atol + rtol * np.abs(expected), axis=None):
+                return Comparison(True, "", float(_MAX(error, axis=None)) if error.size else 0.0)
     return None
 
 
@@ -122,24 +136,24 @@ def _compare_whole_numbers(got: np.ndarray, want: np.ndarray) -> Comparison:
 
 def _compare_reals(got: np.ndarray, want: np.ndarray, rtol, atol) -> Comparison:
     """Float arrays of one shape: NaN and ±inf only where expected, the rest within tolerance."""
-    if np.any(np.isnan(got) & ~np.isnan(want)):
+    if _ANY(np.isnan(got) & ~np.isnan(want), axis=None):
         return Comparison(False, f"{int(np.count_nonzero(np.isnan(got)))} entries are NaN", np.inf)
     bad_inf = np.isinf(got) & (got != want)
-    if np.any(bad_inf):
+    if _ANY(bad_inf, axis=None):
         return Comparison(False, f"{int(np.count_nonzero(bad_inf))} entries are ±inf", np.inf)
     finite = np.isfinite(want) & np.isfinite(got)
     with np.errstate(invalid="ignore"):     # inf − inf, and 0 · inf where rtol is 0
         error = np.abs(got - want)
         allowed = atol + rtol * np.abs(want)    # (NaN only where want is not finite: unread)
-    max_error = float(error[finite].max()) if finite.any() else 0.0
+    max_error = float(_MAX(error[finite], axis=None)) if _ANY(finite, axis=None) else 0.0
     outside = finite & (error > allowed)
     mismatch = ~np.isfinite(want) & (got != want)
-    if np.any(mismatch) and not np.any(outside):
+    if _ANY(mismatch, axis=None) and not _ANY(outside, axis=None):
         count = int(np.count_nonzero(mismatch))
         return Comparison(False, f"{count} entr{'y' if count == 1 else 'ies'} should be ±inf "
                                  f"(e.g. a blocked score) but {'is' if count == 1 else 'are'} "
                                  f"finite", np.inf)
-    if np.any(outside) or np.any(mismatch):
+    if _ANY(outside, axis=None) or _ANY(mismatch, axis=None):
         count = int(np.count_nonzero(outside | mismatch))
         where = "" if want.ndim == 0 else f"{count} of {want.size} entries "
         return Comparison(False, f"{where}outside tolerance (largest error {max_error:.3g}; "
@@ -153,9 +167,6 @@ def is_numeric(value) -> bool:
         return np.asarray(value).dtype.kind in "biuf"
     except (ValueError, TypeError):
         return False
-
-
-_ALL = np.logical_and.reduce      # ndarray.all(), without the Python function it goes through
 
 
 def within(actual, expected, rtol: float, atol: float) -> bool:
@@ -195,13 +206,28 @@ def telling(value) -> bool:
     return not whole or len(np.unique(finite)) >= 5
 
 
-_ANY = np.logical_or.reduce      # ndarray.any(), without the Python function it goes through
+_INF = float("inf")
+
+
+def _same_number(value: float, wrong: float, rtol: float, atol: float) -> bool:
+    """``matches_twin`` for two Python floats, as its array path decides it, without arrays:
+    NaN matches NaN only (both then count as 0.0, as there), a twin's ±inf only itself, the
+    rest within tolerance."""
+    if value != value or wrong != wrong:
+        if not (value != value and wrong != wrong):
+            return False
+        value = wrong = 0.0
+    if wrong == _INF or wrong == -_INF:
+        return value == wrong
+    return abs(value - wrong) <= atol + rtol * abs(wrong)
 
 
 def matches_twin(value, wrong, rtol: float, atol: float) -> bool:
     """Does the student's value equal a twin's (a mistake's value on the same numbers)? NaN
     matches NaN here: a softmax that overflows gives NaN for the student exactly where it does
     for the twin."""
+    if type(value) is float and type(wrong) is float:
+        return _same_number(value, wrong, rtol, atol)
     try:
         if (type(value) is np.ndarray and type(wrong) is np.ndarray and value.dtype == wrong.dtype == np.float64
                 and value.shape == wrong.shape and not (_ANY(np.isnan(value), axis=None)

@@ -19,9 +19,16 @@ def _load():
     try:
         libc = ctypes.CDLL(None, use_errno=True)
         libc.syscall.restype = ctypes.c_long
-        return libc
     except (OSError, AttributeError):
         return None
+    # Looked up now, in the server: a child's first use of a name not yet looked up searches
+    # every loaded library's symbols, touching (and so copying) their pages in each child.
+    for name in ("prctl", "unshare"):
+        try:
+            getattr(libc, name)
+        except AttributeError:             # (not Linux: the walls that need it say so)
+            pass
+    return libc
 
 
 LIBC = _load()

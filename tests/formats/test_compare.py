@@ -177,3 +177,33 @@ def test_within_warns_of_nothing_on_non_finite_values(actual, expected):
     with warnings.catch_warnings():
         warnings.simplefilter("error")
         assert within(actual, expected, 0.0, 1e-3) == compare(actual, expected, 0.0, 1e-3).ok
+
+
+def test_two_python_floats_are_judged_as_the_array_path_judges_them():
+    """``compare`` and ``matches_twin`` take a shortcut for two Python floats (a dozen of a
+    submission's parts are single numbers): the same verdict, reason and largest error as the
+    path a NumPy float takes, on NaN, ±inf, -0.0, values on either side of the tolerance,
+    differences that overflow and infinite tolerances."""
+    from hypothesis import given, settings, strategies as st
+
+    from formats.compare import matches_twin
+
+    numbers = st.one_of(st.sampled_from([0.0, -0.0, 1.0, 1.001, 0.999, 1.002, -3.5, 1e-9, 2e300,
+                                         1.7e308, -1.7e308, math.nan, math.inf, -math.inf]),
+                        st.floats(allow_nan=True, allow_infinity=True))
+    tolerances = st.sampled_from([(0.0, 1e-3), (1e-3, 0.0), (0.0, 0.0), (0.5, 1.0), (1e-5, 1e-8),
+                                  (0.0, math.inf), (math.inf, 0.0)])
+
+    @settings(max_examples=600, deadline=None, database=None)
+    @given(numbers, numbers, tolerances)
+    def check(actual, expected, tolerance):
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore", RuntimeWarning)
+            slow = compare(np.float64(actual), np.float64(expected), *tolerance)
+            fast = compare(actual, expected, *tolerance)
+            assert (fast.ok, fast.reason) == (slow.ok, slow.reason)
+            assert fast.max_error == slow.max_error or (math.isnan(fast.max_error) and math.isnan(slow.max_error))
+            assert matches_twin(actual, expected, *tolerance) == matches_twin(
+                np.float64(actual), np.float64(expected), *tolerance)
+
+    check()
