@@ -4,7 +4,10 @@ the real commands, and what each costs per student.
 For each class size: ``attnkit build --cluster`` (or ``--jobs``) for a synthetic roster, the
 synthetic class's submissions written (the students' part: not counted), ``attnkit grade``
 on the same cluster, ``attnkit report``. Each command is timed as a user runs it: its wall
-time, its CPU and its children's (the cluster's workers, the sandboxes), and the peak memory
+time; its CPU, with that of the children it reaped (a local run's judges and sandboxes); the
+machine's CPU while it ran (every core's busy time, from /proc/stat: a LocalCluster's
+workers are forked by Dask's fork server, which the command never reaps, so their CPU is
+counted only there; the bench expects nothing else to run); and the peak memory
 of every process: the command's own (its VmHWM, which it reports as it exits) and, sampled,
 the largest of its descendants' (the cluster's workers and nanny processes, the judges, the
 sandbox servers). The key's bytes per student (its index
@@ -93,6 +96,7 @@ def timed(*args: str) -> dict:
     with tempfile.TemporaryFile() as out, tempfile.TemporaryFile() as err, \
             tempfile.NamedTemporaryFile() as own:
         env = {**os.environ, "ATTNKIT_SECRET": SECRET, "BENCH_COURSE_PEAK": own.name}
+        busy = machine_busy_seconds()
         started = time.perf_counter()
         process = subprocess.Popen([sys.executable, "-c", _OWN_PEAK, *args], cwd=ROOT, env=env,
                                    stdout=out, stderr=err)
@@ -106,15 +110,28 @@ def timed(*args: str) -> dict:
                 below[child] = max(below.get(child, 0.0), _vm_hwm_mb(child))
             time.sleep(0.05)
         seconds = time.perf_counter() - started
+        busy = None if busy is None or machine_busy_seconds() is None else machine_busy_seconds() - busy
         out.seek(0)
         err.seek(0)
         if os.waitstatus_to_exitcode(status) not in (0, 1):
             raise RuntimeError(f"attnkit {args[0]} failed:\n{err.read().decode(errors='replace')[-2000:]}")
         printed = out.read().decode()
-    return {"seconds": seconds, "cpu_seconds": usage.ru_utime + usage.ru_stime,
+    return {"seconds": seconds, "cpu_seconds": usage.ru_utime + usage.ru_stime, "machine_cpu_seconds": busy,
             "peak_mb": round(_kb_mb(own.name) or peak, 1),     # (sampled: only if it did not say)
             "child_peak_mb": round(max(below.values(), default=0.0), 1), "processes": 1 + len(below),
             "printed": printed}
+
+
+def machine_busy_seconds() -> float | None:
+    """Every core's busy time since boot (user, nice, system, interrupts: /proc/stat's first
+    line), or None where there is no /proc/stat."""
+    try:
+        with open("/proc/stat", encoding="ascii") as stat:
+            ticks = stat.readline().split()[1:]
+    except OSError:
+        return None
+    user, nice, system, _idle, _iowait, irq, softirq = (int(t) for t in ticks[:7])
+    return (user + nice + system + irq + softirq) / os.sysconf("SC_CLK_TCK")
 
 
 def roster(folder: Path, students: int) -> Path:
@@ -144,6 +161,8 @@ def course(students: int, where: list[str], folder: Path) -> dict:
         phase.pop("printed")
         phase["ms_per_student"] = round(1000 * phase["seconds"] / students, 3)
         phase["cpu_ms_per_student"] = round(1000 * phase["cpu_seconds"] / students, 3)
+        busy = phase["machine_cpu_seconds"]
+        phase["machine_cpu_ms_per_student"] = None if busy is None else round(1000 * busy / students, 3)
     return {"students": students, "phases": phases, "synthesize_seconds": round(handed_in, 2),
             "key_bytes_per_student": round(_key_bytes(key_path) / students),
             "notebook_bytes_per_student": round(notebooks / students)}
@@ -190,8 +209,12 @@ def report(result: dict) -> str:
                      f"{r['notebook_bytes_per_student'] / 1000:.1f} kB a student; the class handed in in "
                      f"{r['synthesize_seconds']} s (not counted)")
         for phase, p in r["phases"].items():
+            machine = p.get("machine_cpu_ms_per_student")
             lines.append(f"  {phase:<7} {p['seconds']:8.1f} s  {p['ms_per_student']:7.2f} ms/student  CPU "
-                         f"{p['cpu_ms_per_student']:7.2f} ms/student  peak {p['peak_mb']:.0f} MB"
+                         + ("" if machine is None else f"{machine:7.2f} ms/student (the machine's; the command's "
+                                                       "and what it reaped ")
+                         + f"{p['cpu_ms_per_student']:.2f}" + ("" if machine is None else ")")
+                         + f"  peak {p['peak_mb']:.0f} MB"
                          f" (largest of {p['processes'] - 1} other processes {p['child_peak_mb']:.0f} MB)")
     e = result["extrapolated"]
     lines += ["", f"{e['students']:,} students, from the {e['from_students'][1]:,}-student run: "
