@@ -44,8 +44,8 @@ def compare(actual, expected, rtol: float = 1e-5, atol: float = 1e-8) -> Compari
     """Compare ``actual`` (a student's or a twin's value) with ``expected``."""
     if type(actual) is float and type(expected) is float:
         # A number within tolerance, without the arrays of the path below (the same float64
-        # arithmetic): a dozen of a submission's parts are single numbers. NaN and ±inf, and an
-        # error too large for a float, take the full path.
+        # arithmetic; many parts are single numbers). NaN and ±inf, an error too large for a
+        # float and a failure (which needs its message) take the full path.
         error = abs(actual - expected)
         if error <= atol + rtol * abs(expected) and error < _INF:
             return Comparison(True, "", error)
@@ -226,9 +226,9 @@ def matches_twin(value, wrong, rtol: float, atol: float) -> bool:
     """Does the student's value equal a twin's (a mistake's value on the same numbers)? NaN
     matches NaN here: a softmax that overflows gives NaN for the student exactly where it does
     for the twin."""
-    if type(value) is float and type(wrong) is float:
-        return _same_number(value, wrong, rtol, atol)
     try:
+        if type(value) is float and type(wrong) is float:
+            return _same_number(value, wrong, rtol, atol)
         if (type(value) is np.ndarray and type(wrong) is np.ndarray and value.dtype == wrong.dtype == np.float64
                 and value.shape == wrong.shape and not (_ANY(np.isnan(value), axis=None)
                                                         or _ANY(np.isnan(wrong), axis=None))):
