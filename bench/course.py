@@ -110,7 +110,8 @@ def timed(*args: str) -> dict:
                 below[child] = max(below.get(child, 0.0), _vm_hwm_mb(child))
             time.sleep(0.05)
         seconds = time.perf_counter() - started
-        busy = None if busy is None or machine_busy_seconds() is None else machine_busy_seconds() - busy
+        after = machine_busy_seconds()
+        busy = None if busy is None or after is None else after - busy
         out.seek(0)
         err.seek(0)
         if os.waitstatus_to_exitcode(status) not in (0, 1):
@@ -209,12 +210,11 @@ def report(result: dict) -> str:
                      f"{r['notebook_bytes_per_student'] / 1000:.1f} kB a student; the class handed in in "
                      f"{r['synthesize_seconds']} s (not counted)")
         for phase, p in r["phases"].items():
-            machine = p.get("machine_cpu_ms_per_student")
-            lines.append(f"  {phase:<7} {p['seconds']:8.1f} s  {p['ms_per_student']:7.2f} ms/student  CPU "
-                         + ("" if machine is None else f"{machine:7.2f} ms/student (the machine's; the command's "
-                                                       "and what it reaped ")
-                         + f"{p['cpu_ms_per_student']:.2f}" + ("" if machine is None else ")")
-                         + f"  peak {p['peak_mb']:.0f} MB"
+            own, machine = p["cpu_ms_per_student"], p.get("machine_cpu_ms_per_student")
+            cpu = (f"{own:7.2f} ms/student" if machine is None else
+                   f"{machine:7.2f} ms/student (the machine's; the command's and what it reaped {own:.2f})")
+            lines.append(f"  {phase:<7} {p['seconds']:8.1f} s  {p['ms_per_student']:7.2f} ms/student  CPU {cpu}"
+                         f"  peak {p['peak_mb']:.0f} MB"
                          f" (largest of {p['processes'] - 1} other processes {p['child_peak_mb']:.0f} MB)")
     e = result["extrapolated"]
     lines += ["", f"{e['students']:,} students, from the {e['from_students'][1]:,}-student run: "

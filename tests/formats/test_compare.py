@@ -180,9 +180,8 @@ def test_within_warns_of_nothing_on_non_finite_values(actual, expected):
 
 
 def test_two_python_floats_are_judged_as_the_array_path_judges_them():
-    """``compare`` and ``matches_twin`` take a shortcut for two Python floats (a dozen of a
-    submission's parts are single numbers): the same verdict, reason and largest error as the
-    path a NumPy float takes, on NaN, ±inf, -0.0, values on either side of the tolerance,
+    """``compare`` and ``matches_twin`` take a shortcut for two Python floats (many parts are
+    single numbers): the same verdict, reason and largest error as the path a NumPy float takes, on NaN, ±inf, -0.0, values on either side of the tolerance,
     differences that overflow and infinite tolerances."""
     from hypothesis import given, settings, strategies as st
 
