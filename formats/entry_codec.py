@@ -20,8 +20,8 @@ entry's own, byte for byte (tested on every entry of a built key). The reference
 class entry's records (``CLASS_STUDENT``'s variant of every problem and pool member): known
 before any student is built, the same for a local and a cluster build.
 
-Why the mistakes apart: they are four fifths of what an entry decodes (their outputs are
-most of its arrays), and grading reads them only for a part the student got wrong.
+Why the mistakes apart: they are most of what an entry decodes (their outputs are most of
+its arrays), and grading reads them only for a part the student got wrong.
 ``unpack_to_grade`` decodes the rest and leaves each record's mistakes to a
 ``StoredMistakes`` mapping, which decodes its problem's section when first read.
 
