@@ -8,15 +8,6 @@ import os
 import sys
 
 from . import __version__
-from .bank_commands import add_commands
-from .build_commands import add_build_command
-from .check_command import add_check_command
-from .grade_commands import add_grade_command
-from .forensics_commands import add_forensics_command
-from .mark_commands import add_mark_command
-from .model_commands import add_model_command
-from .practice_commands import add_practice_command, practice_argv
-from .report_commands import add_report_command
 
 
 def _demo(args: argparse.Namespace) -> int:
@@ -52,6 +43,18 @@ def _misconceptions(args: argparse.Namespace) -> int:
 
 
 def build_parser() -> argparse.ArgumentParser:
+    # (the commands' modules import NumPy and the kit: imported here, not with this module,
+    # so that main can start a local cluster's processes before them)
+    from .bank_commands import add_commands
+    from .build_commands import add_build_command
+    from .check_command import add_check_command
+    from .forensics_commands import add_forensics_command
+    from .grade_commands import add_grade_command
+    from .mark_commands import add_mark_command
+    from .model_commands import add_model_command
+    from .practice_commands import add_practice_command
+    from .report_commands import add_report_command
+
     parser = argparse.ArgumentParser(
         prog="attnkit",
         description="Attention Kit: randomized, auto-graded exercises on attention and "
@@ -87,9 +90,26 @@ def build_parser() -> argparse.ArgumentParser:
     return parser
 
 
+def local_cluster_asked(argv: list[str]) -> str | None:
+    """``--cluster local:N`` (or ``--cluster=local:N``) as ``argv`` gives it, before parsing."""
+    for i, word in enumerate(argv):
+        value = (argv[i + 1] if word == "--cluster" and i + 1 < len(argv)
+                 else word.partition("=")[2] if word.startswith("--cluster=") else "")
+        if value.startswith("local:"):
+            return value
+    return None
+
+
 def main(argv: list[str] | None = None) -> int:
+    argv = list(sys.argv[1:] if argv is None else argv)
+    cluster = local_cluster_asked(argv)
+    if cluster:     # (its processes start while this one imports the rest and reads the course)
+        from grader.run.workers import prepare_local_cluster
+        prepare_local_cluster(cluster)
+    from .practice_commands import practice_argv
+
     parser = build_parser()
-    args = parser.parse_args(practice_argv(list(sys.argv[1:] if argv is None else argv)))
+    args = parser.parse_args(practice_argv(argv))
     if not hasattr(args, "handler"):
         parser.print_help()
         return 2

@@ -97,9 +97,8 @@ def _connecting(args):
     start and its workers are checked while the course is read); None without it."""
     if not args.cluster:
         return None
-    from grader.run.workers import Connecting, start_fork_server
-    start_fork_server(args.cluster)       # (its imports on another core from the first moment)
-    return Connecting(args.cluster, lambda client: _checked(client, args))
+    from grader.run.workers import Connecting
+    return Connecting(args.cluster, lambda client: _checked(client, args), wall_seconds=args.timeout)
 
 
 def _checked(client, args) -> list:
@@ -116,7 +115,7 @@ def _checked(client, args) -> list:
             "every worker must run the same kit (another could grade otherwise, or not read "
             "this key): install this version on those machines")
     readying = get_workers_ready(client, args.timeout)
-    exposed = [] if args.insecure else workers_unprotected(client)
+    exposed = [] if args.insecure else workers_unprotected(client, args.timeout)
     if exposed:
         raise ClusterUnavailable(
             f"refusing to run student code on {', '.join(exposed)}: neither Landlock nor a uid "

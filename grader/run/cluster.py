@@ -28,6 +28,7 @@ The cluster's workers are found or started, and checked, by ``grader.run.workers
 from __future__ import annotations
 
 import atexit
+import collections
 import hashlib
 import itertools
 import threading
@@ -51,6 +52,7 @@ from grader.verdicts.parts import ERROR, Verdict
 # --- on a worker --------------------------------------------------------------------------
 
 _SANDBOXES: dict = {}
+_STARTING = threading.Lock()        # (asked from a task's thread and from the worker's loop)
 _ONE_SHARD_AT_A_TIME = threading.Lock()
 
 
@@ -70,15 +72,23 @@ def get_ready(servers: int, wall_seconds: float) -> None:
     _sandbox(servers, wall_seconds)
 
 
+def walls_here(wall_seconds: float) -> list[dict]:
+    """On a worker: the walls a child of its own sandbox servers reports (an empty job), which
+    are the walls its shards get (``grader.sandbox.client.explain``)."""
+    from grader.sandbox.client import explain
+    return explain(sandbox=_sandbox(SERVERS_PER_WORKER, wall_seconds))
+
+
 def _sandbox(servers: int, wall_seconds: float):
     """This worker process's sandbox servers, started for its first shard and kept."""
     from grader.sandbox.client import Limits, Sandbox
     key = (servers, wall_seconds)
-    if key not in _SANDBOXES:
-        sandbox = Sandbox(servers, Limits(wall_seconds=wall_seconds)).__enter__()
-        atexit.register(sandbox.close)
-        _SANDBOXES[key] = sandbox
-    return _SANDBOXES[key]
+    with _STARTING:
+        if key not in _SANDBOXES:
+            sandbox = Sandbox(servers, Limits(wall_seconds=wall_seconds)).__enter__()
+            atexit.register(sandbox.close)
+            _SANDBOXES[key] = sandbox
+        return _SANDBOXES[key]
 
 
 class _ShardEntries(Mapping):
@@ -231,7 +241,7 @@ def grade_on_cluster(key: dict, submissions: list[Found], gradebook, client, *,
         stats.shards += 1
     try:
         for future in out.pending:
-            shard, _, tries, waited = out.futures.pop(future)
+            shard, _, tries, waited, worker = out.futures.pop(future)
             try:
                 graded = future.result()
             except Exception as err:  # noqa: BLE001 — a lost shard is sent again, never the batch lost
@@ -248,8 +258,8 @@ def grade_on_cluster(key: dict, submissions: list[Found], gradebook, client, *,
             recorded += [who[1] for who, _, _ in graded]
             if progress is not None:
                 progress.advance(len(graded))
-            for more in itertools.islice(shards, 1):     # one out, one in
-                out.send(more)
+            for more in itertools.islice(shards, 1):     # one out, one in: where it came from
+                out.send(more, prefer=worker)
                 stats.shards += 1
     finally:
         _forget_started(client, out.run_id)
@@ -261,33 +271,55 @@ def grade_on_cluster(key: dict, submissions: list[Found], gradebook, client, *,
 class _Sender:
     """The shards out on the cluster in this run: each sent as data with a task that grades
     it, named after its students and the run (and, sent again, after how often); ``pending``
-    yields each task's future as it finishes, ``futures`` says what it held."""
+    yields each task's future as it finishes, ``futures`` says what it held.
+
+    Each shard goes to the worker with the fewest shards out, among equals the one that has
+    just finished one (``prefer``): a worker is sent a shard when it takes one up, so the
+    workers run out of work together. (Dask's own scatter deals data round robin, whoever is
+    free: near the end one worker then grades its queued shards while the other waits.) A
+    worker that joins the cluster mid-run has none out, and is sent the next ones."""
 
     def __init__(self, client, before_each=None):
         from distributed import as_completed
         self.client, self.before_each = client, before_each
         self.run_id = uuid.uuid4().hex
-        self.futures: dict = {}           # future → (shard, its data, tries, times it waited)
+        self.futures: dict = {}     # future → (shard, its data, tries, times it waited, worker)
         self.pending = as_completed()
 
-    def send(self, shard: Shard, tries: int = 0, alone: bool = False, waited: int = 0) -> None:
+    def send(self, shard: Shard, tries: int = 0, alone: bool = False, waited: int = 0,
+             prefer: str | None = None) -> None:
         name = (_task_name(shard, self.run_id) + ("-alone" if alone else "")
                 + (f"-again-{tries}-{waited}" if tries or waited else ""))
-        data = _scattered(self.client, shard)
+        worker = self._least_busy(prefer)
+        data = _scattered(self.client, shard, worker)
         future = self.client.submit(grade_shard, data, self.before_each, self.run_id, key=name, pure=False)
-        self.futures[future] = (shard, data, tries, waited)
+        self.futures[future] = (shard, data, tries, waited, worker)
         self.pending.add(future)
+
+    def _least_busy(self, prefer: str | None) -> str | None:
+        """The worker to send a shard to (None: the scheduler's choice, where it cannot say)."""
+        try:
+            workers = list(self.client.scheduler_info()["workers"])
+        except Exception:  # noqa: BLE001 — a placement, never a reason not to grade
+            return None
+        out = collections.Counter(sent[-1] for sent in self.futures.values())
+        return min(workers, key=lambda w: (out[w], w != prefer, w), default=None)
 
 
 SCATTER_TRIES = 20           # a worker the scheduler chose may be dying: another is chosen
 SCATTER_PAUSE = 0.25
 
 
-def _scattered(client, shard: Shard):
-    """The shard sent to a worker as data (a future of it). A task carrying the shard itself
-    costs the client more CPU (the scheduler unpacks and packs its graph again). A worker lost
-    while it is chosen is no reason to stop: the scheduler is asked again, for
-    SCATTER_TRIES × SCATTER_PAUSE seconds."""
+def _scattered(client, shard: Shard, worker: str | None = None):
+    """The shard sent to a worker as data (a future of it): to ``worker`` where one is named
+    and takes it. A task carrying the shard itself costs the client more CPU (the scheduler
+    unpacks and packs its graph again). A worker lost while it is chosen is no reason to
+    stop: the scheduler is asked again, for SCATTER_TRIES × SCATTER_PAUSE seconds."""
+    if worker is not None:
+        try:
+            return client.scatter(shard, hash=False, workers=[worker])
+        except Exception:  # noqa: BLE001 — gone since it was chosen: the scheduler chooses
+            pass
     for attempt in range(SCATTER_TRIES):
         try:
             return client.scatter(shard, hash=False)

@@ -1,17 +1,18 @@
 """A Dask cluster's workers, for grading on them (``grader.run.cluster``): found or started
 (``connect``: a LocalCluster on this machine for ``local:N``, its workers forked from a fork
-server that imported the kit once, each kept to a CPU of its own, its loops quiet), and
-checked before any student code runs there (``workers_of_another_kit``,
-``workers_unprotected``). ``Connecting`` does all of it on a thread of its own, while the
-command reads the course.
+server that imported the kit once, each keeping to a CPU of its own and starting its sandbox
+servers as it starts (``dask_setup``), its loops quiet), and checked before any student code
+runs there (``workers_of_another_kit``, ``workers_unprotected``). ``Connecting`` does all of it
+on a thread of its own, while the command reads the course.
+
+This module is light to import (the fork server can be started before the command's own
+imports, ``prepare_local_cluster``): what it needs of the kit, it imports where it is used.
 """
 
 from __future__ import annotations
 
 import os
 import threading
-
-from grader.run.judges import keep_to_cpu, usable_cpus
 
 # What a LocalCluster's processes need not do while they grade (it has no dashboard to show
 # it): sample every thread's stack every 10 ms for a profile (the task's thread stops for
@@ -26,24 +27,33 @@ QUIET_WORKERS = {"distributed.worker.profile.enabled": False,
                  "distributed.admin.tick.interval": "500ms",
                  "distributed.worker.memory.monitor-interval": "1s",
                  "distributed.admin.system-monitor.interval": "5s",
-                 "distributed.admin.system-monitor.disk": False}
+                 "distributed.admin.system-monitor.disk": False,
+                 # (nor serve metrics and health checks over HTTP: no one asks them here, and
+                 # their modules, Prometheus's client first, are imported as each process starts)
+                 "distributed.scheduler.http.routes": [], "distributed.worker.http.routes": []}
 
 
-def connect(cluster: str):
+WALL_SECONDS = "attnkit.sandbox-wall-seconds"    # (Dask's configuration, as a worker gets it)
+
+
+def connect(cluster: str, wall_seconds: float | None = None):
     """A Dask ``Client`` (and the LocalCluster it started, to close, or None): ``local:N``
     starts a ``LocalCluster`` of N single-threaded worker processes on loopback with no
-    dashboard; ``tcp://HOST:PORT`` or ``tls://HOST:PORT`` connects to a running scheduler (TLS
-    as Dask's configuration sets it: ``distributed.comm.tls.*``); a path names a scheduler
-    file."""
+    dashboard (with ``wall_seconds``, each starts its sandbox servers for runs of that length
+    as it starts: ``dask_setup``); ``tcp://HOST:PORT`` or ``tls://HOST:PORT`` connects to a
+    running scheduler (TLS as Dask's configuration sets it: ``distributed.comm.tls.*``); a
+    path names a scheduler file."""
     import dask
     from distributed import Client, LocalCluster
     if cluster.startswith("local:"):
         workers = int(cluster.split(":", 1)[1])
         if workers < 1:
             raise ValueError(f"--cluster {cluster}: give at least one worker")
+        setup = ({"distributed.worker.preload": [__name__], WALL_SECONDS: float(wall_seconds)}
+                 if wall_seconds is not None else {})
         # a task whose worker died once more is given up (KilledWorker): the client splits it
         with dask.config.set({"distributed.scheduler.allowed-failures": 1, **QUIET_WORKERS,
-                              **_forked_workers()}):
+                              **_forked_workers(), **setup}):
             local = LocalCluster(n_workers=workers, threads_per_worker=1, processes=True,
                                  host="127.0.0.1", dashboard_address=None, silence_logs=40)
         client = Client(local)
@@ -58,7 +68,7 @@ def connect(cluster: str):
 # from rather than by every worker as it starts (this list replaces Dask's own, whose
 # packages `distributed` imports anyway).
 WORKER_PRELOAD = ["distributed", "numpy", "orjson", "grader.run.cluster", "grader.run.grading",
-                  "grader.sandbox.client", "formats.key_shards"]
+                  "grader.run.workers", "grader.sandbox.client", "formats.key_shards"]
 
 
 def _forked_workers() -> dict:
@@ -78,18 +88,25 @@ def _forked_workers() -> dict:
     return method
 
 
-def start_fork_server(cluster: str) -> None:
-    """For ``local:N``, where the system has a fork server: start the one its workers will be
-    forked from now, importing WORKER_PRELOAD on another core while this process imports Dask
-    and reads the course; ``connect`` then finds it running. Nothing for another cluster."""
-    import multiprocessing
-    if not cluster.startswith("local:") or "forkserver" not in multiprocessing.get_all_start_methods():
+def prepare_local_cluster(cluster: str) -> None:
+    """For ``local:N``, first thing in the command: start the fork server its workers will be
+    forked from (where the system has one), which imports WORKER_PRELOAD (about half a second)
+    on another core, while this process imports Dask, which it needs before it can start the
+    cluster; the command's own imports and the course's reading then overlap the workers'
+    start. ``connect`` finds the fork server running. Nothing for another cluster."""
+    if not cluster.startswith("local:"):
         return
-    from multiprocessing import forkserver
-    multiprocessing.get_context("forkserver").set_forkserver_preload(WORKER_PRELOAD)
+    import multiprocessing
+    if "forkserver" in multiprocessing.get_all_start_methods():
+        from multiprocessing import forkserver
+        multiprocessing.get_context("forkserver").set_forkserver_preload(WORKER_PRELOAD)
+        try:
+            forkserver.ensure_running()
+        except OSError:             # then LocalCluster starts it, or fails and says why
+            pass
     try:
-        forkserver.ensure_running()
-    except OSError:                 # then LocalCluster starts it, or fails and says why
+        import distributed  # noqa: F401
+    except ImportError:             # (the command says what to install)
         pass
 
 
@@ -100,11 +117,13 @@ def pin_workers(client) -> dict[str, int]:
     thread and its sandbox child take turns dozens of times per submission. Every thread the
     worker has is moved (Linux sets a CPU mask per thread; threads made later inherit it).
     Returns worker address → CPU ({} where the system cannot say which CPUs there are)."""
+    from grader.run.judges import usable_cpus
     cpus = usable_cpus()
     if not cpus:
         return {}
-    addresses = sorted(client.scheduler_info()["workers"])
-    chosen = {address: cpus[i % len(cpus)] for i, address in enumerate(addresses)}
+    workers = client.scheduler_info()["workers"]
+    numbers = {address: _number(info.get("name"), i) for i, (address, info) in enumerate(sorted(workers.items()))}
+    chosen = {address: cpus[number % len(cpus)] for address, number in numbers.items()}
     try:
         client.run(_pin_this_worker, chosen)
     except Exception:  # noqa: BLE001 — a placement, never a reason not to grade
@@ -112,11 +131,20 @@ def pin_workers(client) -> dict[str, int]:
     return chosen
 
 
+def _number(name, otherwise: int) -> int:
+    """A LocalCluster's worker's number (its name: 0, 1, …), else its place among the workers."""
+    return name if isinstance(name, int) and name >= 0 else otherwise
+
+
 def _pin_this_worker(chosen: dict[str, int], dask_worker=None) -> None:
     """On a worker (``client.run``): every thread of this process to its CPU, as batch work."""
     cpu = chosen.get(getattr(dask_worker, "address", None))
-    if cpu is None:
-        return
+    if cpu is not None:
+        _keep_process_to(cpu)
+
+
+def _keep_process_to(cpu: int) -> None:
+    from grader.run.judges import keep_to_cpu
     try:
         threads = os.listdir("/proc/self/task")
     except OSError:                               # (no /proc: not Linux)
@@ -125,10 +153,31 @@ def _pin_this_worker(chosen: dict[str, int], dask_worker=None) -> None:
         keep_to_cpu(cpu, int(thread))
 
 
-def workers_unprotected(client) -> list[str]:
+def dask_setup(worker) -> None:
+    """On each worker of a LocalCluster ``connect`` started (Dask's worker preload), as the
+    worker starts and before it joins the scheduler: keep to the CPU ``pin_workers`` gives it
+    (by its number), then start its sandbox servers, which are started from it and keep to
+    its CPU too. A server takes about a tenth of a second to start; begun here, it is ready
+    by the time the first shard has travelled, where started by the first task it would not
+    be (``get_workers_ready`` asks again: that starts nothing twice)."""
+    import dask
+
+    from grader.run.judges import usable_cpus
+    cpus = usable_cpus()
+    if cpus and isinstance(worker.name, int) and worker.name >= 0:
+        _keep_process_to(cpus[worker.name % len(cpus)])
+    wall_seconds = dask.config.get(WALL_SECONDS, None)
+    if wall_seconds is not None:
+        from grader.run.cluster import get_ready
+        from grader.run.shards import SERVERS_PER_WORKER
+        get_ready(SERVERS_PER_WORKER, float(wall_seconds))
+
+
+def workers_unprotected(client, wall_seconds: float) -> list[str]:
     """The workers where the sandbox's walls cannot keep student code from the worker's own
-    files (``walls.protected``): a cluster grades only where one machine would."""
-    return sorted(address for address, ok in client.run(_protected).items() if not ok)
+    files (``walls.protected``), as a child of the servers that will grade there (for runs of
+    ``wall_seconds``) reports them: a cluster grades only where one machine would."""
+    return sorted(address for address, ok in client.run(_protected, wall_seconds).items() if not ok)
 
 
 def workers_of_another_kit(client) -> list[str]:
@@ -145,13 +194,12 @@ def _kit_version() -> str:
     return version.KIT_VERSION
 
 
-def _protected() -> bool:
-    from grader.sandbox.client import explain
+def _protected(wall_seconds: float) -> bool:
+    from grader.run.cluster import walls_here
     from grader.sandbox.walls import protected
-    # (a bare server: only whether the files are walled off is asked, while the worker's own
-    # servers start beside it)
-    return protected(explain(bare=True))
-
+    # (its own servers, which it starts as it starts or when first asked: the same walls as
+    # a bare server's, without starting one more)
+    return protected(walls_here(wall_seconds))
 
 
 class ClusterUnavailable(RuntimeError):
@@ -167,8 +215,8 @@ class Connecting:
     would refuse first). ``get()`` raises what went wrong; ``close()`` closes what was
     started."""
 
-    def __init__(self, cluster: str, check):
-        self.cluster, self.check = cluster, check
+    def __init__(self, cluster: str, check, wall_seconds: float | None = None):
+        self.cluster, self.check, self.wall_seconds = cluster, check, wall_seconds
         self.client = self.local = self.checked = None
         self._error: BaseException | None = None
         self._thread = None
@@ -179,7 +227,7 @@ class Connecting:
     def _connect(self) -> None:
         try:
             try:
-                self.client, self.local = connect(self.cluster)
+                self.client, self.local = connect(self.cluster, self.wall_seconds)
             except ImportError:
                 raise ClusterUnavailable("--cluster needs Dask's distributed: pip install "
                                          "'attention-kit[cluster]'") from None

@@ -173,15 +173,19 @@ class Sandbox(ServerPool):
         return (rerun, never_ran) if never_ran else ([], [])
 
 
-def explain(limits: Limits | None = None, bare: bool = False) -> list[dict]:
+def explain(limits: Limits | None = None, bare: bool = False, sandbox: Sandbox | None = None) -> list[dict]:
     """Which walls hold on this machine, and why the others do not: asked of a live sandbox
     child (so it is what grading gets), or the static check if no child answers. ``bare``:
     of a server without the imports and warm-up student code wants (the same walls, started
-    for a fifth of the CPU; its address-space detail names its own, smaller size at fork)."""
+    for a fifth of the CPU; its address-space detail names its own, smaller size at fork).
+    ``sandbox``: of a child of these servers, already started for grading."""
     limits = limits or Limits()
     try:
-        with Sandbox(1, limits, started=[ServerProcess(limits, bare=True)] if bare else ()) as sandbox:
+        if sandbox is not None:
             held = sandbox.run([]).walls
+        else:
+            with Sandbox(1, limits, started=[ServerProcess(limits, bare=True)] if bare else ()) as own:
+                held = own.run([]).walls
         if held:
             return held
     except SandboxError:

@@ -79,3 +79,20 @@ def test_misconceptions_for_an_unknown_function_fails_and_lists_the_known_ones()
     result = run("misconceptions", "no_such_function")
     assert result.returncode == 1
     assert "causal_mask" in result.stderr
+
+
+def test_a_local_cluster_is_seen_before_the_command_line_is_parsed():
+    # (main starts its fork server and imports Dask before the commands' own imports)
+    from attnkit.cli import local_cluster_asked
+    assert local_cluster_asked(["grade", "a.yaml", "subs", "--cluster", "local:2"]) == "local:2"
+    assert local_cluster_asked(["build", "a.yaml", "--cluster=local:4", "--jobs", "2"]) == "local:4"
+    assert local_cluster_asked(["grade", "a.yaml", "subs", "--cluster", "tcp://10.0.0.1:8786"]) is None
+    assert local_cluster_asked(["grade", "a.yaml", "subs", "--cluster"]) is None
+    assert local_cluster_asked(["grade", "local:2", "subs"]) is None
+
+
+def test_the_command_line_module_imports_no_command_until_asked():
+    code = ("import sys, attnkit.cli; print(sorted(m for m in ('numpy', 'attnkit.grade_commands', "
+            "'grader.run.workers') if m in sys.modules))")
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
+    assert out.stdout.strip() == "[]"

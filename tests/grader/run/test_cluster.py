@@ -24,7 +24,7 @@ from grader.run.pipeline import grade_folder                              # noqa
 def cluster():
     import cloudpickle
     cloudpickle.register_pickle_by_value(sys.modules[__name__])   # (workers cannot import tests)
-    client, local = connect("local:2")
+    client, local = connect("local:2", wall_seconds=5.0)     # (the wall time _graded grades with)
     try:
         yield client
     finally:
@@ -73,17 +73,22 @@ def test_the_local_cluster_listens_on_loopback_only_and_serves_no_dashboard(clus
 
 
 def _where_each_thread_runs():
+    """Where every thread of this worker, and every process it started (its sandbox servers), runs."""
     import os
-    return sorted({(tuple(sorted(os.sched_getaffinity(int(t)))), os.sched_getscheduler(int(t)))
-                   for t in os.listdir("/proc/self/task")})
+
+    import psutil
+    threads = [int(t) for t in os.listdir("/proc/self/task")]
+    threads += [child.pid for child in psutil.Process().children()]
+    return sorted({(tuple(sorted(os.sched_getaffinity(t))), os.sched_getscheduler(t)) for t in threads})
 
 
 @pytest.mark.skipif(not hasattr(os, "sched_getaffinity"), reason="no CPU affinity here")
 def test_each_local_worker_keeps_to_a_cpu_of_its_own_as_batch_work(cluster):
     """Every thread of each worker (those it makes later inherit it: the sandbox server it
     starts, that server's children) on one CPU, a different one per worker while there are
-    CPUs enough, as SCHED_BATCH: a judge's arrangement on one machine. (Before any test here
-    kills a worker: Dask's replacement starts unpinned.)"""
+    CPUs enough, as SCHED_BATCH: a judge's arrangement on one machine. Each worker keeps to
+    its CPU as it starts, before its sandbox servers start (``dask_setup``): they are on it
+    too. (The test that kills a worker asks it of the replacement.)"""
     cpus = sorted(os.sched_getaffinity(0))
     seen = cluster.run(_where_each_thread_runs)
     assert len(seen) == 2
@@ -92,6 +97,21 @@ def test_each_local_worker_keeps_to_a_cpu_of_its_own_as_batch_work(cluster):
     assert all(len(cpu) == 1 and cpu[0] in cpus for cpu in placed)
     assert len(set(placed)) == min(2, len(cpus))
     assert all(threads[0][1] == os.SCHED_BATCH for threads in seen.values())
+
+
+def test_each_local_worker_starts_its_sandbox_servers_as_it_starts(cluster):
+    from grader.run.shards import SERVERS_PER_WORKER
+    # no task has run: the workers started them before they joined (connect's wall_seconds)
+    assert list(cluster.run(_sandboxes_started).values()) == [[(SERVERS_PER_WORKER, 5.0)]] * 2
+
+
+def test_the_walls_are_asked_of_the_workers_own_sandbox_servers(cluster):
+    from grader.run.workers import workers_unprotected
+    from grader.sandbox.walls import protected
+    here = protected()
+    assert workers_unprotected(cluster, 5.0) == ([] if here else sorted(cluster.scheduler_info()["workers"]))
+    # asked of the servers grading uses (no bare server started for it, none left behind)
+    assert list(cluster.run(_servers_for, 5.0).values()) == [1, 1]
 
 
 def test_a_two_worker_cluster_writes_what_local_grading_writes(graded_class, cluster, tmp_path, gradebook_rows):
@@ -217,6 +237,13 @@ def test_a_worker_killed_mid_run_loses_no_row(graded_class, cluster, tmp_path, g
     assert (tmp_path / "killed").exists()                # a worker did die mid-shard
     assert len(summary.recorded) == 12 and summary.run.cluster.lost == []
     assert gradebook_rows(path) == gradebook_rows(local)
+    if hasattr(os, "sched_getaffinity"):         # Dask's replacement keeps to its CPU as it starts
+        deadline = time.monotonic() + 60
+        while len(cluster.scheduler_info()["workers"]) < 2 and time.monotonic() < deadline:
+            time.sleep(0.1)
+        placed = [threads[0][0] for threads in cluster.run(_where_each_thread_runs).values()]
+        assert len(placed) == 2 and all(len(cpu) == 1 for cpu in placed)
+        assert len(set(placed)) == min(2, len(os.sched_getaffinity(0)))
 
 
 def test_a_submission_that_kills_its_worker_costs_only_itself(graded_class, cluster, tmp_path, gradebook_rows):
@@ -329,3 +356,53 @@ def test_a_shard_carries_only_its_students_stored_entries(graded_class):
         stored = sum(len(key["students"].stored(s)) for s in shard.students)
         assert len(pickle.dumps(shard.entries)) < stored + 200_000       # the entries, and the references
         assert list(only(shard.entries, shard.students[0])) == [shard.students[0]]
+
+
+class _Placing:
+    """What ``_Sender._least_busy`` asks of a client: the cluster's workers."""
+
+    def __init__(self, *workers):
+        self.workers = list(workers)
+
+    def scheduler_info(self):
+        return {"workers": {address: {} for address in self.workers}}
+
+
+def test_a_shard_goes_to_the_worker_with_fewest_out_the_one_just_finished_among_equals():
+    from grader.run.cluster import _Sender
+    sender = _Sender.__new__(_Sender)
+    sender.client, sender.futures = _Placing("a", "b"), {}
+    assert sender._least_busy(None) == "a" and sender._least_busy("b") == "b"
+    sender.futures = {1: ("shard", "data", 0, 0, "a"), 2: ("shard", "data", 0, 0, "b"), 3: ("shard", "data", 0, 0, "b")}
+    assert sender._least_busy("b") == "a"                 # b has two out: a takes the next
+    sender.futures.pop(1)
+    sender.futures[4] = ("shard", "data", 0, 0, "a")
+    sender.client.workers.append("c")                      # joined mid-run, with none out
+    assert sender._least_busy("a") == "c"
+    sender.client = None                                   # the scheduler cannot say: it chooses
+    assert sender._least_busy("a") is None
+
+
+def _slow_on_first_worker(record: Path, student: str) -> None:
+    """Before each submission is recorded: note which worker graded it; the first worker
+    (by name) takes a second over each."""
+    from distributed import get_worker
+    name = get_worker().name
+    with open(record, "a") as out:
+        out.write(f"{name} {student}\n")
+    if name == 0:
+        time.sleep(1.0)
+
+
+def test_a_worker_that_grades_faster_is_sent_more_shards(graded_class, cluster, tmp_path, gradebook_rows):
+    """Shards go where one has just been taken up, not round robin: a worker slowed by a
+    second a submission grades its first shards while the other grades the rest."""
+    build, key, local, _ = graded_class(12)
+    record = tmp_path / "graded-by"
+    path = tmp_path / "cluster.sqlite"
+    with Gradebook(path) as gradebook:
+        grade_folder(key, build / "submissions" / "submitted", gradebook, None, cluster=cluster, review=False,
+                     wall_seconds=5.0, shard_size=1, before_each=functools.partial(_slow_on_first_worker, record))
+    assert gradebook_rows(path) == gradebook_rows(local)
+    by = [line.split()[0] for line in record.read_text().splitlines()]
+    assert len(by) == 12 and by.count("0") <= IN_FLIGHT + 1 < by.count("1"), by

@@ -3,13 +3,14 @@
 
 import multiprocessing
 import os
+import sys
 import threading
 
 import pytest
 
 pytest.importorskip("distributed", reason="Dask's distributed is not installed")
 
-from grader.run.workers import ClusterUnavailable, Connecting, start_fork_server  # noqa: E402
+from grader.run.workers import ClusterUnavailable, Connecting, prepare_local_cluster  # noqa: E402
 
 
 def test_a_local_cluster_starts_on_its_own_thread_and_is_checked_there():
@@ -51,11 +52,12 @@ def test_another_cluster_is_asked_for_only_when_needed():
     connecting.close()
 
 
-def test_the_fork_server_is_started_for_a_local_cluster_only(monkeypatch):
+def test_the_fork_server_is_started_and_dask_imported_for_a_local_cluster_only(monkeypatch):
     from multiprocessing import forkserver
     started = []
     monkeypatch.setattr(forkserver, "ensure_running", lambda: started.append(1))
-    start_fork_server("tcp://127.0.0.1:8786")
+    prepare_local_cluster("tcp://127.0.0.1:8786")
     assert started == []
-    start_fork_server("local:2")
+    prepare_local_cluster("local:2")
     assert started == ([1] if "forkserver" in multiprocessing.get_all_start_methods() else [])
+    assert "distributed" in sys.modules

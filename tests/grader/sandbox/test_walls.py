@@ -337,6 +337,14 @@ def test_protected_agrees_with_a_live_child(sandbox):
     assert walls.protected(held) == (active("landlock") or active("uid"))
 
 
+def test_the_walls_explained_by_running_servers_are_a_fresh_servers(sandbox):
+    # (a cluster's worker asks its own servers: grader.run.cluster.walls_here)
+    from grader.sandbox.client import explain
+    given = explain(sandbox=sandbox)
+    assert [(w["name"], w["active"]) for w in given] == [(w["name"], w["active"]) for w in explain()]
+    assert not any("static check" in w["detail"] for w in given)
+
+
 @needs_root
 def test_without_landlock_no_file_of_the_machine_is_visible(tmp_path):
     """Where Landlock is missing, root gives the child an empty root directory: even a
