@@ -38,8 +38,10 @@ def _asking_walls(args):
     """Start asking a live sandbox child which walls hold, on a thread of its own, while the
     course's files are read (a server's start and the key's check each took ~0.12 s, one
     after the other); the call returned waits for the answer (None: not asked, --insecure).
-    It must be called before grading starts: judges are forked only where no thread runs."""
-    if args.insecure:
+    It must be called before grading starts: judges are forked only where no thread runs.
+    Not asked with --cluster: no student code runs here then (each worker is asked instead,
+    ``_checked``)."""
+    if args.insecure or args.cluster:
         return lambda: None
     from grader.sandbox.client import explain
 
@@ -63,10 +65,11 @@ def _asking_walls(args):
 def _unprotected(args, walls) -> int:
     """Refuse to run student code where the walls cannot keep it from the grader's own files
     (the key, the gradebook, the kit's code): grader.sandbox.walls.protected of what a live
-    child said (``walls``). 0 when fine."""
+    child said (``walls``). 0 when fine; always with --cluster, whose workers run it (and are
+    asked the same, ``_checked``)."""
     from grader.sandbox.walls import protected
 
-    if args.insecure or protected(walls):
+    if args.insecure or args.cluster or protected(walls):
         return 0
     print("attnkit grade: refusing to run student code here: neither Landlock (Linux ≥ 5.13) nor "
           "a uid of its own (run as root) can keep it from reading the answer key or writing "

@@ -324,6 +324,44 @@ def test_the_command_refuses_a_cluster_whose_worker_runs_another_kit(graded_clas
         assert db.execute("SELECT count(*) FROM results").fetchone() == (0,)
 
 
+def _walls_off(off: bool) -> None:
+    """On a worker: its sandbox children answer that no wall holds (``off``), or as they do."""
+    from grader.sandbox import client, walls
+    if off:
+        client._real_explain = getattr(client, "_real_explain", client.explain)
+        client.explain = lambda *a, **k: [walls.wall(w["name"], False, "played: off") for w in walls.explain()]
+    elif hasattr(client, "_real_explain"):
+        client.explain = client._real_explain
+
+
+def test_with_a_cluster_the_walls_asked_are_the_workers_not_the_clients(graded_class, cluster, tmp_path,
+                                                                          monkeypatch, capsys):
+    """No student code runs at the client: a client where no wall holds grades on workers
+    where they hold, and a worker where none holds is refused."""
+    import grader.sandbox.client as sandbox_client
+    from attnkit.cli import main
+    from grader.sandbox import walls
+    build, _, _, secret = graded_class(12)
+    asked = []
+    monkeypatch.setattr(sandbox_client, "explain", lambda *a, **k: asked.append(1) or
+                        [walls.wall(w["name"], False, "played: off") for w in walls.explain()])
+    monkeypatch.setenv("ATTNKIT_SECRET", secret)
+    root = Path(__file__).resolve().parents[3]
+    command = ["grade", str(root / "problem_bank" / "assignments" / "example.yaml"),
+               str(build / "submissions" / "submitted"), "--key", str(build / "instructor" / "answer_key.json"),
+               "--timeout", "5", "--cluster", cluster.scheduler.address, "--json"]
+    if walls.protected(None):          # (the workers' own walls hold here)
+        assert main(command + ["--gradebook", str(tmp_path / "a.sqlite")]) == 0
+        assert asked == [] and '"graded": 12' in capsys.readouterr().out
+    first = sorted(cluster.scheduler_info()["workers"])[0]
+    cluster.run(_walls_off, True, workers=[first])
+    try:
+        assert main(command + ["--gradebook", str(tmp_path / "b.sqlite")]) == 1
+    finally:
+        cluster.run(_walls_off, False, workers=[first])
+    assert f"refusing to run student code on {first}" in capsys.readouterr().err and asked == []
+
+
 def test_a_shards_entries_answer_membership_without_parsing():
     # the gradebook's hash asks "is this student's entry here?" for every row: never a parse
     from grader.run.cluster import _ShardEntries
