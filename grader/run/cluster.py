@@ -285,6 +285,8 @@ class _Sender:
         self.run_id = uuid.uuid4().hex
         self.futures: dict = {}     # future → (shard, its data, tries, times it waited, worker)
         self.pending = as_completed()
+        self._known: list[str] = []
+        self._asked = -float("inf")
 
     def send(self, shard: Shard, tries: int = 0, alone: bool = False, waited: int = 0,
              prefer: str | None = None) -> None:
@@ -298,14 +300,22 @@ class _Sender:
 
     def _least_busy(self, prefer: str | None) -> str | None:
         """The worker to send a shard to (None: the scheduler's choice, where it cannot say)."""
-        try:
-            workers = list(self.client.scheduler_info()["workers"])
-        except Exception:  # noqa: BLE001 — a placement, never a reason not to grade
-            return None
         out = collections.Counter(sent[-1] for sent in self.futures.values())
-        return min(workers, key=lambda w: (out[w], w != prefer, w), default=None)
+        return min(self._workers(), key=lambda w: (out[w], w != prefer, w), default=None)
+
+    def _workers(self) -> list[str]:
+        """The cluster's workers, asked of the scheduler at most every WORKERS_AGE seconds (its
+        answer describes every worker: a large cluster's is large)."""
+        if time.monotonic() - self._asked > WORKERS_AGE:
+            try:
+                self._known = list(self.client.scheduler_info()["workers"])
+            except Exception:  # noqa: BLE001 — a placement, never a reason not to grade
+                self._known = []
+            self._asked = time.monotonic()
+        return self._known
 
 
+WORKERS_AGE = 1.0            # seconds: a worker that joins mid-run is sent shards this soon
 SCATTER_TRIES = 20           # a worker the scheduler chose may be dying: another is chosen
 SCATTER_PAUSE = 0.25
 

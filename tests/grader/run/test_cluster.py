@@ -110,7 +110,7 @@ def test_the_walls_are_asked_of_the_workers_own_sandbox_servers(cluster):
     from grader.sandbox.walls import protected
     here = protected()
     assert workers_unprotected(cluster, 5.0) == ([] if here else sorted(cluster.scheduler_info()["workers"]))
-    # asked of the servers grading uses (no bare server started for it, none left behind)
+    # asked of the servers grading uses: still one a worker, none started to be asked
     assert list(cluster.run(_servers_for, 5.0).values()) == [1, 1]
 
 
@@ -406,10 +406,11 @@ class _Placing:
         return {"workers": {address: {} for address in self.workers}}
 
 
-def test_a_shard_goes_to_the_worker_with_fewest_out_the_one_just_finished_among_equals():
-    from grader.run.cluster import _Sender
-    sender = _Sender.__new__(_Sender)
-    sender.client, sender.futures = _Placing("a", "b"), {}
+def test_a_shard_goes_to_the_worker_with_fewest_out_the_one_just_finished_among_equals(monkeypatch):
+    from grader.run import cluster as grading_cluster
+    monkeypatch.setattr(grading_cluster, "WORKERS_AGE", 0.0)      # (asked at every shard)
+    sender = grading_cluster._Sender.__new__(grading_cluster._Sender)
+    sender.client, sender.futures, sender._known, sender._asked = _Placing("a", "b"), {}, [], -1.0
     assert sender._least_busy(None) == "a" and sender._least_busy("b") == "b"
     sender.futures = {1: ("shard", "data", 0, 0, "a"), 2: ("shard", "data", 0, 0, "b"), 3: ("shard", "data", 0, 0, "b")}
     assert sender._least_busy("b") == "a"                 # b has two out: a takes the next
@@ -418,6 +419,9 @@ def test_a_shard_goes_to_the_worker_with_fewest_out_the_one_just_finished_among_
     sender.client.workers.append("c")                      # joined mid-run, with none out
     assert sender._least_busy("a") == "c"
     sender.client = None                                   # the scheduler cannot say: it chooses
+    assert sender._least_busy("a") is None
+    monkeypatch.setattr(grading_cluster, "WORKERS_AGE", 60.0)     # asked again only after a while
+    sender.client = _Placing("d")
     assert sender._least_busy("a") is None
 
 
