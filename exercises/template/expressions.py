@@ -14,6 +14,7 @@ functions expressions call are in ``builtin_functions``, the errors in ``express
 from __future__ import annotations
 
 import ast
+import threading
 import operator
 import zlib
 from dataclasses import dataclass, field
@@ -92,6 +93,13 @@ class Expression:
             object.__setattr__(self, key, value)
 
 
+# CPython 3.11's parser is not safe to run in two threads at once ("SystemError: AST
+# constructor recursion depth mismatch"), and the grader parses on its sandbox threads (a
+# follow-through recipe, a givens cell, a student's cell): every ast.parse of the kit holds
+# this lock (the grader's own take it from grader.intake.givens).
+PARSING = threading.Lock()
+
+
 def parse(source, where: str = "") -> Expression:
     """Parse ``source`` (a string, or a plain number/bool) into an Expression. ``where`` (the
     template key it sits under) seeds its uses of ``rng``: the same text under two keys draws
@@ -103,7 +111,8 @@ def parse(source, where: str = "") -> Expression:
     if len(source) > _MAX_SOURCE:
         raise ExpressionError(f"expression of {len(source)} characters (at most {_MAX_SOURCE})")
     try:
-        tree = ast.parse(source.strip(), mode="eval")
+        with PARSING:
+            tree = ast.parse(source.strip(), mode="eval")
         if _depth(tree) > 60:
             raise ExpressionError(f"expression nested too deeply: {source.strip()[:60]!r}…")
     except SyntaxError as err:

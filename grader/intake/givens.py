@@ -5,16 +5,16 @@ re-spelling from an edit. ``PARSING`` is the lock every ``ast.parse`` of the gra
 from __future__ import annotations
 
 import ast
-import threading
 
+from exercises.template import expressions
 from formats.literals import assignment
 
 from grader.intake.issues import listed
 
 # Submissions are read on the grader's sandbox threads, and CPython 3.11's parser is not safe
-# to run in two threads at once ("SystemError: AST constructor recursion depth mismatch"):
-# every ast.parse of the grader holds this lock.
-PARSING = threading.Lock()
+# to run in two threads at once: every ast.parse of the grader holds the lock the template
+# expressions' parser holds (a follow-through recipe is parsed on those threads too).
+PARSING = expressions.PARSING
 
 _MAX_GIVENS_SOURCE = 256 * 1024   # a givens cell longer than this is "edited" without parsing it
 _GIVENS_SLACK = 4_096             # … and one longer than 4× its issued text and this: "much longer"
