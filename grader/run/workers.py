@@ -39,25 +39,24 @@ WALL_SECONDS = "attnkit.sandbox-wall-seconds"    # (Dask's configuration, as a w
 def connect(cluster: str, wall_seconds: float | None = None):
     """A Dask ``Client`` (and the LocalCluster it started, to close, or None): ``local:N``
     starts a ``LocalCluster`` of N single-threaded worker processes on loopback with no
-    dashboard (with ``wall_seconds``, each starts its sandbox servers for runs of that length
-    as it starts: ``dask_setup``); ``tcp://HOST:PORT`` or ``tls://HOST:PORT`` connects to a
-    running scheduler (TLS as Dask's configuration sets it: ``distributed.comm.tls.*``); a
-    path names a scheduler file."""
+    dashboard, each keeping to a CPU of its own as it starts and (with ``wall_seconds``)
+    starting its sandbox servers for runs of that length (``dask_setup``);
+    ``tcp://HOST:PORT`` or ``tls://HOST:PORT`` connects to a running scheduler (TLS as Dask's
+    configuration sets it: ``distributed.comm.tls.*``); a path names a scheduler file."""
     import dask
     from distributed import Client, LocalCluster
     if cluster.startswith("local:"):
         workers = int(cluster.split(":", 1)[1])
         if workers < 1:
             raise ValueError(f"--cluster {cluster}: give at least one worker")
-        setup = ({"distributed.worker.preload": [__name__], WALL_SECONDS: float(wall_seconds)}
-                 if wall_seconds is not None else {})
+        setup = {"distributed.worker.preload": [__name__],       # (dask_setup)
+                 **({WALL_SECONDS: float(wall_seconds)} if wall_seconds is not None else {})}
         # a task whose worker died once more is given up (KilledWorker): the client splits it
         with dask.config.set({"distributed.scheduler.allowed-failures": 1, **QUIET_WORKERS,
                               **_forked_workers(), **setup}):
             local = LocalCluster(n_workers=workers, threads_per_worker=1, processes=True,
                                  host="127.0.0.1", dashboard_address=None, silence_logs=40)
         client = Client(local)
-        pin_workers(client)
         return client, local
     if "://" in cluster:
         return Client(cluster), None
@@ -110,56 +109,19 @@ def prepare_local_cluster(cluster: str) -> None:
         pass
 
 
-def pin_workers(client) -> dict[str, int]:
-    """Keep each worker of a cluster on this machine (``local:N``) on a CPU of its own, with
-    the sandbox server it starts and that server's children, as batch work: what a judge does
-    on one machine (``grader.run.judges._pin``), and for the same reason: a worker's grading
-    thread and its sandbox child take turns dozens of times per submission. Every thread the
-    worker has is moved (Linux sets a CPU mask per thread; threads made later inherit it).
-    Returns worker address → CPU ({} where the system cannot say which CPUs there are)."""
-    from grader.run.judges import usable_cpus
-    cpus = usable_cpus()
-    if not cpus:
-        return {}
-    workers = client.scheduler_info()["workers"]
-    numbers = {address: _number(info.get("name"), i) for i, (address, info) in enumerate(sorted(workers.items()))}
-    chosen = {address: cpus[number % len(cpus)] for address, number in numbers.items()}
-    try:
-        client.run(_pin_this_worker, chosen)
-    except Exception:  # noqa: BLE001 — a placement, never a reason not to grade
-        return {}
-    return chosen
-
-
-def _number(name, otherwise: int) -> int:
-    """A LocalCluster's worker's number (its name: 0, 1, …), else its place among the workers."""
-    return name if isinstance(name, int) and name >= 0 else otherwise
-
-
-def _pin_this_worker(chosen: dict[str, int], dask_worker=None) -> None:
-    """On a worker (``client.run``): every thread of this process to its CPU, as batch work."""
-    cpu = chosen.get(getattr(dask_worker, "address", None))
-    if cpu is not None:
-        _keep_process_to(cpu)
-
-
-def _keep_process_to(cpu: int) -> None:
-    from grader.run.judges import keep_to_cpu
-    try:
-        threads = os.listdir("/proc/self/task")
-    except OSError:                               # (no /proc: not Linux)
-        return
-    for thread in threads:
-        keep_to_cpu(cpu, int(thread))
-
-
 def dask_setup(worker) -> None:
     """On each worker of a LocalCluster ``connect`` started (Dask's worker preload), as the
-    worker starts and before it joins the scheduler: keep to the CPU ``pin_workers`` gives it
-    (by its number), then start its sandbox servers, which are started from it and keep to
-    its CPU too. A server takes about a tenth of a second to start; begun here, it is ready
-    by the time the first shard has travelled, where started by the first task it would not
-    be (``get_workers_ready`` asks again: that starts nothing twice)."""
+    worker starts and before it joins the scheduler (a replacement for a lost worker too):
+
+    - keep to a CPU of its own (its number, the LocalCluster's name for it, picks which), as
+      batch work, with every process it starts: what a judge does on one machine
+      (``grader.run.judges._pin``), and for the same reason: a worker's grading thread and its
+      sandbox child take turns dozens of times per submission. Every thread it has is moved
+      (Linux sets a CPU mask per thread; threads made later inherit it);
+    - with a wall time in its configuration (``connect``'s ``wall_seconds``), start its
+      sandbox servers: a server takes about a tenth of a second to start; begun here, it is
+      ready by the time the first shard has travelled, where started by the first task it
+      would not be (``get_workers_ready`` asks again: that starts nothing twice)."""
     import dask
 
     from grader.run.judges import usable_cpus
@@ -171,6 +133,16 @@ def dask_setup(worker) -> None:
         from grader.run.cluster import get_ready
         from grader.run.shards import SERVERS_PER_WORKER
         get_ready(SERVERS_PER_WORKER, float(wall_seconds))
+
+
+def _keep_process_to(cpu: int) -> None:
+    from grader.run.judges import keep_to_cpu
+    try:
+        threads = os.listdir("/proc/self/task")
+    except OSError:                               # (no /proc: not Linux)
+        return
+    for thread in threads:
+        keep_to_cpu(cpu, int(thread))
 
 
 def workers_unprotected(client, wall_seconds: float) -> list[str]:
